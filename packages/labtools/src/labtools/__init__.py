@@ -1,0 +1,10 @@
+"""labtools: kernel-lab's shared bench harness, op models, roofline and lab CLI.
+
+labtools imports no kernel package: kernels register themselves (see
+`labtools.registry`), and every timing goes through `labtools.bench`.
+"""
+
+from labtools.ops import OPS, Op, get_op, tolerance
+from labtools.registry import Implementation, implementations, register
+
+__all__ = ["OPS", "Op", "get_op", "tolerance", "Implementation", "implementations", "register"]

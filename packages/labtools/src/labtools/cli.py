@@ -1,0 +1,37 @@
+"""`lab`: the one command line of kernel-lab.
+
+Each subcommand lives in its own module, which defines `configure(parser)` and
+`main(args) -> int`; this file only lists them. Command modules import their heavy
+dependencies (torch, matplotlib) inside `main`, so building the parser stays cheap and a
+missing optional dependency breaks only the command that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "env": ("labtools.commands.env", "report this machine: versions, CUDA devices, which backends run here"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lab", description="kernel-lab: softmax from naive to speed-of-light.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.set_defaults(_module=module)
+        importlib.import_module(module).configure(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(importlib.import_module(args._module).main(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""The ops kernel-lab measures: one float64 NumPy reference and one cost model each.
+
+Every kernel package checks itself against `Op.reference` and every benchmark and the
+roofline count bytes and FLOPs with `Op.bytes_moved` / `Op.flops`, so a number means
+the same thing wherever it is printed.
+
+Cost models count the fewest bytes the op must move through device memory (each input
+read once, each output written once) and the arithmetic it must do.
+
+Softmax FLOP convention: 5 FLOPs per element -- one compare for the max, one subtract,
+one exp (counted as a single FLOP, although it is several instructions), one add for
+the sum and one multiply by the reciprocal. The backward, dx = y * (dy - sum(y * dy)),
+is 4 FLOPs per element (multiply, add, subtract, multiply).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+Shape = tuple[int, ...]
+
+
+def _numel(shape: Shape) -> int:
+    return math.prod(shape)
+
+
+# --- float64 NumPy references ------------------------------------------------------
+
+
+def softmax_ref(x, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax in float64. Rows of all -inf give NaN, like torch."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = np.max(x, axis=axis, keepdims=True) if x.size else x
+        e = np.exp(x - m)
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_backward_ref(y, dy, axis: int = -1) -> np.ndarray:
+    """Gradient of softmax given its output y and the upstream gradient dy (float64)."""
+    y = np.asarray(y, dtype=np.float64)
+    dy = np.asarray(dy, dtype=np.float64)
+    return y * (dy - np.sum(y * dy, axis=axis, keepdims=True))
+
+
+def vector_add_ref(a, b) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64) + np.asarray(b, dtype=np.float64)
+
+
+def copy_ref(x) -> np.ndarray:
+    return np.array(x, dtype=np.float64, copy=True)
+
+
+# --- the ops -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Op:
+    """What an op computes and what it costs, independent of any implementation.
+
+    `bytes_moved(shape, itemsize)` and `flops(shape)` take the shape of the op's main
+    tensor (the (M, N) input of softmax, the length-N vectors of vector_add).
+    """
+
+    name: str
+    reference: Callable[..., np.ndarray]
+    bytes_moved: Callable[[Shape, int], int]
+    flops: Callable[[Shape], int]
+    n_inputs: int
+    doc: str = ""
+
+    def intensity(self, shape: Shape, itemsize: int) -> float:
+        """Arithmetic intensity in FLOP per byte of compulsory traffic."""
+        return self.flops(shape) / self.bytes_moved(shape, itemsize)
+
+
+SOFTMAX = Op(
+    "softmax",
+    softmax_ref,
+    bytes_moved=lambda shape, itemsize: 2 * _numel(shape) * itemsize,  # read x, write y
+    flops=lambda shape: 5 * _numel(shape),
+    n_inputs=1,
+    doc="y = softmax(x) along the last axis of an (M, N) tensor",
+)
+SOFTMAX_BACKWARD = Op(
+    "softmax_backward",
+    softmax_backward_ref,
+    bytes_moved=lambda shape, itemsize: 3 * _numel(shape) * itemsize,  # read y, dy; write dx
+    flops=lambda shape: 4 * _numel(shape),
+    n_inputs=2,
+    doc="dx = y * (dy - sum(y * dy)) along the last axis",
+)
+VECTOR_ADD = Op(
+    "vector_add",
+    vector_add_ref,
+    bytes_moved=lambda shape, itemsize: 3 * _numel(shape) * itemsize,  # read a, b; write c
+    flops=lambda shape: _numel(shape),
+    n_inputs=2,
+    doc="c = a + b",
+)
+COPY = Op(
+    "copy",
+    copy_ref,
+    bytes_moved=lambda shape, itemsize: 2 * _numel(shape) * itemsize,  # read x, write y
+    flops=lambda shape: 0,
+    n_inputs=1,
+    doc="y = x: the bandwidth ceiling every memory-bound kernel is measured against",
+)
+
+OPS: dict[str, Op] = {op.name: op for op in (SOFTMAX, SOFTMAX_BACKWARD, VECTOR_ADD, COPY)}
+
+
+def get_op(name: str) -> Op:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise ValueError(f"unknown op {name!r}; known: {sorted(OPS)}") from None
+
+
+# Tolerances for comparing a kernel's output with the float64 reference, per storage
+# dtype, stated once for every test in the repository. fp32 arithmetic with a different
+# reduction order lands near 1e-6 relative; half-precision outputs are limited by their
+# own rounding (2^-11 for fp16, 2^-8 for bf16 relative to the value).
+TOLERANCES: dict[str, dict[str, float]] = {
+    "float64": {"rtol": 1e-12, "atol": 1e-14},
+    "float32": {"rtol": 1e-5, "atol": 1e-6},
+    "float16": {"rtol": 2e-3, "atol": 1e-5},
+    "bfloat16": {"rtol": 1.6e-2, "atol": 1e-4},
+}
+
+
+def tolerance(dtype) -> dict[str, float]:
+    """rtol/atol for a dtype given as a string, NumPy dtype or torch dtype."""
+    name = str(dtype).replace("torch.", "")
+    try:
+        return TOLERANCES[name]
+    except KeyError:
+        raise ValueError(f"no tolerance stated for dtype {dtype!r}") from None

@@ -1,0 +1,1 @@
+"""minigpt_torch."""

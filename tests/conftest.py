@@ -1,0 +1,63 @@
+"""Test-session setup shared by every package's tests.
+
+- With no CUDA device, TRITON_INTERPRET=1 is set here, before anything imports triton,
+  so Triton kernels run under Triton's CPU interpreter.
+- Tests marked `gpu` skip, with the reason, when there is no CUDA device.
+- Hypothesis profiles: `ci` (default: few examples, no deadline) and `gpu` (large
+  sweeps), chosen with HYPOTHESIS_PROFILE=gpu.
+- Benchmarks (files bench_*.py, using the `benchmark` fixture) are skipped by the
+  `--benchmark-skip` in pyproject's addopts; `pytest --benchmark-only` runs only them.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def _cuda_device_present() -> bool:
+    try:
+        import torch  # does not import triton
+
+        return torch.cuda.is_available()
+    except ImportError:
+        pass
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no cupy, no driver: no device
+        return False
+
+
+HAS_CUDA = _cuda_device_present()
+if not HAS_CUDA:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "ci", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile(
+    "gpu", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_report_header(config):
+    interp = os.environ.get("TRITON_INTERPRET") == "1"
+    return [
+        f"kernel-lab: CUDA device: {'yes' if HAS_CUDA else 'no'}; "
+        f"Triton interpreter: {'on' if interp else 'off'}; "
+        f"hypothesis profile: {settings._current_profile}"
+    ]
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (none found: torch.cuda.is_available() is False)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,88 @@
+"""The timing harness: statistics, stopping rule, records, pytest-benchmark storage."""
+
+import numpy as np
+import pytest
+
+from labtools import bench
+from labtools.registry import Implementation
+
+
+def test_timing_statistics_on_synthetic_samples():
+    t = bench.Timing(tuple(float(v) for v in range(1, 101)), "cpu")
+    assert t.n == 100
+    assert t.median_us == pytest.approx(50.5)
+    assert t.q1_us == pytest.approx(25.75) and t.q3_us == pytest.approx(75.25)
+    assert t.iqr_us == pytest.approx(49.5)
+    assert t.rel_iqr == pytest.approx(49.5 / 50.5)
+    assert t.min_us == 1.0
+
+
+def test_settled_needs_enough_samples_and_a_tight_spread():
+    tight = [100.0, 100.5, 99.5, 100.2] * 5
+    assert bench._settled(tight, min_reps=10, rel_iqr_target=0.02)
+    assert not bench._settled(tight[:5], min_reps=10, rel_iqr_target=0.02)
+    assert not bench._settled([1.0, 2.0, 3.0, 4.0] * 5, min_reps=10, rel_iqr_target=0.02)
+
+
+def test_time_cpu_measures_and_stops():
+    x = np.random.default_rng(0).standard_normal((256, 256))
+    t = bench.time_cpu(lambda a: a @ a, [(x,)], min_reps=5, max_reps=40, time_cap_s=1.0)
+    assert 5 <= t.n <= 40 and t.device == "cpu"
+    assert all(s > 0 for s in t.samples_us)
+
+
+def test_n_input_sets_covers_twice_the_l2():
+    assert bench.n_input_sets(10 * 2**20, 50 * 2**20) == 10
+    assert bench.n_input_sets(1 * 2**20, 50 * 2**20) == 16  # capped
+    assert bench.n_input_sets(2**30, 50 * 2**20) == 1
+    assert bench.n_input_sets(2**20, 0) == 1  # CPU: no L2 model, no rotation
+
+
+def test_record_derives_bandwidth_and_ratios():
+    impl = Implementation(lambda x: x, "softmax", "t.x", "numpy", "x", device="cpu")
+    slow = bench.record(impl, (1000, 1000), "float32", bench.Timing((100.0,) * 3, "cpu"), copy_gbps=200.0)
+    assert slow.bytes == 8_000_000 and slow.flops == 5_000_000
+    assert slow.gbps == pytest.approx(80.0)  # 8 MB in 100 us
+    assert slow.frac_of_copy == pytest.approx(0.4)
+    assert slow.tflops == pytest.approx(0.05)
+    fast = bench.record(impl, (1000, 1000), "float32", bench.Timing((50.0,) * 3, "cpu"), reference=slow)
+    assert fast.vs_ref == pytest.approx(2.0) and fast.ref == "t.x"
+    assert fast.to_dict()["shape"] == [1000, 1000]
+
+
+def test_measure_times_a_registered_cpu_implementation():
+    impl = Implementation(lambda x: np.exp(x), "softmax", "t.exp", "numpy", "exp", device="cpu",
+                          dtypes=("float32",))
+    rec = bench.measure(impl, (64, 128), "float32", min_reps=5, time_cap_s=0.5)
+    assert rec.median_us > 0 and rec.reps >= 5 and rec.gbps > 0
+    with pytest.raises(ValueError, match="does not accept"):
+        bench.measure(impl, (64, 128), "bfloat16")
+
+
+class _FakeStats:
+    def __init__(self):
+        self.values = []
+
+    def update(self, v):
+        self.values.append(v)
+
+
+class _FakeFixture:
+    disabled = False
+
+    def __init__(self):
+        self.extra_info = {}
+        self.made = []
+
+    def _make_stats(self, iterations):
+        s = _FakeStats()
+        self.made.append((iterations, s))
+        return s
+
+
+def test_into_pytest_benchmark_stores_harness_samples_in_seconds():
+    fx = _FakeFixture()
+    bench.into_pytest_benchmark(fx, bench.Timing((10.0, 20.0), "cuda", flushed_l2=True))
+    (iterations, stats), = fx.made
+    assert iterations == 1 and stats.values == [pytest.approx(1e-5), pytest.approx(2e-5)]
+    assert fx.extra_info["timer"] == "labtools (cuda)" and fx.extra_info["flushed_l2"] is True

@@ -1,0 +1,50 @@
+"""Implementations register themselves; labtools imports no kernel package."""
+
+import subprocess
+import sys
+
+import pytest
+
+from labtools import registry
+from labtools.registry import Implementation
+
+
+def test_register_filter_and_cost():
+    impl = Implementation(lambda x: x, "softmax", "test.identity", "numpy", "id", device="cpu", dtypes=("float32",),
+                          supports=lambda shape, dtype: shape[-1] <= 1024)
+    registry.register(impl)
+    try:
+        assert registry.get("test.identity") is impl
+        assert impl in registry.implementations("softmax", device="cpu")
+        assert impl not in registry.implementations("softmax", device="cuda")
+        assert impl.cost((8, 100), 4) == (6400, 4000)
+        assert impl.accepts((8, 100), "float32") and not impl.accepts((8, 2048), "float32")
+        assert not impl.accepts((8, 100), "bfloat16")
+        with pytest.raises(ValueError, match="already registered"):
+            registry.register(impl)
+    finally:
+        registry.unregister("test.identity")
+    with pytest.raises(KeyError):
+        registry.get("test.identity")
+
+
+def test_unknown_op_is_refused():
+    with pytest.raises(ValueError, match="unknown op"):
+        registry.register(Implementation(abs, "fft", "test.fft", "numpy", "fft"))
+
+
+def test_references_are_registered():
+    names = {i.name for i in registry.implementations()}
+    assert "numpy.softmax" in names
+    pytest.importorskip("torch", reason="the torch references register only where torch is installed")
+    assert {"torch.softmax.cuda", "torch.compile.softmax.cuda", "torch.copy.cuda"} <= names
+    refs = [i for i in registry.implementations("softmax", device="cuda") if i.is_reference]
+    assert [i.label for i in refs] == ["F.softmax"]
+
+
+def test_labtools_imports_no_kernel_package():
+    code = ("import sys, labtools, labtools.bench, labtools.registry, labtools.ceilings, labtools.cli;"
+            "bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('kernels_cuda', 'kernels_triton', 'minigpt_np', 'minigpt_torch', 'torch', 'triton', 'cupy')];"
+            "print(bad); assert not bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
