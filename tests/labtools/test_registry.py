@@ -48,3 +48,14 @@ def test_labtools_imports_no_kernel_package():
             "('kernels_cuda', 'kernels_triton', 'minigpt_np', 'minigpt_torch', 'torch', 'triton', 'cupy')];"
             "print(bad); assert not bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_checks_register_and_unregister():
+    chk = registry.Check("test.check", lambda: {"passed": True}, needs_cuda=False)
+    registry.register_check(chk)
+    try:
+        assert chk in registry.checks()
+        assert chk.fn()["passed"] is True
+    finally:
+        registry.unregister("test.check")
+    assert chk not in registry.checks()

@@ -2,7 +2,7 @@
 
 A kernel package declares an entry point in the group ``labtools.plugins`` whose object
 is a zero-argument function that calls :func:`register` for each implementation it
-offers::
+offers (and :func:`register_check` for each correctness check `lab run` should run)::
 
     [project.entry-points."labtools.plugins"]
     kernels_cuda = "kernels_cuda.bench:register"
@@ -72,7 +72,21 @@ class Implementation:
         return dtype in self.dtypes and (self.supports is None or self.supports(shape, dtype))
 
 
+@dataclass(frozen=True)
+class Check:
+    """A correctness check that `lab run` executes and records (e.g. "the PyTorch port
+    equals the NumPy model"). `fn()` returns a JSON-able dict that includes
+    ``"passed": bool``; `needs_cuda` checks are skipped, and reported as skipped, without
+    a CUDA device."""
+
+    name: str
+    fn: Callable[[], dict]
+    needs_cuda: bool = False
+    doc: str = ""
+
+
 _REGISTRY: dict[str, Implementation] = {}
+_CHECKS: dict[str, Check] = {}
 _plugins_loaded = False
 
 
@@ -88,6 +102,19 @@ def register(impl: Implementation, *, replace: bool = False) -> Implementation:
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
+    _CHECKS.pop(name, None)
+
+
+def register_check(check: Check) -> Check:
+    """Add (or replace) a correctness check; plugins call this from their entry point."""
+    _CHECKS[check.name] = check
+    return check
+
+
+def checks(*, load: bool = True) -> list[Check]:
+    if load:
+        load_plugins()
+    return list(_CHECKS.values())
 
 
 def load_plugins(*, force: bool = False) -> list[str]:
@@ -103,6 +130,7 @@ def load_plugins(*, force: bool = False) -> list[str]:
         return []
     if force:
         _REGISTRY.clear()
+        _CHECKS.clear()
     _plugins_loaded = True
     from labtools import references
 
