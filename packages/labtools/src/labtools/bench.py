@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from labtools.ops import softmax_ref
 from labtools.registry import Implementation
 
 DEFAULT_FLUSH_BYTES = 256 * 1024**2  # > 4x the L2 of any current GPU (H100: 50 MB)
@@ -216,18 +217,27 @@ def n_input_sets(bytes_per_call: int, l2: int, cap: int = 16) -> int:
 
 
 def make_inputs(impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int = 0) -> tuple:
-    """Fresh standard-normal inputs for `impl` (torch tensors, or NumPy for numpy impls)."""
+    """Fresh standard-normal inputs for `impl` (torch tensors, or NumPy for numpy impls).
+
+    softmax_backward's first input is y, a softmax output: its rows are made
+    distributions (softmax of normals), as they are in a real backward pass, so sums
+    like sum(y * dy) stay in the range the tolerances are stated for.
+    """
     n = impl.op_model.n_inputs
+    as_probs = impl.op == "softmax_backward"
     if impl.backend == "numpy":
         rng = np.random.default_rng(seed)
-        return tuple(rng.standard_normal(shape).astype(dtype) for _ in range(n))
+        xs = [rng.standard_normal(shape) for _ in range(n)]
+        if as_probs:
+            xs[0] = softmax_ref(xs[0])
+        return tuple(x.astype(dtype) for x in xs)
     import torch
 
     g = torch.Generator(device=impl.device).manual_seed(seed)
-    tdtype = getattr(torch, dtype)
-    return tuple(
-        torch.randn(shape, generator=g, device=impl.device, dtype=torch.float32).to(tdtype) for _ in range(n)
-    )
+    xs = [torch.randn(shape, generator=g, device=impl.device, dtype=torch.float32) for _ in range(n)]
+    if as_probs:
+        xs[0] = torch.softmax(xs[0], dim=-1)
+    return tuple(x.to(getattr(torch, dtype)) for x in xs)
 
 
 def itemsize(dtype: str) -> int:
@@ -278,6 +288,10 @@ class BenchRecord:
         d = asdict(self)
         d["shape"] = list(self.shape)
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "BenchRecord":
+        return cls(**{**d, "shape": tuple(d["shape"])})
 
     def with_reference(self, ref: "BenchRecord") -> "BenchRecord":
         self.ref, self.ref_us = ref.impl, ref.median_us

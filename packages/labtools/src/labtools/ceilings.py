@@ -1,15 +1,20 @@
 """The two ceilings every number is read against: memory bandwidth and matrix throughput.
 
-Measured once per sweep on the device in hand (`measure_copy`, `measure_matmul`), with
-the datasheet figures below as the fallback and as the label of the roofline plot.
+Measured once per sweep on the device in hand (`measure("cuda")`: torch's device copy
+and matmul; `measure("cpu")`: NumPy's, for CPU-only runs), with the datasheet figures
+below as the fallback and as the dashed reference lines of the roofline plot.
 Datasheet numbers are dense (no structured sparsity) peak rates at boost clock.
 """
 
 from __future__ import annotations
 
+import os
+import platform
 from dataclasses import dataclass
 
-from labtools.bench import time_cuda
+import numpy as np
+
+from labtools.bench import time_cpu, time_cuda
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,14 @@ class Ceilings:
             "device": self.device,
             "copy_gbps": self.copy_gbps,
             "matmul_tflops": dict(self.matmul_tflops),
-            "datasheet": None if self.datasheet is None else self.datasheet.__dict__,
+            "datasheet": None if self.datasheet is None else dict(self.datasheet.__dict__),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Ceilings":
+        sheet = d.get("datasheet")
+        return cls(d["device"], d["copy_gbps"], dict(d.get("matmul_tflops") or {}),
+                   None if sheet is None else GpuSpec(**sheet))
 
 
 def measure_copy(nbytes: int = 2**30, dtype: str = "float32") -> float:
@@ -98,7 +109,28 @@ def measure_matmul(n: int = 8192) -> dict[str, float]:
     return out
 
 
-def measure(matmul: bool = True) -> Ceilings:
+def measure_copy_cpu(nbytes: int = 2**28) -> float:
+    """GB/s (read + write) of NumPy copying `nbytes` of float32 on the host: the roof for
+    CPU-only runs, far past any CPU cache."""
+    src = np.ones(nbytes // 4, dtype=np.float32)  # the values do not change a copy's speed
+    dst = np.empty_like(src)
+    t = time_cpu(np.copyto, [(dst, src)], min_reps=5, time_cap_s=1.0)
+    return 2 * src.nbytes / (t.median_us * 1e-6) / 1e9
+
+
+def measure_matmul_cpu(n: int = 1024) -> dict[str, float]:
+    """TFLOP/s of NumPy's (BLAS) fp32 n x n x n product on random data."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+    t = time_cpu(np.matmul, [(a, b)], min_reps=5, time_cap_s=1.0)
+    return {"fp32": 2 * n**3 / (t.median_us * 1e-6) / 1e12}
+
+
+def measure(device: str = "cuda", matmul: bool = True) -> Ceilings:
+    """Measure the copy (and, with `matmul`, the matmul) ceiling of `device`."""
+    if device == "cpu":
+        name = f"cpu: {platform.processor() or platform.machine()}, {os.cpu_count()} logical cores"
+        return Ceilings(name, measure_copy_cpu(), measure_matmul_cpu() if matmul else {}, None)
     import torch
 
     name = torch.cuda.get_device_name()

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shlex
 import sys
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("labtools.commands.env", "report this machine: versions, CUDA devices, which backends run here"),
+    "bench": ("labtools.commands.bench", "time every registered implementation of an op over the shape sweep"),
+    "roofline": ("labtools.commands.roofline", "plot a sweep: roofline and fraction of copy bandwidth"),
+    "ncu": ("labtools.commands.ncu", "profile under Nsight Compute (or parse its CSV) and name each kernel's bottleneck"),
+    "run": ("labtools.commands.run", "the whole job: checks, ceilings, sweeps, plots, manifest.json, REPORT.md"),
 }
 
 
@@ -29,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.command_line = shlex.join(["lab", *argv])  # recorded in every file a command writes
     return int(importlib.import_module(args._module).main(args) or 0)
 
 

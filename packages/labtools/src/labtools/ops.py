@@ -72,6 +72,7 @@ class Op:
     flops: Callable[[Shape], int]
     n_inputs: int
     doc: str = ""
+    cost_note: str = ""  # the counting convention in one line, restated on plots and reports
 
     def intensity(self, shape: Shape, itemsize: int) -> float:
         """Arithmetic intensity in FLOP per byte of compulsory traffic."""
@@ -85,6 +86,7 @@ SOFTMAX = Op(
     flops=lambda shape: 5 * _numel(shape),
     n_inputs=1,
     doc="y = softmax(x) along the last axis of an (M, N) tensor",
+    cost_note="5 FLOP/element (max-compare, subtract, exp counted as 1, add, multiply); bytes: read x + write y once",
 )
 SOFTMAX_BACKWARD = Op(
     "softmax_backward",
@@ -93,6 +95,7 @@ SOFTMAX_BACKWARD = Op(
     flops=lambda shape: 4 * _numel(shape),
     n_inputs=2,
     doc="dx = y * (dy - sum(y * dy)) along the last axis",
+    cost_note="4 FLOP/element (multiply, add, subtract, multiply); bytes: read y, dy + write dx once",
 )
 VECTOR_ADD = Op(
     "vector_add",

@@ -11,6 +11,23 @@ offers (and :func:`register_check` for each correctness check `lab run` should r
 in place (``PYTHONPATH`` over ``packages/*/src``, no installed metadata),
 ``scripts/test-in-place`` writes the same entry points into a ``.dist-info`` folder, so
 there is still only one discovery path.
+
+What `lab run` reads from plugins (conventions other packages follow):
+
+- ``Implementation.meta["autotune_picks"]``: an optional zero-argument callable that
+  returns the configs an autotuner has picked so far in this process, JSON-able::
+
+      [{"key": {"N": 600, "dtype": "float32"},          # the autotune key's values;
+        "config": {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}}, ...]
+
+  ``key`` holds at least the row length ``N`` and the storage ``dtype`` (a string);
+  ``config`` holds the meta-parameters plus ``num_warps`` and ``num_stages``. `lab run`
+  calls it after timing the implementation, writes the list into manifest.json, and
+  takes the pick for N=600 float32 as the manifest's ``autotune_picked``. labtools never
+  imports the kernel package: kernels_triton registers
+  ``Implementation(..., meta={"autotune_picks": kernels_triton.autotune_picks})``.
+- Checks named ``minigpt_torch.port`` and ``minigpt_torch.kernel_swap`` fill the
+  manifest's ``torch_port`` block; see :mod:`labtools.manifest` for the keys read.
 """
 
 from __future__ import annotations

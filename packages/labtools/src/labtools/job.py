@@ -1,0 +1,237 @@
+"""`lab run`: experiment 24's whole job, on whatever machine this is, into one folder.
+
+1. the registered correctness checks (`labtools.registry.checks()`; CUDA-only ones are
+   skipped, with the reason, without a GPU);
+2. the ceilings: device copy and fp32 matmul, measured here;
+3. the softmax and softmax_backward sweeps (every registered implementation; the full
+   shape sweep on a GPU, a few small shapes and CPU implementations only without one);
+4. B512, shape (512, 600) in float32, for the manifest, and the autotune picks;
+5. the plots (roofline and fraction of copy bandwidth, per op);
+6. with `ncu`, an Nsight Compute profile of every CUDA softmax implementation;
+7. manifest.json (validated) and REPORT.md.
+
+Whatever could not run here is listed, with the reason, in the manifest's notes and in
+the report. The exit status is 1 when a check failed or an implementation crashed or
+was wrong, 0 otherwise; the files are written either way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from labtools import ceilings as ceilings_mod
+from labtools import manifest, ncu, registry, roofline
+from labtools.env import collect
+from labtools.sweep import B512, DTYPES, Sweep, SweepConfig, default_device, default_shapes, format_table, run_sweep, shape_str, summarize
+
+EXPERIMENTS = {"24": "24-triton-and-pytorch"}
+OPS = ("softmax", "softmax_backward")
+
+
+@dataclass
+class RunConfig:
+    out: Path = Path("out")
+    experiment: str = EXPERIMENTS["24"]
+    device: str = "auto"  # "auto": cuda when there is one
+    quick: bool = False  # fewer shapes
+    seed: int = 42
+    time_cap_s: float | None = None  # per (impl, shape, dtype); default 1 s on CUDA, 0.3 s on CPU
+    checks: bool = True
+    ncu: bool = False
+    ncu_shape: tuple[int, int] = roofline.PREFERRED_SHAPE
+    command: str = "lab run"
+
+
+def experiment_dir(key: str, start: Path | None = None) -> Path:
+    """experiments/<name> of the repository around `start` (the working directory)."""
+    name = EXPERIMENTS.get(key, key)
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "experiments").is_dir() and (d / "packages").is_dir():
+            return d / "experiments" / name
+    return here / "experiments" / name
+
+
+def run_checks(checks: list[registry.Check], has_cuda: bool, log: TextIO) -> dict[str, dict]:
+    out = {}
+    for chk in checks:
+        if chk.needs_cuda and not has_cuda:
+            out[chk.name] = {"status": "skipped", "reason": "needs a CUDA device; there is none here"}
+            continue
+        print(f"lab run: check {chk.name}", file=log, flush=True)
+        t0 = time.perf_counter()
+        try:
+            result = manifest.jsonable(chk.fn())
+            if not isinstance(result, dict) or not isinstance(result.get("passed"), bool):
+                entry = {"status": "error", "reason": f"returned {result!r:.200} (a dict with a bool 'passed' expected)"}
+            else:
+                entry = {"status": "passed" if result["passed"] else "failed", "result": result}
+        except Exception as exc:  # noqa: BLE001 - a crashing check is reported, the job goes on
+            entry = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
+        entry["seconds"] = round(time.perf_counter() - t0, 3)
+        out[chk.name] = entry
+    return out
+
+
+def autotune_picks(impls: list[registry.Implementation]) -> dict[str, list[dict] | str]:
+    """meta["autotune_picks"]() of every implementation that has one (see labtools.registry)."""
+    out: dict[str, list[dict] | str] = {}
+    for impl in impls:
+        fn = impl.meta.get("autotune_picks")
+        if fn is None:
+            continue
+        try:
+            out[impl.name] = manifest.jsonable(list(fn()))
+        except Exception as exc:  # noqa: BLE001
+            out[impl.name] = f"autotune_picks() raised {type(exc).__name__}: {exc}"
+    return out
+
+
+def profile_with_ncu(impls: list[registry.Implementation], shape, out: Path, notes: list[str], log: TextIO) -> dict:
+    summaries = {}
+    for impl in impls:
+        if not impl.accepts(shape, "float32"):
+            continue
+        print(f"lab run: ncu {impl.name} {shape_str(shape)} float32", file=log, flush=True)
+        try:
+            kernels, _ = ncu.profile(ncu.launch_target(impl.name, shape_str(shape), "float32"), out / "ncu" / impl.name,
+                                     ncu.NcuConfig(profile_from_start=False))
+            summaries[impl.name] = [k.summary() for k in kernels]
+        except Exception as exc:  # noqa: BLE001 - no ncu, no permission: say so and go on
+            notes.append(f"ncu of {impl.name} failed: {type(exc).__name__}: {exc}")
+    return summaries
+
+
+def run(cfg: RunConfig, log: TextIO | None = None) -> int:
+    log = log or sys.stderr
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = collect()
+    env_dict = env.to_dict()
+    device = default_device() if cfg.device == "auto" else cfg.device
+    has_cuda = device == "cuda"
+    cap = cfg.time_cap_s or (1.0 if has_cuda else 0.3)
+    notes: list[str] = []
+    if not has_cuda:
+        gpu_impls = [i.name for op in OPS for i in registry.implementations(op, device="cuda")]
+        notes.append("no CUDA device: only CPU implementations ran, at the small CPU shapes "
+                     f"({', '.join(shape_str(s) for s in default_shapes('cpu', cfg.quick))}), against the host's "
+                     "NumPy copy and matmul ceilings; CPU caches are not flushed, so shapes that fit in them "
+                     "can beat the copy ceiling")
+        if gpu_impls:
+            notes.append(f"not run (need a CUDA device): {', '.join(gpu_impls)}")
+        if cfg.ncu:
+            notes.append("ncu not run: needs a CUDA device")
+
+    # 1. checks
+    checks = run_checks(registry.checks(), has_cuda, log) if cfg.checks else {}
+    if not cfg.checks:
+        notes.append("checks not run (--no-checks)")
+    notes += [f"check {name} skipped: {c['reason']}" for name, c in checks.items() if c["status"] == "skipped"]
+
+    # 2. ceilings
+    print(f"lab run: measuring the {device} copy and matmul ceilings", file=log, flush=True)
+    ceilings = ceilings_mod.measure(device, matmul=True)
+
+    # 3. sweeps and plots
+    sweeps: dict[str, Sweep] = {}
+    files: dict[str, str] = {}
+    plots: list[Path] = []
+    for op in OPS:
+        print(f"lab run: {op} sweep on {device}", file=log, flush=True)
+        config = SweepConfig(op, device, default_shapes(device, cfg.quick), DTYPES, seed=cfg.seed, time_cap_s=cap)
+        sweeps[op] = s = run_sweep(config, ceilings=ceilings, environment=env_dict, command=cfg.command)
+        files[op] = s.save(out / f"sweep_{op}.json").name
+        if s.records:
+            plots += roofline.write_plots(s, out)
+        else:
+            notes.append(f"no {op} implementation ran on {device}: no plots for it")
+
+    # 4. B512 and autotune picks
+    print(f"lab run: B512 ({shape_str(B512)} float32)", file=log, flush=True)
+    b512 = run_sweep(SweepConfig("softmax", device, (B512,), ("float32",), seed=cfg.seed, time_cap_s=cap),
+                     ceilings=ceilings, environment=env_dict, command=cfg.command)
+    files["softmax@B512"] = b512.save(out / "b512_softmax.json").name
+    picks = autotune_picks(registry.implementations("softmax", device=device))
+
+    # 5. ncu
+    ncu_summaries = {}
+    if cfg.ncu and has_cuda:
+        ncu_summaries = profile_with_ncu(registry.implementations("softmax", device="cuda"), cfg.ncu_shape, out, notes, log)
+        (out / "ncu_summary.json").write_text(json.dumps(ncu_summaries, indent=1) + "\n")
+
+    # 6. manifest and report
+    doc = manifest.build(experiment=cfg.experiment, seed=cfg.seed, device=device, environment=env_dict,
+                         b512=b512.records, autotune=picks, checks=checks, ceilings=ceilings, sweeps=files,
+                         command=cfg.command, notes=notes)
+    manifest.write(doc, out / "manifest.json")
+    report = render_report(doc, sweeps, b512, plots, ncu_summaries)
+    (out / "REPORT.md").write_text(report)
+
+    failed = [n for n, c in checks.items() if c["status"] in ("failed", "error")]
+    broken = [f for s in (*sweeps.values(), b512) for f in s.failed]
+    print(f"lab run: wrote {out}/manifest.json, REPORT.md, {len(plots)} plots, {len(files)} sweep files", file=log)
+    if failed or broken:
+        print(f"lab run: {len(failed)} check(s) failed, {len(broken)} implementation run(s) failed: see REPORT.md",
+              file=log)
+        return 1
+    return 0
+
+
+def render_report(doc: dict, sweeps: dict[str, Sweep], b512: Sweep, plots: list[Path], ncu_summaries: dict) -> str:
+    v = doc["versions"]
+    gpu = doc["gpu"]["model"]
+    lines = [
+        f"# lab run: experiment {doc['experiment']}",
+        "",
+        f"- date: {doc['date']}; command: `{doc['command']}`; seed {doc['seed']}",
+        f"- device: {doc['device']}" + (f" ({gpu}, compute capability {doc['gpu']['compute_capability']})"
+                                          if doc["gpu"]["model"] else f" ({doc['ceilings']['device']})"),
+        "- versions: " + ", ".join(f"{k} {v[k]}" for k in v),
+        f"- produced by {doc['produced_by']}; everything below was measured by this run",
+        "",
+        "## Not run here",
+        "",
+        *([f"- {n}" for n in doc["notes"]] or ["- nothing: every registered check and implementation ran"]),
+        "",
+        "## Correctness checks",
+        "",
+    ]
+    if doc["checks"]:
+        lines += ["| check | status | seconds | detail |", "|---|---|---|---|"]
+        for name, c in doc["checks"].items():
+            detail = c.get("reason") or ", ".join(f"{k}={val}" for k, val in c.get("result", {}).items() if k != "passed")
+            lines.append(f"| {name} | {c['status']} | {c.get('seconds', '')} | {detail[:200]} |")
+    else:
+        lines.append("No checks registered or run.")
+    c = doc["ceilings"]
+    lines += ["", "## Ceilings (measured here)", "", f"- copy: {c['copy_gbps']:,.1f} GB/s (read + write) on {c['device']}"]
+    lines += [f"- {mode} matmul: {t:,.3g} TFLOP/s" for mode, t in c["matmul_tflops"].items()]
+    if c["datasheet"]:
+        d = c["datasheet"]
+        lines.append(f"- datasheet ({d['name']}): HBM {d['hbm_gbps']:,} GB/s, fp32 {d['fp32_tflops']} TFLOP/s ({d['source']})")
+    lines += ["", f"## softmax at B512 ({shape_str(B512)} float32)", "",
+              "| implementation | label | us | frac_of_F_softmax | autotune pick |", "|---|---|---|---|---|"]
+    for name, k in doc["softmax_kernels"].items():
+        frac = "" if k["frac_of_F_softmax"] is None else f"{k['frac_of_F_softmax']:.2f}"
+        pick = k.get("autotune_picked") or ""
+        lines.append(f"| {name} | {k['label']} | {k['us_at_B512']:.1f} | {frac} | {pick} |")
+    for op, s in sweeps.items():
+        lines += ["", f"## {op} sweep ({s.device})", "", "```", format_table(s) if s.records else "(no records)", "```"]
+        for title, entries in (("Skipped", s.skipped), ("Failed", s.failed)):
+            if entries:
+                lines += ["", f"{title}:", ""] + [f"- {line}" for line in summarize(entries)]
+    if b512.failed:
+        lines += ["", "B512 failures:", ""] + [f"- {line}" for line in summarize(b512.failed)]
+    if ncu_summaries:
+        lines += ["", "## Nsight Compute verdicts", ""]
+        for impl, kernels in ncu_summaries.items():
+            lines += [f"- {impl} / {k['kernel'][:60]}: {k['verdict']}" for k in kernels]
+    lines += ["", "## Files", ""] + [f"- {p.name}" for p in plots] + [f"- {f}" for f in doc["sweeps"].values()]
+    lines += ["- manifest.json", ""]
+    return "\n".join(lines)

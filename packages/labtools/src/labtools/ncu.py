@@ -1,0 +1,291 @@
+"""Nsight Compute: profile a command, read its CSV, and say what bounds each kernel.
+
+`profile` runs a command under ``ncu --clock-control none`` (clocks left as the driver
+sets them, so durations compare with the harness's event timings, which do not lock
+clocks either) into a report file, then exports the report with
+``ncu --import R --csv --page details``: the long format, one row per metric::
+
+    "ID","Process ID","Process Name","Host Name","Kernel Name",...,"Section Name","Metric Name","Metric Unit","Metric Value"
+
+`parse_csv` turns that into one `KernelProfile` per profiled launch. It finds the header
+after any preamble (``==PROF==`` lines, the program's own output), keys columns by name
+(ncu versions add and drop columns), and reads values with thousands separators, in
+any time or throughput unit, and "n/a" as missing.
+
+Stall reasons come from the raw metrics
+``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`` (cycles a warp
+spends stalled on <reason> per issued instruction), which `profile` requests by default.
+
+`python -m labtools.ncu launch NAME MxN DTYPE` is the target `lab ncu --impl` profiles:
+it warms a registered implementation up (compile, autotune) with the profiler off, then
+runs it once between cudaProfilerStart/Stop (ncu runs with --profile-from-start off).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
+STALL_REASONS = (
+    "long_scoreboard", "short_scoreboard", "barrier", "membar", "mio_throttle", "lg_throttle", "math_pipe_throttle",
+    "tex_throttle", "wait", "not_selected", "selected", "dispatch_stall", "no_instruction", "drain", "imc_miss",
+    "branch_resolving", "sleeping", "misc",
+)
+STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+DEFAULT_METRICS = tuple(STALL_METRIC.format(r) for r in STALL_REASONS)
+_STALL_RE = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+
+# --- values and units --------------------------------------------------------------
+
+_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
+_TO_GBPS = {"byte/second": 1e-9, "Kbyte/second": 1e-6, "Mbyte/second": 1e-3, "Gbyte/second": 1.0,
+            "Tbyte/second": 1e3, "B/s": 1e-9, "KB/s": 1e-6, "MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
+_GROUPED = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?([eE][+-]?\d+)?$")
+
+
+def number(text: str | None) -> float | None:
+    """A metric value as a float: "1,234.5" -> 1234.5; "n/a", "" -> None."""
+    if text is None:
+        return None
+    s = text.strip().strip('"').strip()
+    if _GROUPED.match(s):
+        s = s.replace(",", "")
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Metric:
+    section: str
+    name: str
+    unit: str
+    value: float | None
+    text: str  # as ncu printed it
+
+
+# --- kernels -----------------------------------------------------------------------
+
+
+@dataclass
+class KernelProfile:
+    """The metrics of one profiled kernel launch."""
+
+    id: str
+    name: str
+    info: dict[str, str] = field(default_factory=dict)  # the other per-launch columns: Block Size, Grid Size, ...
+    metrics: list[Metric] = field(default_factory=list)
+
+    def find(self, names: tuple[str, ...], units: tuple[str, ...] | None = None) -> Metric | None:
+        """The first metric whose name is one of `names` (and unit one of `units`)."""
+        for name in names:
+            for m in self.metrics:
+                if m.name == name and m.value is not None and (units is None or m.unit in units):
+                    return m
+        return None
+
+    @property
+    def duration_us(self) -> float | None:
+        m = self.find(("Duration", "gpu__time_duration.sum", "gpu__time_duration"), tuple(_TO_US))
+        return None if m is None else m.value * _TO_US[m.unit]
+
+    @property
+    def dram_pct(self) -> float | None:
+        m = self.find(("DRAM Throughput", "dram__throughput.avg.pct_of_peak_sustained_elapsed"), ("%",))
+        return None if m is None else m.value
+
+    @property
+    def dram_gbps(self) -> float | None:
+        # "Memory Throughput" is a % in SpeedOfLight and a rate in MemoryWorkloadAnalysis: the unit decides
+        m = self.find(("Memory Throughput", "dram__bytes.sum.per_second"), tuple(_TO_GBPS))
+        return None if m is None else m.value * _TO_GBPS[m.unit]
+
+    @property
+    def sm_pct(self) -> float | None:
+        m = self.find(("Compute (SM) Throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed"), ("%",))
+        return None if m is None else m.value
+
+    @property
+    def achieved_occupancy_pct(self) -> float | None:
+        m = self.find(("Achieved Occupancy", "sm__warps_active.avg.pct_of_peak_sustained_active"), ("%",))
+        return None if m is None else m.value
+
+    @property
+    def registers_per_thread(self) -> int | None:
+        m = self.find(("Registers Per Thread", "launch__registers_per_thread"))
+        return None if m is None else int(m.value)
+
+    @property
+    def stalls(self) -> list[tuple[str, float]]:
+        """(reason, cycles stalled per issued instruction), largest first."""
+        out = []
+        for m in self.metrics:
+            hit = _STALL_RE.match(m.name)
+            if hit and m.value is not None:
+                out.append((hit.group(1), m.value))
+        return sorted(out, key=lambda rv: -rv[1])
+
+    def verdict(self) -> str:
+        """One line: what bounds this kernel, from DRAM vs SM throughput, occupancy and stalls."""
+        dram, sm = self.dram_pct, self.sm_pct
+        stalls = self.stalls
+        tail = ""
+        if self.achieved_occupancy_pct is not None:
+            tail += f"; occupancy {self.achieved_occupancy_pct:.0f}%"
+        if stalls:
+            tail += f"; top stall: {stalls[0][0]} ({stalls[0][1]:.2g} cycles/issue)"
+        if dram is None or sm is None:
+            return "no verdict: DRAM and SM throughput not collected (profile with --section SpeedOfLight)" + tail
+        load = f"DRAM {dram:.0f}% / SM {sm:.0f}% of peak"
+        if dram >= 75:
+            return f"memory-bound ({load}): at the bandwidth roof; only fewer bytes would help" + tail
+        if sm >= 75:
+            return f"compute-bound ({load}): cut instructions per element (exp, division, index math)" + tail
+        if max(dram, sm) < 40:
+            return f"latency-bound ({load}): neither unit is busy; more bytes in flight per SM needed" + tail
+        return f"under-utilized ({load}): neither roof reached" + tail
+
+    def summary(self) -> dict:
+        return {
+            "id": self.id, "kernel": self.name, **self.info,
+            "duration_us": self.duration_us, "dram_pct": self.dram_pct, "dram_gbps": self.dram_gbps,
+            "sm_pct": self.sm_pct, "achieved_occupancy_pct": self.achieved_occupancy_pct,
+            "registers_per_thread": self.registers_per_thread, "top_stalls": self.stalls[:3],
+            "verdict": self.verdict(),
+        }
+
+
+_REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Value")
+_PER_LAUNCH = ("Block Size", "Grid Size", "Device", "CC", "Stream", "Context")
+
+
+def parse_csv(text: str) -> list[KernelProfile]:
+    """`ncu --csv --page details` output (long format) -> one KernelProfile per launch ID."""
+    lines = text.splitlines()
+    start = next((k for k, line in enumerate(lines) if line.lstrip().startswith('"ID"')), None)
+    if start is None:
+        raise ValueError('no ncu CSV header (a line starting with "ID") found; was it run with --csv --page details?')
+    rows = csv.DictReader(io.StringIO("\n".join(lines[start:])))
+    missing = [c for c in _REQUIRED if c not in (rows.fieldnames or [])]
+    if missing:
+        raise ValueError(f"ncu CSV lacks column(s) {missing}; got {rows.fieldnames}")
+    kernels: dict[str, KernelProfile] = {}
+    for row in rows:
+        if not row.get("ID") or row["ID"] == "ID" or not row.get("Metric Name"):
+            continue  # blank lines, repeated headers, rule-only rows
+        k = kernels.get(row["ID"])
+        if k is None:
+            info = {c: row[c] for c in _PER_LAUNCH if row.get(c)}
+            k = kernels[row["ID"]] = KernelProfile(row["ID"], row["Kernel Name"], info)
+        text_value = row.get("Metric Value") or ""
+        k.metrics.append(Metric(row.get("Section Name") or "", row["Metric Name"], (row.get("Metric Unit") or "").strip(),
+                                number(text_value), text_value))
+    return list(kernels.values())
+
+
+# --- running ncu -------------------------------------------------------------------
+
+
+@dataclass
+class NcuConfig:
+    sections: tuple[str, ...] = DEFAULT_SECTIONS
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    kernel_regex: str | None = None  # --kernel-name regex:...
+    launch_skip: int = 0
+    launch_count: int | None = None
+    profile_from_start: bool = True  # False: only between cudaProfilerStart/Stop
+    ncu: str = "ncu"
+
+
+def profile_command(target: list[str], report: Path, cfg: NcuConfig) -> list[str]:
+    cmd = [cfg.ncu, "--clock-control", "none", "--target-processes", "all", "--force-overwrite", "--export", str(report)]
+    for s in cfg.sections:
+        cmd += ["--section", s]
+    if cfg.metrics:
+        cmd += ["--metrics", ",".join(cfg.metrics)]
+    if cfg.kernel_regex:
+        cmd += ["--kernel-name", f"regex:{cfg.kernel_regex}"]
+    if cfg.launch_skip:
+        cmd += ["--launch-skip", str(cfg.launch_skip)]
+    if cfg.launch_count:
+        cmd += ["--launch-count", str(cfg.launch_count)]
+    if not cfg.profile_from_start:
+        cmd += ["--profile-from-start", "off"]
+    return cmd + list(target)
+
+
+def export_command(report: Path, ncu: str = "ncu") -> list[str]:
+    return [ncu, "--import", str(report), "--csv", "--page", "details"]
+
+
+def export_csv(report: Path, csv_path: Path, ncu: str = "ncu") -> str:
+    text = subprocess.run(export_command(report, ncu), check=True, capture_output=True, text=True).stdout
+    Path(csv_path).write_text(text)
+    return text
+
+
+def profile(target: list[str], out_dir: Path, cfg: NcuConfig | None = None) -> tuple[list[KernelProfile], Path]:
+    """Run `target` under ncu into out_dir/ncu.ncu-rep, export out_dir/ncu_details.csv, parse it."""
+    cfg = cfg or NcuConfig()
+    if shutil.which(cfg.ncu) is None:
+        raise FileNotFoundError(f"{cfg.ncu!r} not found on PATH (Nsight Compute ships with the CUDA toolkit)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = out_dir / "ncu.ncu-rep"
+    subprocess.run(profile_command(target, report, cfg), check=True)
+    csv_path = out_dir / "ncu_details.csv"
+    return parse_csv(export_csv(report, csv_path, cfg.ncu)), csv_path
+
+
+def launch_target(impl_name: str, shape: str, dtype: str) -> list[str]:
+    """The command that runs one registered implementation once under the profiler."""
+    return [sys.executable, "-m", "labtools.ncu", "launch", impl_name, shape, dtype]
+
+
+def format_table(kernels: list[KernelProfile]) -> str:
+    head = f"{'id':>4}  {'kernel':<40}{'us':>9}{'DRAM %':>8}{'SM %':>7}{'occ %':>7}{'regs':>6}  top stalls"
+    out = [head, "-" * (len(head) + 30)]
+
+    def f(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    for k in kernels:
+        stalls = ", ".join(f"{r} {v:.2g}" for r, v in k.stalls[:3])
+        out.append(f"{k.id:>4}  {k.name[:39]:<40}{f(k.duration_us, '.1f'):>9}{f(k.dram_pct, '.1f'):>8}"
+                   f"{f(k.sm_pct, '.1f'):>7}{f(k.achieved_occupancy_pct, '.1f'):>7}"
+                   f"{f(k.registers_per_thread, 'd'):>6}  {stalls}")
+    out.append("")
+    out += [f"{k.id:>4}  {k.name[:39]}: {k.verdict()}" for k in kernels]
+    return "\n".join(out)
+
+
+def _launch_once(impl_name: str, shape_text: str, dtype: str) -> None:
+    import torch
+
+    from labtools import bench, registry
+    from labtools.sweep import parse_shapes
+
+    impl = registry.get(impl_name)
+    (shape,) = parse_shapes(shape_text)
+    inputs = bench.make_inputs(impl, shape, dtype)
+    for _ in range(3):  # compile, autotune, load modules: not profiled
+        impl.fn(*inputs)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    impl.fn(*inputs)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5 or sys.argv[1] != "launch":
+        sys.exit("usage: python -m labtools.ncu launch IMPL_NAME MxN DTYPE")
+    _launch_once(*sys.argv[2:])

@@ -1,0 +1,302 @@
+"""The shape sweep behind `lab bench` and `lab run`: every registered implementation of
+one op on one device, at every shape and dtype, timed by `labtools.bench`.
+
+- The copy ceiling is measured once per sweep (by the caller, `labtools.ceilings`), so
+  every record carries frac_of_copy against the same number.
+- The reference implementation (F.softmax) is timed first at each (shape, dtype), so
+  every record carries vs_ref = t(reference) / t(impl): 1.0 is as fast, 2.0 twice as fast.
+- Before it is timed, each implementation's output is compared with the op's float64
+  NumPy reference on its first and last rows (the ops are row-wise, so a row subset is
+  an exact check) at the tolerance stated for the dtype. A wrong or crashing
+  implementation is listed as failed and not timed: a fast wrong kernel has no time.
+- Implementations that do not offer a dtype, or whose `supports` rejects a shape, are
+  skipped and listed with the reason.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from labtools import bench, registry
+from labtools.ceilings import Ceilings
+from labtools.ops import tolerance
+from labtools.registry import Implementation
+
+Shape = tuple[int, int]
+
+# The sweep of issue 7: short rows (V ~ 600, the MiniGPT vocabulary) at growing batch,
+# then rows from 1k to 256k elements at roughly constant size (64 to 256 MB in fp32).
+SWEEP_SHAPES: tuple[Shape, ...] = (
+    (4096, 600), (65536, 600), (262144, 600), (32768, 1024), (16384, 4096),
+    (8192, 8192), (4096, 32768), (1024, 131072), (256, 262144),
+)
+QUICK_SHAPES: tuple[Shape, ...] = ((4096, 600), (16384, 4096), (1024, 131072))
+# Without a GPU only CPU implementations run, at shapes a laptop times in seconds.
+CPU_SHAPES: tuple[Shape, ...] = ((512, 600), (4096, 600), (1024, 4096), (128, 32768))
+CPU_QUICK_SHAPES: tuple[Shape, ...] = ((512, 600), (64, 4096))
+DTYPES: tuple[str, ...] = ("float32", "bfloat16")
+B512: Shape = (512, 600)  # the manifest's us_at_B512: batch 512 rows of V ~ 600
+
+
+def default_device() -> str:
+    """"cuda" when torch sees a CUDA device, else "cpu"."""
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def default_shapes(device: str, quick: bool = False) -> tuple[Shape, ...]:
+    if device == "cpu":
+        return CPU_QUICK_SHAPES if quick else CPU_SHAPES
+    return QUICK_SHAPES if quick else SWEEP_SHAPES
+
+
+def parse_shapes(text: str) -> tuple[Shape, ...]:
+    """"4096x600,512x600" -> ((4096, 600), (512, 600))."""
+    shapes = []
+    for part in text.split(","):
+        try:
+            m, n = (int(v) for v in part.lower().strip().split("x"))
+        except ValueError:
+            raise ValueError(f"bad shape {part!r}: expected MxN, e.g. 4096x600") from None
+        if m <= 0 or n <= 0:
+            raise ValueError(f"bad shape {part!r}: both sizes must be positive")
+        shapes.append((m, n))
+    return tuple(shapes)
+
+
+def shape_str(shape) -> str:
+    return "x".join(str(v) for v in shape)
+
+
+@dataclass
+class SweepConfig:
+    op: str = "softmax"
+    device: str = "cuda"
+    shapes: tuple[Shape, ...] = SWEEP_SHAPES
+    dtypes: tuple[str, ...] = DTYPES
+    impls: tuple[str, ...] = ()  # names or labels to run (the reference always runs); () = all
+    seed: int = 0
+    time_cap_s: float = 1.0  # per (impl, shape, dtype): the harness stops earlier once settled
+    check_rows: int = 16  # rows compared with the reference at each end of the output
+
+
+@dataclass
+class Sweep:
+    """The result of one sweep, as written to and read from JSON."""
+
+    op: str
+    device: str
+    records: list[bench.BenchRecord]
+    skipped: list[dict]  # {"impl", "shape", "dtype", "why"}: not run by design
+    failed: list[dict]  # {"impl", "shape", "dtype", "why"}: ran and crashed or was wrong
+    ceilings: Ceilings | None
+    environment: dict
+    config: dict
+    command: str = ""
+    date: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": "labtools.sweep",
+            "op": self.op,
+            "device": self.device,
+            "date": self.date,
+            "command": self.command,
+            "config": self.config,
+            "environment": self.environment,
+            "ceilings": None if self.ceilings is None else self.ceilings.to_dict(),
+            "records": [r.to_dict() for r in self.records],
+            "skipped": self.skipped,
+            "failed": self.failed,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Sweep":
+        if d.get("kind") != "labtools.sweep":
+            raise ValueError("not a labtools sweep (no \"kind\": \"labtools.sweep\")")
+        return cls(
+            op=d["op"], device=d["device"], date=d["date"], command=d.get("command", ""), config=d["config"],
+            environment=d["environment"],
+            ceilings=None if d.get("ceilings") is None else Ceilings.from_dict(d["ceilings"]),
+            records=[bench.BenchRecord.from_dict(r) for r in d["records"]],
+            skipped=d["skipped"], failed=d["failed"],
+        )
+
+    def save(self, path: Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> "Sweep":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def at(self, shape: Shape, dtype: str | None = None) -> list[bench.BenchRecord]:
+        return [r for r in self.records if tuple(r.shape) == tuple(shape) and dtype in (None, r.dtype)]
+
+
+# --- choosing what runs ------------------------------------------------------------
+
+
+def select(config: SweepConfig) -> list[Implementation]:
+    """The registered implementations of config.op on config.device, reference first,
+    narrowed to config.impls (matched by name or label, case-insensitively)."""
+    impls = registry.implementations(config.op, device=config.device)
+    if config.impls:
+        wanted = {w.casefold() for w in config.impls}
+        known = {i.name.casefold() for i in impls} | {i.label.casefold() for i in impls}
+        unknown = sorted(wanted - known)
+        if unknown:
+            names = ", ".join(f"{i.name} ({i.label})" for i in impls) or "none"
+            raise ValueError(f"no {config.op} implementation on {config.device} named {unknown}; registered: {names}")
+        impls = [i for i in impls if i.is_reference or {i.name.casefold(), i.label.casefold()} & wanted]
+    return sorted(impls, key=lambda i: not i.is_reference)  # stable: registration order otherwise
+
+
+def plan(config: SweepConfig, impls: list[Implementation]) -> tuple[list[tuple[Implementation, Shape, str]], list[dict]]:
+    """(implementation, shape, dtype) triples to time, in order, and those skipped."""
+    todo, skipped = [], []
+    for shape in config.shapes:
+        for dtype in config.dtypes:
+            for impl in impls:
+                if impl.accepts(shape, dtype):
+                    todo.append((impl, shape, dtype))
+                    continue
+                why = f"{dtype} not offered" if dtype not in impl.dtypes else "supports() rejects this shape"
+                skipped.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": why})
+    return todo, skipped
+
+
+# --- checking an output ------------------------------------------------------------
+
+
+def _rows_f64(a, rows: list[int]) -> np.ndarray:
+    if isinstance(a, np.ndarray):
+        return a[rows].astype(np.float64)
+    return a[rows].float().cpu().numpy().astype(np.float64)  # torch (bf16 has no NumPy dtype)
+
+
+def check_output(impl: Implementation, inputs: tuple, output, dtype: str, rows_each_end: int) -> str | None:
+    """None when `output` matches the op's float64 reference on the first and last
+    `rows_each_end` rows at the dtype's tolerance; otherwise what is wrong."""
+    if tuple(output.shape) != tuple(inputs[0].shape):
+        return f"output shape {tuple(output.shape)} != input shape {tuple(inputs[0].shape)}"
+    m = output.shape[0]
+    rows = sorted(set(range(min(rows_each_end, m))) | set(range(max(0, m - rows_each_end), m)))
+    want = impl.op_model.reference(*(_rows_f64(a, rows) for a in inputs))
+    got = _rows_f64(output, rows)
+    bad = ~np.isclose(got, want, equal_nan=True, **tolerance(dtype))
+    if not bad.any():
+        return None
+    r, c = np.argwhere(bad)[0]
+    return (f"wrong result: {int(bad.sum())} of {bad.size} checked elements off the float64 reference "
+            f"(first at row {rows[r]}, column {c}: {got[r, c]!r} vs {want[r, c]!r}; {tolerance(dtype)})")
+
+
+# --- running -----------------------------------------------------------------------
+
+
+class Progress:
+    """A one-line progress bar on stderr (a line per step when stderr is not a terminal)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, width: int = 28):
+        self.total, self.done, self.width = total, 0, width
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        if not self.tty:
+            print(f"[{self.done:>{len(str(self.total))}}/{self.total}] {what}", file=self.stream, flush=True)
+            return
+        filled = self.width * self.done // max(self.total, 1)
+        bar = "#" * filled + "." * (self.width - filled)
+        print(f"\r[{bar}] {self.done}/{self.total} {what[:60]:<60}", end="", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            print(file=self.stream, flush=True)
+
+
+def run_sweep(
+    config: SweepConfig,
+    *,
+    ceilings: Ceilings | None = None,
+    environment: dict | None = None,
+    command: str = "",
+    progress: Progress | None = None,
+) -> Sweep:
+    """Time every selected implementation at every shape and dtype of `config`."""
+    impls = select(config)
+    todo, skipped = plan(config, impls)
+    progress = progress or Progress(len(todo))
+    copy_gbps = None if ceilings is None else ceilings.copy_gbps
+    records, failed = [], []
+    refs: dict[tuple[Shape, str], bench.BenchRecord] = {}
+    for impl, shape, dtype in todo:
+        progress.step(f"{impl.name} {shape_str(shape)} {dtype}")
+        try:
+            inputs = bench.make_inputs(impl, shape, dtype, seed=config.seed)
+            problem = check_output(impl, inputs, impl.fn(*inputs), dtype, config.check_rows)
+            del inputs
+            if problem is None:
+                rec = bench.measure(impl, shape, dtype, copy_gbps=copy_gbps, reference=refs.get((shape, dtype)),
+                                    seed=config.seed, time_cap_s=config.time_cap_s)
+        except Exception as exc:  # noqa: BLE001 - one broken kernel must not end the sweep
+            problem = f"{type(exc).__name__}: {exc}".strip()
+        if problem is not None:
+            failed.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": problem})
+            continue
+        if impl.is_reference:
+            refs[(shape, dtype)] = rec.with_reference(rec)
+        records.append(rec)
+    progress.close()
+    if environment is None:
+        from labtools.env import collect
+
+        environment = collect().to_dict()
+    cfg = asdict(config)
+    cfg["shapes"] = [list(s) for s in config.shapes]
+    return Sweep(config.op, config.device, records, skipped, failed, ceilings, environment, cfg, command)
+
+
+# --- reporting ---------------------------------------------------------------------
+
+
+def format_table(sweep: Sweep) -> str:
+    vs_head = "vs " + next((r.label for r in sweep.records if r.ref == r.impl), "reference")
+    w = max(14, len(vs_head) + 2)
+    head = (f"{'label':<16}{'impl':<30}{'shape':>14} {'dtype':<9}{'median us':>11}{'IQR %':>7}"
+            f"{'GB/s':>9}{'of copy':>9}{vs_head:>{w}}")
+    lines = [head, "-" * len(head)]
+    group = None
+    for r in sweep.records:
+        if group is not None and group != (tuple(r.shape), r.dtype):
+            lines.append("")
+        group = (tuple(r.shape), r.dtype)
+        frac = "" if r.frac_of_copy is None else f"{r.frac_of_copy:.0%}"
+        vs = "" if r.vs_ref is None else f"{r.vs_ref:.2f}x"
+        iqr = 100 * r.iqr_us / r.median_us if r.median_us else float("nan")
+        lines.append(f"{r.label[:15]:<16}{r.impl[:29]:<30}{shape_str(r.shape):>14} {r.dtype:<9}"
+                     f"{r.median_us:>11.1f}{iqr:>7.1f}{r.gbps:>9.1f}{frac:>9}{vs:>{w}}")
+    return "\n".join(lines)
+
+
+def summarize(entries: list[dict]) -> list[str]:
+    """Skipped or failed entries, one line per (implementation, reason)."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for e in entries:
+        grouped.setdefault((e["impl"], e["why"]), []).append(f"{shape_str(e['shape'])} {e['dtype']}")
+    return [f"{impl}: {why} -- {', '.join(where)}" for (impl, why), where in grouped.items()]
