@@ -23,3 +23,27 @@ def test_lab_env_json_is_machine_readable():
     assert env["backends"]["CPU (NumPy)"]["available"] is True
     for d in env["devices"]:
         assert {"name", "compute_capability", "memory_gib", "sm_count"} <= set(d)
+
+
+def test_lab_bench_then_lab_roofline(fake_registry, tmp_path, capsys):
+    sweep_json = tmp_path / "sweep.json"
+    rc = main(["bench", "softmax", "--device", "cpu", "--shapes", "16x256,8x2048", "--dtypes", "float32",
+               "--impls", "tuned,fake.short_rows", "--time-cap", "0.05", "--no-ceiling", "--json", str(sweep_json)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "vs F.ref" in out and "fake.tuned" in out and f"wrote {sweep_json}" in out
+    assert "skipped: fake.short_rows: supports() rejects this shape -- 8x2048 float32" in out
+    sweep = json.loads(sweep_json.read_text())
+    assert sweep["command"].startswith("lab bench softmax --device cpu")
+    assert {r["impl"] for r in sweep["records"]} == {"fake.ref", "fake.tuned", "fake.short_rows"}
+    assert sweep["ceilings"] is None and all(r["frac_of_copy"] is None for r in sweep["records"])
+
+    assert main(["roofline", str(sweep_json), "--shape", "16x256", "--out", str(tmp_path / "plots")]) == 0
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"roofline.png", "frac_of_copy.png"}
+
+
+def test_lab_bench_reports_failures_in_its_exit_status(fake_registry, tmp_path, capsys):
+    rc = main(["bench", "softmax", "--device", "cpu", "--shapes", "8x64", "--dtypes", "float32", "--impls", "crash",
+               "--time-cap", "0.05", "--no-ceiling", "--json", str(tmp_path / "s.json")])
+    assert rc == 1
+    assert "FAILED: fake.crash: RuntimeError: launch failed" in capsys.readouterr().out

@@ -170,9 +170,10 @@ _PER_LAUNCH = ("Block Size", "Grid Size", "Device", "CC", "Stream", "Context")
 def parse_csv(text: str) -> list[KernelProfile]:
     """`ncu --csv --page details` output (long format) -> one KernelProfile per launch ID."""
     lines = text.splitlines()
-    start = next((k for k, line in enumerate(lines) if line.lstrip().startswith('"ID"')), None)
+    start = next((k for k, line in enumerate(lines) if '"Kernel Name"' in line and '"Metric Name"' in line), None)
     if start is None:
-        raise ValueError('no ncu CSV header (a line starting with "ID") found; was it run with --csv --page details?')
+        raise ValueError('no ncu CSV header (a line with "Kernel Name" and "Metric Name") found; '
+                         "was ncu run with --csv --page details?")
     rows = csv.DictReader(io.StringIO("\n".join(lines[start:])))
     missing = [c for c in _REQUIRED if c not in (rows.fieldnames or [])]
     if missing:

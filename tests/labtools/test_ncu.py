@@ -1,0 +1,144 @@
+"""Nsight Compute CSV parsing, verdicts and command lines (no ncu needed).
+
+data/ncu_sample.csv is hand-made in the `ncu --csv --page details` long format (with a
+preamble, rule rows, mixed units, thousands separators, a templated kernel name full of
+commas); replace it with a capture from the H100 and these tests must still pass."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labtools import ncu
+from labtools.cli import main
+
+SAMPLE = Path(__file__).parent / "data" / "ncu_sample.csv"
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    return {k.name.split("(")[0].split("<")[0]: k for k in ncu.parse_csv(SAMPLE.read_text())}
+
+
+def test_number_reads_ncu_values():
+    assert ncu.number("1,234.56") == 1234.56
+    assert ncu.number("2,160,480") == 2160480
+    assert ncu.number(' "12.5" ') == 12.5
+    assert ncu.number("1.5e+03") == 1500.0
+    assert ncu.number("-3") == -3.0
+    for missing in ("n/a", "N/A", "", None, "12,34"):
+        assert ncu.number(missing) is None
+
+
+def test_sample_parses_into_one_profile_per_launch(kernels):
+    assert list(kernels) == ["softmax_naive", "softmax_fused_kernel", "void at::native::", "triton_softmax_kernel"]
+    aten = kernels["void at::native::"]
+    assert aten.name.endswith("SoftMaxForwardEpilogue>(float *, const float *, int)")
+    assert aten.info["Grid Size"] == "(16384, 1, 1)" and aten.info["CC"] == "9.0"
+    assert all(m.name for k in kernels.values() for m in k.metrics)  # rule-only rows are dropped
+
+
+def test_units_are_normalized(kernels):
+    assert kernels["softmax_naive"].duration_us == pytest.approx(1234.56)  # usecond with a separator
+    assert kernels["softmax_fused_kernel"].duration_us == pytest.approx(241.18)
+    assert kernels["void at::native::"].duration_us == pytest.approx(1020.0)  # msecond
+    assert kernels["triton_softmax_kernel"].duration_us == pytest.approx(8.8505)  # nsecond
+    assert kernels["softmax_fused_kernel"].dram_gbps == pytest.approx(2710.0)  # Tbyte/second
+    assert kernels["triton_softmax_kernel"].dram_gbps == pytest.approx(1790.3)  # Gbyte/second
+    assert kernels["softmax_naive"].dram_gbps is None  # SpeedOfLight's "Memory Throughput" is a %, not a rate
+
+
+def test_per_kernel_numbers(kernels):
+    naive, fused = kernels["softmax_naive"], kernels["softmax_fused_kernel"]
+    assert (naive.dram_pct, naive.sm_pct, naive.achieved_occupancy_pct, naive.registers_per_thread) == (
+        12.31, 8.52, 11.93, 18)
+    assert (fused.dram_pct, fused.sm_pct, fused.achieved_occupancy_pct, fused.registers_per_thread) == (
+        91.24, 35.40, 87.30, 32)
+    assert naive.stalls[:3] == [("long_scoreboard", 25.10), ("wait", 2.31), ("math_pipe_throttle", 0.12)]
+    assert "tex_throttle" not in dict(naive.stalls)  # n/a
+    assert kernels["triton_softmax_kernel"].stalls == []
+
+
+def test_verdicts(kernels):
+    assert kernels["softmax_fused_kernel"].verdict().startswith("memory-bound (DRAM 91% / SM 35%")
+    assert "top stall: long_scoreboard" in kernels["softmax_fused_kernel"].verdict()
+    assert kernels["softmax_naive"].verdict().startswith("latency-bound")
+    assert "occupancy 12%" in kernels["softmax_naive"].verdict()
+    assert kernels["void at::native::"].verdict().startswith("compute-bound")
+    assert kernels["triton_softmax_kernel"].verdict().startswith("under-utilized")
+    empty = ncu.KernelProfile("9", "k")
+    assert empty.verdict().startswith("no verdict") and empty.duration_us is None
+
+
+def test_other_column_layouts_parse():
+    # an older layout ("Kernel Time", no launch columns), columns in another order, an unknown extra column
+    text = (
+        '"Metric Value","Metric Unit","Metric Name","Section Name","ID","Kernel Name","Kernel Time","Extra"\n'
+        '"88.1","%","DRAM Throughput","GPU Speed Of Light Throughput","3","k1","01/01/2026","x"\n'
+        '"12.0","%","Compute (SM) Throughput","GPU Speed Of Light Throughput","3","k1","01/01/2026","x"\n'
+        '"3.5","msecond","gpu__time_duration.sum","Command line profiler metrics","3","k1","01/01/2026","x"\n'
+    )
+    (k,) = ncu.parse_csv(text)
+    assert k.id == "3" and k.name == "k1" and k.info == {}
+    assert k.dram_pct == 88.1 and k.duration_us == pytest.approx(3500.0)
+    assert k.verdict().startswith("memory-bound")
+
+
+def test_bad_csv_is_a_clear_error():
+    with pytest.raises(ValueError, match="no ncu CSV header"):
+        ncu.parse_csv("==PROF== nothing profiled\n")
+    with pytest.raises(ValueError, match="lacks column"):
+        ncu.parse_csv('"Kernel Name","Metric Name","Metric Value"\n"k","Duration","1"\n')  # no ID
+
+
+def test_profile_command():
+    cfg = ncu.NcuConfig(sections=("SpeedOfLight",), metrics=("a.b", "c.d"), kernel_regex="softmax",
+                        launch_skip=2, launch_count=1, profile_from_start=False)
+    cmd = ncu.profile_command(["python3", "x.py"], Path("r.ncu-rep"), cfg)
+    joined = " ".join(cmd)
+    assert cmd[:3] == ["ncu", "--clock-control", "none"]
+    for part in ("--section SpeedOfLight", "--metrics a.b,c.d", "--kernel-name regex:softmax", "--launch-skip 2",
+                 "--launch-count 1", "--profile-from-start off", "--export r.ncu-rep"):
+        assert part in joined
+    assert cmd[-2:] == ["python3", "x.py"]
+    assert ncu.export_command(Path("r.ncu-rep")) == ["ncu", "--import", "r.ncu-rep", "--csv", "--page", "details"]
+    assert ncu.STALL_METRIC.format("wait") in ncu.DEFAULT_METRICS
+    target = ncu.launch_target("cuda.v3_fused", "16384x4096", "float32")
+    assert target[1:] == ["-m", "labtools.ncu", "launch", "cuda.v3_fused", "16384x4096", "float32"]
+
+
+def test_profile_without_ncu_says_so(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not found on PATH"):
+        ncu.profile(["true"], tmp_path, ncu.NcuConfig(ncu="ncu-is-not-installed-here"))
+
+
+def test_lab_ncu_parses_a_csv(capsys):
+    assert main(["ncu", "--csv", str(SAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "softmax_fused_kernel: memory-bound" in out and "long_scoreboard" in out
+    assert main(["ncu", "--csv", str(SAMPLE), "--json"]) == 0
+    summaries = json.loads(capsys.readouterr().out)
+    assert [s["registers_per_thread"] for s in summaries] == [18, 32, 40, 26]
+    assert summaries[1]["top_stalls"][0] == ["long_scoreboard", 9.81]
+
+
+@pytest.mark.gpu
+def test_launch_target_runs_a_registered_implementation_once():
+    import subprocess
+
+    target = ncu.launch_target("torch.softmax.cuda", "512x600", "float32")
+    subprocess.run(target, check=True, timeout=300)
+
+
+@pytest.mark.gpu
+def test_lab_ncu_profiles_a_registered_implementation(tmp_path, capsys):
+    import shutil
+
+    if shutil.which("ncu") is None:
+        pytest.skip("ncu is not on PATH")
+    assert main(["ncu", "--impl", "torch.softmax.cuda", "--shape", "16384x4096", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "bound" in out or "under-utilized" in out
+    kernels = ncu.parse_csv((tmp_path / "ncu_details.csv").read_text())
+    assert len(kernels) == 1  # only the profiled launch, not the warm-up or the input generation
+    assert kernels[0].duration_us > 0 and kernels[0].dram_pct is not None and kernels[0].stalls

@@ -1,0 +1,158 @@
+"""The shape sweep: what runs, what is skipped or failed and why, ratios, JSON, progress."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from labtools import bench, sweep
+from labtools.ceilings import Ceilings
+from labtools.ops import softmax_ref, tolerance
+from labtools.registry import Implementation
+
+SMALL = ((8, 64), (4, 2048))
+
+
+def _run(**kw):
+    cfg = sweep.SweepConfig(**{"device": "cpu", "shapes": SMALL, "dtypes": ("float32", "float16"), "time_cap_s": 0.05,
+                               **kw})
+    ceiling = Ceilings("cpu: test", 10.0, {}, None)
+    return sweep.run_sweep(cfg, ceilings=ceiling, environment={"python": "3", "versions": {}, "devices": []},
+                           command="lab bench softmax (test)", progress=sweep.Progress(0, io.StringIO()))
+
+
+def test_parse_shapes():
+    assert sweep.parse_shapes("4096x600, 512X600") == ((4096, 600), (512, 600))
+    for bad in ("4096", "4096x", "ax600", "0x600", "4096x600x2"):
+        with pytest.raises(ValueError, match="bad shape"):
+            sweep.parse_shapes(bad)
+
+
+def test_default_shapes_are_the_issue_sweep_on_gpu_and_small_on_cpu():
+    assert sweep.default_shapes("cuda") == sweep.SWEEP_SHAPES and len(sweep.SWEEP_SHAPES) == 9
+    assert (16384, 4096) in sweep.SWEEP_SHAPES and (256, 262144) in sweep.SWEEP_SHAPES
+    assert all(m * n <= 2**22 for m, n in sweep.default_shapes("cpu"))
+    assert set(sweep.default_shapes("cuda", quick=True)) < set(sweep.SWEEP_SHAPES)
+
+
+def test_sweep_times_correct_implementations_and_lists_the_rest(fake_registry):
+    s = _run()
+    timed = {(r.impl, tuple(r.shape), r.dtype) for r in s.records}
+    for shape in SMALL:
+        for dtype in ("float32", "float16"):
+            assert ("fake.ref", shape, dtype) in timed and ("fake.tuned", shape, dtype) in timed
+    # supports() rejects long rows; float16 is not offered
+    assert ("fake.short_rows", (8, 64), "float32") in timed
+    skipped = {(e["impl"], tuple(e["shape"]), e["dtype"]): e["why"] for e in s.skipped}
+    assert skipped[("fake.short_rows", (4, 2048), "float32")] == "supports() rejects this shape"
+    assert skipped[("fake.short_rows", (8, 64), "float16")] == "float16 not offered"
+    # wrong, half-written and crashing implementations are failed, never timed
+    failed = {e["impl"]: e["why"] for e in s.failed}
+    assert failed["fake.identity"].startswith("wrong result")
+    assert "row 7" in failed["fake.tail_bug"] or "row 3" in failed["fake.tail_bug"]  # the last row
+    assert failed["fake.crash"].startswith("RuntimeError: launch failed")
+    assert not {"fake.identity", "fake.tail_bug", "fake.crash"} & {r.impl for r in s.records}
+    # only this device's implementations
+    assert "fake.gpu_only" not in {r.impl for r in s.records} | set(failed) | {e["impl"] for e in s.skipped}
+
+
+def test_reference_runs_first_and_sets_vs_ref_and_frac_of_copy(fake_registry):
+    s = _run(impls=("tuned",))  # the reference runs even when not asked for
+    assert [r.impl for r in s.records[:2]] == ["fake.ref", "fake.tuned"]
+    assert {r.impl for r in s.records} == {"fake.ref", "fake.tuned"}
+    for ref, other in zip(s.records[::2], s.records[1::2]):
+        assert ref.vs_ref == 1.0 and ref.ref == "fake.ref"
+        assert other.ref == "fake.ref" and other.vs_ref == pytest.approx(ref.median_us / other.median_us)
+        assert other.frac_of_copy == pytest.approx(other.gbps / 10.0)
+
+
+def test_unknown_implementation_is_an_error_naming_what_exists(fake_registry):
+    with pytest.raises(ValueError, match="fake.tuned"):
+        sweep.select(sweep.SweepConfig(device="cpu", impls=("nope",)))
+
+
+def test_sweep_json_round_trip(fake_registry, tmp_path):
+    s = _run(impls=("F.ref",), dtypes=("float32",))
+    path = s.save(tmp_path / "deep" / "sweep.json")
+    raw = json.loads(path.read_text())
+    assert raw["kind"] == "labtools.sweep" and raw["ceilings"]["copy_gbps"] == 10.0
+    assert raw["config"]["shapes"] == [[8, 64], [4, 2048]] and raw["command"] == "lab bench softmax (test)"
+    back = sweep.Sweep.load(path)
+    assert back.records == s.records and back.skipped == s.skipped and back.ceilings == s.ceilings
+    assert back.at((8, 64), "float32")[0].impl == "fake.ref"
+    with pytest.raises(ValueError, match="not a labtools sweep"):
+        sweep.Sweep.from_dict({"records": []})
+
+
+def test_format_table_and_summaries(fake_registry):
+    s = _run()
+    table = sweep.format_table(s)
+    assert "vs F.ref" in table and "tuned" in table and "8x64" in table and "1.00x" in table
+    lines = sweep.summarize(s.skipped + s.failed)
+    assert any(line.startswith("fake.short_rows: supports() rejects this shape -- 4x2048 float32") for line in lines)
+
+
+def test_check_output_uses_the_dtype_tolerance():
+    impl = Implementation(abs, "softmax", "t.check", "numpy", "c", device="cpu")
+    x = np.random.default_rng(1).standard_normal((40, 33)).astype(np.float32)
+    good = softmax_ref(x).astype(np.float32)
+    assert sweep.check_output(impl, (x,), good, "float32", 4) is None
+    off = good.copy()
+    off[-2, 5] *= 1 + 100 * tolerance("float32")["rtol"]  # in a row near the end
+    assert "row 38, column 5" in sweep.check_output(impl, (x,), off, "float32", 4)
+    off[-2, 5] = good[-2, 5] * (1 + 0.5 * tolerance("float32")["rtol"])  # within tolerance
+    assert sweep.check_output(impl, (x,), off, "float32", 4) is None
+    off[20] = 0.0  # a middle row is not looked at: the check is of the ends only
+    assert sweep.check_output(impl, (x,), off, "float32", 4) is None
+    assert "shape" in sweep.check_output(impl, (x,), good[:, :-1], "float32", 4)
+
+
+def test_make_inputs_gives_backward_a_softmax_output():
+    impl = Implementation(abs, "softmax_backward", "t.bwd", "numpy", "b", device="cpu")
+    y, dy = bench.make_inputs(impl, (6, 50), "float32", seed=3)
+    np.testing.assert_allclose(y.sum(-1), 1.0, rtol=1e-5)
+    assert (y > 0).all() and dy.std() > 0.5
+    torch = pytest.importorskip("torch")
+    timpl = Implementation(abs, "softmax_backward", "t.bwd_t", "torch", "b", device="cpu")
+    y, dy = bench.make_inputs(timpl, (6, 50), "bfloat16", seed=3)
+    assert y.dtype == torch.bfloat16
+    torch.testing.assert_close(y.float().sum(-1), torch.ones(6), rtol=2e-2, atol=0)
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_on_a_terminal_and_in_a_log():
+    log = io.StringIO()
+    p = sweep.Progress(3, log)
+    for k in range(3):
+        p.step(f"impl{k}")
+    p.close()
+    assert log.getvalue().splitlines() == ["[1/3] impl0", "[2/3] impl1", "[3/3] impl2"]
+    tty = _Tty()
+    p = sweep.Progress(4, tty, width=8)
+    p.step("a")
+    p.step("b")
+    p.close()
+    assert "\r[####....] 2/4 b" in tty.getvalue() and tty.getvalue().endswith("\n")
+
+
+@pytest.mark.gpu
+def test_cuda_sweep_of_the_torch_references():
+    from labtools import ceilings
+
+    ceiling = ceilings.measure("cuda", matmul=False)
+    assert 500 < ceiling.copy_gbps < 10_000
+    cfg = sweep.SweepConfig(device="cuda", shapes=((256, 600), (64, 8192)), time_cap_s=0.3)
+    s = sweep.run_sweep(cfg, ceilings=ceiling, progress=sweep.Progress(0, io.StringIO()))
+    assert s.failed == []
+    timed = {(r.impl, tuple(r.shape), r.dtype) for r in s.records}
+    for shape in cfg.shapes:
+        for dtype in cfg.dtypes:
+            assert ("torch.softmax.cuda", shape, dtype) in timed
+            assert ("torch.compile.softmax.cuda", shape, dtype) in timed
+    for r in s.records:
+        assert r.extra["flushed_l2"] and 0 < r.frac_of_copy < 1.5 and r.vs_ref > 0
