@@ -103,8 +103,9 @@ def test_check_output_uses_the_dtype_tolerance():
     assert "row 38, column 5" in sweep.check_output(impl, (x,), off, "float32", 4)
     off[-2, 5] = good[-2, 5] * (1 + 0.5 * tolerance("float32")["rtol"])  # within tolerance
     assert sweep.check_output(impl, (x,), off, "float32", 4) is None
-    off[20] = 0.0  # a middle row is not looked at: the check is of the ends only
-    assert sweep.check_output(impl, (x,), off, "float32", 4) is None
+    off = good.copy()
+    off[4:36] = np.nan  # every middle row unwritten: the random sample between the ends sees it
+    assert "wrong result: 132 of" in sweep.check_output(impl, (x,), off, "float32", 4)  # 4 rows x 33
     assert "shape" in sweep.check_output(impl, (x,), good[:, :-1], "float32", 4)
 
 

@@ -47,6 +47,7 @@ _STALL_RE = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_act
 _TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
 _TO_GBPS = {"byte/second": 1e-9, "Kbyte/second": 1e-6, "Mbyte/second": 1e-3, "Gbyte/second": 1.0,
             "Tbyte/second": 1e3, "B/s": 1e-9, "KB/s": 1e-6, "MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
+_PCT = {"%": 1.0}
 _GROUPED = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?([eE][+-]?\d+)?$")
 
 
@@ -92,31 +93,32 @@ class KernelProfile:
                     return m
         return None
 
+    def value(self, names: tuple[str, ...], scale: dict[str, float]) -> float | None:
+        """The first of `names` measured in one of `scale`'s units, converted by its factor.
+        The unit tells apart metrics that share a name: "Memory Throughput" is a % in
+        SpeedOfLight and a rate in MemoryWorkloadAnalysis."""
+        m = self.find(names, tuple(scale))
+        return None if m is None else m.value * scale[m.unit]
+
     @property
     def duration_us(self) -> float | None:
-        m = self.find(("Duration", "gpu__time_duration.sum", "gpu__time_duration"), tuple(_TO_US))
-        return None if m is None else m.value * _TO_US[m.unit]
+        return self.value(("Duration", "gpu__time_duration.sum", "gpu__time_duration"), _TO_US)
 
     @property
     def dram_pct(self) -> float | None:
-        m = self.find(("DRAM Throughput", "dram__throughput.avg.pct_of_peak_sustained_elapsed"), ("%",))
-        return None if m is None else m.value
+        return self.value(("DRAM Throughput", "dram__throughput.avg.pct_of_peak_sustained_elapsed"), _PCT)
 
     @property
     def dram_gbps(self) -> float | None:
-        # "Memory Throughput" is a % in SpeedOfLight and a rate in MemoryWorkloadAnalysis: the unit decides
-        m = self.find(("Memory Throughput", "dram__bytes.sum.per_second"), tuple(_TO_GBPS))
-        return None if m is None else m.value * _TO_GBPS[m.unit]
+        return self.value(("Memory Throughput", "dram__bytes.sum.per_second"), _TO_GBPS)
 
     @property
     def sm_pct(self) -> float | None:
-        m = self.find(("Compute (SM) Throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed"), ("%",))
-        return None if m is None else m.value
+        return self.value(("Compute (SM) Throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed"), _PCT)
 
     @property
     def achieved_occupancy_pct(self) -> float | None:
-        m = self.find(("Achieved Occupancy", "sm__warps_active.avg.pct_of_peak_sustained_active"), ("%",))
-        return None if m is None else m.value
+        return self.value(("Achieved Occupancy", "sm__warps_active.avg.pct_of_peak_sustained_active"), _PCT)
 
     @property
     def registers_per_thread(self) -> int | None:

@@ -58,6 +58,7 @@ class Implementation:
     is_reference: the implementation others are compared against in ratios.
     bytes_moved / flops: override the op's cost model (rarely needed: an implementation
                that re-reads its input still gets credited for the compulsory bytes only).
+    meta:      free-form extras; `lab run` reads ``meta["autotune_picks"]`` (see above).
     """
 
     fn: Callable

@@ -6,9 +6,10 @@ one op on one device, at every shape and dtype, timed by `labtools.bench`.
 - The reference implementation (F.softmax) is timed first at each (shape, dtype), so
   every record carries vs_ref = t(reference) / t(impl): 1.0 is as fast, 2.0 twice as fast.
 - Before it is timed, each implementation's output is compared with the op's float64
-  NumPy reference on its first and last rows (the ops are row-wise, so a row subset is
-  an exact check) at the tolerance stated for the dtype. A wrong or crashing
-  implementation is listed as failed and not timed: a fast wrong kernel has no time.
+  NumPy reference on its first and last rows and a random sample between them (the
+  ops are row-wise, so a row subset is an exact check) at the tolerance stated for the
+  dtype. A wrong or crashing implementation is listed as failed and not timed: a fast
+  wrong kernel has no time.
 - Implementations that do not offer a dtype, or whose `supports` rejects a shape, are
   skipped and listed with the reason.
 """
@@ -189,12 +190,16 @@ def _rows_f64(a, rows: list[int]) -> np.ndarray:
 
 
 def check_output(impl: Implementation, inputs: tuple, output, dtype: str, rows_each_end: int) -> str | None:
-    """None when `output` matches the op's float64 reference on the first and last
-    `rows_each_end` rows at the dtype's tolerance; otherwise what is wrong."""
+    """None when `output` matches the op's float64 reference at the dtype's tolerance on
+    the first and last `rows_each_end` rows (where tail and grid-edge bugs show) and as
+    many rows drawn at random between them; otherwise what is wrong."""
     if tuple(output.shape) != tuple(inputs[0].shape):
         return f"output shape {tuple(output.shape)} != input shape {tuple(inputs[0].shape)}"
     m = output.shape[0]
-    rows = sorted(set(range(min(rows_each_end, m))) | set(range(max(0, m - rows_each_end), m)))
+    k = min(rows_each_end, m)
+    middle = range(k, max(k, m - k))
+    picked = np.random.default_rng(m).choice(len(middle), size=min(k, len(middle)), replace=False)
+    rows = sorted(set(range(k)) | set(range(max(k, m - k), m)) | {middle[i] for i in picked})
     want = impl.op_model.reference(*(_rows_f64(a, rows) for a in inputs))
     got = _rows_f64(output, rows)
     bad = ~np.isclose(got, want, equal_nan=True, **tolerance(dtype))
