@@ -47,3 +47,11 @@ def test_lab_bench_reports_failures_in_its_exit_status(fake_registry, tmp_path, 
                "--time-cap", "0.05", "--no-ceiling", "--json", str(tmp_path / "s.json")])
     assert rc == 1
     assert "FAILED: fake.crash: RuntimeError: launch failed" in capsys.readouterr().out
+
+
+def test_lab_bench_b512_is_one_point(fake_registry, tmp_path):
+    out = tmp_path / "b512.json"
+    assert main(["bench", "softmax", "--b512", "--device", "cpu", "--impls", "tuned", "--time-cap", "0.05",
+                 "--no-ceiling", "--json", str(out)]) == 0
+    records = json.loads(out.read_text())["records"]
+    assert {(tuple(r["shape"]), r["dtype"]) for r in records} == {((512, 600), "float32")}

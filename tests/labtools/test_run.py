@@ -54,7 +54,8 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
 
 def test_lab_run_exits_zero_when_everything_passes(fake_registry, tmp_path, monkeypatch):
     broken = ("fake.identity", "fake.tail_bug", "fake.crash")
-    monkeypatch.setattr(fake_registry, "_REGISTRY", {k: v for k, v in fake_registry._REGISTRY.items() if k not in broken})
+    working = {k: v for k, v in fake_registry._REGISTRY.items() if k not in broken}
+    monkeypatch.setattr(fake_registry, "_REGISTRY", working)
     monkeypatch.setattr(job.ceilings_mod, "measure",
                         lambda device, matmul: job.ceilings_mod.Ceilings("cpu: fake", 10.0, {"fp32": 0.01}, None))
     cfg = job.RunConfig(out=tmp_path, device="cpu", quick=True, time_cap_s=0.02, command="lab run (test)")

@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("labtools.commands.env", "report this machine: versions, CUDA devices, which backends run here"),
     "bench": ("labtools.commands.bench", "time every registered implementation of an op over the shape sweep"),
     "roofline": ("labtools.commands.roofline", "plot a sweep: roofline and fraction of copy bandwidth"),
-    "ncu": ("labtools.commands.ncu", "profile under Nsight Compute (or parse its CSV) and name each kernel's bottleneck"),
+    "ncu": ("labtools.commands.ncu", "profile under Nsight Compute (or read its CSV); name each kernel's bottleneck"),
     "run": ("labtools.commands.run", "the whole job: checks, ceilings, sweeps, plots, manifest.json, REPORT.md"),
 }
 

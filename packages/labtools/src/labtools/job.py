@@ -4,11 +4,11 @@
    skipped, with the reason, without a GPU);
 2. the ceilings: device copy and fp32 matmul, measured here;
 3. the softmax and softmax_backward sweeps (every registered implementation; the full
-   shape sweep on a GPU, a few small shapes and CPU implementations only without one);
+   shape sweep on a GPU, a few small shapes and CPU implementations only without one)
+   and their plots (roofline and fraction of copy bandwidth, per op);
 4. B512, shape (512, 600) in float32, for the manifest, and the autotune picks;
-5. the plots (roofline and fraction of copy bandwidth, per op);
-6. with `ncu`, an Nsight Compute profile of every CUDA softmax implementation;
-7. manifest.json (validated) and REPORT.md.
+5. with `ncu`, an Nsight Compute profile of every CUDA softmax implementation;
+6. manifest.json (validated) and REPORT.md.
 
 Whatever could not run here is listed, with the reason, in the manifest's notes and in
 the report. The exit status is 1 when a check failed or an implementation crashed or
@@ -27,7 +27,18 @@ from typing import TextIO
 from labtools import ceilings as ceilings_mod
 from labtools import manifest, ncu, registry, roofline
 from labtools.env import collect
-from labtools.sweep import B512, DTYPES, Sweep, SweepConfig, default_device, default_shapes, format_table, run_sweep, shape_str, summarize
+from labtools.sweep import (
+    B512,
+    DTYPES,
+    Sweep,
+    SweepConfig,
+    default_device,
+    default_shapes,
+    format_table,
+    run_sweep,
+    shape_str,
+    summarize,
+)
 
 EXPERIMENTS = {"24": "24-triton-and-pytorch"}
 OPS = ("softmax", "softmax_backward")
@@ -68,7 +79,8 @@ def run_checks(checks: list[registry.Check], has_cuda: bool, log: TextIO) -> dic
         try:
             result = manifest.jsonable(chk.fn())
             if not isinstance(result, dict) or not isinstance(result.get("passed"), bool):
-                entry = {"status": "error", "reason": f"returned {result!r:.200} (a dict with a bool 'passed' expected)"}
+                why = f"returned {result!r:.200} (a dict with a bool 'passed' expected)"
+                entry = {"status": "error", "reason": why}
             else:
                 entry = {"status": "passed" if result["passed"] else "failed", "result": result}
         except Exception as exc:  # noqa: BLE001 - a crashing check is reported, the job goes on
@@ -138,7 +150,7 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     print(f"lab run: measuring the {device} copy and matmul ceilings", file=log, flush=True)
     ceilings = ceilings_mod.measure(device, matmul=True)
 
-    # 3. sweeps and plots
+    # 3. sweeps and their plots
     sweeps: dict[str, Sweep] = {}
     files: dict[str, str] = {}
     plots: list[Path] = []
@@ -162,7 +174,8 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     # 5. ncu
     ncu_summaries = {}
     if cfg.ncu and has_cuda:
-        ncu_summaries = profile_with_ncu(registry.implementations("softmax", device="cuda"), cfg.ncu_shape, out, notes, log)
+        cuda_impls = registry.implementations("softmax", device="cuda")
+        ncu_summaries = profile_with_ncu(cuda_impls, cfg.ncu_shape, out, notes, log)
         (out / "ncu_summary.json").write_text(json.dumps(ncu_summaries, indent=1) + "\n")
 
     # 6. manifest and report
@@ -205,16 +218,19 @@ def render_report(doc: dict, sweeps: dict[str, Sweep], b512: Sweep, plots: list[
     if doc["checks"]:
         lines += ["| check | status | seconds | detail |", "|---|---|---|---|"]
         for name, c in doc["checks"].items():
-            detail = c.get("reason") or ", ".join(f"{k}={val}" for k, val in c.get("result", {}).items() if k != "passed")
+            result = c.get("result", {})
+            detail = c.get("reason") or ", ".join(f"{k}={val}" for k, val in result.items() if k != "passed")
             lines.append(f"| {name} | {c['status']} | {c.get('seconds', '')} | {detail[:200]} |")
     else:
         lines.append("No checks registered or run.")
     c = doc["ceilings"]
-    lines += ["", "## Ceilings (measured here)", "", f"- copy: {c['copy_gbps']:,.1f} GB/s (read + write) on {c['device']}"]
+    lines += ["", "## Ceilings (measured here)", "",
+              f"- copy: {c['copy_gbps']:,.1f} GB/s (read + write) on {c['device']}"]
     lines += [f"- {mode} matmul: {t:,.3g} TFLOP/s" for mode, t in c["matmul_tflops"].items()]
     if c["datasheet"]:
         d = c["datasheet"]
-        lines.append(f"- datasheet ({d['name']}): HBM {d['hbm_gbps']:,} GB/s, fp32 {d['fp32_tflops']} TFLOP/s ({d['source']})")
+        lines.append(f"- datasheet ({d['name']}): HBM {d['hbm_gbps']:,} GB/s, fp32 {d['fp32_tflops']} TFLOP/s "
+                     f"({d['source']})")
     lines += ["", f"## softmax at B512 ({shape_str(B512)} float32)", "",
               "| implementation | label | us | frac_of_F_softmax | autotune pick |", "|---|---|---|---|---|"]
     for name, k in doc["softmax_kernels"].items():

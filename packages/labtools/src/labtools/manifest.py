@@ -43,7 +43,8 @@ CHECK_STATUSES = ["passed", "failed", "error", "skipped"]
 _STR = {"type": "string", "minLength": 1}
 _OPT_STR = {"type": ["string", "null"]}
 _NONNEG = {"type": ["number", "null"], "minimum": 0}
-_PICK = {"type": "object", "required": ["key", "config"], "properties": {"key": {"type": "object"}, "config": {"type": "object"}}}
+_PICK = {"type": "object", "required": ["key", "config"],
+         "properties": {"key": {"type": "object"}, "config": {"type": "object"}}}
 
 KERNEL_SCHEMA = {
     "type": "object",
@@ -75,7 +76,10 @@ SCHEMA = {
             "type": "object",
             "required": ["model", "compute_capability"],
             "additionalProperties": False,
-            "properties": {"model": _OPT_STR, "compute_capability": {"type": ["string", "null"], "pattern": r"^\d+\.\d+$"}},
+            "properties": {
+                "model": _OPT_STR,
+                "compute_capability": {"type": ["string", "null"], "pattern": r"^\d+\.\d+$"},
+            },
         },
         "versions": {
             "type": "object",
@@ -247,7 +251,7 @@ def build(
         "date": date or datetime.date.today().isoformat(),
         "seed": seed,
         "device": device,
-        "gpu": {"model": gpu["name"] if gpu else None, "compute_capability": gpu["compute_capability"] if gpu else None},
+        "gpu": {"model": gpu and gpu["name"], "compute_capability": gpu and gpu["compute_capability"]},
         "versions": {"python": environment["python"], **environment["versions"]},
         "softmax_kernels": softmax_kernels(b512, autotune),
         "torch_port": torch_port(checks),

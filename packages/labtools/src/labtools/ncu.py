@@ -5,7 +5,7 @@ sets them, so durations compare with the harness's event timings, which do not l
 clocks either) into a report file, then exports the report with
 ``ncu --import R --csv --page details``: the long format, one row per metric::
 
-    "ID","Process ID","Process Name","Host Name","Kernel Name",...,"Section Name","Metric Name","Metric Unit","Metric Value"
+    "ID","Process ID",...,"Kernel Name",...,"Section Name","Metric Name","Metric Unit","Metric Value"
 
 `parse_csv` turns that into one `KernelProfile` per profiled launch. It finds the header
 after any preamble (``==PROF==`` lines, the program's own output), keys columns by name
@@ -189,8 +189,9 @@ def parse_csv(text: str) -> list[KernelProfile]:
             info = {c: row[c] for c in _PER_LAUNCH if row.get(c)}
             k = kernels[row["ID"]] = KernelProfile(row["ID"], row["Kernel Name"], info)
         text_value = row.get("Metric Value") or ""
-        k.metrics.append(Metric(row.get("Section Name") or "", row["Metric Name"], (row.get("Metric Unit") or "").strip(),
-                                number(text_value), text_value))
+        unit = (row.get("Metric Unit") or "").strip()
+        section = row.get("Section Name") or ""
+        k.metrics.append(Metric(section, row["Metric Name"], unit, number(text_value), text_value))
     return list(kernels.values())
 
 
@@ -209,7 +210,8 @@ class NcuConfig:
 
 
 def profile_command(target: list[str], report: Path, cfg: NcuConfig) -> list[str]:
-    cmd = [cfg.ncu, "--clock-control", "none", "--target-processes", "all", "--force-overwrite", "--export", str(report)]
+    cmd = [cfg.ncu, "--clock-control", "none", "--target-processes", "all"]
+    cmd += ["--force-overwrite", "--export", str(report)]
     for s in cfg.sections:
         cmd += ["--section", s]
     if cfg.metrics:

@@ -51,7 +51,8 @@ def roofs(ceilings: Ceilings | None, device_name: str = "") -> list[Roof]:
     if ceilings is not None and ceilings.copy_gbps:
         out.append(Roof("bandwidth", ceilings.copy_gbps, "measured", f"measured copy: {ceilings.copy_gbps:,.0f} GB/s"))
     if sheet is not None:
-        out.append(Roof("bandwidth", sheet.hbm_gbps, "datasheet", f"{sheet.name} datasheet HBM: {sheet.hbm_gbps:,.0f} GB/s"))
+        out.append(Roof("bandwidth", sheet.hbm_gbps, "datasheet",
+                        f"{sheet.name} datasheet HBM: {sheet.hbm_gbps:,.0f} GB/s"))
     fp32 = (ceilings.matmul_tflops.get("fp32") if ceilings is not None else None)
     if fp32:
         out.append(Roof("compute", fp32, "measured", f"measured fp32 matmul: {fp32:,.3g} TFLOP/s"))
@@ -79,7 +80,6 @@ def ridge_intensity(bandwidth_gbps: float, peak_tflops: float) -> float:
 @dataclass(frozen=True)
 class Dot:
     label: str
-    impl: str
     dtype: str
     intensity: float
     tflops: float
@@ -92,7 +92,7 @@ def dots(records: list[BenchRecord], roof_list: list[Roof]) -> list[Dot]:
     out = []
     for r in records:
         roof = attainable_tflops(r.intensity, bw.value, peak.value if peak else None) if bw else None
-        out.append(Dot(r.label, r.impl, r.dtype, r.intensity, r.tflops, r.tflops / roof if roof else None, r.ref == r.impl))
+        out.append(Dot(r.label, r.dtype, r.intensity, r.tflops, r.tflops / roof if roof else None, r.ref == r.impl))
     return out
 
 
@@ -226,7 +226,8 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
 
     # legend: roofs, then one grey marker per dtype
     for dtype in sorted({d.dtype for d in points}, key=list(MARKERS).index):
-        ax.scatter([], [], marker=MARKERS.get(dtype, "o"), color="0.45", label=f"{dtype} (x = {_intensity_of(points, dtype):.3g} FLOP/B)")
+        x = next(d.intensity for d in points if d.dtype == dtype)
+        ax.scatter([], [], marker=MARKERS.get(dtype, "o"), color="0.45", label=f"{dtype} (x = {x:.3g} FLOP/B)")
     ax.legend(loc="lower right", fontsize=8.5, framealpha=0.95)
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.08)
@@ -243,10 +244,6 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
     if path is not None:
         fig.savefig(path)
     return fig
-
-
-def _intensity_of(points: list[Dot], dtype: str) -> float:
-    return next(d.intensity for d in points if d.dtype == dtype)
 
 
 def _n_tick(n: int) -> str:

@@ -105,7 +105,7 @@ class Sweep:
     environment: dict
     config: dict
     command: str = ""
-    date: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    date: str = field(default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
 
     def to_dict(self) -> dict:
         return {
@@ -166,8 +166,11 @@ def select(config: SweepConfig) -> list[Implementation]:
     return sorted(impls, key=lambda i: not i.is_reference)  # stable: registration order otherwise
 
 
-def plan(config: SweepConfig, impls: list[Implementation]) -> tuple[list[tuple[Implementation, Shape, str]], list[dict]]:
-    """(implementation, shape, dtype) triples to time, in order, and those skipped."""
+Run = tuple[Implementation, Shape, str]
+
+
+def plan(config: SweepConfig, impls: list[Implementation]) -> tuple[list[Run], list[dict]]:
+    """(implementation, shape, dtype) triples to time, in order, and the skipped ones."""
     todo, skipped = [], []
     for shape in config.shapes:
         for dtype in config.dtypes:
@@ -184,9 +187,13 @@ def plan(config: SweepConfig, impls: list[Implementation]) -> tuple[list[tuple[I
 
 
 def _rows_f64(a, rows: list[int]) -> np.ndarray:
-    if isinstance(a, np.ndarray):
-        return a[rows].astype(np.float64)
-    return a[rows].float().cpu().numpy().astype(np.float64)  # torch (bf16 has no NumPy dtype)
+    """Rows of a NumPy, torch or CuPy array, on the host in float64."""
+    part = a[rows]
+    if hasattr(part, "float"):  # torch: through fp32, as bf16 has no NumPy dtype
+        part = part.float().cpu().numpy()
+    elif hasattr(part, "get"):  # CuPy
+        part = part.get()
+    return np.asarray(part, dtype=np.float64)
 
 
 def check_output(impl: Implementation, inputs: tuple, output, dtype: str, rows_each_end: int) -> str | None:

@@ -16,7 +16,8 @@ def configure(parser) -> None:
     parser.add_argument("--impls", help="comma-separated implementation names or labels (default: all registered; "
                         "the reference, F.softmax, always runs for vs_ref)")
     parser.add_argument("--quick", action="store_true", help="three shapes instead of the full sweep")
-    parser.add_argument("--b512", action="store_true", help=f"only the manifest's B512 point, {shape_str(B512)} float32")
+    parser.add_argument("--b512", action="store_true",
+                        help=f"only the manifest's B512 point, {shape_str(B512)} float32")
     parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                         help="default: cuda when there is one, else cpu")
     parser.add_argument("--time-cap", type=float, default=None,
@@ -29,7 +30,17 @@ def configure(parser) -> None:
 
 def main(args) -> int:
     from labtools import ceilings
-    from labtools.sweep import B512, SweepConfig, default_device, default_shapes, format_table, parse_shapes, run_sweep, shape_str, summarize
+    from labtools.sweep import (
+        B512,
+        SweepConfig,
+        default_device,
+        default_shapes,
+        format_table,
+        parse_shapes,
+        run_sweep,
+        shape_str,
+        summarize,
+    )
 
     device = default_device() if args.device == "auto" else args.device
     if args.b512:

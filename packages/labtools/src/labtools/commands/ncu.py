@@ -17,12 +17,14 @@ def configure(parser) -> None:
     src.add_argument("--cmd", nargs=argparse.REMAINDER, help="profile this command (put it last: --cmd python x.py)")
     parser.add_argument("--shape", default="16384x4096", help="with --impl (default: %(default)s)")
     parser.add_argument("--dtype", default="float32", help="with --impl (default: %(default)s)")
-    parser.add_argument("--section", action="append", help=f"ncu section (repeatable; default: {' '.join(DEFAULT_SECTIONS)})")
+    parser.add_argument("--section", action="append",
+                        help=f"ncu section (repeatable; default: {' '.join(DEFAULT_SECTIONS)})")
     parser.add_argument("--metrics", help="comma-separated raw metrics (default: the warp-stall ratios)")
     parser.add_argument("-k", "--kernel", help="only kernels whose name matches this regex")
     parser.add_argument("--launch-skip", type=int, default=0)
     parser.add_argument("--launch-count", type=int)
-    parser.add_argument("--out", type=Path, default=Path("out/ncu"), help="report and CSV folder (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=Path("out/ncu"),
+                        help="report and CSV folder (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print per-kernel summaries as JSON")
 
 
