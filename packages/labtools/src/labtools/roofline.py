@@ -207,7 +207,6 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
         else:
             ax.scatter([d.intensity], [d.tflops], s=55, marker=marker, color=colors[d.label], edgecolor="white",
                        linewidth=0.8, zorder=4)
-    fig.canvas.draw()
     axes_height_in = ax.get_position().height * fig.get_figheight()
     decades = math.log10(y_hi / y_lo)
     gap = 1.35 * 8.5 / 72 / axes_height_in * decades  # one 8.5-pt line, in decades
@@ -225,7 +224,7 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
                         arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 0, "shrinkB": 4})
 
     # legend: roofs, then one grey marker per dtype
-    for dtype in sorted({d.dtype for d in points}, key=list(MARKERS).index):
+    for dtype in _in_order({d.dtype for d in points}):
         x = next(d.intensity for d in points if d.dtype == dtype)
         ax.scatter([], [], marker=MARKERS.get(dtype, "o"), color="0.45", label=f"{dtype} (x = {x:.3g} FLOP/B)")
     ax.legend(loc="lower right", fontsize=8.5, framealpha=0.95)
@@ -246,6 +245,11 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
     return fig
 
 
+def _in_order(dtypes: set[str]) -> list[str]:
+    """fp32 before bf16 (MARKERS' order), anything else after."""
+    return sorted(dtypes, key=lambda d: (list(MARKERS).index(d) if d in MARKERS else len(MARKERS), d))
+
+
 def _n_tick(n: int) -> str:
     return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
 
@@ -258,7 +262,7 @@ def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
         raise ValueError("the sweep has no records to plot")
     measured = all(r.frac_of_copy is not None for r in sweep.records)
     value = (lambda r: r.frac_of_copy) if measured else (lambda r: r.gbps)
-    dtypes = sorted({r.dtype for r in sweep.records}, key=lambda d: list(MARKERS).index(d) if d in MARKERS else 99)
+    dtypes = _in_order({r.dtype for r in sweep.records})
     ref_labels = {r.label for r in sweep.records if r.ref == r.impl}
     labels = list(dict.fromkeys(r.label for r in sweep.records))
     colors = colors_for(labels, ref_labels)
