@@ -2,7 +2,9 @@
 
 data/ncu_sample.csv is hand-made in the `ncu --csv --page details` long format (with a
 preamble, rule rows, mixed units, thousands separators, a templated kernel name full of
-commas); replace it with a capture from the H100 and these tests must still pass."""
+commas); the exact-value tests below are about it. Captures from a real GPU go next to
+it as data/ncu_<gpu>.csv (`lab ncu --impl ... --out DIR` writes DIR/ncu_details.csv):
+every data/ncu_*.csv must parse into sane numbers and a verdict."""
 
 import json
 from pathlib import Path
@@ -18,6 +20,17 @@ SAMPLE = Path(__file__).parent / "data" / "ncu_sample.csv"
 @pytest.fixture(scope="module")
 def kernels():
     return {k.name.split("(")[0].split("<")[0]: k for k in ncu.parse_csv(SAMPLE.read_text())}
+
+
+@pytest.mark.parametrize("capture", sorted(SAMPLE.parent.glob("ncu_*.csv")), ids=lambda p: p.name)
+def test_every_capture_parses_into_sane_numbers(capture):
+    kernels = ncu.parse_csv(capture.read_text())
+    assert kernels and len({k.id for k in kernels}) == len(kernels)
+    for k in kernels:
+        assert k.name and k.duration_us > 0 and k.registers_per_thread > 0
+        assert 0 <= k.dram_pct <= 100 and 0 <= k.sm_pct <= 100 and 0 <= k.achieved_occupancy_pct <= 100
+        assert all(v >= 0 for _, v in k.stalls)
+        assert not k.verdict().startswith("no verdict")
 
 
 def test_number_reads_ncu_values():
