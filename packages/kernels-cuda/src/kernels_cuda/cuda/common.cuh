@@ -1,0 +1,192 @@
+// common.cuh: what every kernel of kernels_cuda shares.
+//
+// Self-contained on purpose: NVRTC on the GPU machine has no CUDA include path, so there is no
+// <cuda_fp16.h>, <cuda_bf16.h> or <cooperative_groups.h>. The few conversions, the fast exp2 and
+// the cluster operations needed are written here in inline PTX. codegen hands this file to NVRTC
+// as an in-memory header, so `#include "common.cuh"` needs no file system either.
+//
+// codegen sets the compile-time constants as -D options: KL_DTYPE picks the element type, and each
+// kernel reads its own KL_* sizes (see the kernel's header).
+#pragma once
+
+typedef long long i64;
+typedef unsigned short u16;
+
+#define KL_F32 0
+#define KL_F16 1
+#define KL_BF16 2
+
+// ---- element type: elem_t in memory, fp32 in registers ------------------------------------------
+
+#if KL_DTYPE == KL_F32
+typedef float elem_t;
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float from_f32(float f) { return f; }
+#elif KL_DTYPE == KL_F16
+typedef u16 elem_t;  // IEEE binary16, as its bit pattern
+__device__ __forceinline__ float to_f32(u16 v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+  return f;
+}
+__device__ __forceinline__ u16 from_f32(float f) {
+  u16 v;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(v) : "f"(f));
+  return v;
+}
+#elif KL_DTYPE == KL_BF16
+typedef u16 elem_t;  // bfloat16, as its bit pattern: the top half of an fp32
+__device__ __forceinline__ float to_f32(u16 v) { return __uint_as_float(static_cast<unsigned>(v) << 16); }
+__device__ __forceinline__ u16 from_f32(float f) {
+  u16 v;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(f));  // round to nearest even, NaN stays NaN (sm_80+)
+  return v;
+}
+#else
+#error "KL_DTYPE must be KL_F32, KL_F16 or KL_BF16"
+#endif
+
+// ---- packs: VEC elements moved by one access of VEC * sizeof(elem_t) bytes (16 at most) ----------
+
+template <int BYTES> struct Bits;
+template <> struct Bits<2> { typedef u16 type; };
+template <> struct Bits<4> { typedef unsigned type; };
+template <> struct Bits<8> { typedef uint2 type; };
+template <> struct Bits<16> { typedef uint4 type; };
+
+template <int VEC> union Pack {
+  typedef typename Bits<VEC * sizeof(elem_t)>::type bits_t;
+  bits_t bits;  // what memory sees: one LDG/STG of the pack's width
+  elem_t e[VEC];
+};
+
+// p must be aligned to the pack's width (the host picks VEC so that it is).
+template <int VEC> __device__ __forceinline__ Pack<VEC> load_pack(const elem_t* p) {
+  Pack<VEC> v;
+  v.bits = __ldg(reinterpret_cast<const typename Pack<VEC>::bits_t*>(p));
+  return v;
+}
+template <int VEC> __device__ __forceinline__ void store_pack(elem_t* p, const Pack<VEC>& v) {
+  *reinterpret_cast<typename Pack<VEC>::bits_t*>(p) = v.bits;
+}
+
+// ---- softmax arithmetic ------------------------------------------------------------------------
+
+#define KL_NEG_INF __int_as_float(0xff800000)
+#define KL_LOG2E 1.4426950408889634f
+#define KL_FULL_MASK 0xffffffffu
+
+// 2^x in one MUFU.EX2 (relative error ~2^-22; results below 2^-126 flush to 0).
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// exp(x - ref). The subtraction comes first, so x near the max loses nothing to rounding.
+__device__ __forceinline__ float exp_shifted(float x, float ref) { return ex2((x - ref) * KL_LOG2E); }
+
+// The shift to use for a running max m: m itself, or 0 while everything seen is -inf, so that
+// exp(-inf - shift) is 0 and not NaN. A row that is -inf throughout then ends with sum 0 and
+// 0 * (1/0) = NaN outputs, which is what torch returns.
+__device__ __forceinline__ float safe_shift(float m) { return m == KL_NEG_INF ? 0.f : m; }
+
+// Softmax statistics of some elements: their max m and s = sum of exp(x - m). Two such pairs merge
+// into the pair of the union without revisiting the elements (the "online softmax" identity).
+struct alignas(8) Stats {  // 8-aligned: read from another block as one ld.shared::cluster.v2.f32
+  float m, s;
+};
+__device__ __forceinline__ Stats stats_empty() { return {KL_NEG_INF, 0.f}; }
+__device__ __forceinline__ Stats stats_merge(Stats a, Stats b) {
+  const float m = fmaxf(a.m, b.m);
+  const float shift = safe_shift(m);
+  return {m, a.s * exp_shifted(a.m, shift) + b.s * exp_shifted(b.m, shift)};
+}
+// Fold VEC more elements into a running pair: one rescale of the old sum, one exp per element.
+// fmaxf drops NaN, but a NaN element still makes its exp, and so the row's sum, NaN.
+template <int VEC> __device__ __forceinline__ Stats stats_add(Stats t, const Pack<VEC>& v) {
+  float m = t.m;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) m = fmaxf(m, to_f32(v.e[k]));
+  const float shift = safe_shift(m);
+  float s = t.s * exp_shifted(t.m, shift);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) s += exp_shifted(to_f32(v.e[k]), shift);
+  return {m, s};
+}
+
+// ---- warp and block reductions -----------------------------------------------------------------
+// WIDTH lanes (a power of two up to 32) reduce together; every lane of the warp must take part.
+
+template <int WIDTH> __device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = WIDTH / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(KL_FULL_MASK, v, o));
+  return v;
+}
+template <int WIDTH> __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(KL_FULL_MASK, v, o);
+  return v;
+}
+template <int WIDTH> __device__ __forceinline__ Stats warp_merge(Stats t) {
+#pragma unroll
+  for (int o = WIDTH / 2; o > 0; o >>= 1) {
+    const Stats u = {__shfl_xor_sync(KL_FULL_MASK, t.m, o), __shfl_xor_sync(KL_FULL_MASK, t.s, o)};
+    t = stats_merge(t, u);
+  }
+  return t;
+}
+
+// Merge every thread's pair of a block of WARPS warps; the result is valid in warp 0 only.
+// scratch: WARPS entries of shared memory. Ends with warp 0 having read scratch: the caller's next
+// __syncthreads (or cluster barrier) must come before scratch is written again.
+template <int WARPS> __device__ __forceinline__ Stats block_merge_to_warp0(Stats t, Stats* scratch) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  t = warp_merge<32>(t);
+  if (lane == 0) scratch[warp] = t;
+  __syncthreads();
+  if (warp == 0) {
+    t = lane < WARPS ? scratch[lane] : stats_empty();
+    t = warp_merge<32>(t);
+  }
+  return t;
+}
+
+// ---- thread-block clusters and distributed shared memory (sm_90) -------------------------------
+
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_index() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_count() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+  return r;
+}
+// Every thread of every block of the cluster arrives; shared-memory writes before it are visible
+// to loads from any block of the cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n\t"
+      "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The address of `p` (a variable in this block's shared memory) inside block `rank`'s shared memory.
+__device__ __forceinline__ unsigned dsmem_address(const void* p, unsigned rank) {
+  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ Stats dsmem_load_stats(unsigned address) {
+  Stats t;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(t.m), "=f"(t.s) : "r"(address) : "memory");
+  return t;
+}
+#endif
