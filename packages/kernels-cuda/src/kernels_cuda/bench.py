@@ -10,8 +10,8 @@ from __future__ import annotations
 from labtools.registry import Check, Implementation, register_check
 from labtools.registry import register as add
 
-from kernels_cuda import softmax as sm
-from kernels_cuda.vector_add import vector_add
+from kernels_cuda import softmax_variants as sm
+from kernels_cuda.vecadd import vector_add
 
 HALF = ("float32", "float16", "bfloat16")
 

@@ -44,7 +44,7 @@ DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 _NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 _PORTABLE_CLUSTER = 8
 # Modules whose `specializations()` list every Spec they can launch (for --offline).
-KERNEL_MODULES = ("kernels_cuda.vector_add", "kernels_cuda.softmax")
+KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants")
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,7 @@ class Compiled:
     spec: Spec
     arch: str
     cubin_path: Path
+    ptx_path: Path  # kept beside the cubin: the first place to check access widths and local memory
     resources: Resources
     log: str
     seconds: float  # NVRTC time; 0.0 when it came from the disk cache
@@ -203,23 +204,24 @@ def compile_spec(spec: Spec, arch: str) -> Compiled:
     if key in _compiled:
         return _compiled[key]
     folder = cache_dir()
-    cubin_path, meta_path = folder / f"{key}.cubin", folder / f"{key}.json"
-    if cubin_path.is_file() and meta_path.is_file():
+    cubin_path, ptx_path, meta_path = (folder / f"{key}.{ext}" for ext in ("cubin", "ptx", "json"))
+    if all(p.is_file() for p in (cubin_path, ptx_path, meta_path)):
         meta = json.loads(meta_path.read_text())
-        result = Compiled(spec, arch, cubin_path, Resources(**meta["resources"]), meta["log"], 0.0, True)
+        result = Compiled(spec, arch, cubin_path, ptx_path, Resources(**meta["resources"]), meta["log"], 0.0, True)
     else:
-        cubin, log, seconds = _nvrtc_compile(spec, arch)
+        cubin, ptx, log, seconds = _nvrtc_compile(spec, arch)
         resources = parse_resources(log, spec.kernel)
         folder.mkdir(parents=True, exist_ok=True)
         _write_atomic(cubin_path, cubin)
+        _write_atomic(ptx_path, ptx)
         meta = {"spec": spec.name, "arch": arch, "nvrtc": list(nvrtc_version()), "resources": asdict(resources), "log": log}
-        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
-        result = Compiled(spec, arch, cubin_path, resources, log, seconds, False)
+        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())  # last: its presence marks a complete entry
+        result = Compiled(spec, arch, cubin_path, ptx_path, resources, log, seconds, False)
     with _compile_lock:
         return _compiled.setdefault(key, result)
 
 
-def _nvrtc_compile(spec: Spec, arch: str) -> tuple[bytes, str, float]:
+def _nvrtc_compile(spec: Spec, arch: str) -> tuple[bytes, bytes, str, float]:
     nvrtc = _nvrtc()
     names = [name.encode() for name, _ in _headers()]
     texts = [text.encode() for _, text in _headers()]
@@ -230,7 +232,7 @@ def _nvrtc_compile(spec: Spec, arch: str) -> tuple[bytes, str, float]:
             nvrtc.compileProgram(prog, spec.options(arch))
         except nvrtc.NVRTCError as exc:
             raise CompileError(f"NVRTC failed on {spec.name} for {arch}: {exc}\n{nvrtc.getProgramLog(prog)}") from None
-        return nvrtc.getCUBIN(prog), nvrtc.getProgramLog(prog), time.perf_counter() - t0
+        return nvrtc.getCUBIN(prog), nvrtc.getPTX(prog), nvrtc.getProgramLog(prog), time.perf_counter() - t0
     finally:
         nvrtc.destroyProgram(prog)
 

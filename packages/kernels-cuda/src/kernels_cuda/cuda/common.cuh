@@ -47,27 +47,62 @@ __device__ __forceinline__ u16 from_f32(float f) {
 #endif
 
 // ---- packs: VEC elements moved by one access of VEC * sizeof(elem_t) bytes (16 at most) ----------
+// Loads and stores go through 32-bit words built explicitly, so that a 16-byte pack is always one
+// LDG.128 / STG.128 and never four scalar accesses (the offline tests check the PTX for it).
 
-template <int BYTES> struct Bits;
-template <> struct Bits<2> { typedef u16 type; };
-template <> struct Bits<4> { typedef unsigned type; };
-template <> struct Bits<8> { typedef uint2 type; };
-template <> struct Bits<16> { typedef uint4 type; };
-
-template <int VEC> union Pack {
-  typedef typename Bits<VEC * sizeof(elem_t)>::type bits_t;
-  bits_t bits;  // what memory sees: one LDG/STG of the pack's width
+template <int VEC> struct alignas(VEC * sizeof(elem_t)) Pack {
   elem_t e[VEC];
 };
 
-// p must be aligned to the pack's width (the host picks VEC so that it is).
+// Word i of a pack, little-endian: element 2i in the low half for 16-bit types.
+template <int VEC> __device__ __forceinline__ unsigned get_word(const Pack<VEC>& v, int i) {
+#if KL_DTYPE == KL_F32
+  return __float_as_uint(v.e[i]);
+#else
+  return static_cast<unsigned>(v.e[2 * i]) | (static_cast<unsigned>(v.e[2 * i + 1]) << 16);
+#endif
+}
+template <int VEC> __device__ __forceinline__ void set_word(Pack<VEC>& v, int i, unsigned w) {
+#if KL_DTYPE == KL_F32
+  v.e[i] = __uint_as_float(w);
+#else
+  v.e[2 * i] = static_cast<u16>(w & 0xffffu);
+  v.e[2 * i + 1] = static_cast<u16>(w >> 16);
+#endif
+}
+
+// p must be aligned to the pack's width (the host picks VEC so that it is). Read-only path (LDG.NC).
 template <int VEC> __device__ __forceinline__ Pack<VEC> load_pack(const elem_t* p) {
+  constexpr int BYTES = VEC * sizeof(elem_t);
   Pack<VEC> v;
-  v.bits = __ldg(reinterpret_cast<const typename Pack<VEC>::bits_t*>(p));
+  if constexpr (BYTES == 16) {
+    const uint4 w = __ldg(reinterpret_cast<const uint4*>(p));
+    set_word(v, 0, w.x), set_word(v, 1, w.y), set_word(v, 2, w.z), set_word(v, 3, w.w);
+  } else if constexpr (BYTES == 8) {
+    const uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
+    set_word(v, 0, w.x), set_word(v, 1, w.y);
+  } else if constexpr (BYTES == 4 && VEC == 2) {
+    set_word(v, 0, __ldg(reinterpret_cast<const unsigned*>(p)));
+  } else {
+    static_assert(VEC == 1, "packs are 16, 8 or 4 bytes, or one element");
+    v.e[0] = __ldg(p);
+  }
   return v;
 }
 template <int VEC> __device__ __forceinline__ void store_pack(elem_t* p, const Pack<VEC>& v) {
-  *reinterpret_cast<typename Pack<VEC>::bits_t*>(p) = v.bits;
+  constexpr int BYTES = VEC * sizeof(elem_t);
+  // Inline PTX: NVVM was seen splitting a plain uint4 store into four 32-bit stores (online kernel).
+  if constexpr (BYTES == 16) {
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(get_word(v, 0)), "r"(get_word(v, 1)),
+                 "r"(get_word(v, 2)), "r"(get_word(v, 3)));
+  } else if constexpr (BYTES == 8) {
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(get_word(v, 0)), "r"(get_word(v, 1)));
+  } else if constexpr (BYTES == 4 && VEC == 2) {
+    *reinterpret_cast<unsigned*>(p) = get_word(v, 0);
+  } else {
+    static_assert(VEC == 1, "packs are 16, 8 or 4 bytes, or one element");
+    p[0] = v.e[0];
+  }
 }
 
 // ---- softmax arithmetic ------------------------------------------------------------------------
