@@ -40,7 +40,7 @@ FUSED_BLOCK = 256  # threads per block for rows shorter than a block (RPB rows p
 FUSED_MAX_TPR = 1024
 CLUSTER_SIZES = (2, 4, 8, 16)
 CLUSTER_THREADS, CLUSTER_UNROLL = 256, 4
-ONLINE_THREADS, ONLINE_UNROLL = 512, 4
+ONLINE_THREADS, ONLINE_UNROLL = 512, 2
 
 
 @dataclass(frozen=True)

@@ -42,11 +42,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     Stats t = stats_empty();
     for (int p0 = 0; p0 < packs; p0 += THREADS * UNROLL) {
       Pack<VEC> v[UNROLL];
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int p = p0 + u * THREADS + threadIdx.x;
-        if (p < packs) v[u] = load_pack<VEC>(xr + p * VEC);
-      }
+      load_strided<VEC, UNROLL, THREADS>(v, xr, p0, packs);
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         const int p = p0 + u * THREADS + threadIdx.x;

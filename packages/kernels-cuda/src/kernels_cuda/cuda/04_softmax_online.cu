@@ -14,7 +14,9 @@
 constexpr int THREADS = KL_THREADS, VEC = KL_VEC, UNROLL = KL_UNROLL;
 constexpr int WARPS = THREADS / 32;
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+// Two blocks per SM (<= 64 registers at 512 threads): one block's reduction between its passes
+// then overlaps the other's streaming.
+extern "C" __global__ void __launch_bounds__(THREADS, 2)
     softmax_online(const elem_t* __restrict__ x, elem_t* __restrict__ y, i64 M, int N, i64 x_stride,
                    i64 y_stride) {
   __shared__ Stats warp_stats[WARPS];
@@ -28,11 +30,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     Stats t = stats_empty();
     for (int p0 = 0; p0 < packs; p0 += THREADS * UNROLL) {
       Pack<VEC> v[UNROLL];
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int p = p0 + u * THREADS + threadIdx.x;
-        if (p < packs) v[u] = load_pack<VEC>(xr + p * VEC);
-      }
+      load_strided<VEC, UNROLL, THREADS>(v, xr, p0, packs);
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
         if (p0 + u * THREADS + threadIdx.x < packs) t = stats_add<VEC>(t, v[u]);
@@ -45,11 +43,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 
     for (int p0 = 0; p0 < packs; p0 += THREADS * UNROLL) {
       Pack<VEC> v[UNROLL];
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int p = p0 + u * THREADS + threadIdx.x;
-        if (p < packs) v[u] = load_pack<VEC>(xr + p * VEC);
-      }
+      load_strided<VEC, UNROLL, THREADS>(v, xr, p0, packs);  // a second read: from L2 if still there
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         const int p = p0 + u * THREADS + threadIdx.x;

@@ -105,6 +105,17 @@ template <int VEC> __device__ __forceinline__ void store_pack(elem_t* p, const P
   }
 }
 
+// A block-strided pass over a row of `packs` packs, UNROLL packs per thread per step: pack
+// p0 + u * THREADS + threadIdx.x goes to v[u]. All UNROLL loads are issued before any is used.
+template <int VEC, int UNROLL, int THREADS>
+__device__ __forceinline__ void load_strided(Pack<VEC> (&v)[UNROLL], const elem_t* row, int p0, int packs) {
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u) {
+    const int p = p0 + u * THREADS + static_cast<int>(threadIdx.x);
+    if (p < packs) v[u] = load_pack<VEC>(row + p * VEC);
+  }
+}
+
 // ---- softmax arithmetic ------------------------------------------------------------------------
 
 #define KL_NEG_INF __int_as_float(0xff800000)
