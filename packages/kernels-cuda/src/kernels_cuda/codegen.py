@@ -333,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.arch is None:
         if args.offline:
             parser.error("--offline needs --arch (e.g. --arch sm_80 sm_90)")
-        args.arch = [device_arch(__import__("cupy").cuda.Device().id)]
+        import cupy
+
+        args.arch = [device_arch(cupy.cuda.Device().id)]
     for arch in args.arch:
         arch_cc(arch)
     t0 = time.perf_counter()

@@ -32,7 +32,7 @@ VARIANTS = ("auto", "v1", "v2", "v3", "v4", "v4_online")
 DTYPES = arrays.SUPPORTED_DTYPES
 PACK_BYTES = 16  # the widest access a thread can make in one instruction
 MAX_GRID = 2**31 - 1
-MAX_N = 2**31 - 1  # kernels index within a row with 32-bit ints (row offsets are 64-bit)
+MAX_N = 2**31 - 2**20  # kernels index within a row with 32-bit ints, plus a block-stride of headroom
 
 NAIVE_BLOCK = 256
 SHARED_BLOCK = 256
