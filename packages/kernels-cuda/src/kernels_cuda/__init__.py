@@ -1,1 +1,24 @@
-"""kernels_cuda."""
+"""kernels_cuda: CUDA C kernels compiled at run time by NVRTC and launched through CuPy.
+
+    kernels_cuda.softmax(x, dim=-1, variant="auto")   # v1 naive ... v4 long rows: softmax_variants.py
+    kernels_cuda.vector_add(a, b)                      # the hello-CUDA warm-up: vecadd.py
+
+Both take CuPy arrays or torch CUDA tensors, zero-copy, and run on the caller's current stream.
+The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen.py compiles them
+(`python -m kernels_cuda.codegen --offline --arch sm_80 sm_90` prints every kernel's resources).
+"""
+
+__all__ = ["VARIANTS", "softmax", "vector_add"]
+
+
+def __getattr__(name: str):
+    # Imported on first use, so that `python -m kernels_cuda.codegen` does not import codegen twice.
+    if name in ("softmax", "VARIANTS"):
+        from kernels_cuda import softmax_variants
+
+        return getattr(softmax_variants, name)
+    if name == "vector_add":
+        from kernels_cuda.vecadd import vector_add
+
+        return vector_add
+    raise AttributeError(f"module 'kernels_cuda' has no attribute {name!r}")

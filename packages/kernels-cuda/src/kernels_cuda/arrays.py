@@ -1,0 +1,274 @@
+"""The caller's arrays, zero-copy: CuPy arrays and torch CUDA tensors as raw device pointers.
+
+Kernels get `data_ptr()` / `.data.ptr` and element strides; nothing is copied unless the layout
+asks for it (a softmax dim that is not the innermost, or leading dims that do not collapse into
+one row stride). Launches go on the caller's current stream: torch's
+`torch.cuda.current_stream()` wrapped in a `cupy.cuda.ExternalStream`, or CuPy's current stream.
+
+Each checker raises TypeError or ValueError naming the problem, and checks run in an order that
+needs no GPU until the last one (kind, dtype, dim, then device), so bad input is caught the same
+way on a CPU-only machine.
+
+`poison_outputs()` makes every output this package allocates start as NaN, so a test can see an
+element no kernel wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+_poison = False
+
+
+@contextlib.contextmanager
+def poison_outputs():
+    """Within this block, outputs allocated here are NaN-filled before any kernel runs."""
+    global _poison
+    old, _poison = _poison, True
+    try:
+        yield
+    finally:
+        _poison = old
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def _is_cupy(x) -> bool:
+    return type(x).__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "strides")
+
+
+class _TorchOps:
+    """torch tensors: strides are in elements already."""
+
+    kind = "torch"
+
+    @staticmethod
+    def dtype(x) -> str:
+        return str(x.dtype).removeprefix("torch.")
+
+    @staticmethod
+    def on_cuda(x) -> bool:
+        return x.is_cuda
+
+    @staticmethod
+    def device_id(x) -> int:
+        return x.device.index
+
+    @staticmethod
+    def ptr(x) -> int:
+        return x.data_ptr()
+
+    @staticmethod
+    def strides(x) -> tuple[int, ...]:
+        return tuple(x.stride())
+
+    @staticmethod
+    def moveaxis(x, src: int, dst: int):
+        return x.movedim(src, dst)
+
+    @staticmethod
+    def as_strided(x, shape, strides):
+        return x.as_strided(shape, strides)
+
+    @staticmethod
+    def contiguous(x):
+        return x.contiguous()
+
+    @staticmethod
+    def reshape(x, shape):
+        return x.reshape(shape)
+
+    @staticmethod
+    def empty(shape, like):
+        import torch
+
+        out = torch.empty(shape, dtype=like.dtype, device=like.device)
+        return out.fill_(math.nan) if _poison else out
+
+    @staticmethod
+    def copy_(dst, src) -> None:
+        dst.copy_(src)
+
+    @staticmethod
+    def stream(x):
+        import torch
+
+        return _external_stream(torch.cuda.current_stream(x.device).cuda_stream, x.device.index)
+
+
+class _CupyOps:
+    """CuPy arrays: strides are in bytes; converted to elements here."""
+
+    kind = "cupy"
+
+    @staticmethod
+    def dtype(x) -> str:
+        return str(x.dtype)
+
+    @staticmethod
+    def on_cuda(x) -> bool:
+        return True
+
+    @staticmethod
+    def device_id(x) -> int:
+        return x.device.id
+
+    @staticmethod
+    def ptr(x) -> int:
+        return x.data.ptr
+
+    @staticmethod
+    def strides(x) -> tuple[int, ...]:
+        return tuple(s // x.itemsize for s in x.strides)
+
+    @staticmethod
+    def moveaxis(x, src: int, dst: int):
+        import cupy
+
+        return cupy.moveaxis(x, src, dst)
+
+    @staticmethod
+    def as_strided(x, shape, strides):
+        import cupy
+
+        return cupy.lib.stride_tricks.as_strided(x, shape, tuple(s * x.itemsize for s in strides))
+
+    @staticmethod
+    def contiguous(x):
+        import cupy
+
+        return cupy.ascontiguousarray(x)
+
+    @staticmethod
+    def reshape(x, shape):
+        return x.reshape(shape)
+
+    @staticmethod
+    def empty(shape, like):
+        import cupy
+
+        with like.device:
+            out = cupy.empty(shape, dtype=like.dtype)
+            if _poison:
+                out.fill(math.nan)
+        return out
+
+    @staticmethod
+    def copy_(dst, src) -> None:
+        dst[...] = src
+
+    @staticmethod
+    def stream(x):
+        import cupy
+
+        with x.device:
+            return cupy.cuda.get_current_stream()
+
+
+_last_stream: tuple[tuple[int, int], Any] | None = None
+
+
+def _external_stream(ptr: int, device_id: int):
+    """A cupy.cuda.ExternalStream over torch's stream, reused while the stream stays the same."""
+    global _last_stream
+    if _last_stream is None or _last_stream[0] != (ptr, device_id):
+        import cupy
+
+        _last_stream = ((ptr, device_id), cupy.cuda.ExternalStream(ptr, device_id))
+    return _last_stream[1]
+
+
+def backend(x, fn: str):
+    """The ops for x's library; TypeError for anything but a CuPy array or a torch tensor."""
+    if _is_torch(x):
+        return _TorchOps
+    if _is_cupy(x):
+        return _CupyOps
+    what = "a NumPy array (host memory)" if type(x).__module__.startswith("numpy") else f"a {type(x).__name__}"
+    raise TypeError(f"{fn}: expected a CuPy array or a torch CUDA tensor, got {what}")
+
+
+def check_dtype(ops, x, fn: str) -> str:
+    dtype = ops.dtype(x)
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"{fn}: unsupported dtype {dtype}; supported: {', '.join(SUPPORTED_DTYPES)}")
+    return dtype
+
+
+def check_device(ops, x, fn: str) -> int:
+    if not ops.on_cuda(x):
+        raise TypeError(f"{fn}: the tensor is on {x.device}, not a CUDA device; move it with .cuda()")
+    return ops.device_id(x)
+
+
+def normalize_dim(dim, ndim: int, fn: str) -> int:
+    """dim in [-ndim, ndim) -> [0, ndim); a 0-d input counts as 1-d, as in torch."""
+    try:
+        d = operator.index(dim)
+    except TypeError:
+        raise TypeError(f"{fn}: dim must be an int, got {type(dim).__name__}") from None
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise ValueError(f"{fn}: dim {dim} is out of range for a {ndim}-d input (expected {-n} <= dim < {n})")
+    return d % n
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A (M, N) view with unit element stride: what every softmax kernel reads or writes."""
+
+    array: Any  # the native 2-D view
+    M: int
+    N: int
+    ptr: int
+    row_stride: int  # elements
+
+
+def row_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
+    """The stride between consecutive rows if (..., N) with unit stride along N collapses into
+    (M, N) without a copy, else None. Size-1 dims impose nothing."""
+    *lead, n = shape
+    if n > 1 and strides[-1] != 1:
+        return None
+    step, expected = None, None  # stride of the innermost non-trivial leading dim, then outward
+    for size, stride in zip(reversed(lead), reversed(strides[:-1])):
+        if size == 1:
+            continue
+        if step is None:
+            step, expected = stride, stride * size
+        elif stride != expected:
+            return None
+        else:
+            expected = stride * size
+    return n if step is None else step
+
+
+def is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def as_rows(ops, x) -> Rows:
+    """x (..., N) as rows, zero-copy when the layout allows it, else from a contiguous copy."""
+    shape = tuple(x.shape)
+    n = shape[-1]
+    m = math.prod(shape[:-1])
+    stride = row_stride(shape, ops.strides(x))
+    if stride is None:
+        x = ops.contiguous(x)
+        stride = n
+    view = ops.as_strided(x, (m, n), (stride, 1))
+    return Rows(view, m, n, ops.ptr(view), stride)

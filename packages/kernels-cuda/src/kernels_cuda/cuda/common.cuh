@@ -1,0 +1,238 @@
+// common.cuh: what every kernel of kernels_cuda shares.
+//
+// Self-contained on purpose: NVRTC on the GPU machine has no CUDA include path, so there is no
+// <cuda_fp16.h>, <cuda_bf16.h> or <cooperative_groups.h>. The few conversions, the fast exp2 and
+// the cluster operations needed are written here in inline PTX. codegen hands this file to NVRTC
+// as an in-memory header, so `#include "common.cuh"` needs no file system either.
+//
+// codegen sets the compile-time constants as -D options: KL_DTYPE picks the element type, and each
+// kernel reads its own KL_* sizes (see the kernel's header).
+#pragma once
+
+typedef long long i64;
+typedef unsigned short u16;
+
+#define KL_F32 0
+#define KL_F16 1
+#define KL_BF16 2
+
+// ---- element type: elem_t in memory, fp32 in registers ------------------------------------------
+
+#if KL_DTYPE == KL_F32
+typedef float elem_t;
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float from_f32(float f) { return f; }
+#elif KL_DTYPE == KL_F16
+typedef u16 elem_t;  // IEEE binary16, as its bit pattern
+__device__ __forceinline__ float to_f32(u16 v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+  return f;
+}
+__device__ __forceinline__ u16 from_f32(float f) {
+  u16 v;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(v) : "f"(f));
+  return v;
+}
+#elif KL_DTYPE == KL_BF16
+typedef u16 elem_t;  // bfloat16, as its bit pattern: the top half of an fp32
+__device__ __forceinline__ float to_f32(u16 v) { return __uint_as_float(static_cast<unsigned>(v) << 16); }
+__device__ __forceinline__ u16 from_f32(float f) {
+  u16 v;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(f));  // round to nearest even, NaN stays NaN (sm_80+)
+  return v;
+}
+#else
+#error "KL_DTYPE must be KL_F32, KL_F16 or KL_BF16"
+#endif
+
+// ---- packs: VEC elements moved by one access of VEC * sizeof(elem_t) bytes (16 at most) ----------
+// Loads and stores go through 32-bit words built explicitly, so that a 16-byte pack is always one
+// LDG.128 / STG.128 and never four scalar accesses (the offline tests check the PTX for it).
+
+template <int VEC> struct alignas(VEC * sizeof(elem_t)) Pack {
+  elem_t e[VEC];
+};
+
+// Word i of a pack, little-endian: element 2i in the low half for 16-bit types.
+template <int VEC> __device__ __forceinline__ unsigned get_word(const Pack<VEC>& v, int i) {
+#if KL_DTYPE == KL_F32
+  return __float_as_uint(v.e[i]);
+#else
+  return static_cast<unsigned>(v.e[2 * i]) | (static_cast<unsigned>(v.e[2 * i + 1]) << 16);
+#endif
+}
+template <int VEC> __device__ __forceinline__ void set_word(Pack<VEC>& v, int i, unsigned w) {
+#if KL_DTYPE == KL_F32
+  v.e[i] = __uint_as_float(w);
+#else
+  v.e[2 * i] = static_cast<u16>(w & 0xffffu);
+  v.e[2 * i + 1] = static_cast<u16>(w >> 16);
+#endif
+}
+
+// p must be aligned to the pack's width (the host picks VEC so that it is). Read-only path (LDG.NC).
+template <int VEC> __device__ __forceinline__ Pack<VEC> load_pack(const elem_t* p) {
+  constexpr int BYTES = VEC * sizeof(elem_t);
+  Pack<VEC> v;
+  if constexpr (BYTES == 16) {
+    const uint4 w = __ldg(reinterpret_cast<const uint4*>(p));
+    set_word(v, 0, w.x), set_word(v, 1, w.y), set_word(v, 2, w.z), set_word(v, 3, w.w);
+  } else if constexpr (BYTES == 8) {
+    const uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
+    set_word(v, 0, w.x), set_word(v, 1, w.y);
+  } else if constexpr (BYTES == 4 && VEC == 2) {
+    set_word(v, 0, __ldg(reinterpret_cast<const unsigned*>(p)));
+  } else {
+    static_assert(VEC == 1, "packs are 16, 8 or 4 bytes, or one element");
+    v.e[0] = __ldg(p);
+  }
+  return v;
+}
+template <int VEC> __device__ __forceinline__ void store_pack(elem_t* p, const Pack<VEC>& v) {
+  constexpr int BYTES = VEC * sizeof(elem_t);
+  // Inline PTX: NVVM was seen splitting a plain uint4 store into four 32-bit stores (online kernel).
+  if constexpr (BYTES == 16) {
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(get_word(v, 0)), "r"(get_word(v, 1)),
+                 "r"(get_word(v, 2)), "r"(get_word(v, 3)));
+  } else if constexpr (BYTES == 8) {
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(get_word(v, 0)), "r"(get_word(v, 1)));
+  } else if constexpr (BYTES == 4 && VEC == 2) {
+    *reinterpret_cast<unsigned*>(p) = get_word(v, 0);
+  } else {
+    static_assert(VEC == 1, "packs are 16, 8 or 4 bytes, or one element");
+    p[0] = v.e[0];
+  }
+}
+
+// A block-strided pass over a row of `packs` packs, UNROLL packs per thread per step: pack
+// p0 + u * THREADS + threadIdx.x goes to v[u]. All UNROLL loads are issued before any is used.
+template <int VEC, int UNROLL, int THREADS>
+__device__ __forceinline__ void load_strided(Pack<VEC> (&v)[UNROLL], const elem_t* row, int p0, int packs) {
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u) {
+    const int p = p0 + u * THREADS + static_cast<int>(threadIdx.x);
+    if (p < packs) v[u] = load_pack<VEC>(row + p * VEC);
+  }
+}
+
+// ---- softmax arithmetic ------------------------------------------------------------------------
+
+#define KL_NEG_INF __int_as_float(0xff800000)
+#define KL_LOG2E 1.4426950408889634f
+#define KL_FULL_MASK 0xffffffffu
+
+// 2^x in one MUFU.EX2 (relative error ~2^-22; results below 2^-126 flush to 0).
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// exp(x - ref). The subtraction comes first, so x near the max loses nothing to rounding.
+__device__ __forceinline__ float exp_shifted(float x, float ref) { return ex2((x - ref) * KL_LOG2E); }
+
+// The shift to use for a running max m: m itself, or 0 while everything seen is -inf, so that
+// exp(-inf - shift) is 0 and not NaN. A row that is -inf throughout then ends with sum 0 and
+// 0 * (1/0) = NaN outputs, which is what torch returns.
+__device__ __forceinline__ float safe_shift(float m) { return m == KL_NEG_INF ? 0.f : m; }
+
+// Softmax statistics of some elements: their max m and s = sum of exp(x - m). Two such pairs merge
+// into the pair of the union without revisiting the elements (the "online softmax" identity).
+struct alignas(8) Stats {  // 8-aligned: read from another block as one ld.shared::cluster.v2.f32
+  float m, s;
+};
+__device__ __forceinline__ Stats stats_empty() { return {KL_NEG_INF, 0.f}; }
+__device__ __forceinline__ Stats stats_merge(Stats a, Stats b) {
+  const float m = fmaxf(a.m, b.m);
+  const float shift = safe_shift(m);
+  return {m, a.s * exp_shifted(a.m, shift) + b.s * exp_shifted(b.m, shift)};
+}
+// Fold VEC more elements into a running pair: one rescale of the old sum, one exp per element.
+// fmaxf drops NaN, but a NaN element still makes its exp, and so the row's sum, NaN.
+template <int VEC> __device__ __forceinline__ Stats stats_add(Stats t, const Pack<VEC>& v) {
+  float m = t.m;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) m = fmaxf(m, to_f32(v.e[k]));
+  const float shift = safe_shift(m);
+  float s = t.s * exp_shifted(t.m, shift);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) s += exp_shifted(to_f32(v.e[k]), shift);
+  return {m, s};
+}
+
+// ---- warp and block reductions -----------------------------------------------------------------
+// WIDTH lanes (a power of two up to 32) reduce together; every lane of the warp must take part.
+
+template <int WIDTH> __device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = WIDTH / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(KL_FULL_MASK, v, o));
+  return v;
+}
+template <int WIDTH> __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(KL_FULL_MASK, v, o);
+  return v;
+}
+template <int WIDTH> __device__ __forceinline__ Stats warp_merge(Stats t) {
+#pragma unroll
+  for (int o = WIDTH / 2; o > 0; o >>= 1) {
+    const Stats u = {__shfl_xor_sync(KL_FULL_MASK, t.m, o), __shfl_xor_sync(KL_FULL_MASK, t.s, o)};
+    t = stats_merge(t, u);
+  }
+  return t;
+}
+
+// Merge every thread's pair of a block of WARPS warps; the result is valid in warp 0 only.
+// scratch: WARPS entries of shared memory. Ends with warp 0 having read scratch: the caller's next
+// __syncthreads (or cluster barrier) must come before scratch is written again.
+template <int WARPS> __device__ __forceinline__ Stats block_merge_to_warp0(Stats t, Stats* scratch) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  t = warp_merge<32>(t);
+  if (lane == 0) scratch[warp] = t;
+  __syncthreads();
+  if (warp == 0) {
+    t = lane < WARPS ? scratch[lane] : stats_empty();
+    t = warp_merge<32>(t);
+  }
+  return t;
+}
+
+// ---- thread-block clusters and distributed shared memory (sm_90) -------------------------------
+
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_index() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_count() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+  return r;
+}
+// Every thread of every block of the cluster arrives; shared-memory writes before it are visible
+// to loads from any block of the cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n\t"
+      "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The address of `p` (a variable in this block's shared memory) inside block `rank`'s shared memory.
+__device__ __forceinline__ unsigned dsmem_address(const void* p, unsigned rank) {
+  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ Stats dsmem_load_stats(unsigned address) {
+  Stats t;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(t.m), "=f"(t.s) : "r"(address) : "memory");
+  return t;
+}
+#endif

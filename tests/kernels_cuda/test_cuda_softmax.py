@@ -1,0 +1,215 @@
+"""Every softmax variant on a GPU against labtools' float64 reference.
+
+Outputs are poisoned (NaN) before each launch, either by `arrays.poison_outputs()` for outputs the
+package allocates or by a NaN-filled `out=`, and inputs are finite, so an element no kernel wrote
+fails the comparison. Shapes, dtypes, dims and layouts are drawn by Hypothesis within each
+variant's designed range and a memory bound per example; HYPOTHESIS_PROFILE=gpu makes the sweep
+large. Run: scripts/test-in-place tests/kernels_cuda -m gpu
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+import kernels_cuda
+from kernels_cuda import arrays
+from kernels_cuda import softmax_variants as sm
+from labtools.ops import softmax_ref, tolerance
+
+pytestmark = pytest.mark.gpu
+
+MAX_ELEMENTS = 1 << 22  # per example: 16 MB of fp32 in, the same out, plus a float64 reference
+BOUNDARIES = [1, 2, 3, 31, 32, 33, 127, 128, 129, 600, 1000, 1024, 1025, 4095, 4096, 4097, 8192, 8200, 16384,
+              16385, 32768, 32769, 65536, 100_003, 131072, 262144, 300_000]
+# The longest row each variant is designed for (v3: any layout; 16-byte packs reach 32768, below).
+MAX_N = {"v1": 1024, "v2": 300_000, "v3": 16384, "v4": 300_000, "v4_online": 300_000, "auto": 300_000}
+LAYOUTS = ("contiguous", "dim0", "middle", "sliced", "offset", "broadcast")
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def _randn(shape, dtype: str, scale: float) -> torch.Tensor:
+    return (torch.randn(shape, device="cuda") * scale).to(TORCH_DTYPES[dtype])
+
+
+def _make_input(layout: str, m: int, n: int, dtype: str, scale: float) -> tuple[torch.Tensor, int]:
+    """An input with m rows of n along the returned dim, in one of several layouts."""
+    if layout == "contiguous":
+        return _randn((m, n), dtype, scale), -1
+    if layout == "dim0":  # softmax over the outer dim: rows are strided, copied to rows first
+        return _randn((n, m), dtype, scale), 0
+    if layout == "middle":  # (a, n, b) along dim 1
+        a = max(1, math.isqrt(m))
+        return _randn((a, n, max(1, m // a)), dtype, scale), 1
+    if layout == "sliced":  # rows of a wider array: row stride n + 5, no copy
+        return _randn((m, n + 5), dtype, scale)[:, :n], -1
+    if layout == "offset":  # starts one element in: never 16-byte aligned, element-wide accesses
+        return _randn((m, n + 1), dtype, scale)[:, 1:], -1
+    if layout == "broadcast":  # one row repeated: row stride 0
+        return _randn((1, n), dtype, scale).expand(m, n), -1
+    raise ValueError(layout)
+
+
+def _f64(a) -> np.ndarray:
+    if isinstance(a, torch.Tensor):
+        return a.double().cpu().numpy()
+    import cupy
+
+    return cupy.asnumpy(a).astype(np.float64)
+
+
+def _assert_softmax(y, x, dim: int, dtype: str) -> None:
+    assert tuple(y.shape) == tuple(x.shape) and str(y.dtype).endswith(dtype)
+    np.testing.assert_allclose(_f64(y), softmax_ref(_f64(x), axis=dim), **tolerance(dtype))
+
+
+@st.composite
+def problems(draw, variant: str):
+    max_n = MAX_N[variant]
+    n = draw(st.one_of(st.integers(1, 256), st.integers(1, max_n),
+                       st.sampled_from([b for b in BOUNDARIES if b <= max_n])))
+    m = draw(st.integers(1, max(1, min(4096, MAX_ELEMENTS // n))))
+    return (draw(st.sampled_from(LAYOUTS)), m, n, draw(st.sampled_from(sorted(TORCH_DTYPES))),
+            draw(st.sampled_from([1.0, 8.0, 0.01])), draw(st.booleans()))
+
+
+@pytest.mark.parametrize("variant", sm.VARIANTS)
+@given(data=st.data())
+def test_softmax_matches_the_float64_reference(variant, data):
+    layout, m, n, dtype, scale, explicit_out = data.draw(problems(variant))
+    x, dim = _make_input(layout, m, n, dtype, scale)
+    note(f"{variant} {layout} x{tuple(x.shape)} stride {x.stride()} dim {dim} {dtype} scale {scale}")
+    with arrays.poison_outputs():  # also poisons the temporary a transposed out= goes through
+        if explicit_out:
+            out = torch.full(x.shape, math.nan, dtype=x.dtype, device="cuda")
+            assert kernels_cuda.softmax(x, dim=dim, variant=variant, out=out) is out
+            y = out
+        else:
+            y = kernels_cuda.softmax(x, dim=dim, variant=variant)
+    _assert_softmax(y, x, dim, dtype)
+
+
+@pytest.mark.parametrize("n", [16392, 20000, 24576, 32768])
+@pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
+def test_v3_holds_rows_up_to_32768_with_16_byte_packs(n, dtype):
+    x = _randn((5, n), dtype, 3.0)
+    with arrays.poison_outputs():
+        y = kernels_cuda.softmax(x, variant="v3")
+    _assert_softmax(y, x, -1, dtype)
+    with pytest.raises(ValueError, match="v3 holds rows of at most 16384"):
+        kernels_cuda.softmax(_make_input("offset", 2, n, dtype, 1.0)[0], variant="v3")
+
+
+@pytest.mark.parametrize("dtype,n,cluster", [
+    ("float32", 16384, 2), ("float32", 32768, 4), ("float32", 65536, 8), ("float32", 131072, 16),
+    ("float32", 262144, 16), ("bfloat16", 262144, 16), ("float16", 40001, 4), ("bfloat16", 3 * 2**18 + 8, 16),
+])
+def test_v4_runs_every_cluster_size(dtype, n, cluster):
+    x = _randn((3, n), dtype, 4.0)
+    vec = sm.pack_width(dtype, n, (x.data_ptr(), 0), (n, n))
+    assert sm.plan("v4", 3, n, dtype, vec, sm._device(0)).spec.cluster == cluster
+    with arrays.poison_outputs():
+        y = kernels_cuda.softmax(x, variant="v4")
+    _assert_softmax(y, x, -1, dtype)
+
+
+@pytest.mark.parametrize("variant", sm.VARIANTS)
+@pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
+def test_masked_infinite_and_nan_rows_behave_like_torch(variant, dtype):
+    n = 700 if variant == "v1" else 20000
+    x = _randn((6, n), dtype, 2.0)
+    x[0, ::3] = -math.inf  # a masked row: exp(-inf) = 0
+    x[1] = -math.inf  # fully masked: NaN, as torch
+    x[2, 5] = math.inf  # +inf: NaN row
+    x[3, 7] = math.nan  # NaN: NaN row
+    x[4, : n // 2] = -math.inf  # half of the row (whole warps and blocks) masked
+    with arrays.poison_outputs():
+        y = kernels_cuda.softmax(x, variant=variant)
+    ref = torch.softmax(x.double(), dim=-1)
+    assert torch.equal(torch.isnan(y), torch.isnan(ref))
+    _assert_softmax(y[[0, 4, 5]], x[[0, 4, 5]], -1, dtype)
+
+
+@pytest.mark.parametrize("variant", sm.VARIANTS)
+def test_empty_scalar_and_single_element_inputs(variant):
+    for shape, dim in [((0, 5), -1), ((5, 0), -1), ((2, 0, 3), 0), ((3, 4, 0), 1)]:
+        y = kernels_cuda.softmax(torch.randn(shape, device="cuda"), dim=dim, variant=variant)
+        assert y.shape == shape and y.is_cuda
+    scalar = kernels_cuda.softmax(torch.tensor(3.0, device="cuda"), variant=variant)
+    assert scalar.shape == () and scalar.item() == pytest.approx(1.0, rel=1e-6)
+    with arrays.poison_outputs():
+        ones = kernels_cuda.softmax(torch.randn(7, 1, device="cuda"), variant=variant)
+    torch.testing.assert_close(ones, torch.ones(7, 1, device="cuda"), **tolerance("float32"))
+
+
+@pytest.mark.parametrize("variant", ["v2", "v3", "v4", "auto"])
+def test_runs_on_the_callers_current_stream(variant):
+    """On a side stream, queue a long sleep and then overwrite x: a kernel on any other stream
+    would read the old x before the write lands."""
+    x = torch.randn(64, 4096, device="cuda")
+    new = torch.randn_like(x)
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # ~25 ms of GPU time
+        x.copy_(new)
+        y = kernels_cuda.softmax(x, variant=variant)
+    side.synchronize()
+    _assert_softmax(y, new, -1, "float32")
+
+
+def test_cupy_arrays_in_cupy_arrays_out():
+    cupy = pytest.importorskip("cupy")
+    rng = cupy.random.default_rng(0)
+    for dtype, variant in [("float32", "auto"), ("float16", "v3"), ("float32", "v4"), ("float16", "v1")]:
+        x = rng.standard_normal((33, 1000), dtype=cupy.float32).astype(dtype) * 3
+        with arrays.poison_outputs():
+            y = kernels_cuda.softmax(x, variant=variant)
+        assert isinstance(y, cupy.ndarray) and y.dtype == x.dtype
+        _assert_softmax(y, x, -1, dtype)
+        with arrays.poison_outputs():
+            y0 = kernels_cuda.softmax(x.T, dim=0, variant=variant)  # transposed view
+        _assert_softmax(y0, x.T, 0, dtype)
+
+
+@pytest.mark.parametrize("variant", ["v2", "v3", "auto"])
+def test_row_offsets_past_2_to_the_31_elements(variant):
+    """M * N > 2^31: row offsets must be 64-bit. Checks the first and the last rows."""
+    n = 16384
+    m = 2**31 // n + 3
+    free, _ = torch.cuda.mem_get_info()
+    if free < 3 * m * n * 2:
+        pytest.skip(f"needs {3 * m * n * 2 / 2**30:.1f} GiB free on the GPU, {free / 2**30:.1f} GiB are")
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    y = kernels_cuda.softmax(x, variant=variant)
+    rows = [0, m - 3, m - 2, m - 1]
+    _assert_softmax(y[rows], x[rows], -1, "bfloat16")
+    del x, y
+    torch.cuda.empty_cache()
+
+
+@given(n=st.integers(0, 1 << 20), dtype=st.sampled_from(sorted(TORCH_DTYPES)), strided=st.booleans())
+def test_vector_add_matches_the_float64_reference(n, dtype, strided):
+    from labtools.ops import vector_add_ref
+
+    a, b = _randn((2 * n if strided else n,), dtype, 5.0), _randn((n,), dtype, 5.0)
+    a = a[::2] if strided else a
+    with arrays.poison_outputs():
+        c = kernels_cuda.vector_add(a, b)
+    assert c.shape == (n,) and c.dtype == a.dtype
+    ref = vector_add_ref(a.double().cpu().numpy(), b.double().cpu().numpy())
+    np.testing.assert_allclose(c.double().cpu().numpy(), ref, **tolerance(dtype))
+
+
+def test_vector_add_on_cupy_with_a_poisoned_out():
+    cupy = pytest.importorskip("cupy")
+    a, b = cupy.random.standard_normal(100_003).astype(cupy.float16), cupy.random.standard_normal(100_003).astype(cupy.float16)
+    out = cupy.full(100_003, cupy.nan, dtype=cupy.float16)
+    assert kernels_cuda.vector_add(a, b, out=out) is out
+    np.testing.assert_allclose(cupy.asnumpy(out).astype(np.float64),
+                               cupy.asnumpy(a).astype(np.float64) + cupy.asnumpy(b), **tolerance("float16"))
