@@ -59,3 +59,22 @@ def test_checks_register_and_unregister():
     finally:
         registry.unregister("test.check")
     assert chk not in registry.checks()
+
+
+def test_compiled_reference_compiles_every_shape_past_the_recompile_limit(monkeypatch):
+    """Every (shape, dtype) gets its own compiled graph; none falls back to eager."""
+    torch = pytest.importorskip("torch")
+    import torch._dynamo.config as cfg
+    from torch._dynamo.utils import counters
+
+    from labtools import references
+
+    name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
+    monkeypatch.setattr(cfg, name, 2)
+    monkeypatch.setattr(references, "COMPILE_KW", {"dynamic": False, "backend": "eager"})
+    monkeypatch.setattr(references, "_compiled", {})
+    before = counters["stats"]["unique_graphs"]
+    for n in range(1, 6):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(references._compiled_softmax(x), torch.softmax(x, -1))
+    assert counters["stats"]["unique_graphs"] - before == 5
