@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -91,13 +92,19 @@ def _fits_in_registers(block: int, num_warps: int, arrays: int) -> bool:
     return values <= min(64, 1024 // num_warps)
 
 
-def _autotune_configs() -> list[triton.Config]:
-    if INTERPRET:  # several configs would need GPU timings
-        return [triton.Config({"BLOCK": INTERPRETER_CONFIG.block}, num_warps=INTERPRETER_CONFIG.num_warps)]
+def _gpu_configs() -> list[triton.Config]:
     configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in SEED_BLOCKS for w in SEED_WARPS]
-    for block in LARGE_BLOCKS:  # at least 8 values a thread: fewer warps would only idle
+    for block in LARGE_BLOCKS:  # at least 8 values a thread: more warps would only idle
         configs += [triton.Config({"BLOCK": block}, num_warps=w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
     return configs
+
+
+GPU_CONFIGS = _gpu_configs()
+# Under the interpreter: one config, since choosing between several needs GPU timings.
+AUTOTUNE_CONFIGS = (
+    [triton.Config({"BLOCK": INTERPRETER_CONFIG.block}, num_warps=INTERPRETER_CONFIG.num_warps)]
+    if INTERPRET else GPU_CONFIGS
+)
 
 
 def _pruner(streams: int):
@@ -254,10 +261,10 @@ def _softmax_bwd_kernel(
 
 
 def _autotuned(kernel, streams: int):
-    prune = {"early_config_prune": _pruner(streams)}
-    return triton.autotune(configs=_autotune_configs(), key=["N", "rows_per_sm"], prune_configs_by=prune)(
-        triton.heuristics(_TILE)(kernel)
-    )
+    # cache_results: timings persist in Triton's on-disk cache (keyed on the kernel's source,
+    # the configs and the Triton version), so a later process does not time them again.
+    return triton.autotune(configs=AUTOTUNE_CONFIGS, key=["N", "rows_per_sm"], cache_results=True,
+                           prune_configs_by={"early_config_prune": _pruner(streams)})(triton.heuristics(_TILE)(kernel))
 
 
 # name -> (the kernel with its derived meta-parameters, the same under the autotuner)
@@ -373,7 +380,7 @@ def _rows(t: torch.Tensor, dim: int) -> torch.Tensor:
     when the softmax dim is not already the innermost, contiguous one)."""
     t = t.reshape(1) if t.dim() == 0 else t
     t = t.movedim(dim, -1)
-    rows = t.reshape(-1, t.shape[-1])
+    rows = t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
     return rows if rows.stride(-1) == 1 else rows.contiguous()
 
 
