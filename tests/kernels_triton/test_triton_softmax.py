@@ -334,3 +334,18 @@ def test_gpu_tune(tmp_path):
     assert doc["gpu"] == torch.cuda.get_device_name()
     assert {(p["kernel"], p["dtype"]) for p in doc["picks"]} == {
         (k, d) for k in ("softmax_fwd", "softmax_bwd") for d in ("float32", "float16", "bfloat16")}
+
+
+@pytest.mark.gpu
+def test_gpu_agrees_with_the_cuda_c_kernels():
+    """The seed's cross-check: Triton and every registered CUDA C softmax agree to 1e-4."""
+    from labtools import registry
+
+    cuda_c = [i for i in registry.implementations("softmax", backend="cuda-c") if i.accepts((512, 600), "float32")]
+    if not cuda_c:
+        pytest.skip("no CUDA C softmax registered (kernels_cuda not installed here)")
+    x = _randn((512, 600), torch.float32, 42, 3.0)
+    y = softmax(x)
+    for impl in cuda_c:
+        torch.testing.assert_close(torch.as_tensor(impl.fn(x), device="cuda"), y, rtol=1e-4, atol=1e-4,
+                                   msg=lambda m: f"{impl.name}: {m}")

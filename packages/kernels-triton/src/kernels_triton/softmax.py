@@ -139,6 +139,32 @@ _TILE = {
 
 
 @triton.jit
+def _row_tile(ptr, rows, row_stride, cols):
+    """Pointers to the [ROWS, BLOCK_N] tile rows x cols of a matrix with unit column
+    stride (row offsets in int64: M * stride may pass 2**31)."""
+    return (ptr + rows.to(tl.int64) * row_stride)[:, None] + cols[None, :]
+
+
+@triton.jit
+def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr):
+    """tl.load, masked only when the shape needs it, widened to fp32."""
+    if NEEDS_MASK:
+        x = tl.load(ptrs, mask=mask, other=other)
+    else:
+        x = tl.load(ptrs)
+    return x.to(tl.float32)
+
+
+@triton.jit
+def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr):
+    """tl.store in the destination's dtype, masked only when the shape needs it."""
+    if NEEDS_MASK:
+        tl.store(ptrs, value.to(ptrs.dtype.element_ty), mask=mask)
+    else:
+        tl.store(ptrs, value.to(ptrs.dtype.element_ty))
+
+
+@triton.jit
 def _online_max_sum(m, d, x):
     """One step of the online softmax, lane by lane: m is the running max, d the running
     sum of exp(x - m). When the max grows, the old sum is rescaled to the new max.
@@ -161,19 +187,11 @@ def _softmax_fwd_kernel(
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
         cols = tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & (cols[None, :] < N)
-        x_ptrs = (x_ptr + rows.to(tl.int64) * x_row_stride)[:, None] + cols[None, :]
-        y_ptrs = (y_ptr + rows.to(tl.int64) * y_row_stride)[:, None] + cols[None, :]
-        if NEEDS_MASK:
-            x = tl.load(x_ptrs, mask=mask, other=float("-inf")).to(tl.float32)  # -inf: no weight
-        else:
-            x = tl.load(x_ptrs).to(tl.float32)
+        x = _load_f32(_row_tile(x_ptr, rows, x_row_stride, cols), mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
         m = tl.max(x, axis=1)  # [ROWS]; a row of all -inf gives NaN below, as torch does
         e = tl.exp2((x - m[:, None]) * LOG2E)
         y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-        if NEEDS_MASK:
-            tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
-        else:
-            tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty))
+        _store(_row_tile(y_ptr, rows, y_row_stride, cols), y, mask, NEEDS_MASK)
     else:
         # Persistent: program p takes rows p, p + P, p + 2P, ... (P = number of programs).
         cols = tl.arange(0, BLOCK)
@@ -216,21 +234,10 @@ def _softmax_bwd_kernel(
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
         cols = tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & (cols[None, :] < N)
-        y_ptrs = (y_ptr + rows.to(tl.int64) * y_row_stride)[:, None] + cols[None, :]
-        dy_ptrs = (dy_ptr + rows.to(tl.int64) * dy_row_stride)[:, None] + cols[None, :]
-        dx_ptrs = (dx_ptr + rows.to(tl.int64) * dx_row_stride)[:, None] + cols[None, :]
-        if NEEDS_MASK:
-            y = tl.load(y_ptrs, mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(dy_ptrs, mask=mask, other=0.0).to(tl.float32)
-        else:
-            y = tl.load(y_ptrs).to(tl.float32)
-            dy = tl.load(dy_ptrs).to(tl.float32)
+        y = _load_f32(_row_tile(y_ptr, rows, y_row_stride, cols), mask, 0.0, NEEDS_MASK)
+        dy = _load_f32(_row_tile(dy_ptr, rows, dy_row_stride, cols), mask, 0.0, NEEDS_MASK)
         dot = tl.sum(y * dy, axis=1)  # [ROWS]
-        dx = y * (dy - dot[:, None])
-        if NEEDS_MASK:
-            tl.store(dx_ptrs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        else:
-            tl.store(dx_ptrs, dx.to(dx_ptr.dtype.element_ty))
+        _store(_row_tile(dx_ptr, rows, dx_row_stride, cols), y * (dy - dot[:, None]), mask, NEEDS_MASK)
     else:
         cols = tl.arange(0, BLOCK)
         n_full = N // BLOCK
