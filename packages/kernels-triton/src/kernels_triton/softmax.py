@@ -135,14 +135,25 @@ _TILE = {
     "ONE_PASS": lambda a: a["BLOCK_N"] >= a["N"],
     # masks cost instructions and registers: emit them only for ragged rows or a ragged last tile
     "NEEDS_MASK": lambda a: (a["N"] % a["BLOCK_N"] != 0) or (a["ONE_PASS"] and a["M"] % a["ROWS"] != 0),
+    # the largest run of elements, up to 16 bytes, that N and every row stride are multiples of
+    "ALIGN": lambda a: math.gcd(a["N"], *(v for k, v in a.items() if k.endswith("_row_stride")),
+                                16 // next(v for k, v in a.items() if k.endswith("_ptr")).element_size()),
 }
 
 
 @triton.jit
-def _row_tile(ptr, rows, row_stride, cols):
-    """Pointers to the [ROWS, BLOCK_N] tile rows x cols of a matrix with unit column
-    stride (row offsets in int64: M * stride may pass 2**31)."""
-    return (ptr + rows.to(tl.int64) * row_stride)[:, None] + cols[None, :]
+def _row_start(ptr, row, row_stride, ALIGN: tl.constexpr):
+    """Pointer to the start of row `row` (int64, or a tensor of them): M * stride may pass
+    2**31. The hint that the offset is a multiple of ALIGN elements is what lets the
+    compiler use 16-byte loads and stores when N is, say, 600 (not a multiple of 16)."""
+    return ptr + tl.multiple_of(row * row_stride, ALIGN)
+
+
+@triton.jit
+def _in_row(cols, N, ALIGN: tl.constexpr):
+    """cols < N, written so that the compiler sees the mask constant over runs of ALIGN
+    lanes (N is a multiple of ALIGN): masked accesses stay vectorised."""
+    return cols // ALIGN < N // ALIGN
 
 
 @triton.jit
@@ -180,46 +191,45 @@ def _softmax_fwd_kernel(
     x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr,
+    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr,
 ):
     if ONE_PASS:
         # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
         cols = tl.arange(0, BLOCK_N)
-        mask = (rows[:, None] < M) & (cols[None, :] < N)
-        x = _load_f32(_row_tile(x_ptr, rows, x_row_stride, cols), mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
+        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+        x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
+        x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
         m = tl.max(x, axis=1)  # [ROWS]; a row of all -inf gives NaN below, as torch does
         e = tl.exp2((x - m[:, None]) * LOG2E)
         y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-        _store(_row_tile(y_ptr, rows, y_row_stride, cols), y, mask, NEEDS_MASK)
+        _store(_row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :], y, mask, NEEDS_MASK)
     else:
         # Persistent: program p takes rows p, p + P, p + 2P, ... (P = number of programs).
         cols = tl.arange(0, BLOCK)
-        n_full = N // BLOCK  # full tiles; a ragged tail tile follows when NEEDS_MASK
+        n_full = N // BLOCK  # full tiles, unmasked; a ragged tail tile follows when NEEDS_MASK
         tail = n_full * BLOCK + cols
-        for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):  # int64: no overflow in row * stride
-            x_row = x_ptr + row * x_row_stride
-            y_row = y_ptr + row * y_row_stride
+        for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
+            x_row = _row_start(x_ptr, row, x_row_stride, ALIGN)
+            y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
             # pass 1: running max and sum of exponentials, per lane  -> m, d: [BLOCK]
             m = tl.full([BLOCK], float("-inf"), tl.float32)
             d = tl.zeros([BLOCK], tl.float32)
             for t in range(n_full):
-                m, d = _online_max_sum(m, d, tl.load(x_row + t * BLOCK + cols).to(tl.float32))
+                m, d = _online_max_sum(m, d, _load_f32(x_row + t * BLOCK + cols, None, None, False))
             if NEEDS_MASK:
-                x = tl.load(x_row + tail, mask=tail < N, other=float("-inf")).to(tl.float32)
-                m, d = _online_max_sum(m, d, x)
+                m, d = _online_max_sum(m, d, _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True))
             # fold the lanes: the row's max, and its sum rescaled to that max
             m_row = tl.max(m, axis=0)
             inv_sum = 1.0 / tl.sum(d * tl.exp2((m - m_row) * LOG2E), axis=0)
             # pass 2, back to front (see the module docstring): normalise and write
             if NEEDS_MASK:
-                x = tl.load(x_row + tail, mask=tail < N).to(tl.float32)
-                y = tl.exp2((x - m_row) * LOG2E) * inv_sum
-                tl.store(y_row + tail, y.to(y_ptr.dtype.element_ty), mask=tail < N)
+                x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True)
+                _store(y_row + tail, tl.exp2((x - m_row) * LOG2E) * inv_sum, _in_row(tail, N, ALIGN), True)
             for i in range(n_full):
                 offs = (n_full - 1 - i) * BLOCK + cols
-                y = tl.exp2((tl.load(x_row + offs).to(tl.float32) - m_row) * LOG2E) * inv_sum
-                tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty))
+                x = _load_f32(x_row + offs, None, None, False)
+                _store(y_row + offs, tl.exp2((x - m_row) * LOG2E) * inv_sum, None, False)
 
 
 @triton.jit(do_not_specialize=["rows_per_sm"])
@@ -227,44 +237,45 @@ def _softmax_bwd_kernel(
     y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr,
+    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr,
 ):
     # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
     if ONE_PASS:
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
         cols = tl.arange(0, BLOCK_N)
-        mask = (rows[:, None] < M) & (cols[None, :] < N)
-        y = _load_f32(_row_tile(y_ptr, rows, y_row_stride, cols), mask, 0.0, NEEDS_MASK)
-        dy = _load_f32(_row_tile(dy_ptr, rows, dy_row_stride, cols), mask, 0.0, NEEDS_MASK)
+        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+        r = rows.to(tl.int64)
+        y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
+        dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
         dot = tl.sum(y * dy, axis=1)  # [ROWS]
-        _store(_row_tile(dx_ptr, rows, dx_row_stride, cols), y * (dy - dot[:, None]), mask, NEEDS_MASK)
+        dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
+        _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK)
     else:
         cols = tl.arange(0, BLOCK)
         n_full = N // BLOCK
         tail = n_full * BLOCK + cols
-        for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):  # int64: no overflow in row * stride
-            y_row = y_ptr + row * y_row_stride
-            dy_row = dy_ptr + row * dy_row_stride
-            dx_row = dx_ptr + row * dx_row_stride
+        for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
+            y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
+            dy_row = _row_start(dy_ptr, row, dy_row_stride, ALIGN)
+            dx_row = _row_start(dx_ptr, row, dx_row_stride, ALIGN)
             # pass 1: per-lane partial dot products, folded once at the end
             acc = tl.zeros([BLOCK], tl.float32)
             for t in range(n_full):
                 offs = t * BLOCK + cols
-                acc += tl.load(y_row + offs).to(tl.float32) * tl.load(dy_row + offs).to(tl.float32)
+                acc += _load_f32(y_row + offs, None, None, False) * _load_f32(dy_row + offs, None, None, False)
             if NEEDS_MASK:
-                y = tl.load(y_row + tail, mask=tail < N, other=0.0).to(tl.float32)
-                acc += y * tl.load(dy_row + tail, mask=tail < N, other=0.0).to(tl.float32)
+                in_row = _in_row(tail, N, ALIGN)
+                acc += _load_f32(y_row + tail, in_row, 0.0, True) * _load_f32(dy_row + tail, in_row, 0.0, True)
             dot = tl.sum(acc, axis=0)
             # pass 2, back to front, for L2 reuse as in the forward
             if NEEDS_MASK:
-                y = tl.load(y_row + tail, mask=tail < N).to(tl.float32)
-                dy = tl.load(dy_row + tail, mask=tail < N).to(tl.float32)
-                tl.store(dx_row + tail, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=tail < N)
+                in_row = _in_row(tail, N, ALIGN)
+                y = _load_f32(y_row + tail, in_row, 0.0, True)
+                _store(dx_row + tail, y * (_load_f32(dy_row + tail, in_row, 0.0, True) - dot), in_row, True)
             for i in range(n_full):
                 offs = (n_full - 1 - i) * BLOCK + cols
-                y = tl.load(y_row + offs).to(tl.float32)
-                dy = tl.load(dy_row + offs).to(tl.float32)
-                tl.store(dx_row + offs, (y * (dy - dot)).to(dx_ptr.dtype.element_ty))
+                y = _load_f32(y_row + offs, None, None, False)
+                _store(dx_row + offs, y * (_load_f32(dy_row + offs, None, None, False) - dot), None, False)
 
 
 def _autotuned(kernel, streams: int):
