@@ -22,6 +22,10 @@ program holds at once), which the autotuner picks together with num_warps:
               every SM keeps about BYTES_IN_FLIGHT_PER_SM of loads outstanding: enough to
               cover memory latency, few enough rows in flight for that L2 reuse to happen.
 
+Masks are emitted only where a row or the last tile is ragged (NEEDS_MASK), and written so
+that loads and stores stay 16-byte vectors whenever N and the row strides allow it (ALIGN:
+N = 600 is a multiple of 8, not of 16, which is all Triton would otherwise know).
+
 Autotuning (GPU): @triton.autotune over BLOCK in {256, 512, 1024, 2048} x num_warps in
 {2, 4, 8} -- the seed's grid -- plus, for rows longer than 2048, the larger powers of two
 up to the one the row needs (with 4..32 warps, 8..64 values a thread). The key is N and
