@@ -11,7 +11,6 @@ faster). torch.compile's softmax is benchmarked at the same shapes alongside.
 import functools
 
 import pytest
-
 from labtools import registry
 from labtools.bench import bench, measure
 

@@ -13,7 +13,6 @@ import triton
 import triton.language as tl
 from hypothesis import given
 from hypothesis import strategies as st
-
 from kernels_triton.puzzles import PUZZLES, Puzzle, run
 from kernels_triton.puzzles.__main__ import main
 

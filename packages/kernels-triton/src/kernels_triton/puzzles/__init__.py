@@ -13,7 +13,11 @@ there is one, else under Triton's interpreter.
 
 from kernels_triton.puzzles import basics, matmul, reductions
 from kernels_triton.puzzles.basics import (
-    add_kernel, add_mask2_kernel, add_vec_block_kernel, add_vec_kernel, mul_relu_block_back_kernel,
+    add_kernel,
+    add_mask2_kernel,
+    add_vec_block_kernel,
+    add_vec_kernel,
+    mul_relu_block_back_kernel,
     mul_relu_block_kernel,
 )
 from kernels_triton.puzzles.harness import Puzzle, Result, run

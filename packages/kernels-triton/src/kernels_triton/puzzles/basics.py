@@ -11,7 +11,6 @@ import triton.language as tl
 
 from kernels_triton.puzzles.harness import Puzzle
 
-
 # --- 1. Constant add: one program covers the whole vector (B0 >= N0) -----------------
 
 

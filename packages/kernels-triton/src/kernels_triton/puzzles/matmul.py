@@ -13,7 +13,6 @@ import triton.language as tl
 
 from kernels_triton.puzzles.harness import Puzzle
 
-
 # --- 10. Two-dimensional convolution ---------------------------------------------------
 
 

@@ -5,12 +5,10 @@ Each program owns B0 rows (queries) and walks the long axis T in blocks (B1 for 
 8; B0 for 9, whose signature has no B1).
 """
 
-import torch
 import triton
 import triton.language as tl
 
 from kernels_triton.puzzles.harness import Puzzle
-
 
 # --- 7. Long sum -------------------------------------------------------------------------
 
