@@ -1,0 +1,489 @@
+"""Row-wise softmax in Triton: forward and backward, autotuned, any row length.
+
+    y  = softmax(x)              along `dim`            (fp32 / fp16 / bf16 in, same dtype out)
+    dx = y * (dy - sum(y * dy))  along `dim`            (the backward, from the saved output y)
+
+Every input is first viewed as a contiguous (M, N) matrix, N the softmax dim: one row is
+one softmax. All arithmetic is fp32, whatever the storage dtype.
+
+Two ways to cover a row, chosen per launch by one meta-parameter, BLOCK (elements a
+program holds at once), which the autotuner picks together with num_warps:
+
+  BLOCK >= N  one pass.  The whole row (or BLOCK // next_pow2(N) rows, for short rows) is
+              loaded into registers once, reduced and written: N elements read, N written,
+              the least traffic there is. Used while the row fits in one program's
+              registers (32768 fp32 forward, 16384 backward); past that it would spill.
+  BLOCK <  N  looped. The row is walked in BLOCK-wide tiles twice: pass 1 keeps, per lane,
+              a running max and a running sum of exponentials rescaled to that max (the
+              "online softmax"), so max and sum come from ONE read; pass 2 reads again
+              and writes. Pass 2 walks the row back to front: its first tiles are the
+              ones pass 1 read last, the likeliest to still be in L2.
+              The grid is persistent (each program loops over rows) and sized so that
+              every SM keeps about BYTES_IN_FLIGHT_PER_SM of loads outstanding: enough to
+              cover memory latency, few enough rows in flight for that L2 reuse to happen.
+
+Masks are emitted only where a row or the last tile is ragged (NEEDS_MASK), and written so
+that loads and stores stay 16-byte vectors whenever N and the row strides allow it (ALIGN:
+N = 600 is a multiple of 8, not of 16, which is all Triton would otherwise know).
+
+Autotuning (GPU): @triton.autotune over BLOCK in {256, 512, 1024, 2048} x num_warps in
+{2, 4, 8} -- the seed's grid -- plus, for rows longer than 2048, the larger powers of two
+up to the one the row needs (with 4..32 warps, 8..64 values a thread). The key is N and
+`rows_per_sm` (the number of rows each SM gets, a power of two capped at 64): the same N
+wants different configs with 64 rows than with 262144. Picks committed by
+`python -m kernels_triton.tune` (autotune_picks.json, tuned on one GPU) are used on that
+GPU without re-tuning; `autotune_picks()` reports them and everything tuned since.
+
+Triton's CPU interpreter (TRITON_INTERPRET=1, read by Triton when a kernel is decorated,
+i.e. when this module is imported): the same entry points run, but autotuning needs a
+GPU to time configs, so the interpreter uses one config, INTERPRETER_CONFIG, for every
+shape; autotune_picks() says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+LOG2E = tl.constexpr(1.4426950408889634)  # exp(x) = exp2(x * log2(e)); exp2 is the hardware instruction
+
+SEED_BLOCKS = (256, 512, 1024, 2048)
+SEED_WARPS = (2, 4, 8)
+LARGE_BLOCKS = (4096, 8192, 16384, 32768)  # for rows above 2048; 32768 is the longest row held in registers
+BYTES_IN_FLIGHT_PER_SM = 32 * 1024  # ~ HBM bandwidth x latency / number of SMs on an H100, rounded up
+ROWS_PER_SM_CAP = 64
+PICKS_FILE = Path(__file__).with_name("autotune_picks.json")
+
+
+@dataclass(frozen=True)
+class SoftmaxConfig:
+    """One launch configuration: what the autotuner chooses between.
+
+    block:     elements a program holds at once (a power of two). >= N: one pass over
+               whole rows; < N: the looped path with BLOCK-wide tiles.
+    num_warps: warps per program (ignored by the interpreter).
+    """
+
+    block: int
+    num_warps: int = 4
+
+    def __post_init__(self):
+        if self.block < 1 or self.block & (self.block - 1):
+            raise ValueError(f"block must be a power of two, got {self.block}")
+        if self.num_warps not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
+
+
+INTERPRETER_CONFIG = SoftmaxConfig(block=1024, num_warps=4)
+
+
+def _fits_in_registers(block: int, num_warps: int, arrays: int) -> bool:
+    """Whether `arrays` fp32 tiles of `block` values stay in registers: a thread may hold
+    64 values and at most half of its register budget (65536 per SM / threads). Checked
+    against ptxas for sm_90: the one-pass backward at 32768 (two tiles) spills, the
+    one-pass forward at 32768 with 16 warps does not."""
+    values = arrays * block // (32 * num_warps)
+    return values <= min(64, 1024 // num_warps)
+
+
+def _gpu_configs() -> list[triton.Config]:
+    configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in SEED_BLOCKS for w in SEED_WARPS]
+    for block in LARGE_BLOCKS:  # at least 8 values a thread: more warps would only idle
+        configs += [triton.Config({"BLOCK": block}, num_warps=w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
+    return configs
+
+
+GPU_CONFIGS = _gpu_configs()
+# Under the interpreter: one config, since choosing between several needs GPU timings.
+AUTOTUNE_CONFIGS = (
+    [triton.Config({"BLOCK": INTERPRETER_CONFIG.block}, num_warps=INTERPRETER_CONFIG.num_warps)]
+    if INTERPRET else GPU_CONFIGS
+)
+
+
+def _pruner(streams: int):
+    """early_config_prune for a kernel that reads `streams` tensors: the seed's grid is
+    always tried; a larger block only up to the one that holds the row, and only where
+    its tiles fit in registers -- `streams` tiles in one pass, three when looped (the
+    tile and two per-lane accumulators)."""
+
+    def prune(configs, named_args, **kwargs):
+        n = named_args["N"]
+        row_block = triton.next_power_of_2(n)
+
+        def keep(c):
+            block = c.kwargs["BLOCK"]
+            arrays = streams if block >= n else 3
+            return block in SEED_BLOCKS or (block <= row_block and _fits_in_registers(block, c.num_warps, arrays))
+
+        return [c for c in configs if keep(c)]
+
+    return prune
+
+
+# The meta-parameters that follow from BLOCK and the shape, computed at each launch.
+_TILE = {
+    # one pass: a [ROWS, BLOCK_N] tile of whole rows; looped: a [1, BLOCK] tile of one row
+    "BLOCK_N": lambda a: min(a["BLOCK"], triton.next_power_of_2(a["N"])),
+    "ROWS": lambda a: a["BLOCK"] // a["BLOCK_N"],
+    "ONE_PASS": lambda a: a["BLOCK_N"] >= a["N"],
+    # masks cost instructions and registers: emit them only for ragged rows or a ragged last tile
+    "NEEDS_MASK": lambda a: (a["N"] % a["BLOCK_N"] != 0) or (a["ONE_PASS"] and a["M"] % a["ROWS"] != 0),
+    # the largest run of elements, up to 16 bytes, that N and every row stride are multiples of
+    "ALIGN": lambda a: math.gcd(a["N"], *(v for k, v in a.items() if k.endswith("_row_stride")),
+                                16 // next(v for k, v in a.items() if k.endswith("_ptr")).element_size()),
+}
+
+
+@triton.jit
+def _row_start(ptr, row, row_stride, ALIGN: tl.constexpr):
+    """Pointer to the start of row `row` (int64, or a tensor of them): M * stride may pass
+    2**31. The hint that the offset is a multiple of ALIGN elements is what lets the
+    compiler use 16-byte loads and stores when N is, say, 600 (not a multiple of 16)."""
+    return ptr + tl.multiple_of(row * row_stride, ALIGN)
+
+
+@triton.jit
+def _in_row(cols, N, ALIGN: tl.constexpr):
+    """cols < N, written so that the compiler sees the mask constant over runs of ALIGN
+    lanes (N is a multiple of ALIGN): masked accesses stay vectorised."""
+    return cols // ALIGN < N // ALIGN
+
+
+@triton.jit
+def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr):
+    """tl.load, masked only when the shape needs it, widened to fp32."""
+    if NEEDS_MASK:
+        x = tl.load(ptrs, mask=mask, other=other)
+    else:
+        x = tl.load(ptrs)
+    return x.to(tl.float32)
+
+
+@triton.jit
+def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr):
+    """tl.store in the destination's dtype, masked only when the shape needs it."""
+    if NEEDS_MASK:
+        tl.store(ptrs, value.to(ptrs.dtype.element_ty), mask=mask)
+    else:
+        tl.store(ptrs, value.to(ptrs.dtype.element_ty))
+
+
+@triton.jit
+def _online_max_sum(m, d, x):
+    """One step of the online softmax, lane by lane: m is the running max, d the running
+    sum of exp(x - m). When the max grows, the old sum is rescaled to the new max.
+    A lane that has seen only -inf keeps d = 0 (exp(-inf - -inf) would be NaN)."""
+    m_new = tl.maximum(m, x)
+    m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+    d = d * tl.exp2((m - m_ref) * LOG2E) + tl.exp2((x - m_ref) * LOG2E)
+    return m_new, d
+
+
+@triton.jit(do_not_specialize=["rows_per_sm"])
+def _softmax_fwd_kernel(
+    x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
+    rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
+    BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
+    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr,
+):
+    if ONE_PASS:
+        # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
+        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+        x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
+        x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
+        m = tl.max(x, axis=1)  # [ROWS]; a row of all -inf gives NaN below, as torch does
+        e = tl.exp2((x - m[:, None]) * LOG2E)
+        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        _store(_row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :], y, mask, NEEDS_MASK)
+    else:
+        # Persistent: program p takes rows p, p + P, p + 2P, ... (P = number of programs).
+        cols = tl.arange(0, BLOCK)
+        n_full = N // BLOCK  # full tiles, unmasked; a ragged tail tile follows when NEEDS_MASK
+        tail = n_full * BLOCK + cols
+        for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
+            x_row = _row_start(x_ptr, row, x_row_stride, ALIGN)
+            y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
+            # pass 1: running max and sum of exponentials, per lane  -> m, d: [BLOCK]
+            m = tl.full([BLOCK], float("-inf"), tl.float32)
+            d = tl.zeros([BLOCK], tl.float32)
+            for t in range(n_full):
+                m, d = _online_max_sum(m, d, _load_f32(x_row + t * BLOCK + cols, None, None, False))
+            if NEEDS_MASK:
+                m, d = _online_max_sum(m, d, _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True))
+            # fold the lanes: the row's max, and its sum rescaled to that max
+            m_row = tl.max(m, axis=0)
+            inv_sum = 1.0 / tl.sum(d * tl.exp2((m - m_row) * LOG2E), axis=0)
+            # pass 2, back to front (see the module docstring): normalise and write
+            if NEEDS_MASK:
+                x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True)
+                _store(y_row + tail, tl.exp2((x - m_row) * LOG2E) * inv_sum, _in_row(tail, N, ALIGN), True)
+            for i in range(n_full):
+                offs = (n_full - 1 - i) * BLOCK + cols
+                x = _load_f32(x_row + offs, None, None, False)
+                _store(y_row + offs, tl.exp2((x - m_row) * LOG2E) * inv_sum, None, False)
+
+
+@triton.jit(do_not_specialize=["rows_per_sm"])
+def _softmax_bwd_kernel(
+    y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
+    rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
+    BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
+    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr,
+):
+    # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
+    if ONE_PASS:
+        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+        r = rows.to(tl.int64)
+        y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
+        dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
+        dot = tl.sum(y * dy, axis=1)  # [ROWS]
+        dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
+        _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK)
+    else:
+        cols = tl.arange(0, BLOCK)
+        n_full = N // BLOCK
+        tail = n_full * BLOCK + cols
+        for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
+            y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
+            dy_row = _row_start(dy_ptr, row, dy_row_stride, ALIGN)
+            dx_row = _row_start(dx_ptr, row, dx_row_stride, ALIGN)
+            # pass 1: per-lane partial dot products, folded once at the end
+            acc = tl.zeros([BLOCK], tl.float32)
+            for t in range(n_full):
+                offs = t * BLOCK + cols
+                acc += _load_f32(y_row + offs, None, None, False) * _load_f32(dy_row + offs, None, None, False)
+            if NEEDS_MASK:
+                in_row = _in_row(tail, N, ALIGN)
+                acc += _load_f32(y_row + tail, in_row, 0.0, True) * _load_f32(dy_row + tail, in_row, 0.0, True)
+            dot = tl.sum(acc, axis=0)
+            # pass 2, back to front, for L2 reuse as in the forward
+            if NEEDS_MASK:
+                in_row = _in_row(tail, N, ALIGN)
+                y = _load_f32(y_row + tail, in_row, 0.0, True)
+                _store(dx_row + tail, y * (_load_f32(dy_row + tail, in_row, 0.0, True) - dot), in_row, True)
+            for i in range(n_full):
+                offs = (n_full - 1 - i) * BLOCK + cols
+                y = _load_f32(y_row + offs, None, None, False)
+                _store(dx_row + offs, y * (_load_f32(dy_row + offs, None, None, False) - dot), None, False)
+
+
+def _autotuned(kernel, streams: int):
+    # cache_results: timings persist in Triton's on-disk cache (keyed on the kernel's source,
+    # the configs and the Triton version), so a later process does not time them again.
+    return triton.autotune(configs=AUTOTUNE_CONFIGS, key=["N", "rows_per_sm"], cache_results=True,
+                           prune_configs_by={"early_config_prune": _pruner(streams)})(triton.heuristics(_TILE)(kernel))
+
+
+# name -> (the kernel with its derived meta-parameters, the same under the autotuner)
+KERNELS = {
+    "softmax_fwd": (triton.heuristics(_TILE)(_softmax_fwd_kernel), _autotuned(_softmax_fwd_kernel, streams=1)),
+    "softmax_bwd": (triton.heuristics(_TILE)(_softmax_bwd_kernel), _autotuned(_softmax_bwd_kernel, streams=2)),
+}
+
+
+# --- picks: committed ones, and what the autotuner chose in this process ----------------
+
+
+@functools.cache
+def _committed() -> dict:
+    """autotune_picks.json as written by `python -m kernels_triton.tune` (no picks until run on a GPU)."""
+    return json.loads(PICKS_FILE.read_text()) if PICKS_FILE.exists() else {"gpu": None, "picks": []}
+
+
+def _committed_pick(kernel: str, n: int, rows_per_sm: int, dtype: torch.dtype, device) -> SoftmaxConfig | None:
+    committed = _committed()
+    if INTERPRET or committed["gpu"] != torch.cuda.get_device_name(device):
+        return None  # picks are only good on the GPU they were tuned on
+    for p in committed["picks"]:
+        if (p["kernel"], p["N"], p["rows_per_sm"], p["dtype"]) == (kernel, n, rows_per_sm, _dtype_name(dtype)):
+            return SoftmaxConfig(p["block"], p["num_warps"])
+    return None
+
+
+def autotune_picks() -> dict:
+    """Which config won for which (kernel, N, rows_per_sm, dtype): the committed picks
+    (used without re-tuning on the GPU they name) and every pick the autotuner made in
+    this process, read from its cache. Under the interpreter: the one config used."""
+    tuned = []
+    for name, (_, autotuner) in KERNELS.items():
+        for key, cfg in autotuner.cache.items():
+            n, rows_per_sm, *dtypes = key
+            tuned.append({"kernel": name, "N": n, "rows_per_sm": rows_per_sm, "dtype": _dtype_name(dtypes[0]),
+                          "block": cfg.kwargs["BLOCK"], "num_warps": cfg.num_warps})
+    committed = _committed()
+    mode = (f"interpreter: autotuning needs a GPU, so every launch uses one config {asdict(INTERPRETER_CONFIG)}"
+            if INTERPRET else "autotune (GPU)")
+    return {"mode": mode, "committed": committed, "autotuned": tuned}
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+# --- launching -------------------------------------------------------------------------
+
+
+@functools.cache
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 1  # the interpreter runs programs one after another
+
+
+def _rows_per_sm(M: int, device: torch.device) -> int:
+    return min(ROWS_PER_SM_CAP, triton.next_power_of_2(triton.cdiv(M, _num_sms(device))))
+
+
+def _launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: SoftmaxConfig | None,
+            use_committed: bool = True) -> None:
+    """Launch one of KERNELS on 2D tensors (M, N) with unit column stride; the first
+    tensor's dtype keys the picks, the last tensor is the output. The config is, in
+    order: `config`, the committed pick for this GPU, the autotuner's."""
+    kernel, autotuner = KERNELS[name]
+    x = tensors[0]
+    n_sms = _num_sms(x.device)
+    rows_per_sm = _rows_per_sm(M, x.device)
+    streams = len(tensors) - 1  # tensors read in each pass
+
+    def grid(meta):
+        if meta["ONE_PASS"]:
+            return (triton.cdiv(M, meta["ROWS"]),)
+        programs_per_sm = max(1, BYTES_IN_FLIGHT_PER_SM // (meta["BLOCK"] * x.element_size() * streams))
+        return (min(M, n_sms * programs_per_sm),)
+
+    args = [*tensors, *(t.stride(0) for t in tensors), M, N, rows_per_sm]
+    if config is None and use_committed and x.device.type == "cuda":
+        config = _committed_pick(name, N, rows_per_sm, x.dtype, x.device)
+    if config is None:
+        autotuner[grid](*args)
+    else:
+        kernel[grid](*args, BLOCK=config.block, num_warps=config.num_warps)
+
+
+class SoftmaxDimError(IndexError, ValueError):
+    """A dim out of range: an IndexError as in torch, and a ValueError as a bad argument."""
+
+
+def _check(x, dim, what: str) -> int:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in DTYPES:
+        raise TypeError(f"{what} has dtype {x.dtype}; Triton softmax takes {', '.join(map(_dtype_name, DTYPES))}")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    ndim = max(x.dim(), 1)  # a 0-d tensor is softmaxed as one element, dim 0 or -1, like torch
+    if not -ndim <= dim < ndim:
+        raise SoftmaxDimError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    if x.device.type != "cuda" and not INTERPRET:
+        raise ValueError(
+            f"{what} is on {x.device}, and Triton kernels run on CUDA devices. To run them on the CPU "
+            "under Triton's interpreter, set TRITON_INTERPRET=1 before triton is imported."
+        )
+    return dim % ndim
+
+
+def _rows(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """t with `dim` moved last, as a 2D (M, N) view with unit column stride (a copy only
+    when the softmax dim is not already the innermost, contiguous one)."""
+    t = t.reshape(1) if t.dim() == 0 else t
+    t = t.movedim(dim, -1)
+    rows = t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
+    return rows if rows.stride(-1) == 1 else rows.contiguous()
+
+
+def _from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
+    """Inverse of _rows: (M, N) back to `like`'s shape with the softmax dim in place."""
+    if like.dim() == 0:
+        return rows.reshape(())
+    return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
+
+
+def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.Tensor:
+    x2 = _rows(x, dim)
+    y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
+    if x2.numel():
+        _launch("softmax_fwd", [x2, y2], *x2.shape, config)
+    return _from_rows(y2, x, dim)
+
+
+def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.Tensor:
+    y2, dy2 = _rows(y, dim), _rows(dy.to(y.dtype), dim)
+    dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
+    if y2.numel():
+        _launch("softmax_bwd", [y2, dy2, dx2], *y2.shape, config)
+    return _from_rows(dx2, y, dim)
+
+
+class _Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim, config):
+        y = _forward(x, dim, config)
+        ctx.save_for_backward(y)
+        ctx.dim, ctx.config = dim, config
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return _backward(y, dy, ctx.dim, ctx.config), None, None
+
+
+def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
+    """softmax(x, dim) with Triton kernels forward and backward (autograd works).
+
+    x: fp32, fp16 or bf16, any shape, layout and device the kernels can reach (CUDA, or the
+    CPU under TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf
+    give NaN, as in torch. `config` forces one launch configuration (both directions)
+    instead of the committed pick or the autotuner; under the interpreter the default is
+    the single INTERPRETER_CONFIG.
+    """
+    dim = _check(x, dim, "x")
+    return _Softmax.apply(x, dim, config)
+
+
+def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
+                     config: SoftmaxConfig | None = None) -> torch.Tensor:
+    """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y."""
+    dim = _check(y, dim, "y")
+    _check(dy, dim, "dy")
+    if dy.shape != y.shape:
+        raise ValueError(f"dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}: they must match")
+    return _backward(y, dy, dim, config)
+
+
+def tune(shapes, dtypes=DTYPES, device="cuda") -> list[dict]:
+    """Autotune forward and backward afresh at each (M, N) and dtype, ignoring committed
+    picks, and return the winners in autotune_picks.json's format."""
+    if INTERPRET or not torch.cuda.is_available():
+        raise RuntimeError("tuning needs a CUDA device, with TRITON_INTERPRET unset")
+    device = torch.device(device)
+    picks = []
+    for M, N in shapes:
+        for dtype in dtypes:
+            x = torch.randn(M, N, device=device, dtype=dtype)
+            y, dy, dx = torch.empty_like(x), torch.randn_like(x), torch.empty_like(x)
+            for name, tensors in (("softmax_fwd", [x, y]), ("softmax_bwd", [y, dy, dx])):
+                autotuner = KERNELS[name][1]
+                key = (N, _rows_per_sm(M, device), *(str(t.dtype) for t in tensors))
+                autotuner.cache.pop(key, None)
+                _launch(name, tensors, M, N, config=None, use_committed=False)
+                best = autotuner.cache[key]
+                picks.append({"kernel": name, "N": N, "rows_per_sm": key[1], "dtype": _dtype_name(dtype),
+                              "block": best.kwargs["BLOCK"], "num_warps": best.num_warps, "tuned_at": [M, N],
+                              "configs_tried": len(autotuner.configs_timings)})
+    return picks

@@ -1,0 +1,349 @@
+"""kernels_triton.softmax against the float64 references, forward and backward.
+
+Without a GPU these run under Triton's interpreter (set by tests/conftest.py): small
+grids, fp32 and fp16 (the interpreter has no bf16), both paths (one pass and the looped
+online softmax, forced with a small block). With a GPU the same tests run on CUDA, and
+the `gpu` ones add bf16, large Hypothesis sweeps and the benchmark shapes.
+
+Kernel-level tests launch into outputs filled with NaN, so an element a kernel does not
+write fails the comparison.
+"""
+
+import importlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from kernels_triton import SoftmaxConfig, SoftmaxDimError, autotune_picks, softmax, softmax_backward
+from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
+
+# The interpreter evaluates masked-off lanes too (rows past M hold -inf - -inf), and numpy warns.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+
+sm = importlib.import_module("kernels_triton.softmax")  # the module; `kernels_triton.softmax` is the function
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])
+SWEEP = [(4096, 600), (65536, 600), (262144, 600), (32768, 1024), (16384, 4096), (8192, 8192), (4096, 32768),
+         (1024, 131072), (256, 262144)]
+
+
+def _randn(shape, dtype, seed, scale=1.0, device=DEVICE):
+    g = torch.Generator().manual_seed(seed)
+    return (scale * torch.randn(shape, generator=g, dtype=torch.float64)).to(dtype).to(device)
+
+
+def assert_close(got: torch.Tensor, expected: np.ndarray, dtype):
+    got = got.detach().cpu().double().numpy()
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, **tolerance(dtype))
+
+
+def launch_poisoned(name, inputs, config):
+    """Run one kernel on 2D inputs into a NaN-filled output; returns the output."""
+    out = torch.full_like(inputs[0], float("nan"))
+    sm._launch(name, [*inputs, out], *inputs[0].shape, config)
+    return out
+
+
+# --- kernels, both paths, poisoned outputs ------------------------------------------------
+
+# Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program).
+configs = st.builds(SoftmaxConfig, block=st.sampled_from([16, 32, 64, 128, 256, 1024, 2048]),
+                    num_warps=st.sampled_from([2, 4]))
+
+
+@given(m=st.integers(1, 6), n=st.integers(1, 700), dtype=st.sampled_from(DTYPES), config=st.none() | configs,
+       scale=st.sampled_from([0.1, 1.0, 20.0]), seed=st.integers(0, 2**31 - 1))
+def test_forward_kernel_matches_reference(m, n, dtype, config, scale, seed):
+    x = _randn((m, n), dtype, seed, scale)
+    y = launch_poisoned("softmax_fwd", [x], config)
+    assert y.dtype == dtype
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
+
+
+@given(m=st.integers(1, 6), n=st.integers(1, 700), dtype=st.sampled_from(DTYPES), config=st.none() | configs,
+       seed=st.integers(0, 2**31 - 1))
+def test_backward_kernel_matches_reference(m, n, dtype, config, seed):
+    y = torch.softmax(_randn((m, n), torch.float64, seed, 3.0), -1).to(dtype)
+    dy = _randn((m, n), dtype, seed + 1)
+    dx = launch_poisoned("softmax_bwd", [y, dy], config)
+    assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_looped_path_with_more_rows_than_programs(dtype):
+    """A row of 20000 in 8192-wide tiles (two full, one ragged), and a grid smaller than M:
+    on the CPU one 'SM' and 32 KiB in flight give 1 (fp32) or 2 (fp16) programs for 3 rows."""
+    x = _randn((3, 20000), dtype, 7, 5.0)
+    y = launch_poisoned("softmax_fwd", [x], SoftmaxConfig(8192, 8))
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
+    dy = _randn((3, 20000), dtype, 8)
+    dx = launch_poisoned("softmax_bwd", [y, dy], SoftmaxConfig(8192, 8))
+    assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
+
+
+def test_strided_rows():
+    """Row strides larger than N (a column slice) on inputs and outputs."""
+    x = _randn((5, 300), torch.float32, 3)[:, 17:217]
+    out = torch.full((5, 400), float("nan"), device=DEVICE)[:, :200]
+    for config in (SoftmaxConfig(256), SoftmaxConfig(64)):
+        out.fill_(float("nan"))
+        sm._launch("softmax_fwd", [x, out], 5, 200, config)
+        assert_close(out, softmax_ref(x.cpu().double().numpy()), torch.float32)
+
+
+# --- the public op: autograd, dims, layouts -------------------------------------------------
+
+
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), data=st.data(), dtype=st.sampled_from(DTYPES),
+       seed=st.integers(0, 2**31 - 1))
+def test_softmax_any_dim_with_autograd(shape, data, dtype, seed):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    x = _randn(shape, dtype, seed, 2.0).requires_grad_(True)
+    y = softmax(x, dim)
+    x64 = x.detach().cpu().double().numpy()
+    y_ref = softmax_ref(x64, axis=dim)
+    assert y.shape == x.shape and y.dtype == dtype
+    assert_close(y, y_ref, dtype)
+    dy = _randn(shape, dtype, seed + 1)
+    y.backward(dy)
+    dx_ref = softmax_backward_ref(y.detach().cpu().double().numpy(), dy.cpu().double().numpy(), axis=dim)
+    assert_close(x.grad, dx_ref, dtype)
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: t.transpose(0, 1),  # softmax dim no longer innermost: copied to rows
+    lambda t: t[:, ::2],  # stride 2 along the softmax dim
+    lambda t: t[1:, 3:],  # an offset view with unit stride
+    lambda t: t[:1].expand(4, -1),  # row stride 0
+], ids=["transposed", "step2", "offset", "expanded"])
+def test_non_contiguous_inputs(make):
+    base = _randn((6, 12), torch.float32, 11, 3.0)
+    x = make(base)
+    before = base.clone()
+    for dim in (0, 1, -1):
+        assert_close(softmax(x, dim), softmax_ref(x.cpu().double().numpy(), axis=dim), torch.float32)
+    assert torch.equal(base, before)  # the input is not written
+
+
+def test_zero_and_one_dimensional():
+    x = _randn((7,), torch.float32, 1)
+    assert_close(softmax(x, 0), softmax_ref(x.cpu().double().numpy()), torch.float32)
+    s = torch.tensor(3.0, device=DEVICE, requires_grad=True)
+    y = softmax(s, 0)
+    assert y.shape == () and y.item() == 1.0
+    y.backward()
+    assert s.grad.item() == 0.0
+
+
+@pytest.mark.parametrize("shape,dim", [((0, 5), -1), ((5, 0), -1), ((2, 0, 3), 0), ((2, 0, 3), 1)])
+def test_empty(shape, dim):
+    x = torch.empty(shape, device=DEVICE).requires_grad_(True)
+    y = softmax(x, dim)
+    assert y.shape == x.shape
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("config", [None, SoftmaxConfig(8, 2)], ids=["default", "looped"])
+def test_non_finite_rows_like_torch(config):
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([[-inf] * 20,  # all -inf: NaN, as torch
+                      [-inf] * 10 + [1.0] + [-inf] * 9,  # one finite value: exactly one-hot
+                      [0.0] * 19 + [inf],  # +inf: NaN
+                      [0.0] * 5 + [nan] + [0.0] * 14,  # NaN: NaN
+                      [-inf] * 16 + [2.0, 3.0, -inf, 1.0]],  # the first tiles all -inf (looped path)
+                     device=DEVICE)
+    got = softmax(x, -1, config=config)
+    torch.testing.assert_close(got, torch.softmax(x, -1), equal_nan=True)
+
+
+# --- errors ------------------------------------------------------------------------------
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        softmax(np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match="int64"):
+        softmax(torch.ones(2, 3, dtype=torch.int64, device=DEVICE))
+    with pytest.raises(TypeError, match="float64"):
+        softmax(torch.ones(2, 3, dtype=torch.float64, device=DEVICE))
+    with pytest.raises(TypeError, match="dim must be an int"):
+        softmax(torch.ones(2, 3, device=DEVICE), 1.0)
+    for bad in (2, -3):
+        with pytest.raises(IndexError, match="out of range"):
+            softmax(torch.ones(2, 3, device=DEVICE), bad)
+        with pytest.raises(ValueError, match="out of range"):
+            softmax(torch.ones(2, 3, device=DEVICE), bad)
+    assert issubclass(SoftmaxDimError, IndexError) and issubclass(SoftmaxDimError, ValueError)
+    with pytest.raises(ValueError, match="must match"):
+        softmax_backward(torch.ones(2, 3, device=DEVICE), torch.ones(3, 2, device=DEVICE))
+    with pytest.raises(ValueError, match="power of two"):
+        SoftmaxConfig(block=100)
+
+
+def test_cpu_tensor_without_interpreter_says_how():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    code = "import torch, kernels_triton; kernels_triton.softmax(torch.ones(2, 3))"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "ValueError" in run.stderr and "TRITON_INTERPRET=1" in run.stderr
+
+
+# --- configs and picks --------------------------------------------------------------------
+
+
+def test_config_space():
+    seed_grid = {(b, w) for b in (256, 512, 1024, 2048) for w in (2, 4, 8)}
+
+    def pruned(streams, n):
+        return {(c.kwargs["BLOCK"], c.num_warps) for c in sm._pruner(streams)(sm.GPU_CONFIGS, {"N": n})}
+
+    assert pruned(1, 600) == seed_grid  # the seed's autotune grid, exactly
+    assert seed_grid < pruned(1, 4096) and {b for b, _ in pruned(1, 4096)} == {256, 512, 1024, 2048, 4096}
+    assert max(b for b, _ in pruned(1, 32768)) == 32768  # forward holds a 32768 row in registers
+    assert max(b for b, _ in pruned(2, 32768)) < 32768  # backward (two tiles) loops there
+    assert max(b for b, _ in pruned(1, 262144)) < 262144  # long rows: looped tiles only
+    for b, w in pruned(2, 16384) - seed_grid:
+        assert sm._fits_in_registers(b, w, 2 if b >= 16384 else 3)
+
+
+def test_autotune_picks_report():
+    softmax(_randn((3, 50), torch.float32, 0))
+    picks = autotune_picks()
+    assert set(picks) == {"mode", "committed", "autotuned"}
+    assert "picks" in picks["committed"]
+    if sm.INTERPRET:
+        assert "interpreter" in picks["mode"] and "1024" in picks["mode"]
+        assert picks["autotuned"] == []
+
+
+def test_committed_picks_file_is_well_formed():
+    doc = sm._committed()
+    assert {"gpu", "date", "command", "versions", "picks"} <= set(doc)
+    for p in doc["picks"]:
+        assert {"kernel", "N", "rows_per_sm", "dtype", "block", "num_warps"} <= set(p)
+        SoftmaxConfig(p["block"], p["num_warps"])
+    if doc["picks"]:
+        assert doc["gpu"] and doc["date"] and doc["versions"]["triton"]
+
+
+def test_registered_with_labtools():
+    from labtools import registry
+
+    fwd, bwd = registry.get("triton.softmax"), registry.get("triton.softmax_backward")
+    assert (fwd.op, fwd.backend, fwd.device) == ("softmax", "triton", "cuda")
+    assert (bwd.op, bwd.backend) == ("softmax_backward", "triton")
+    x = _randn((4, 33), torch.float32, 5)
+    y = fwd.fn(x)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.float32)
+    dy = _randn((4, 33), torch.float32, 6)
+    assert_close(bwd.fn(y, dy), softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()),
+                 torch.float32)
+
+
+def test_tune_needs_a_gpu(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU the tuner runs (see test_gpu_tune)")
+    from kernels_triton.tune import main
+
+    assert main([]) == 2
+    assert "needs a CUDA device" in capsys.readouterr().err
+
+
+# --- GPU: bf16, large sweeps, the benchmark shapes, autotuning -----------------------------
+
+
+gpu_configs = st.sampled_from(sm.GPU_CONFIGS).map(lambda c: SoftmaxConfig(c.kwargs["BLOCK"], c.num_warps))
+
+
+@pytest.mark.gpu
+@given(n=st.integers(1, 70000), data=st.data(), dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16]),
+       config=gpu_configs, seed=st.integers(0, 2**31 - 1))
+def test_gpu_kernels_sweep(n, data, dtype, config, seed):
+    m = data.draw(st.integers(1, max(1, 2_000_000 // n)), label="m")  # up to 2M elements
+    x = _randn((m, n), dtype, seed, 4.0)
+    y = launch_poisoned("softmax_fwd", [x], config)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
+    dy = _randn((m, n), dtype, seed + 1)
+    dx = launch_poisoned("softmax_bwd", [y, dy], config)
+    assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("shape", SWEEP, ids=[f"{m}x{n}" for m, n in SWEEP])
+def test_gpu_benchmark_shapes(shape, dtype):
+    """The autotuned path at every benchmark shape: every element written (poisoned
+    outputs, none left NaN), 64 sampled rows against the float64 reference."""
+    m, n = shape
+    x = _randn(shape, dtype, m + n, 4.0)
+    y = launch_poisoned("softmax_fwd", [x], None)
+    dy = _randn(shape, dtype, m + n + 1)
+    dx = launch_poisoned("softmax_bwd", [y, dy], None)
+    assert not y.isnan().any() and not dx.isnan().any()
+    rows = torch.randperm(m)[:64].sort().values
+    y_ref = softmax_ref(x[rows].cpu().double().numpy())
+    assert_close(y[rows], y_ref, dtype)
+    ys, dys = y[rows].cpu().double().numpy(), dy[rows].cpu().double().numpy()
+    assert_close(dx[rows], softmax_backward_ref(ys, dys), dtype)
+
+
+@pytest.mark.gpu
+def test_gpu_autotune_picks_are_recorded():
+    n = 777  # no committed pick for this N
+    softmax(_randn((100, n), torch.bfloat16, 0))
+    entries = [p for p in autotune_picks()["autotuned"] if p["kernel"] == "softmax_fwd" and p["N"] == n]
+    assert entries and entries[0]["dtype"] == "bfloat16"
+    assert "autotune" in autotune_picks()["mode"]
+
+
+@pytest.mark.gpu
+def test_gpu_committed_picks_are_used():
+    doc = sm._committed()
+    if doc["gpu"] != torch.cuda.get_device_name():
+        pytest.skip(f"autotune_picks.json was tuned on {doc['gpu']}, this is {torch.cuda.get_device_name()}")
+    for pick in doc["picks"]:
+        m, n = pick["tuned_at"]
+        x = torch.rand(m, n, device="cuda", dtype=getattr(torch, pick["dtype"]))
+        autotuner = sm.KERNELS[pick["kernel"]][1]
+        before = dict(autotuner.cache)
+        out = launch_poisoned(pick["kernel"], [x] if pick["kernel"] == "softmax_fwd" else [x, x], None)
+        assert not out.isnan().any()
+        assert autotuner.cache == before  # launched with the committed pick: the autotuner did not run
+
+
+@pytest.mark.gpu
+def test_gpu_tune(tmp_path):
+    import json
+
+    from kernels_triton.tune import main
+
+    out = tmp_path / "picks.json"
+    assert main(["--out", str(out), "--shape", "256", "600"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["gpu"] == torch.cuda.get_device_name()
+    assert {(p["kernel"], p["dtype"]) for p in doc["picks"]} == {
+        (k, d) for k in ("softmax_fwd", "softmax_bwd") for d in ("float32", "float16", "bfloat16")}
+
+
+@pytest.mark.gpu
+def test_gpu_agrees_with_the_cuda_c_kernels():
+    """The seed's cross-check: Triton and every registered CUDA C softmax agree to 1e-4."""
+    from labtools import registry
+
+    cuda_c = [i for i in registry.implementations("softmax", backend="cuda-c") if i.accepts((512, 600), "float32")]
+    if not cuda_c:
+        pytest.skip("no CUDA C softmax registered (kernels_cuda not installed here)")
+    x = _randn((512, 600), torch.float32, 42, 3.0)
+    y = softmax(x)
+    for impl in cuda_c:
+        got = torch.as_tensor(impl.fn(x), device="cuda")
+        assert torch.allclose(got, y, rtol=1e-4, atol=1e-4), f"{impl.name}: max |diff| {(got - y).abs().max()}"
