@@ -347,3 +347,16 @@ def test_gpu_agrees_with_the_cuda_c_kernels():
     for impl in cuda_c:
         got = torch.as_tensor(impl.fn(x), device="cuda")
         assert torch.allclose(got, y, rtol=1e-4, atol=1e-4), f"{impl.name}: max |diff| {(got - y).abs().max()}"
+
+
+@pytest.mark.gpu
+def test_gpu_autotune_picks_reach_the_manifest_in_labtools_convention():
+    from labtools import registry
+    from labtools.manifest import pick_for
+
+    x = torch.randn(512, 600, device="cuda")
+    softmax(x)
+    picks = registry.get("triton.softmax").meta["autotune_picks"]()
+    assert all(set(p) == {"key", "config"} and {"N", "dtype"} <= set(p["key"]) for p in picks)
+    picked = pick_for(picks, 600, "float32")
+    assert picked is not None and {"BLOCK", "num_warps"} <= set(picked)

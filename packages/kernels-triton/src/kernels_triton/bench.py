@@ -21,10 +21,31 @@ def _backward(y, dy):
     return softmax_backward(y, dy, dim=-1)
 
 
+def _picks(kernel: str):
+    """autotune_picks() in labtools' convention ([{"key": ..., "config": ...}], see
+    labtools.registry), for one kernel. The picks that the (512, 600) shape of the
+    manifest's B512 would use come first, so `lab run` reports the config that shape ran."""
+
+    def picks() -> list[dict]:
+        import torch
+
+        from kernels_triton.softmax import _rows_per_sm, autotune_picks
+
+        b512 = _rows_per_sm(512, torch.device("cuda")) if torch.cuda.is_available() else None
+        found = [p for p in autotune_picks()["autotuned"] if p["kernel"] == kernel]
+        found.sort(key=lambda p: p["rows_per_sm"] != b512)
+        return [{"key": {"N": p["N"], "dtype": p["dtype"], "rows_per_sm": p["rows_per_sm"]},
+                 "config": {"BLOCK": p["block"], "num_warps": p["num_warps"]}} for p in found]
+
+    return picks
+
+
 def register() -> None:
     notes = ("one pass with the row in registers up to 32768 (fp32 forward; 16384 backward), else a looped online "
              "softmax; BLOCK x num_warps autotuned per (N, rows per SM, dtype); picks: kernels_triton.autotune_picks()")
     _register(Implementation(_forward, op="softmax", name="triton.softmax", backend="triton", label="Triton",
-                             device="cuda", dtypes=DTYPES, notes=notes), replace=True)
+                             device="cuda", dtypes=DTYPES, notes=notes,
+                             meta={"autotune_picks": _picks("softmax_fwd")}), replace=True)
     _register(Implementation(_backward, op="softmax_backward", name="triton.softmax_backward", backend="triton",
-                             label="Triton bwd", device="cuda", dtypes=DTYPES, notes=notes), replace=True)
+                             label="Triton bwd", device="cuda", dtypes=DTYPES, notes=notes,
+                             meta={"autotune_picks": _picks("softmax_bwd")}), replace=True)
