@@ -86,3 +86,28 @@ def test_into_pytest_benchmark_stores_harness_samples_in_seconds():
     (iterations, stats), = fx.made
     assert iterations == 1 and stats.values == [pytest.approx(1e-5), pytest.approx(2e-5)]
     assert fx.extra_info["timer"] == "labtools (cuda)" and fx.extra_info["flushed_l2"] is True
+
+
+def test_lead_cycles_cover_twice_the_slowest_issue():
+    assert bench.lead_cycles([50e-6, 120e-6, 80e-6], cycles_per_us=1980.0) == int(2 * 120 * 1980.0)
+    assert bench.lead_cycles([], 1980.0) == 0
+    assert bench.lead_cycles([1e-4], 0.0) == 0  # no spin kernel (CuPy clock): no lead
+
+
+@pytest.mark.gpu
+def test_time_cuda_reports_device_time_not_host_issue_time():
+    """A call that spends 300 us on the host before a tiny kernel must time as the kernel."""
+    import time
+
+    import torch
+
+    x = torch.randn(4096, device="cuda")
+
+    def slow_to_issue(t):
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 300e-6:
+            pass
+        return t.add_(1.0)
+
+    t = bench.time_cuda(slow_to_issue, [(x,)], min_reps=10, time_cap_s=1.0)
+    assert t.median_us < 100, t.median_us

@@ -3,7 +3,11 @@
 On CUDA each timed launch is bracketed by device events on the current stream, after a
 write of a buffer larger than L2 (so the launch starts with a cold cache, as it would
 inside a model that touched other tensors in between) and with its inputs rotated
-among several copies when one copy would fit in L2. Timing repeats in batches until the
+among several copies when one copy would fit in L2. Before each start event the GPU is
+also kept busy (a spin kernel) for twice the host time one call takes to issue, so that
+the timed span holds the kernels and not a GPU waiting on Python: these are device
+times. (Host overhead is real, but it is another number; a Triton launch through its
+autotuner issues in ~100 us, far longer than a 10 us kernel.) Timing repeats in batches until the
 interquartile range is within `rel_iqr_target` of the median or a time cap is hit, and
 reports the median. On the CPU the same loop runs with `time.perf_counter`.
 
@@ -123,6 +127,29 @@ class _CudaClock:
         if self._flush is not None:
             self._flush.zero_() if self._torch is not None else self._flush.fill(0)
 
+    def cycles_per_us(self) -> float:
+        """SM clock cycles per microsecond, read off a spin kernel (torch only; 0 without)."""
+        if self._torch is None:
+            return 0.0
+        start, end = self.event(), self.event()
+        self._torch.cuda._sleep(1000)  # load the spin kernel
+        self.record(start)
+        self._torch.cuda._sleep(2_000_000)
+        self.record(end)
+        self.synchronize()
+        return 2_000_000 / (1e3 * self.elapsed_ms(start, end))
+
+    def busy(self, cycles: int):
+        """Keep the stream busy for `cycles` SM cycles, so the host can run ahead."""
+        if self._torch is not None and cycles > 0:
+            self._torch.cuda._sleep(cycles)
+
+
+def lead_cycles(issue_s: Sequence[float], cycles_per_us: float) -> int:
+    """How long to keep the GPU busy before a timed launch: twice the slowest host issue
+    time seen during warm-up, in SM cycles."""
+    return int(2 * max(issue_s, default=0.0) * 1e6 * cycles_per_us)
+
 
 def time_cuda(
     fn: Callable,
@@ -141,6 +168,13 @@ def time_cuda(
     for i in range(max(warmup, len(arg_sets))):  # compile, autotune, load modules, page in
         fn(*arg_sets[i % len(arg_sets)])
     clock.synchronize()
+    issue_s = []  # host time to issue one call, GPU idle: its upper bound
+    for i in range(3):
+        t0 = time.perf_counter()
+        fn(*arg_sets[i % len(arg_sets)])
+        issue_s.append(time.perf_counter() - t0)
+        clock.synchronize()
+    lead = lead_cycles(issue_s, clock.cycles_per_us())
     samples: list[float] = []
     t_end = time.perf_counter() + time_cap_s
     i = 0
@@ -148,6 +182,7 @@ def time_cuda(
         pairs = []
         for _ in range(batch):
             clock.flush_l2()
+            clock.busy(lead)
             start, end = clock.event(), clock.event()
             clock.record(start)
             fn(*arg_sets[i % len(arg_sets)])
