@@ -15,6 +15,7 @@ import sys
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("labtools.commands.env", "report this machine: versions, CUDA devices, which backends run here"),
+    "inductor": ("labtools.commands.inductor", "dump, annotate and time what torch.compile generates; experiment 25"),
 }
 
 
