@@ -25,7 +25,7 @@ from labtools.cli import main  # noqa: E402
 from labtools.inductor import experiment, report  # noqa: E402
 from labtools.inductor.annotate import SOFTMAX_OPS, annotate, is_softmax  # noqa: E402
 from labtools.inductor.capture import Dump, dump, read_dump_dir  # noqa: E402
-from labtools.inductor.code import classify, simplify_cpp, split_top  # noqa: E402
+from labtools.inductor.kernels import classify, simplify_cpp, split_top  # noqa: E402
 from labtools.inductor.parse import parse_module, split_fused_name  # noqa: E402
 from labtools.inductor.profile import profile  # noqa: E402
 from labtools.inductor.targets import TinyHead, resolve  # noqa: E402
@@ -66,8 +66,12 @@ def test_tinyhead_compile_matches_eager_and_float64(tiny):
     assert d.device == "cpu" and len(d.modules) == 1
     assert d.max_abs_error < 1e-6, f"seed {seed}"
     w, b = model.fc.weight.detach().double().numpy(), model.fc.bias.detach().double().numpy()
-    np.testing.assert_allclose(d.compiled_output.numpy(), softmax_ref(x.double().numpy() @ w.T + b),
-                               **tolerance("float32"), err_msg=f"seed {seed}")
+    np.testing.assert_allclose(
+        d.compiled_output.numpy(),
+        softmax_ref(x.double().numpy() @ w.T + b),
+        **tolerance("float32"),
+        err_msg=f"seed {seed}",
+    )
 
 
 def test_tinyhead_dump_has_one_fused_softmax_and_its_annotation_names_each_op(tiny):
@@ -104,15 +108,25 @@ def test_cpu_sample_parse():
     assert k.node_targets["sum_1"] == "aten.sum.dim_IntList"
     b = k.body
     assert [(p.name, p.role, p.buffer) for p in b.params] == [
-        ("in_ptr0", "input", "buf0"), ("out_ptr0", "output", "buf1"), ("out_ptr1", "output", "buf3"),
-        ("out_ptr2", "output", "buf4")]
+        ("in_ptr0", "input", "buf0"),
+        ("out_ptr0", "output", "buf1"),
+        ("out_ptr1", "output", "buf3"),
+        ("out_ptr2", "output", "buf4"),
+    ]
     assert {(a.ptr, a.index, a.lanes) for a in b.loads} >= {("in_ptr0", "x1 + 600*x0", 8), ("out_ptr0", "x0", None)}
     stores = {(a.ptr, a.index): b.origin_op(a.var, a.line) for a in b.stores}
-    assert stores == {("out_ptr0", "x0"): ("max", True), ("local_buffer_data_0", "x1"): ("exp", False),
-                      ("out_ptr1", "x0"): ("sum", True), ("out_ptr2", "x1 + 600*x0"): ("div", False)}
+    assert stores == {
+        ("out_ptr0", "x0"): ("max", True),
+        ("local_buffer_data_0", "x1"): ("exp", False),
+        ("out_ptr1", "x0"): ("sum", True),
+        ("out_ptr2", "x1 + 600*x0"): ("div", False),
+    }
     assert [r.op for r in b.reductions] == ["max", "sum"]
     assert [(lb.name, lb.size) for lb in b.local_buffers] == [("local_buffer_data_0", "600")]
-    assert [(lp.var, lp.end, lp.step, lp.parallel) for lp in b.loops][:2] == [("x0", "2", "1", True), ("x1", "600", "8", False)]
+    assert [(lp.var, lp.end, lp.step, lp.parallel) for lp in b.loops][:2] == [
+        ("x0", "2", "1", True),
+        ("x1", "600", "8", False),
+    ]
     assert graph.returns == ["buf4"]
     assert [a.name for a in graph.materialized()] == ["buf0", "buf1", "buf3"]
     assert graph.calls[0].source_nodes == ["linear"] and graph.calls[0].out == "buf0"
@@ -122,13 +136,18 @@ def test_cpu_sample_annotation_walks_through_the_five_questions():
     (graph,) = read_dump_dir(DATA / "tinyhead_cpu")
     k = graph.kernels[0]
     text = annotate(k, graph)
-    for heading in ("1. Which ATen ops were fused", "2. Where the input is read", "3. Where the output is written",
-                    "4. The reductions", "5. What is not there"):
+    for heading in (
+        "1. Which ATen ops were fused",
+        "2. Where the input is read",
+        "3. Where the output is written",
+        "4. The reductions",
+        "5. What is not there",
+    ):
         assert heading in text
     assert "Never written anywhere: `sub`" in text
     assert "`exp` is written only to `local_buffer_data_0`" in text
     assert "no tensor for exp(x − max)" in text
-    assert "`buf1` via `out_ptr0`" in text  # the row max does reach memory, 8 bytes of it
+    assert "`buf1` via `out_ptr0` (f32[2, 1], 8 bytes" in text  # the row max does reach memory
     _cited_lines_match_source(k, text)
 
 
@@ -157,15 +176,21 @@ def test_triton_looped_reduction_sample_stores_exp():
     (graph,) = read_dump_dir(DATA / "triton_codegen_widehead")
     k, _ = _only_softmax([graph])
     assert k.kind == "reduction" and len(k.body.loops) == 3
-    assert [(r.op, r.looped, r.accumulator) for r in k.body.reductions] == [("max", True, "_tmp2"), ("sum", True, "_tmp8")]
+    assert [(r.op, r.looped, r.accumulator) for r in k.body.reductions] == [
+        ("max", True, "_tmp2"),
+        ("sum", True, "_tmp8"),
+    ]
     stored = [k.body.origin_op(a.var, a.line)[0] for a in k.body.stores]
     assert stored == ["exp", "div"]  # a 50000-wide row does not fit one block: exp goes to memory and back
     text = annotate(k, graph)
     assert "exp(x − max) **is** written to memory" in text
 
 
-@pytest.mark.skipif(not CUDA_SAMPLE.is_dir(), reason=f"no H100 dump yet: the lead adds {CUDA_SAMPLE.relative_to(DATA.parents[3])} "
-                    "with `lab inductor dump tinyhead --device cuda --out tests/labtools/data/inductor/tinyhead_cuda`")
+@pytest.mark.skipif(
+    not CUDA_SAMPLE.is_dir(),
+    reason=f"no H100 dump yet: the lead adds {CUDA_SAMPLE.relative_to(DATA.parents[3])} "
+    "with `lab inductor dump tinyhead --device cuda --out tests/labtools/data/inductor/tinyhead_cuda`",
+)
 def test_cuda_sample_from_the_h100():
     graphs = read_dump_dir(CUDA_SAMPLE)
     k, graph = _only_softmax(graphs)
@@ -184,20 +209,23 @@ def test_cuda_sample_from_the_h100():
 # --- the parser's pieces ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rhs, op", [
-    ("tl.load(in_ptr0 + (r0_1 + 600*x0), r0_mask & xmask, other=0.0)", ("load", False)),
-    ("triton_helpers.max2(tmp3, 1)[:, None].to(tl.float32)", ("max", True)),
-    ("tl.sum(tmp9, 1)[:, None]", ("sum", True)),
-    ("(tmp6 / tmp10)", ("div", False)),
-    ("tmp0 - tmp4", ("sub", False)),
-    ("libdevice.exp(tmp5)", ("exp", False)),
-    ("tmp3.exp();", ("exp", False)),
-    ("decltype(tmp9)::blendv(tmp7, tmp9, inductor_vec_mask_cast<float,1>(tmp3));", ("where", False)),
-    ("at::vec::VecMask<float,1>(tmp0 == tmp2);", ("eq", False)),
-    ("static_cast<float>(0.25);", ("constant", False)),
-    ("triton_helpers.maximum(tmp1, tmp0)", ("maximum", False)),
-    ("at::vec::Vectorized<float>(tmp1);", ("broadcast", False)),
-])
+@pytest.mark.parametrize(
+    "rhs, op",
+    [
+        ("tl.load(in_ptr0 + (r0_1 + 600*x0), r0_mask & xmask, other=0.0)", ("load", False)),
+        ("triton_helpers.max2(tmp3, 1)[:, None].to(tl.float32)", ("max", True)),
+        ("tl.sum(tmp9, 1)[:, None]", ("sum", True)),
+        ("(tmp6 / tmp10)", ("div", False)),
+        ("tmp0 - tmp4", ("sub", False)),
+        ("libdevice.exp(tmp5)", ("exp", False)),
+        ("tmp3.exp();", ("exp", False)),
+        ("decltype(tmp9)::blendv(tmp7, tmp9, inductor_vec_mask_cast<float,1>(tmp3));", ("where", False)),
+        ("at::vec::VecMask<float,1>(tmp0 == tmp2);", ("eq", False)),
+        ("static_cast<float>(0.25);", ("constant", False)),
+        ("triton_helpers.maximum(tmp1, tmp0)", ("maximum", False)),
+        ("at::vec::Vectorized<float>(tmp1);", ("broadcast", False)),
+    ],
+)
 def test_classify(rhs, op):
     assert classify(rhs) == op
 
@@ -208,7 +236,14 @@ def test_text_helpers():
     assert simplify_cpp("at::vec::Vectorized<float>(tmp1)") == "at::vec::Vectorized<float>(tmp1)"
     vocab = {"amax", "exp", "sub", "sum_1", "div", "full_default", "view_7"}
     assert split_fused_name("amax_full_default_view_7_exp_sub_sum_1_div", vocab) == [
-        "amax", "full_default", "view_7", "exp", "sub", "sum_1", "div"]
+        "amax",
+        "full_default",
+        "view_7",
+        "exp",
+        "sub",
+        "sum_1",
+        "div",
+    ]
     assert split_fused_name("amax_bogus", vocab) is None
 
 
@@ -228,7 +263,8 @@ def test_resolve_module_function_target(tmp_path, monkeypatch):
         "def no_device():\n"
         "    return None\n"
         "def elsewhere(device):\n"
-        "    return (lambda x: x), (torch.ones(3, device='meta'),)\n")
+        "    return (lambda x: x), (torch.ones(3, device='meta'),)\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     fn, inputs = resolve("my_target:double", "cpu")
     assert isinstance(inputs, tuple) and torch.equal(fn(*inputs), torch.full((3,), 2.0))
@@ -290,17 +326,47 @@ def test_profile_times_eager_and_compiled_through_the_harness():
 def _record(device: str, torch_threads: int, eager_us: float, compiled_us: float) -> dict:
     """A synthetic results.json: made-up numbers to check the report renders what it is given."""
     stat = lambda us: {"median_us": us, "q1_us": us, "q3_us": us, "reps": 10}  # noqa: E731
-    prof = [{"target": "tinyhead", "device": device, "shapes": [[2, 64]], "mode": mode, "compile_s": c,
-             "max_abs_error": 0.0, "eager": stat(eager_us), "compiled": stat(us), "eager_host": None,
-             "compiled_host": None, "speedup": eager_us / us}
-            for mode, c, us in (("default", 4.25, compiled_us), ("max-autotune", 17.5, compiled_us / 2))]
-    return {"device": device, "date": "2026-01-01T00:00:00+00:00", "command": f"lab inductor experiment --device {device}",
-            "versions": {"torch": "9.9", "triton": "9.9"}, "modes": ["default", "max-autotune"],
-            "machine": {"platform": "test", "processor": "x", "cpus": 2, "torch_threads": torch_threads,
-                        "load_average": 0.5, "env": {}},
-            "tinyhead": {"shape": [2, 64], "max_abs_error": 3.25e-10, "max_abs_error_vs_float64": 1.5e-9,
-                         "softmax_kernel": None, "kernels": [], "export_error": "not exported in this test"},
-            "minigpt": {"available": False, "error": "no minigpt in this test"}, "profile": prof}
+    prof = [
+        {
+            "target": "tinyhead",
+            "device": device,
+            "shapes": [[2, 64]],
+            "mode": mode,
+            "compile_s": c,
+            "max_abs_error": 0.0,
+            "eager": stat(eager_us),
+            "compiled": stat(us),
+            "eager_host": None,
+            "compiled_host": None,
+            "speedup": eager_us / us,
+        }
+        for mode, c, us in (("default", 4.25, compiled_us), ("max-autotune", 17.5, compiled_us / 2))
+    ]
+    return {
+        "device": device,
+        "date": "2026-01-01T00:00:00+00:00",
+        "command": f"lab inductor experiment --device {device}",
+        "versions": {"torch": "9.9", "triton": "9.9"},
+        "modes": ["default", "max-autotune"],
+        "machine": {
+            "platform": "test",
+            "processor": "x",
+            "cpus": 2,
+            "torch_threads": torch_threads,
+            "load_average": 0.5,
+            "env": {},
+        },
+        "tinyhead": {
+            "shape": [2, 64],
+            "max_abs_error": 3.25e-10,
+            "max_abs_error_vs_float64": 1.5e-9,
+            "softmax_kernel": None,
+            "kernels": [],
+            "export_error": "not exported in this test",
+        },
+        "minigpt": {"available": False, "error": "no minigpt in this test"},
+        "profile": prof,
+    }
 
 
 def test_report_regenerates_from_recorded_runs_and_a_cuda_run_leaves_the_cpu_half(tmp_path):
@@ -339,8 +405,14 @@ def test_experiment_run_replaces_only_its_own_device(tmp_path, monkeypatch):
 
     def recorded_dump(model, x):
         y = model(x)
-        return Dump("cpu", "default", [(sample / "output_code_0.py").read_text()],
-                    [(sample / "post_grad_0.txt").read_text()], eager=y, compiled_output=y)
+        return Dump(
+            "cpu",
+            "default",
+            [(sample / "output_code_0.py").read_text()],
+            [(sample / "post_grad_0.txt").read_text()],
+            eager=y,
+            compiled_output=y,
+        )
 
     def no_minigpt(device):
         raise ValueError("no minigpt in this test")

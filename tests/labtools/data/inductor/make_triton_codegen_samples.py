@@ -32,7 +32,12 @@ SAMPLES = {  # folder: (vocab, batch): 600 columns fit one block; 50000 need a l
 def generate(vocab: int, batch: int) -> Dump:
     torch.manual_seed(42)
     model, x = TinyHead(vocab=vocab).eval(), torch.randn(batch, 64)
-    with torch.no_grad(), fresh_cache(), inductor_config.patch({"cpu_backend": "triton", **KERNEL_NAMING}), capture() as got:
+    with (
+        torch.no_grad(),
+        fresh_cache(),
+        inductor_config.patch({"cpu_backend": "triton", **KERNEL_NAMING}),
+        capture() as got,
+    ):
         try:
             torch.compile(model, dynamic=False)(x)
         except Exception:  # noqa: BLE001 - launching needs a Triton driver; the code was logged before

@@ -52,8 +52,10 @@ def _dump(args) -> int:
     d = capture.dump(fn, *inputs, mode=args.mode)
     d.write(args.out)
     kernels = [k for g in d.graphs() for k in g.kernels]
-    print(f"{args.target} on {args.device} (mode {args.mode}): {len(d.modules)} graph(s), {len(kernels)} kernel(s), "
-          f"max |compiled - eager| = {d.max_abs_error:.3g}; written to {args.out}")
+    print(
+        f"{args.target} on {args.device} (mode {args.mode}): {len(d.modules)} graph(s), {len(kernels)} kernel(s), "
+        f"max |compiled - eager| = {d.max_abs_error:.3g}; written to {args.out}"
+    )
     for k in kernels:
         print(f"  {k.name:<60} {k.kind:<22} {'softmax' if is_softmax(k) else ''}")
     return 0
@@ -67,18 +69,25 @@ def _profile(args) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in records], indent=1))
         return 0
-    print(f"{'mode':<16}{'compile (s)':>12}{'eager (us)':>12}{'compiled (us)':>15}{'eager/compiled':>16}{'max err':>10}")
+    print(
+        f"{'mode':<16}{'compile (s)':>12}{'eager (us)':>12}{'compiled (us)':>15}{'eager/compiled':>16}{'max err':>10}"
+    )
     for r in records:
-        print(f"{r.mode:<16}{r.compile_s:>12.1f}{r.eager.median_us:>12.1f}{r.compiled.median_us:>15.1f}"
-              f"{r.speedup:>16.2f}{r.max_abs_error:>10.2g}")
+        print(
+            f"{r.mode:<16}{r.compile_s:>12.1f}{r.eager.median_us:>12.1f}{r.compiled.median_us:>15.1f}"
+            f"{r.speedup:>16.2f}{r.max_abs_error:>10.2g}"
+        )
     return 0
 
 
 def _experiment(args) -> int:
     from labtools.inductor import experiment, report
 
-    command = "lab " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["inductor"] else \
-        f"lab inductor experiment --out {args.out} --device {args.device}"
+    command = (
+        "lab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        if sys.argv[1:2] == ["inductor"]
+        else f"lab inductor experiment --out {args.out} --device {args.device}"
+    )
     for device in ("cpu", "cuda") if args.device == "all" else (args.device,):
         experiment.run(args.out, device, command, modes=[m for m in args.modes.split(",") if m])
     for path in report.write(args.out):

@@ -21,5 +21,15 @@ from labtools.inductor.parse import CompiledGraph, Kernel, parse_module
 from labtools.inductor.profile import profile
 from labtools.inductor.targets import TinyHead, resolve
 
-__all__ = ["annotate", "is_softmax", "Dump", "dump", "CompiledGraph", "Kernel", "parse_module", "profile",
-           "TinyHead", "resolve"]
+__all__ = [
+    "annotate",
+    "is_softmax",
+    "Dump",
+    "dump",
+    "CompiledGraph",
+    "Kernel",
+    "parse_module",
+    "profile",
+    "TinyHead",
+    "resolve",
+]

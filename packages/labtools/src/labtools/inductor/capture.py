@@ -9,11 +9,9 @@ nothing reaches stderr, and restores the loggers afterwards. The loggers are fou
 their suffix, so it does not matter which Inductor module owns them (codecache in
 torch 2.11 and 2.15).
 
-Caches would hide the compile (a warm FX-graph cache still logs, but autotuning and
-timing would not be what a first compile does), so `fresh_cache()` points
-TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR at a new, empty temporary folder (every
-on-disk cache lives under them), keeps the FX-graph and autotune caches from writing,
-and resets dynamo (its in-memory compiled code) on the way in and out.
+Caches would hide the compile (a cached graph or kernel skips code generation or the
+C++ compiler, and the compile time means nothing), so every dump and every timed compile
+runs inside `fresh_cache()`: empty on-disk caches, cleared in-memory ones, dynamo reset.
 
 `dump` compiles with `dynamic=False` (one static shape, the one given) under
 `torch.no_grad()` (the inference graph, no saved activations) and with Inductor's
@@ -28,7 +26,6 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -84,27 +81,22 @@ def capture() -> Iterator[_Collector]:
 
 
 @contextlib.contextmanager
-def fresh_cache() -> Iterator[str]:
-    """A new, empty Inductor and Triton cache for the block; caches off; dynamo reset."""
+def fresh_cache() -> Iterator[None]:
+    """A first compile, whatever ran before: Inductor's own `fresh_cache` (an empty
+    temporary TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR, its in-memory code caches
+    cleared), the FX-graph and autotune caches kept from writing, and dynamo reset."""
     import torch._dynamo
     import torch._inductor.config as inductor_config
+    from torch._inductor import utils
 
-    saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    fresh = getattr(utils, "fresh_cache", None) or utils.fresh_inductor_cache  # renamed in torch 2.8
     off = {k: False for k in ("fx_graph_cache", "autotune_local_cache") if hasattr(inductor_config, k)}
-    with tempfile.TemporaryDirectory(prefix="labtools-inductor-") as tmp:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(tmp, "triton")
+    torch._dynamo.reset()
+    try:
+        with fresh(), inductor_config.patch(off):
+            yield
+    finally:
         torch._dynamo.reset()
-        try:
-            with inductor_config.patch(off):
-                yield tmp
-        finally:
-            torch._dynamo.reset()
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def leaves(out: Any) -> list[torch.Tensor]:
@@ -122,8 +114,9 @@ def max_abs_diff(a: Any, b: Any) -> float:
     la, lb = leaves(a), leaves(b)
     if len(la) != len(lb) or not la:
         raise ValueError(f"outputs differ in structure: {len(la)} vs {len(lb)} tensors")
-    return max(float((x.detach().double() - y.detach().double()).abs().max()) if x.numel() else 0.0
-               for x, y in zip(la, lb))
+    return max(
+        float((x.detach().double() - y.detach().double()).abs().max()) if x.numel() else 0.0 for x, y in zip(la, lb)
+    )
 
 
 def versions() -> dict[str, str | None]:
@@ -179,7 +172,9 @@ class Dump:
         written.append(out / "parse.json")
         written[-1].write_text(json.dumps({**meta, "graphs": [g.to_dict() for g in graphs]}, indent=1) + "\n")
         written.append(out / "ANNOTATION.md")
-        written[-1].write_text(annotate_all(graphs, f"{self.device}, mode {self.mode!r}, torch {self.versions['torch']}"))
+        written[-1].write_text(
+            annotate_all(graphs, f"{self.device}, mode {self.mode!r}, torch {self.versions['torch']}")
+        )
         return written
 
 

@@ -22,23 +22,25 @@ another). Nothing here imports torch.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from labtools.inductor.code import Body, Param, call_args, read_cpp, read_triton, split_top
+from labtools.inductor.kernels import Body, call_args, read_cpp, read_triton, split_top
 
 # Post-grad FX nodes that only reshape or reindex: they become index arithmetic, not code.
-VIEW_OPS = {
-    "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze",
-    "slice", "select", "split", "split_with_sizes", "clone", "alias", "as_strided", "getitem",
-    "unbind", "cat", "constant_pad_nd", "index", "iota", "embedding",
-}
-# The code ops (code.classify's names) an ATen op shows up as in a kernel, where they differ.
+VIEW_OPS = set(
+    "view _unsafe_view reshape permute transpose t expand unsqueeze squeeze slice select split split_with_sizes "
+    "clone alias as_strided getitem unbind cat constant_pad_nd index iota embedding".split()
+)
+# The code ops (kernels.classify's names) an ATen op shows up as in a kernel, where they differ.
+# fmt: off
 CODE_OPS = {
     "amax": ("max",), "amin": ("min",), "var_mean": ("welford", "sum"), "mean": ("sum",), "relu": ("maximum",),
     "convert_element_type": ("cast",), "full": ("constant",), "scalar_tensor": ("constant",),
     "masked_fill": ("where",), "pow": ("mul",), "reciprocal": ("div",),
 }
+# fmt: on
 
 
 @dataclass
@@ -55,10 +57,7 @@ class Allocation:
         size = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "bool": 1, "int8": 1}
         if not all(isinstance(d, int) for d in self.shape) or self.dtype not in size:
             return None
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n * size[self.dtype]
+        return math.prod(self.shape) * size[self.dtype]
 
     def describe(self) -> str:
         short = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "bool": "b8"}
@@ -74,6 +73,7 @@ class Call:
     kind: str  # kernel | extern
     args: list[str]
     buffers: list[str]  # buffer names among the arguments (through reinterpret_tensor views)
+    bindings: dict[str, str]  # kernel launches: parameter -> buffer
     out: str | None  # extern calls: the out= buffer, or the name assigned
     source_nodes: list[str]
     original_aten: list[str]
@@ -112,10 +112,20 @@ class Kernel:
     def to_dict(self) -> dict:
         d = {k: v for k, v in asdict(self).items() if k not in ("source", "body", "calls")}
         b = asdict(self.body)
-        d.update(language=self.language, params=b["params"], loads=b["loads"], stores=b["stores"],
-                 reductions=b["reductions"], steps=b["steps"], loops=b["loops"],
-                 local_buffers=b["local_buffers"], index_variables=b["setup"], size_hints=b["size_hints"],
-                 calls=[asdict(c) for c in self.calls], lines=len(self.source.splitlines()))
+        d.update(
+            language=self.language,
+            params=b["params"],
+            loads=b["loads"],
+            stores=b["stores"],
+            reductions=b["reductions"],
+            steps=b["steps"],
+            loops=b["loops"],
+            local_buffers=b["local_buffers"],
+            index_variables=b["setup"],
+            size_hints=b["size_hints"],
+            calls=[asdict(c) for c in self.calls],
+            lines=len(self.source.splitlines()),
+        )
         return d
 
 
@@ -157,8 +167,8 @@ class CompiledGraph:
             if c.kind == "extern" and c.out and self.storage(c.out) == root:
                 out.append(c)
             elif c.kind == "kernel":
-                k = self.kernel(c.callee)
-                if any(p.buffer and self.storage(p.buffer) == root and p.role in ("output", "in_out") for p in k.body.params):
+                roles = {p.name: p.role for p in self.kernel(c.callee).body.params}
+                if any(self.storage(b) == root and roles[p] in ("output", "in_out") for p, b in c.bindings.items()):
                     out.append(c)
         return out
 
@@ -227,13 +237,15 @@ def _ints(text: str) -> tuple:
 _INDUCTOR_NAME = re.compile(r"^(cpp|triton_(?:poi|red|per|tem|for|spl|coo|mix))_(?:fused_)?(.*?)_\d+$")
 
 
+_TRITON_KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent_reduction", "tem": "template"}
+
+
 def _kernel_kind(name: str, language: str, body: Body) -> str:
     if language == "cpp":
         return "cpp"
     if not _INDUCTOR_NAME.match(name):
         return "user_triton"
-    return body.heuristic or {"poi": "pointwise", "red": "reduction", "per": "persistent_reduction",
-                              "tem": "template"}.get(name[7:10], "triton")
+    return body.heuristic or _TRITON_KINDS.get(name[7:10], "triton")
 
 
 def _metadata(comments: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -255,9 +267,6 @@ def _metadata(comments: list[str]) -> tuple[list[str], list[str], list[str]]:
 def _read_kernels(source: str, targets: dict[str, str]) -> list[Kernel]:
     kernels = []
     lines = source.splitlines()
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line) + 1)
     for m in _KERNEL_DEF.finditer(source):
         name, how = m.groups()
         start = source.index("'''", m.end()) + 3
@@ -286,12 +295,20 @@ def _read_kernels(source: str, targets: dict[str, str]) -> list[Kernel]:
         order = list(node_targets)
         if all(n in order for n in nodes):  # topological, as the graph lists them
             nodes.sort(key=order.index)
-        kernels.append(Kernel(
-            name=name, language=language, kind=_kernel_kind(name, language, body),
-            fused_nodes=nodes, fused_ops=[_op_of(n, node_targets) for n in nodes],
-            node_targets={n: node_targets[n] for n in nodes if n in node_targets},
-            source_nodes=sources, original_aten=aten, source=src, body=body,
-        ))
+        kernels.append(
+            Kernel(
+                name=name,
+                language=language,
+                kind=_kernel_kind(name, language, body),
+                fused_nodes=nodes,
+                fused_ops=[_op_of(n, node_targets) for n in nodes],
+                node_targets={n: node_targets[n] for n in nodes if n in node_targets},
+                source_nodes=sources,
+                original_aten=aten,
+                source=src,
+                body=body,
+            )
+        )
     return kernels
 
 
@@ -333,8 +350,9 @@ def parse_module(source: str, post_grad_graph: str = "") -> CompiledGraph:
             pending = (split_top(m.group(1)), split_top(m.group(2)))
             continue
         if m := _ALLOC.match(text):
-            graph.allocations[m.group(1)] = Allocation(m.group(1), _ints(m.group(3)), _ints(m.group(4)),
-                                                      m.group(5), m.group(2) or "", lineno)
+            graph.allocations[m.group(1)] = Allocation(
+                m.group(1), _ints(m.group(3)), _ints(m.group(4)), m.group(5), m.group(2) or "", lineno
+            )
             continue
         if m := re.match(r"(\w+) = (?:reinterpret_tensor\()?(\w+)\b.*; del \2\s+# reuse", text):
             graph.aliases[m.group(1)] = m.group(2)
@@ -348,26 +366,25 @@ def parse_module(source: str, post_grad_graph: str = "") -> CompiledGraph:
         m = re.match(r"(?:(\w+) = )?([\w.]+?)(\.run)?\(", text)
         if not m or text.startswith(("assert_", "del ", "args.clear")):
             continue
-        assigned, callee, run = m.groups()
+        assigned, callee, _ = m.groups()
         args, _ = call_args(text, m.end() - 1)
         positional = [a for a in args if not re.match(r"\w+=", a)]
         if callee in by_name:
-            call = Call(callee, "kernel", positional, _buffers_in(positional), None, *pending, lineno, text)
             kernel = by_name[callee]
+            params = [p for p in kernel.body.params if p.role != "block"]
+            bound = {p.name: _buffers_in([a])[0] for p, a in zip(params, positional) if _buffers_in([a])}
+            call = Call(callee, "kernel", positional, _buffers_in(positional), bound, None, *pending, lineno, text)
             kernel.calls.append(call)
             if len(kernel.calls) == 1:  # the parameters are described as bound by the first launch
                 if not kernel.source_nodes:
                     kernel.source_nodes, kernel.original_aten = pending
-                params = [p for p in kernel.body.params if p.role != "block"]
                 for p, a in zip(params, positional):
-                    p.binding = a
-                    found = _buffers_in([a])
-                    p.buffer = found[0] if found else None
+                    p.binding, p.buffer = a, bound.get(p.name)
         elif callee.startswith(("extern_kernels.", "torch.ops.", "aten.")):
             out = next((a.split("=", 1)[1] for a in args if a.startswith("out=")), assigned)
             if assigned:  # the library allocated its result itself
                 graph.allocations[assigned] = Allocation(assigned, ("?",), ("?",), "?", "", lineno)
-            call = Call(callee, "extern", positional, _buffers_in(positional), out, *pending, lineno, text)
+            call = Call(callee, "extern", positional, _buffers_in(positional), {}, out, *pending, lineno, text)
         else:
             continue
         graph.calls.append(call)

@@ -64,6 +64,18 @@ def _synchronized(fn: Callable) -> Callable:
     return call
 
 
+def _first_call(compiled: Callable, inputs: tuple, device: str, outputs: list) -> Callable:
+    """The call that compiles: keeps a copy of its outputs (CUDA graphs reuse output memory)."""
+
+    def call():
+        out = compiled(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        outputs.append([t.clone() for t in leaves(out)])
+
+    return call
+
+
 def profile(fn: Callable, *inputs: Any, target: str = "", modes: Sequence[str] = MODES) -> list[ProfileRecord]:
     """One record per compile mode: compile time, warm eager and compiled times, max error."""
     device = leaves(list(inputs))[0].device.type if leaves(list(inputs)) else "cpu"
@@ -76,20 +88,25 @@ def profile(fn: Callable, *inputs: Any, target: str = "", modes: Sequence[str] =
         for mode in modes:
             with fresh_cache():
                 compiled = torch.compile(fn, mode=mode, dynamic=False)
-                first: list[Any] = []
-
-                def first_call():
-                    out = compiled(*inputs)
-                    if device == "cuda":
-                        torch.cuda.synchronize()
-                    first.append([t.clone() for t in leaves(out)])  # CUDA graphs reuse output memory
-
-                compile_t = time_cpu(first_call, [()], warmup=0, min_reps=1, max_reps=1)
+                first: list = []
+                compile_t = time_cpu(
+                    _first_call(compiled, inputs, device, first), [()], warmup=0, min_reps=1, max_reps=1
+                )
                 error = max_abs_diff(first[0], eager_out)
                 warm = time_fn(compiled, [inputs], device)
                 warm_host = time_cpu(_synchronized(compiled), [inputs]) if device == "cuda" else None
-            records.append(ProfileRecord(
-                target, device, shapes, mode, compile_t.samples_us[0] * 1e-6, error, Stat.of(eager), Stat.of(warm),
-                Stat.of(eager_host) if eager_host else None, Stat.of(warm_host) if warm_host else None,
-            ))
+            records.append(
+                ProfileRecord(
+                    target,
+                    device,
+                    shapes,
+                    mode,
+                    compile_t.samples_us[0] * 1e-6,
+                    error,
+                    Stat.of(eager),
+                    Stat.of(warm),
+                    Stat.of(eager_host) if eager_host else None,
+                    Stat.of(warm_host) if warm_host else None,
+                )
+            )
     return records

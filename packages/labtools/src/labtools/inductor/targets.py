@@ -43,11 +43,15 @@ def minigpt(device: str) -> tuple[nn.Module, tuple]:
     try:
         import minigpt_torch
     except ImportError as exc:
-        raise ValueError(f"target 'minigpt' needs the minigpt_torch package, which does not import here: {exc}") from exc
+        raise ValueError(
+            f"target 'minigpt' needs the minigpt_torch package, which does not import here: {exc}"
+        ) from exc
     missing = [f for f in ("load_pretrained", "example_inputs") if not callable(getattr(minigpt_torch, f, None))]
     if missing:
-        raise ValueError(f"target 'minigpt' needs minigpt_torch.load_pretrained() and minigpt_torch.example_inputs(); "
-                         f"this minigpt_torch ({minigpt_torch.__file__}) has no {', '.join(missing)}")
+        raise ValueError(
+            f"target 'minigpt' needs minigpt_torch.load_pretrained() and minigpt_torch.example_inputs(); "
+            f"this minigpt_torch ({minigpt_torch.__file__}) has no {', '.join(missing)}"
+        )
     model = minigpt_torch.load_pretrained()
     inputs = minigpt_torch.example_inputs()
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)

@@ -38,7 +38,7 @@ async_compile = AsyncCompile()
 empty_strided_p2p = torch._C._distributed_c10d._SymmetricMemory.empty_strided_p2p
 
 
-# kernel path: /tmp/labtools-inductor-u2a8tx85/inductor/2w/c2w6hzvcwojigt6i7fiaxby2eqfdo3ky5sylogrosp64uuetvnfl.py
+# kernel path: /tmp/tmpp9qzdcfq/2w/c2w6hzvcwojigt6i7fiaxby2eqfdo3ky5sylogrosp64uuetvnfl.py
 # Topologically Sorted Source Nodes: [softmax], Original ATen: [aten._softmax]
 # Source node to ATen node mapping:
 #   softmax => amax, div, exp, sub, sum_1

@@ -38,7 +38,7 @@ async_compile = AsyncCompile()
 empty_strided_p2p = torch._C._distributed_c10d._SymmetricMemory.empty_strided_p2p
 
 
-# kernel path: /tmp/labtools-inductor-nng4l2x2/inductor/qw/cqwbapnj3eybnvns3q6uk4cvun3z3fc7s2wyd2xm7phejc3gmt3c.py
+# kernel path: /tmp/tmplholuqsc/qw/cqwbapnj3eybnvns3q6uk4cvun3z3fc7s2wyd2xm7phejc3gmt3c.py
 # Topologically Sorted Source Nodes: [softmax], Original ATen: [aten._softmax]
 # Source node to ATen node mapping:
 #   softmax => amax, div, exp, sub, sum_1

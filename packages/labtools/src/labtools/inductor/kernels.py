@@ -68,7 +68,7 @@ def strip_parens(text: str) -> str:
 
 
 def simplify_cpp(text: str) -> str:
-    """Drop C++'s casting noise: `static_cast<int64_t>(x1 + 600L*x0)` -> `x1 + 600*x0`."""
+    """Drop C++'s casting noise: `static_cast<int64_t>(x1 + 600L*x0)` -> `(x1 + 600*x0)`."""
     prev = None
     while prev != text:
         prev = text
@@ -79,6 +79,7 @@ def simplify_cpp(text: str) -> str:
 
 TEMP = re.compile(r"\b_?tmp(?:_acc)?\d+(?:_[a-z0-9]+)?\b")  # tmp3, _tmp2, tmp_acc0_vec, tmp3_mean
 
+# fmt: off
 # Function names that reduce along an axis (Triton) -> the reduction they compute.
 TRITON_REDUCTIONS = {
     "max2": "max", "min2": "min", "sum": "sum", "max": "max", "min": "min", "prod": "prod",
@@ -97,6 +98,7 @@ BINARY = [  # lowest precedence first
     ("+", "add"), ("-", "sub"),
     ("*", "mul"), ("//", "floordiv"), ("/", "div"), ("%", "mod"),
 ]
+# fmt: on
 
 
 def _last_name(dotted: str) -> str:
@@ -264,14 +266,9 @@ def read_triton(src: str) -> Body:
             name, _, ann = p.partition(":")
             name = name.strip()
             body.params.append(Param(name, "block" if "constexpr" in ann else param_role(name), ann.strip()))
-    loop_indent = None
     for lineno, raw in enumerate(src.splitlines(), 1):
         line = raw.strip()
-        indent = len(raw) - len(raw.lstrip())
-        if loop_indent is not None and indent <= loop_indent and line:
-            loop_indent = None
         if re.match(r"for r\w*_offset in ", line):
-            loop_indent = indent
             body.loops.append(Loop(re.match(r"for (\w+)", line).group(1), "0", "r0_numel", "R0_BLOCK", False, lineno))
             continue
         if m := re.match(r"(\w+)\s*:\s*tl\.constexpr\s*=\s*(.+)$", line):
@@ -356,7 +353,9 @@ def read_cpp(src: str) -> Body:
         elif m := re.match(r"std::unique_ptr<(\w+) \[\]> buf_(\w+) = std::make_unique<\w+ \[\]>\((.+)\);$", line):
             body.local_buffers.append(LocalBuffer(m.group(2), m.group(1), m.group(3), lineno))
         elif m := re.match(r"(?:[\w:<>, ]+ )?(tmp_acc\d+(?:_vec)?) = (.+);$", line):
-            _cpp_reduction_line(body, pending_red, m.group(1), m.group(2), lineno, text, declared=" " in line.split("=")[0].strip())
+            _cpp_reduction_line(
+                body, pending_red, m.group(1), m.group(2), lineno, text, declared=" " in line.split("=")[0].strip()
+            )
         elif m := re.match(r"auto (tmp\d+) = (.+);$", line):
             var, rhs = m.groups()
             op, _ = classify(rhs)
@@ -372,7 +371,9 @@ def read_cpp(src: str) -> Body:
             body.stores.append(Access("store", ptr, index, m.group(1), lineno, text, lanes=lanes))
         elif m := re.match(r"(\w+)\[(.+)\] = (.+);$", line):
             value = TEMP.findall(m.group(3))
-            body.stores.append(Access("store", m.group(1), strip_parens(m.group(2)), value[0] if value else m.group(3), lineno, text))
+            body.stores.append(
+                Access("store", m.group(1), strip_parens(m.group(2)), value[0] if value else m.group(3), lineno, text)
+            )
         prev = line
     return body
 
@@ -403,6 +404,13 @@ def _cpp_reduction_line(body: Body, pending: dict, acc: str, rhs: str, lineno: i
     red.lines.append(lineno)
     if red.op == "?":
         op, _ = classify(rhs)
-        red.op = {"maximum": "max", "minimum": "min", "add": "sum", "mul": "prod"}.get(op, op)
+        red.op = {
+            "maximum": "max",
+            "max_propagate_nan": "max",
+            "minimum": "min",
+            "min_propagate_nan": "min",
+            "add": "sum",
+            "mul": "prod",
+        }.get(op, op)
     uses = [u for u in TEMP.findall(rhs) if u.removesuffix("_vec") != scalar]
     body.steps.append(Step(acc, red.op, True, uses, lineno, line))
