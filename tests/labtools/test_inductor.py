@@ -206,6 +206,21 @@ def test_cuda_sample_from_the_h100():
     _cited_lines_match_source(k, text)
 
 
+@pytest.mark.gpu
+def test_tinyhead_on_cuda_compiles_to_one_triton_softmax():
+    seed = random.randrange(2**31)
+    torch.manual_seed(seed)
+    model, x = TinyHead().cuda().eval(), torch.randn(2, 64, device="cuda")
+    d = dump(model, x)
+    assert d.device == "cuda" and d.max_abs_error < 1e-6, f"seed {seed}"
+    kernel, graph = _only_softmax(d.graphs())
+    assert kernel.language == "triton" and kernel.kind in ("persistent_reduction", "reduction")
+    text = annotate(kernel, graph)
+    for op in ("amax", "sub", "exp", "sum", "div"):
+        assert f"`aten.{op}." in text
+    _cited_lines_match_source(kernel, text)
+
+
 # --- the parser's pieces ------------------------------------------------------------
 
 
@@ -419,10 +434,18 @@ def test_experiment_run_replaces_only_its_own_device(tmp_path, monkeypatch):
 
     monkeypatch.setattr(experiment, "dump", recorded_dump)
     monkeypatch.setattr(experiment, "minigpt", no_minigpt)
-    monkeypatch.setattr(experiment, "profile", lambda *a, **k: [])
+
+    def failing_profile(*args, **kwargs):
+        raise RuntimeError("no timing in this test")
+
+    monkeypatch.setattr(experiment, "profile", failing_profile)
     monkeypatch.setattr(experiment, "export_graph", lambda fn, inputs, path: "stubbed")
     results = experiment.run(out, "cpu", "test")
     assert results["tinyhead"]["softmax_kernel"] == "cpp_fused_amax_exp_sub_sum_1_div_0"
     assert results["tinyhead"]["max_abs_error_vs_float64"] < 1e-6
     assert (out / "cpu" / "tinyhead" / "kernels" / "cpp_fused_amax_exp_sub_sum_1_div_0.cpp").exists()
     assert (out / "cuda" / "tinyhead" / "output_code_0.py").exists()  # the other device's run is untouched
+    assert results["profile"] == [] and len(results["profile_errors"]) == 2  # both batches, recorded
+    assert json.loads((out / "cpu" / "results.json").read_text())["minigpt"]["error"].endswith(
+        "no minigpt in this test"
+    )

@@ -123,10 +123,10 @@ def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
 
     try:
         gpt, gpt_inputs = minigpt(device)
-    except ValueError as exc:
-        results["minigpt"] = {"available": False, "error": str(exc)}
-    else:
         g = dump(gpt, *gpt_inputs)
+    except Exception as exc:  # noqa: BLE001 - missing, or failing to compile: recorded, and the report says so
+        results["minigpt"] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
+    else:
         g.write(root / "minigpt")
         results["minigpt"] = {
             "available": True,
@@ -137,9 +137,12 @@ def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
         }
         targets.append(("minigpt", (gpt, gpt_inputs)))
 
-    results["profile"] = [
-        r.to_dict() for name, (fn, inputs) in targets for r in profile(fn, *inputs, target=name, modes=modes)
-    ]
+    results["profile"], results["profile_errors"] = [], {}
+    for name, (fn, inputs) in targets:
+        try:
+            results["profile"] += [r.to_dict() for r in profile(fn, *inputs, target=name, modes=modes)]
+        except Exception as exc:  # noqa: BLE001 - e.g. a mode that fails on this machine: recorded
+            results["profile_errors"][f"{name} {[list(t.shape) for t in inputs]}"] = f"{type(exc).__name__}: {exc}"
     (root / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     if final.exists():
         shutil.rmtree(final)

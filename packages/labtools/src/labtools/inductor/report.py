@@ -184,6 +184,8 @@ def _profile(runs: dict) -> tuple[list[str], list[str]]:
                 )
         reading += _read_eager(d, recs)
         autotune += _read_modes(d, recs)
+        for what, err in r.get("profile_errors", {}).items():
+            reading += [f"**{d.upper()}: not profiled.** {what}: {err}", ""]
     return eager_md + [""] + reading, modes_md + [""] + autotune
 
 
