@@ -23,11 +23,10 @@ torch = pytest.importorskip("torch")
 
 from labtools.cli import main  # noqa: E402
 from labtools.inductor import experiment, report  # noqa: E402
-from labtools.inductor.annotate import SOFTMAX_OPS, annotate, is_softmax  # noqa: E402
+from labtools.inductor.annotation import SOFTMAX_OPS, annotate, is_softmax  # noqa: E402
 from labtools.inductor.capture import Dump, dump, read_dump_dir  # noqa: E402
 from labtools.inductor.kernels import classify, simplify_cpp, split_top  # noqa: E402
 from labtools.inductor.parse import parse_module, split_fused_name  # noqa: E402
-from labtools.inductor.profile import profile  # noqa: E402
 from labtools.inductor.targets import TinyHead, resolve  # noqa: E402
 from labtools.ops import softmax_ref, tolerance  # noqa: E402
 
@@ -329,13 +328,19 @@ def test_cli_dump_end_to_end(tmp_path, capsys):
     assert "exp(x − max)" in (out / "ANNOTATION.md").read_text()
 
 
-def test_profile_times_eager_and_compiled_through_the_harness():
-    x = torch.randn(64, 128)
-    (rec,) = profile(lambda t: torch.softmax(2 * t, dim=-1), x, target="scaled softmax", modes=("default",))
-    assert rec.mode == "default" and rec.device == "cpu" and rec.shapes == [[64, 128]]
-    assert rec.max_abs_error < 1e-6 and rec.compile_s > 0
-    assert rec.eager.median_us > 0 and rec.compiled.median_us > 0 and rec.eager.reps >= 10
-    assert rec.speedup == pytest.approx(rec.eager.median_us / rec.compiled.median_us)
+def test_cli_profile_times_eager_and_compiled_through_the_harness(tmp_path, monkeypatch, capsys):
+    (tmp_path / "scaled.py").write_text(
+        "import torch\n"
+        "def softmax2(device):\n"
+        "    return (lambda t: torch.softmax(2 * t, dim=-1)), torch.randn(64, 128, device=device)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["inductor", "profile", "scaled:softmax2", "--modes", "default", "--json"]) == 0
+    (rec,) = json.loads(capsys.readouterr().out)
+    assert rec["mode"] == "default" and rec["device"] == "cpu" and rec["shapes"] == [[64, 128]]
+    assert rec["max_abs_error"] < 1e-6 and rec["compile_s"] > 0
+    assert rec["eager"]["median_us"] > 0 and rec["compiled"]["median_us"] > 0 and rec["eager"]["reps"] >= 10
+    assert rec["speedup"] == pytest.approx(rec["eager"]["median_us"] / rec["compiled"]["median_us"])
 
 
 def _record(device: str, torch_threads: int, eager_us: float, compiled_us: float) -> dict:

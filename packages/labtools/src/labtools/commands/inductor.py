@@ -46,7 +46,7 @@ def main(args) -> int:
 
 def _dump(args) -> int:
     from labtools.inductor import capture, targets
-    from labtools.inductor.annotate import is_softmax
+    from labtools.inductor.annotation import is_softmax
 
     fn, inputs = targets.resolve(args.target, args.device)
     d = capture.dump(fn, *inputs, mode=args.mode)
@@ -65,7 +65,7 @@ def _profile(args) -> int:
     from labtools.inductor import profile, targets
 
     fn, inputs = targets.resolve(args.target, args.device)
-    records = profile.profile(fn, *inputs, target=args.target, modes=[m for m in args.modes.split(",") if m])
+    records = profile(fn, *inputs, target=args.target, modes=[m for m in args.modes.split(",") if m])
     if args.json:
         print(json.dumps([r.to_dict() for r in records], indent=1))
         return 0

@@ -7,18 +7,17 @@ Tools like depyf and tlparse dump Inductor's output; this package reads it:
 - `parse.parse_module(code)` turns one module into structure: each kernel's kind, the
   post-grad FX nodes and ATen ops it fused, its loads and stores with their index
   expressions, its reductions, and the buffers the wrapper's call() allocates;
-- `annotate.annotate(kernel)` writes a Markdown walkthrough of one kernel from that;
-- `profile.profile(fn, *inputs)` times eager against compiled through labtools.bench;
+- `annotation.annotate(kernel)` writes a Markdown walkthrough of one kernel from that;
+- `profiling.profile(fn, *inputs)` times eager against compiled through labtools.bench;
 - `experiment` and `report` produce experiments/25-compile (`lab inductor experiment`).
 
-labtools imports torch only here (the `labtools[torch]` extra); `code`, `parse` and
-`annotate` read text and need no torch.
+labtools imports torch only here (the `labtools[torch]` extra), never from its top level.
 """
 
-from labtools.inductor.annotate import annotate, is_softmax
+from labtools.inductor.annotation import annotate, is_softmax
 from labtools.inductor.capture import Dump, dump
 from labtools.inductor.parse import CompiledGraph, Kernel, parse_module
-from labtools.inductor.profile import profile
+from labtools.inductor.profiling import profile
 from labtools.inductor.targets import TinyHead, resolve
 
 __all__ = [

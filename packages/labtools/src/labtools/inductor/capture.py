@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from labtools.inductor.annotate import annotate_all
+from labtools.inductor.annotation import annotate_all
 from labtools.inductor.parse import CompiledGraph, parse_module
 
 _ARTIFACTS = ("__output_code", "__post_grad_graphs")

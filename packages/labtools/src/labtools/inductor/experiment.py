@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from labtools.inductor.annotate import is_softmax
+from labtools.inductor.annotation import is_softmax
 from labtools.inductor.capture import dump, versions
 from labtools.inductor.parse import CompiledGraph
-from labtools.inductor.profile import MODES, profile
+from labtools.inductor.profiling import MODES, profile
 from labtools.inductor.targets import check_device, minigpt, tinyhead
 from labtools.ops import softmax_ref
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from labtools.inductor.annotate import annotate, is_softmax
+from labtools.inductor.annotation import annotate, is_softmax
 from labtools.inductor.capture import read_dump_dir
 
 DEVICES = ("cpu", "cuda")
