@@ -109,6 +109,16 @@ def cmd_topk(args) -> int:
     return 0
 
 
+def command_line(prog: str, doc: str, cmd_train: Callable, load: Loader):
+    """The parser with `train`, `generate` and `topk`: (parser, its subparsers, those three)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="train on the grammar corpus and write a checkpoint")
+    add_train_arguments(t)
+    t.set_defaults(fn=cmd_train)
+    return parser, sub, [t, *add_query_commands(sub, load)]
+
+
 def run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     """Parse and dispatch; a bad prompt or checkpoint is one line on stderr, exit 2."""
     argv = sys.argv[1:] if argv is None else argv
@@ -149,13 +159,7 @@ def cmd_evaluate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="minigpt-np", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    sub = parser.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("train", help="train on the grammar corpus and write a checkpoint")
-    add_train_arguments(t)
-    t.set_defaults(fn=cmd_train)
-    add_query_commands(sub, load_numpy)
+    parser, sub, _ = command_line("minigpt-np", __doc__, cmd_train, load_numpy)
     e = sub.add_parser("evaluate", help="validation loss, grammaticality rate and probe top-5 of a checkpoint")
     e.add_argument("--checkpoint", default=None, help="default: the checkpoint shipped in the package")
     e.set_defaults(fn=cmd_evaluate)

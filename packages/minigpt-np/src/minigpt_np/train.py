@@ -18,15 +18,16 @@ from minigpt_np.optim import AdamW, AdamWConfig, clip_grad_norm, lr_at
 
 @dataclass(frozen=True)
 class TrainConfig:
-    steps: int = 6000
+    steps: int = 3000
     batch_size: int = 32
     block_size: int = 32
-    lr: float = 3e-3
-    min_lr: float = 3e-4
+    lr: float = 6e-3
+    min_lr: float = 6e-4
     warmup_steps: int = 200
     weight_decay: float = 0.1
     beta1: float = 0.9
     beta2: float = 0.95
+    adam_eps: float = 1e-8
     grad_clip: float = 1.0
     seed: int = 1337
     n_train_sentences: int = 100_000
@@ -82,7 +83,8 @@ def train(cfg: TrainConfig, progress: TextIO | None = sys.stderr) -> TrainResult
     corpus = make_corpus(cfg.n_train_sentences, cfg.n_val_sentences, cfg.seed)
     config = GPTConfig(vocab_size=len(corpus.tokenizer), block_size=cfg.block_size)
     model = MiniGPT.init(config, seed=cfg.seed, dtype=np.dtype(cfg.dtype))
-    opt = AdamW(model.params, AdamWConfig(lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay))
+    adam = AdamWConfig(lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+    opt = AdamW(model.params, adam)
     rng = np.random.default_rng(cfg.seed)
     bar = Progress(cfg.steps, progress)
     losses: list[float] = []
