@@ -1,5 +1,10 @@
 """One training step of the NumPy MiniGPT (forward + backward + clipping + AdamW) at
-batch 32 x context 32, the card model, float32; tokens/s in extra_info."""
+batch 32 x context 32, the card model, float32; tokens/s in extra_info.
+
+NumPy's BLAS threads are fixed when NumPy loads; to measure what `minigpt-np train` runs
+(one thread), run with OPENBLAS_NUM_THREADS=1 (recorded in extra_info)."""
+
+import os
 
 import numpy as np
 
@@ -23,4 +28,5 @@ def test_numpy_train_step(benchmark):
 
     timing = time_cpu(step, batches, time_cap_s=5.0)
     into_pytest_benchmark(benchmark, timing)
-    benchmark.extra_info.update({"batch": B, "context": T, "tokens_per_s": B * T / (timing.median_us * 1e-6)})
+    benchmark.extra_info.update({"batch": B, "context": T, "tokens_per_s": B * T / (timing.median_us * 1e-6),
+                                 "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "unset")})  # fmt: skip
