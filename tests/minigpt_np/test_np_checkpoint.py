@@ -32,6 +32,14 @@ def rewrite(path, change):
         np.savez(f, **arrays)
 
 
+def meta_of(arrays) -> dict:
+    return json.loads(str(arrays["meta.json"]))
+
+
+def edited_meta(arrays, **changes) -> np.ndarray:
+    return np.array(json.dumps({**meta_of(arrays), **changes}))
+
+
 def test_round_trip_is_exact(saved):
     path, model = saved
     ckpt = checkpoint.load(path)
@@ -60,11 +68,8 @@ def test_saved_file_holds_no_pickles(saved):
     (lambda a: a.update({"vocab": a["vocab"][:-1]}), "vocab must be"),
     (lambda a: a.update({"meta.json": np.array("{not json")}), "unreadable meta.json"),
     (lambda a: a.update({"meta.json": np.array(json.dumps({"format_version": 1}))}), "unreadable meta.json"),
-    (lambda a: a.update({"meta.json": np.array(json.dumps({**json.loads(str(a["meta.json"])), "format_version": 99}))}),
-     "format_version 99"),
-    (lambda a: a.update({"meta.json": np.array(json.dumps({**json.loads(str(a["meta.json"])),
-                                                           "config": {**json.loads(str(a["meta.json"]))["config"], "n_embd": 8}}))}),
-     "is .* expected"),
+    (lambda a: a.update({"meta.json": edited_meta(a, format_version=99)}), "format_version 99"),
+    (lambda a: a.update({"meta.json": edited_meta(a, config={**meta_of(a)["config"], "n_embd": 8})}), "is .* expected"),
 ])  # fmt: skip
 def test_mismatched_checkpoint_is_a_clear_error(saved, change, match):
     path, _ = saved

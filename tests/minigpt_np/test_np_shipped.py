@@ -97,3 +97,12 @@ def test_sampling_needs_an_rng():
 
     with pytest.raises(ValueError, match="rng"):
         continue_batch(SHIPPED.model, np.zeros((1, 1), np.int64), 1, greedy=False)
+
+
+def test_package_imports_numpy_only():
+    """minigpt_np must not import labtools (or torch): every module, in a fresh process."""
+    code = ("import pkgutil, importlib, sys, minigpt_np\n"
+            "for m in pkgutil.iter_modules(minigpt_np.__path__): importlib.import_module('minigpt_np.' + m.name)\n"
+            "print(sorted({n.split('.')[0] for n in sys.modules} & {'labtools', 'torch', 'scipy'}))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"

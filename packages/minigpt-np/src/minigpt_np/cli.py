@@ -152,6 +152,8 @@ def cmd_evaluate(args) -> int:
     """Recompute a checkpoint's quality on its own held-out sentences (rebuilt from the
     training seed in its metadata)."""
     ckpt = checkpoint.load(args.checkpoint)
+    if "train_config" not in ckpt.meta:
+        raise ValueError("this checkpoint records no train_config, so its held-out sentences cannot be rebuilt")
     cfg = TrainConfig(**ckpt.meta["train_config"])
     corpus = make_corpus(cfg.n_train_sentences, cfg.n_val_sentences, cfg.seed)
     print(json.dumps(quality(ckpt.model, corpus, cfg.seed), indent=2))

@@ -173,7 +173,9 @@ def english_grammar() -> Grammar:
 
     # Subjects by agreement class, and persons as objects.
     rules["SUBJ_1SG"] = _alts("I")
-    rules["SUBJ_3SG"] = _alts("he", "she", weight=2.0) + _alts(*lx.NAMES, weight=0.3) + _alts("NP_PERSON_SG", weight=4.0)
+    rules["SUBJ_3SG"] = (
+        _alts("he", "she", weight=2.0) + _alts(*lx.NAMES, weight=0.3) + _alts("NP_PERSON_SG", weight=4.0)
+    )
     rules["SUBJ_OTHER"] = _alts("you", "we", "they", weight=2.0) + _alts("NP_PERSON_PL", weight=4.0)
     rules["SUBJ"] = _alts("SUBJ_1SG", weight=2.0) + _alts("SUBJ_3SG", "SUBJ_OTHER", weight=3.0)
     rules["OBJ_PERSON"] = (

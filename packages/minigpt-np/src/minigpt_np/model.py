@@ -176,7 +176,6 @@ class MiniGPT:
     def backward(self, dlogits, cache) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """d loss / d logits (B, T, V) -> (gradients of every parameter but the
         embeddings, d loss / d input embeddings (B, T, C))."""
-        p = self.params
         caches, lnf, head = cache
         grads = {}
         dh, grads["lm_head.w"], grads["lm_head.b"] = layers.linear_backward(dlogits, head)

@@ -104,4 +104,5 @@ def train(cfg: TrainConfig, progress: TextIO | None = sys.stderr) -> TrainResult
         val = f" | val {val_losses[max(val_losses)]:.3f}" if val_losses else ""
         bar.update(step, f"| loss {loss:.3f}{val} | lr {lr:.2e} | {tok_s / 1e3:.1f}k tok/s")
     seconds = time.perf_counter() - t0
-    return TrainResult(model, corpus, losses, val_losses, seconds, cfg.steps * cfg.batch_size * cfg.block_size / seconds)
+    tokens = cfg.steps * cfg.batch_size * cfg.block_size
+    return TrainResult(model, corpus, losses, val_losses, seconds, tokens / seconds)

@@ -78,7 +78,6 @@ def train(cfg: TrainConfig, device: str = "cpu", progress: TextIO | None = sys.s
     if cfg.batch_size % world:
         raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")
     shard = slice(rank * cfg.batch_size // world, (rank + 1) * cfg.batch_size // world)
-    dtype = getattr(torch, cfg.dtype)
 
     corpus = make_corpus(cfg.n_train_sentences, cfg.n_val_sentences, cfg.seed)
     config = GPTConfig(vocab_size=len(corpus.tokenizer), block_size=cfg.block_size)
