@@ -9,8 +9,10 @@ The variants, one .cu file each under cuda/ (read them in order):
     v1         01_softmax_naive.cu    one thread per row, three passes from DRAM
     v2         02_softmax_shared.cu   one block per row, shared-memory tree reductions
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
-    v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90), DSMEM exchange;
-               04_softmax_online.cu   without clusters or past their capacity: two-pass online softmax
+    v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): bulk copies into
+                                      shared memory, DSMEM exchange;
+               04_softmax_online.cu   without clusters, past their capacity, or for rows that are not
+                                      whole 16-byte packs: two-pass online softmax
     v4_online  04_softmax_online.cu   the online path alone, for comparison
     auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4
 
@@ -39,7 +41,7 @@ SHARED_BLOCK = 256
 FUSED_BLOCK = 256  # threads per block for rows shorter than a block (RPB rows per block)
 FUSED_MAX_TPR = 1024
 CLUSTER_SIZES = (2, 4, 8, 16)
-CLUSTER_THREADS, CLUSTER_UNROLL = 256, 4
+CLUSTER_THREADS = 256
 ONLINE_THREADS, ONLINE_UNROLL = 512, 2
 
 
@@ -118,13 +120,14 @@ def pack_width(dtype: str, n: int, addresses: tuple[int, ...], row_strides: tupl
 
 
 def fused_items_max(vec: int) -> int:
-    """Packs per thread v3 holds at most: 32 fp32 registers of row with 16-byte packs, 16 with
-    element-wide ones (16 loads in flight already; 32 made ptxas spill a little)."""
-    return 32 // vec if vec > 1 else 16
+    """Packs per thread v3 holds at most: 8 raw 16-byte packs (32 registers, for every dtype), or
+    16 element-wide ones (16 loads in flight already; 32 made ptxas spill a little)."""
+    return 8 if vec > 1 else 16
 
 
 def fused_capacity(vec: int) -> int:
-    """The longest row v3 holds: 32768 elements with 16-byte packs, 16384 without."""
+    """The longest row v3 holds: 1024 threads x 8 packs of 16 bytes (32768 fp32, 65536 bf16
+    elements), 16384 elements without 16-byte packs."""
     return FUSED_MAX_TPR * fused_items_max(vec) * vec
 
 
@@ -155,9 +158,9 @@ def plan_fused(M: int, N: int, dtype: str, vec: int) -> Launch:
                      f"({'16-byte' if vec > 1 else 'element-wide'} accesses); N={N} (use v4 or auto)")
 
 
-def cluster_spec(dtype: str, cluster: int, vec: int) -> Spec:
+def cluster_spec(dtype: str, cluster: int) -> Spec:
     return Spec("04_softmax_cluster.cu", "softmax_cluster", dtype,
-                (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", vec), ("UNROLL", CLUSTER_UNROLL)))
+                (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", full_vec(dtype))))
 
 
 def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig) -> tuple[int, int] | None:
@@ -173,13 +176,15 @@ def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig)
 
 
 def plan_cluster(M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig) -> Launch | None:
-    if device.cc < 90:
+    """None without clusters, for rows that are not whole 16-byte packs (the bulk copy moves those
+    only), or past the largest cluster's shared memory."""
+    if device.cc < 90 or vec != full_vec(dtype):
         return None
     split = cluster_split(N, dtype, vec, device, cfg)
     if split is None:
         return None
     c, chunk = split
-    return Launch(cluster_spec(dtype, c, vec), grid=c * min(M, MAX_GRID // c), block=CLUSTER_THREADS,
+    return Launch(cluster_spec(dtype, c), grid=c * min(M, MAX_GRID // c), block=CLUSTER_THREADS,
                   shared_mem=chunk * arrays.ITEMSIZE[dtype], extra=(chunk,))
 
 
@@ -218,8 +223,8 @@ def specializations() -> list[Spec]:
         specs.append(Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),)))
         for vec in (full_vec(dtype), 1):
             specs.extend(fused_spec(dtype, tpr, items, vec) for tpr, items in fused_ladder(vec))
-            specs.extend(cluster_spec(dtype, c, vec) for c in CLUSTER_SIZES)
             specs.append(online_spec(dtype, vec))
+        specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
     return specs
 
 
@@ -245,16 +250,21 @@ def _device(device_id: int) -> Device:
 _plan = lru_cache(maxsize=4096)(plan)
 
 
-def _run(variant: str, x: arrays.Rows, y: arrays.Rows, dtype: str, device_id: int, stream) -> None:
+def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, stream) -> None:
+    """One planned launch over rows x -> y (same M and N; vec of the plan must suit both)."""
     import numpy as np
 
-    vec = pack_width(dtype, x.N, (x.ptr, y.ptr), (x.row_stride, y.row_stride))
-    launch = _plan(variant, x.M, x.N, dtype, vec, _device(device_id))
     args = (np.uint64(x.ptr), np.uint64(y.ptr), np.int64(x.M), np.int32(x.N), np.int64(x.row_stride),
             np.int64(y.row_stride), *(np.int32(e) for e in launch.extra))
+    codegen.launch(launch.spec, (launch.grid,), (launch.block,), args, stream=stream, device_id=device_id,
+                   shared_mem=launch.shared_mem)
+
+
+def _run(variant: str, x: arrays.Rows, y: arrays.Rows, dtype: str, device_id: int, stream) -> None:
+    vec = pack_width(dtype, x.N, (x.ptr, y.ptr), (x.row_stride, y.row_stride))
+    launch = _plan(variant, x.M, x.N, dtype, vec, _device(device_id))
     try:
-        codegen.launch(launch.spec, (launch.grid,), (launch.block,), args, stream=stream, device_id=device_id,
-                       shared_mem=launch.shared_mem)
+        run_launch(launch, x, y, device_id, stream)
     except Exception as exc:  # noqa: BLE001 - a refused 16-block cluster is retried with 8; all else raises
         if launch.spec.cluster <= 8 or "CLUSTER" not in str(exc).upper():
             raise
