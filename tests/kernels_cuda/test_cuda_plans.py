@@ -99,13 +99,16 @@ def test_v4_falls_back_to_the_online_kernel_without_clusters_or_beyond_their_cap
     assert sm.plan("v4", 1, 262144, "float32", 4, eight).spec.cluster == 8
 
 
-def test_auto_config_moves_the_v3_v4_boundary():
+def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     try:
-        sm.set_auto_config(fused_max_row_bytes=64 * 1024)
-        assert sm._plan("auto", 100, 16384, "float32", 4, sm.H100).spec.kernel == "softmax_fused"
+        sm.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)
+        assert sm._plan("auto", 100, 32768, "float32", 4, sm.H100).spec.kernel == "softmax_fused"
+        assert dict(sm._plan("auto", 100, 600, "float32", 4, sm.H100).spec.constants)["ITEMS"] == 8
     finally:
-        sm.set_auto_config(fused_max_row_bytes=sm.AutoConfig.fused_max_row_bytes)
-    assert sm._plan("auto", 100, 16384, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
+        sm.set_auto_config(fused_max_row_bytes=sm.AutoConfig.fused_max_row_bytes,
+                           fused_packs_f32=sm.AutoConfig.fused_packs_f32)
+    assert sm._plan("auto", 100, 32768, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
+    assert dict(sm._plan("auto", 100, 600, "float32", 4, sm.H100).spec.constants)["ITEMS"] == 2
 
 
 def test_pack_width_uses_16_bytes_only_when_every_row_start_is_16_byte_aligned():

@@ -51,14 +51,23 @@ class AutoConfig:
 
     fused_max_row_bytes: v3 while a row is at most this many bytes (on sm_90; without clusters v3
         runs up to its capacity). Past it, a row in registers leaves too few rows in flight per SM.
+    fused_packs_f32, fused_packs_16bit: the 16-byte packs a v3 thread holds before a row gets more
+        threads (up to 256 of them; past that, up to 8 packs, then up to 1024 threads).
     cluster_chunk_bytes: v4 picks the smallest cluster whose blocks each hold at most this much of
-        a row, so several chunks fit on an SM; if none does, the largest cluster, if its chunk fits
-        a block's shared memory at all.
+        a row; if none does, the largest cluster, if its chunk fits a block's shared memory at all.
     max_cluster: the largest cluster v4 uses (16 needs the non-portable cluster attribute, H100).
+
+    The defaults are the H100 measurements of `python -m kernels_cuda.tune` (NOTES.md, round 2):
+    v3 beat the cluster kernel up to 64 KB rows in bf16 (97% vs 94.5% of copy at 32768) and
+    lost to it at 128 KB rows in fp32 (97.4% vs 98.5%); 64 KB chunks beat 32 KB ones on every long
+    row (fewer blocks per cluster: C = 16 clusters leave SMs idle, 21 fit on an H100 at 3 blocks an
+    SM); fp32 rows of 600 ran 1.3-1.6% faster with 2 packs a thread than with 5, bf16 ones best with 3-4.
     """
 
-    fused_max_row_bytes: int = 32 * 1024
-    cluster_chunk_bytes: int = 32 * 1024
+    fused_max_row_bytes: int = 64 * 1024
+    fused_packs_f32: int = 2
+    fused_packs_16bit: int = 4
+    cluster_chunk_bytes: int = 64 * 1024
     max_cluster: int = 16
 
 
@@ -131,14 +140,25 @@ def fused_capacity(vec: int) -> int:
     return FUSED_MAX_TPR * fused_items_max(vec) * vec
 
 
-def fused_ladder(vec: int) -> list[tuple[int, int]]:
+def fused_packs(dtype: str, vec: int, cfg: AutoConfig) -> int:
+    """Packs a v3 thread holds before its row gets more threads (element-wide packs: as many as it can)."""
+    if vec == 1:
+        return fused_items_max(vec)
+    return cfg.fused_packs_f32 if arrays.ITEMSIZE[dtype] == 4 else cfg.fused_packs_16bit
+
+
+def fused_ladder(vec: int, packs: int) -> list[tuple[int, int]]:
     """v3's (threads per row, packs per thread) configurations, in order of capacity: part of a
-    warp for tiny rows, one warp with 1..max packs, then more warps with max packs each."""
+    warp for tiny rows; one warp with 1..`packs` packs; more warps, up to 256, with `packs` each;
+    256 threads with more packs, up to the maximum; then 512 and 1024 threads with the maximum."""
     items_max = fused_items_max(vec)
+    doubling = [1 << k for k in range(items_max.bit_length())]
     sub_warp = [(t, 1) for t in (1, 2, 4, 8, 16)]
-    warp = [(32, 1 << k) for k in range(items_max.bit_length()) if 1 << k <= items_max]
-    warps = [(t, items_max) for t in (64, 128, 256, 512, 1024)]
-    return sub_warp + warp + warps
+    warp = [(32, i) for i in doubling if i <= packs]
+    warps = [(t, packs) for t in (64, 128, 256)]
+    more_packs = [(256, i) for i in doubling if packs < i <= items_max]
+    most = [(t, items_max) for t in (512, 1024)]
+    return sub_warp + warp + warps + more_packs + most
 
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
@@ -147,9 +167,9 @@ def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
                 (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)))
 
 
-def plan_fused(M: int, N: int, dtype: str, vec: int) -> Launch:
+def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig) -> Launch:
     packs = N // vec
-    for tpr, items in fused_ladder(vec):
+    for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, cfg)):
         if tpr * items >= packs:
             spec = fused_spec(dtype, tpr, items, vec)
             rpb = dict(spec.constants)["RPB"]
@@ -203,7 +223,7 @@ def plan(variant: str, M: int, N: int, dtype: str, vec: int, device: Device, cfg
         spec = Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),))
         return Launch(spec, grid=min(M, MAX_GRID), block=SHARED_BLOCK)
     if variant == "v3":
-        return plan_fused(M, N, dtype, vec)
+        return plan_fused(M, N, dtype, vec, cfg)
     if variant == "v4":
         return plan_cluster(M, N, dtype, vec, device, cfg) or plan(variant="v4_online", M=M, N=N, dtype=dtype,
                                                                     vec=vec, device=device, cfg=cfg)
@@ -222,7 +242,7 @@ def specializations() -> list[Spec]:
         specs.append(Spec("01_softmax_naive.cu", "softmax_naive", dtype))
         specs.append(Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),)))
         for vec in (full_vec(dtype), 1):
-            specs.extend(fused_spec(dtype, tpr, items, vec) for tpr, items in fused_ladder(vec))
+            specs.extend(fused_spec(dtype, tpr, items, vec) for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO)))
             specs.append(online_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
     return specs

@@ -65,6 +65,8 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       if (threadIdx.x == 0) row_stats = r;
     }
     __syncthreads();
+    const bool last_row = row + cluster_count() >= M;  // the same for the whole cluster
+    if (last_row) cluster_arrive_relaxed();  // done with the other blocks' shared memory
     const float shift = safe_shift(row_stats.m);
     const float inv_sum = 1.f / row_stats.s;
 
@@ -77,5 +79,6 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     }
     __syncthreads();  // every read of the chunk (and of row_stats) is done before the next row's copy
   }
-  cluster_sync();  // no block may exit while another can still read its block_stats
+  if (cluster_index() >= M) cluster_arrive_relaxed();  // a cluster with no row (not launched by the host)
+  cluster_wait();  // no block exits while another can still read its block_stats
 }

@@ -284,6 +284,14 @@ __device__ __forceinline__ void cluster_sync() {
       "barrier.cluster.arrive.release.aligned;\n\t"
       "barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// cluster_sync in two halves, for a block's last use of other blocks' shared memory: arrive once
+// its reads are done (relaxed: this block publishes nothing with it), wait just before exiting, so
+// that no block exits while another may still read its shared memory. The release form here waited
+// for every global store before it to complete (ncu: the top "membar" stall at exit).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 // The address of `p` (a variable in this block's shared memory) inside block `rank`'s shared memory.
 __device__ __forceinline__ unsigned dsmem_address(const void* p, unsigned rank) {
   const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
