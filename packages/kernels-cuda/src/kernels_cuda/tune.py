@@ -52,14 +52,19 @@ def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> lis
 
 
 def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: sm.Device) -> list[Candidate]:
+    """v4 with each cluster size whose chunk (8 KB or more) fits a block; 64 KB chunks or more also
+    with 512 threads a block (half the passes over shared memory per thread)."""
     size = arrays.ITEMSIZE[dtype]
     out = []
     for c in sm.CLUSTER_SIZES:
         chunk = math.ceil(math.ceil(N / c) / vec) * vec
         if 8 * 1024 <= chunk * size <= device.max_shared_per_block - 1024 and chunk < N:
-            out.append(Candidate(f"v4 C={c} chunk={chunk * size // 1024}KB",
-                                 sm.Launch(sm.cluster_spec(dtype, c), grid=c * M, block=sm.CLUSTER_THREADS,
-                                           shared_mem=chunk * size, extra=(chunk,))))
+            for threads in (sm.CLUSTER_THREADS, 512) if chunk * size >= 64 * 1024 else (sm.CLUSTER_THREADS,):
+                spec = sm.Spec("04_softmax_cluster.cu", "softmax_cluster", dtype,
+                               (("CLUSTER", c), ("THREADS", threads), ("VEC", vec)))
+                out.append(Candidate(f"v4 C={c} chunk={chunk * size // 1024}KB threads={threads}",
+                                     sm.Launch(spec, grid=c * M, block=threads, shared_mem=chunk * size,
+                                               extra=(chunk,))))
     return out
 
 
