@@ -36,18 +36,7 @@ __device__ __forceinline__ u16 from_f32(float f) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(v) : "f"(f));
   return v;
 }
-// (lo, hi) -> one word, lo in the low half.
-__device__ __forceinline__ unsigned from_f32x2(float lo, float hi) {
-  unsigned w;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
-  return w;
-}
-// Both halves' max at once.
-__device__ __forceinline__ unsigned max_x2(unsigned a, unsigned b) {
-  unsigned w;
-  asm("max.f16x2 %0, %1, %2;" : "=r"(w) : "r"(a), "r"(b));
-  return w;
-}
+#define KL_X2 "f16x2"  // the PTX type of a word of two elements
 #elif KL_DTYPE == KL_BF16
 typedef u16 elem_t;  // bfloat16, as its bit pattern: the top half of an fp32
 #define KL_NEG_INF_WORD 0xff80ff80u  // two -inf halves
@@ -57,20 +46,24 @@ __device__ __forceinline__ u16 from_f32(float f) {
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(f));  // round to nearest even, NaN stays NaN (sm_80+)
   return v;
 }
+#define KL_X2 "bf16x2"
+#else
+#error "KL_DTYPE must be KL_F32, KL_F16 or KL_BF16"
+#endif
+
+#if KL_DTYPE != KL_F32
 // (lo, hi) -> one word, lo in the low half.
 __device__ __forceinline__ unsigned from_f32x2(float lo, float hi) {
   unsigned w;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+  asm("cvt.rn." KL_X2 ".f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
   return w;
 }
 // Both halves' max at once.
 __device__ __forceinline__ unsigned max_x2(unsigned a, unsigned b) {
   unsigned w;
-  asm("max.bf16x2 %0, %1, %2;" : "=r"(w) : "r"(a), "r"(b));
+  asm("max." KL_X2 " %0, %1, %2;" : "=r"(w) : "r"(a), "r"(b));
   return w;
 }
-#else
-#error "KL_DTYPE must be KL_F32, KL_F16 or KL_BF16"
 #endif
 
 // ---- packs: VEC elements moved by one access of VEC * sizeof(elem_t) bytes (16 at most) ----------
