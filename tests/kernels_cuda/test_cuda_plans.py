@@ -99,13 +99,16 @@ def test_v4_falls_back_to_the_online_kernel_without_clusters_or_beyond_their_cap
     assert sm.plan("v4", 1, 262144, "float32", 4, eight).spec.cluster == 8
 
 
-def test_auto_config_moves_the_v3_v4_boundary():
+def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     try:
-        sm.set_auto_config(fused_max_row_bytes=64 * 1024)
-        assert sm._plan("auto", 100, 16384, "float32", 4, sm.H100).spec.kernel == "softmax_fused"
+        sm.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)
+        assert sm._plan("auto", 100, 32768, "float32", 4, sm.H100).spec.kernel == "softmax_fused"
+        assert dict(sm._plan("auto", 100, 600, "float32", 4, sm.H100).spec.constants)["ITEMS"] == 8
     finally:
-        sm.set_auto_config(fused_max_row_bytes=sm.AutoConfig.fused_max_row_bytes)
-    assert sm._plan("auto", 100, 16384, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
+        sm.set_auto_config(fused_max_row_bytes=sm.AutoConfig.fused_max_row_bytes,
+                           fused_packs_f32=sm.AutoConfig.fused_packs_f32)
+    assert sm._plan("auto", 100, 32768, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
+    assert dict(sm._plan("auto", 100, 600, "float32", 4, sm.H100).spec.constants)["ITEMS"] == 2
 
 
 def test_pack_width_uses_16_bytes_only_when_every_row_start_is_16_byte_aligned():
@@ -147,3 +150,20 @@ def test_cluster_split_prefers_small_clusters_with_chunks_that_share_an_sm():
     assert sm.cluster_split(262144, "float32", 4, sm.H100, cfg) == (16, 16384)  # 64 KB: none reaches 32 KB
     c, chunk = sm.cluster_split(40001, "float32", 1, sm.H100, cfg)
     assert c * chunk >= 40001 and math.ceil(40001 / c) == chunk
+
+
+@pytest.mark.parametrize("M,N", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_tune_candidates_start_with_autos_plan_and_each_holds_the_row(M, N, dtype):
+    from kernels_cuda import tune
+
+    cands = tune.candidates(M, N, dtype, sm.H100)
+    assert cands[0].launch == sm.plan("auto", M, N, dtype, sm.full_vec(dtype), sm.H100)
+    assert len({c.launch for c in cands}) == len(cands) >= 2
+    for c in cands:
+        k = dict(c.launch.spec.constants)
+        if c.launch.spec.kernel == "softmax_fused":
+            assert k["TPR"] * k["ITEMS"] * k["VEC"] >= N and k["ITEMS"] <= sm.fused_items_max(k["VEC"])
+        elif c.launch.spec.kernel == "softmax_cluster":
+            (chunk,) = c.launch.extra
+            assert chunk * k["CLUSTER"] >= N and c.launch.shared_mem <= sm.H100.max_shared_per_block - 1024

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.gpu
 MAX_ELEMENTS = 1 << 22  # per example: 16 MB of fp32 in, the same out, plus a float64 reference
 BOUNDARIES = [1, 2, 3, 31, 32, 33, 127, 128, 129, 600, 1000, 1024, 1025, 4095, 4096, 4097, 8192, 8200, 16384,
               16385, 32768, 32769, 65536, 100_003, 131072, 262144, 300_000]
-# The longest row each variant is designed for (v3: any layout; 16-byte packs reach 32768, below).
+# The longest row each variant is designed for (v3: any layout; 16-byte packs reach further, below).
 MAX_N = {"v1": 1024, "v2": 300_000, "v3": 16384, "v4": 300_000, "v4_online": 300_000, "auto": 300_000}
 LAYOUTS = ("contiguous", "dim0", "middle", "sliced", "offset", "broadcast")
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -94,9 +94,14 @@ def test_softmax_matches_the_float64_reference(variant, data):
     _assert_softmax(y, x, dim, dtype)
 
 
-@pytest.mark.parametrize("n", [16392, 20000, 24576, 32768])
+@pytest.mark.parametrize("n", [16392, 20000, 24576, 32768, 40008, 65536])
 @pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
-def test_v3_holds_rows_up_to_32768_with_16_byte_packs(n, dtype):
+def test_v3_holds_rows_up_to_8_packs_a_thread_with_16_byte_packs(n, dtype):
+    vec = sm.full_vec(dtype)
+    if n > sm.fused_capacity(vec):  # 32768 fp32, 65536 16-bit elements
+        with pytest.raises(ValueError, match="v3 holds rows of at most"):
+            kernels_cuda.softmax(_randn((2, n), dtype, 1.0), variant="v3")
+        return
     x = _randn((5, n), dtype, 3.0)
     with arrays.poison_outputs():
         y = kernels_cuda.softmax(x, variant="v3")
@@ -105,14 +110,25 @@ def test_v3_holds_rows_up_to_32768_with_16_byte_packs(n, dtype):
         kernels_cuda.softmax(_make_input("offset", 2, n, dtype, 1.0)[0], variant="v3")
 
 
+# With auto's 64 KB chunks: fp32 C = 2 (32 and 64 KB chunks), 4, 8, 16; bf16 C = 8; a ragged last
+# chunk (40008 over 2 blocks of 20008); 16 blocks of ~96 KB of bf16 (past 64 KB: the largest cluster).
 @pytest.mark.parametrize("dtype,n,cluster", [
-    ("float32", 16384, 2), ("float32", 32768, 4), ("float32", 65536, 8), ("float32", 131072, 16),
-    ("float32", 262144, 16), ("bfloat16", 262144, 16), ("float16", 40001, 4), ("bfloat16", 3 * 2**18 + 8, 16),
+    ("float32", 16384, 2), ("float32", 32768, 2), ("float32", 65536, 4), ("float32", 131072, 8),
+    ("float32", 262144, 16), ("bfloat16", 262144, 8), ("float16", 40008, 2), ("bfloat16", 3 * 2**18 + 8, 16),
 ])
 def test_v4_runs_every_cluster_size(dtype, n, cluster):
     x = _randn((3, n), dtype, 4.0)
     vec = sm.pack_width(dtype, n, (x.data_ptr(), 0), (n, n))
     assert sm.plan("v4", 3, n, dtype, vec, sm._device(0)).spec.cluster == cluster
+    with arrays.poison_outputs():
+        y = kernels_cuda.softmax(x, variant="v4")
+    _assert_softmax(y, x, -1, dtype)
+
+
+@pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
+def test_v4_rows_that_are_not_whole_16_byte_packs_take_the_online_kernel(dtype):
+    x = _randn((3, 40001), dtype, 4.0)  # the bulk copy moves whole 16-byte packs only
+    assert sm.plan("v4", 3, 40001, dtype, 1, sm._device(0)).spec.kernel == "softmax_online"
     with arrays.poison_outputs():
         y = kernels_cuda.softmax(x, variant="v4")
     _assert_softmax(y, x, -1, dtype)

@@ -9,8 +9,10 @@ The variants, one .cu file each under cuda/ (read them in order):
     v1         01_softmax_naive.cu    one thread per row, three passes from DRAM
     v2         02_softmax_shared.cu   one block per row, shared-memory tree reductions
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
-    v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90), DSMEM exchange;
-               04_softmax_online.cu   without clusters or past their capacity: two-pass online softmax
+    v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): bulk copies into
+                                      shared memory, DSMEM exchange;
+               04_softmax_online.cu   without clusters, past their capacity, or for rows that are not
+                                      whole 16-byte packs: two-pass online softmax
     v4_online  04_softmax_online.cu   the online path alone, for comparison
     auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4
 
@@ -39,7 +41,7 @@ SHARED_BLOCK = 256
 FUSED_BLOCK = 256  # threads per block for rows shorter than a block (RPB rows per block)
 FUSED_MAX_TPR = 1024
 CLUSTER_SIZES = (2, 4, 8, 16)
-CLUSTER_THREADS, CLUSTER_UNROLL = 256, 4
+CLUSTER_THREADS = 256
 ONLINE_THREADS, ONLINE_UNROLL = 512, 2
 
 
@@ -49,14 +51,23 @@ class AutoConfig:
 
     fused_max_row_bytes: v3 while a row is at most this many bytes (on sm_90; without clusters v3
         runs up to its capacity). Past it, a row in registers leaves too few rows in flight per SM.
+    fused_packs_f32, fused_packs_16bit: the 16-byte packs a v3 thread holds before a row gets more
+        threads (up to 256 of them; past that, up to 8 packs, then up to 1024 threads).
     cluster_chunk_bytes: v4 picks the smallest cluster whose blocks each hold at most this much of
-        a row, so several chunks fit on an SM; if none does, the largest cluster, if its chunk fits
-        a block's shared memory at all.
+        a row; if none does, the largest cluster, if its chunk fits a block's shared memory at all.
     max_cluster: the largest cluster v4 uses (16 needs the non-portable cluster attribute, H100).
+
+    The defaults are the H100 measurements of `python -m kernels_cuda.tune` (NOTES.md, round 2):
+    v3 beat the cluster kernel up to 64 KB rows in bf16 (97% vs 94.5% of copy at 32768) and
+    lost to it at 128 KB rows in fp32 (97.4% vs 98.5%); 64 KB chunks beat 32 KB ones on every long
+    row (fewer blocks per cluster: C = 16 clusters leave SMs idle, 21 fit on an H100 at 3 blocks an
+    SM); fp32 rows of 600 ran 1.3-1.6% faster with 2 packs a thread than with 5, bf16 ones best with 3-4.
     """
 
-    fused_max_row_bytes: int = 32 * 1024
-    cluster_chunk_bytes: int = 32 * 1024
+    fused_max_row_bytes: int = 64 * 1024
+    fused_packs_f32: int = 2
+    fused_packs_16bit: int = 4
+    cluster_chunk_bytes: int = 64 * 1024
     max_cluster: int = 16
 
 
@@ -118,24 +129,36 @@ def pack_width(dtype: str, n: int, addresses: tuple[int, ...], row_strides: tupl
 
 
 def fused_items_max(vec: int) -> int:
-    """Packs per thread v3 holds at most: 32 fp32 registers of row with 16-byte packs, 16 with
-    element-wide ones (16 loads in flight already; 32 made ptxas spill a little)."""
-    return 32 // vec if vec > 1 else 16
+    """Packs per thread v3 holds at most: 8 raw 16-byte packs (32 registers, for every dtype), or
+    16 element-wide ones (16 loads in flight already; 32 made ptxas spill a little)."""
+    return 8 if vec > 1 else 16
 
 
 def fused_capacity(vec: int) -> int:
-    """The longest row v3 holds: 32768 elements with 16-byte packs, 16384 without."""
+    """The longest row v3 holds: 1024 threads x 8 packs of 16 bytes (32768 fp32, 65536 bf16
+    elements), 16384 elements without 16-byte packs."""
     return FUSED_MAX_TPR * fused_items_max(vec) * vec
 
 
-def fused_ladder(vec: int) -> list[tuple[int, int]]:
+def fused_packs(dtype: str, vec: int, cfg: AutoConfig) -> int:
+    """Packs a v3 thread holds before its row gets more threads (element-wide packs: as many as it can)."""
+    if vec == 1:
+        return fused_items_max(vec)
+    return cfg.fused_packs_f32 if arrays.ITEMSIZE[dtype] == 4 else cfg.fused_packs_16bit
+
+
+def fused_ladder(vec: int, packs: int) -> list[tuple[int, int]]:
     """v3's (threads per row, packs per thread) configurations, in order of capacity: part of a
-    warp for tiny rows, one warp with 1..max packs, then more warps with max packs each."""
+    warp for tiny rows; one warp with 1..`packs` packs; more warps, up to 256, with `packs` each;
+    256 threads with more packs, up to the maximum; then 512 and 1024 threads with the maximum."""
     items_max = fused_items_max(vec)
+    doubling = [1 << k for k in range(items_max.bit_length())]
     sub_warp = [(t, 1) for t in (1, 2, 4, 8, 16)]
-    warp = [(32, 1 << k) for k in range(items_max.bit_length()) if 1 << k <= items_max]
-    warps = [(t, items_max) for t in (64, 128, 256, 512, 1024)]
-    return sub_warp + warp + warps
+    warp = [(32, i) for i in doubling if i <= packs]
+    warps = [(t, packs) for t in (64, 128, 256)]
+    more_packs = [(256, i) for i in doubling if packs < i <= items_max]
+    most = [(t, items_max) for t in (512, 1024)]
+    return sub_warp + warp + warps + more_packs + most
 
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
@@ -144,9 +167,9 @@ def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
                 (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)))
 
 
-def plan_fused(M: int, N: int, dtype: str, vec: int) -> Launch:
+def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig) -> Launch:
     packs = N // vec
-    for tpr, items in fused_ladder(vec):
+    for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, cfg)):
         if tpr * items >= packs:
             spec = fused_spec(dtype, tpr, items, vec)
             rpb = dict(spec.constants)["RPB"]
@@ -155,9 +178,9 @@ def plan_fused(M: int, N: int, dtype: str, vec: int) -> Launch:
                      f"({'16-byte' if vec > 1 else 'element-wide'} accesses); N={N} (use v4 or auto)")
 
 
-def cluster_spec(dtype: str, cluster: int, vec: int) -> Spec:
+def cluster_spec(dtype: str, cluster: int) -> Spec:
     return Spec("04_softmax_cluster.cu", "softmax_cluster", dtype,
-                (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", vec), ("UNROLL", CLUSTER_UNROLL)))
+                (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", full_vec(dtype))))
 
 
 def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig) -> tuple[int, int] | None:
@@ -173,13 +196,15 @@ def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig)
 
 
 def plan_cluster(M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig) -> Launch | None:
-    if device.cc < 90:
+    """None without clusters, for rows that are not whole 16-byte packs (the bulk copy moves those
+    only), or past the largest cluster's shared memory."""
+    if device.cc < 90 or vec != full_vec(dtype):
         return None
     split = cluster_split(N, dtype, vec, device, cfg)
     if split is None:
         return None
     c, chunk = split
-    return Launch(cluster_spec(dtype, c, vec), grid=c * min(M, MAX_GRID // c), block=CLUSTER_THREADS,
+    return Launch(cluster_spec(dtype, c), grid=c * min(M, MAX_GRID // c), block=CLUSTER_THREADS,
                   shared_mem=chunk * arrays.ITEMSIZE[dtype], extra=(chunk,))
 
 
@@ -198,7 +223,7 @@ def plan(variant: str, M: int, N: int, dtype: str, vec: int, device: Device, cfg
         spec = Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),))
         return Launch(spec, grid=min(M, MAX_GRID), block=SHARED_BLOCK)
     if variant == "v3":
-        return plan_fused(M, N, dtype, vec)
+        return plan_fused(M, N, dtype, vec, cfg)
     if variant == "v4":
         return plan_cluster(M, N, dtype, vec, device, cfg) or plan(variant="v4_online", M=M, N=N, dtype=dtype,
                                                                     vec=vec, device=device, cfg=cfg)
@@ -217,9 +242,9 @@ def specializations() -> list[Spec]:
         specs.append(Spec("01_softmax_naive.cu", "softmax_naive", dtype))
         specs.append(Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),)))
         for vec in (full_vec(dtype), 1):
-            specs.extend(fused_spec(dtype, tpr, items, vec) for tpr, items in fused_ladder(vec))
-            specs.extend(cluster_spec(dtype, c, vec) for c in CLUSTER_SIZES)
+            specs.extend(fused_spec(dtype, tpr, items, vec) for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO)))
             specs.append(online_spec(dtype, vec))
+        specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
     return specs
 
 
@@ -245,16 +270,21 @@ def _device(device_id: int) -> Device:
 _plan = lru_cache(maxsize=4096)(plan)
 
 
-def _run(variant: str, x: arrays.Rows, y: arrays.Rows, dtype: str, device_id: int, stream) -> None:
+def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, stream) -> None:
+    """One planned launch over rows x -> y (same M and N; vec of the plan must suit both)."""
     import numpy as np
 
-    vec = pack_width(dtype, x.N, (x.ptr, y.ptr), (x.row_stride, y.row_stride))
-    launch = _plan(variant, x.M, x.N, dtype, vec, _device(device_id))
     args = (np.uint64(x.ptr), np.uint64(y.ptr), np.int64(x.M), np.int32(x.N), np.int64(x.row_stride),
             np.int64(y.row_stride), *(np.int32(e) for e in launch.extra))
+    codegen.launch(launch.spec, (launch.grid,), (launch.block,), args, stream=stream, device_id=device_id,
+                   shared_mem=launch.shared_mem)
+
+
+def _run(variant: str, x: arrays.Rows, y: arrays.Rows, dtype: str, device_id: int, stream) -> None:
+    vec = pack_width(dtype, x.N, (x.ptr, y.ptr), (x.row_stride, y.row_stride))
+    launch = _plan(variant, x.M, x.N, dtype, vec, _device(device_id))
     try:
-        codegen.launch(launch.spec, (launch.grid,), (launch.block,), args, stream=stream, device_id=device_id,
-                       shared_mem=launch.shared_mem)
+        run_launch(launch, x, y, device_id, stream)
     except Exception as exc:  # noqa: BLE001 - a refused 16-block cluster is retried with 8; all else raises
         if launch.spec.cluster <= 8 or "CLUSTER" not in str(exc).upper():
             raise

@@ -48,10 +48,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
       for (int u = 0; u < UNROLL; ++u) {
         const int p = p0 + u * THREADS + threadIdx.x;
         if (p < packs) {
-          Pack<VEC> out;
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) out.e[k] = from_f32(exp_shifted(to_f32(v[u].e[k]), shift) * inv_sum);
-          store_pack<VEC>(yr + p * VEC, out);
+          store_pack<VEC>(yr + p * VEC,
+                          make_pack<VEC>([&](int k) { return exp_shifted(elem(v[u], k), shift) * inv_sum; }));
         }
       }
     }
