@@ -34,8 +34,10 @@ SWEEP = [(4096, 600), (65536, 600), (262144, 600), (32768, 1024), (16384, 4096),
 
 
 def _randn(shape, dtype, seed, scale=1.0, device=DEVICE):
-    g = torch.Generator().manual_seed(seed)
-    return (scale * torch.randn(shape, generator=g, dtype=torch.float64)).to(dtype).to(device)
+    """Seeded normals, drawn where they are used (the benchmark shapes hold up to 157M
+    elements: drawing them on the host would take seconds each)."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    return (scale * torch.randn(shape, generator=g, device=device, dtype=torch.float32)).to(dtype)
 
 
 def assert_close(got: torch.Tensor, expected: np.ndarray, dtype):
@@ -53,9 +55,10 @@ def launch_poisoned(name, inputs, config):
 
 # --- kernels, both paths, poisoned outputs ------------------------------------------------
 
-# Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program).
+# Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program);
+# one-pass programs taking one tile or several (with loads ahead: stages).
 configs = st.builds(SoftmaxConfig, block=st.sampled_from([16, 32, 64, 128, 256, 1024, 2048]),
-                    num_warps=st.sampled_from([2, 4]))
+                    num_warps=st.sampled_from([2, 4]), tiles=st.sampled_from([1, 2, 3]), stages=st.sampled_from([1, 2]))
 
 
 @given(m=st.integers(1, 6), n=st.integers(1, 700), dtype=st.sampled_from(DTYPES), config=st.none() | configs,
@@ -85,6 +88,19 @@ def test_looped_path_with_more_rows_than_programs(dtype):
     assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
     dy = _randn((3, 20000), dtype, 8)
     dx = launch_poisoned("softmax_bwd", [y, dy], SoftmaxConfig(8192, 8))
+    assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_one_pass_programs_taking_several_tiles(dtype):
+    """37 rows in tiles of 2 (BLOCK 256, N 100), 4 tiles a program with loads ahead: the
+    last program has one full tile and one ragged one."""
+    config = SoftmaxConfig(256, 4, tiles=4, stages=2)
+    x = _randn((37, 100), dtype, 9, 3.0)
+    y = launch_poisoned("softmax_fwd", [x], config)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
+    dy = _randn((37, 100), dtype, 10)
+    dx = launch_poisoned("softmax_bwd", [y, dy], config)
     assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
 
 
@@ -184,6 +200,8 @@ def test_bad_inputs_are_refused():
     assert issubclass(SoftmaxDimError, IndexError) and issubclass(SoftmaxDimError, ValueError)
     with pytest.raises(ValueError, match="must match"):
         softmax_backward(torch.ones(2, 3, device=DEVICE), torch.ones(3, 2, device=DEVICE))
+    with pytest.raises(ValueError, match="meta"):  # dy elsewhere: refused, not read through a foreign pointer
+        softmax_backward(torch.ones(2, 3, device=DEVICE), torch.ones(2, 3, device="meta"))
     with pytest.raises(ValueError, match="power of two"):
         SoftmaxConfig(block=100)
 

@@ -48,6 +48,7 @@ import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 import triton
@@ -72,16 +73,34 @@ class SoftmaxConfig:
     block:     elements a program holds at once (a power of two). >= N: one pass over
                whole rows; < N: the looped path with BLOCK-wide tiles.
     num_warps: warps per program (ignored by the interpreter).
+    tiles:     one pass only: tiles of whole rows a program takes one after another (1: a
+               program per tile).
+    stages:    with tiles > 1: tiles loaded ahead while one is computed (Triton's software
+               pipelining of the loop: cp.async into shared memory); 1 loads none ahead.
     """
 
     block: int
     num_warps: int = 4
+    tiles: int = 1
+    stages: int = 1
 
     def __post_init__(self):
         if self.block < 1 or self.block & (self.block - 1):
             raise ValueError(f"block must be a power of two, got {self.block}")
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
+        if self.tiles < 1 or not 1 <= self.stages <= 4:
+            raise ValueError(f"tiles must be >= 1 and stages in 1..4, got {self.tiles} and {self.stages}")
+
+    def kwargs(self) -> dict:
+        """The meta-parameters and options this config launches with."""
+        return {"BLOCK": self.block, "TILES": self.tiles, "STAGES": self.stages, "num_warps": self.num_warps}
+
+    @classmethod
+    def of(cls, config: triton.Config) -> "SoftmaxConfig":
+        """The SoftmaxConfig of an autotuner config."""
+        kw = config.kwargs
+        return cls(kw["BLOCK"], config.num_warps, kw.get("TILES", 1), kw.get("STAGES", 1))
 
 
 INTERPRETER_CONFIG = SoftmaxConfig(block=1024, num_warps=4)
@@ -119,7 +138,7 @@ def _pruner(streams: int):
 
     def prune(configs, named_args, **kwargs):
         n = named_args["N"]
-        row_block = triton.next_power_of_2(n)
+        row_block = _next_pow2(n)
 
         def keep(c):
             block = c.kwargs["BLOCK"]
@@ -131,18 +150,34 @@ def _pruner(streams: int):
     return prune
 
 
-# The meta-parameters that follow from BLOCK and the shape, computed at each launch.
+# The meta-parameters that follow from BLOCK and the shape: computed once per launch plan
+# (see _launch), and by triton.heuristics inside the autotuner, from the kernel's named
+# arguments. Pointer arguments may be tensors or, when compiling ahead (tune), Triton's
+# MockTensor: both have a dtype.
 _TILE = {
     # one pass: a [ROWS, BLOCK_N] tile of whole rows; looped: a [1, BLOCK] tile of one row
-    "BLOCK_N": lambda a: min(a["BLOCK"], triton.next_power_of_2(a["N"])),
+    "BLOCK_N": lambda a: min(a["BLOCK"], _next_pow2(a["N"])),
     "ROWS": lambda a: a["BLOCK"] // a["BLOCK_N"],
     "ONE_PASS": lambda a: a["BLOCK_N"] >= a["N"],
     # masks cost instructions and registers: emit them only for ragged rows or a ragged last tile
     "NEEDS_MASK": lambda a: (a["N"] % a["BLOCK_N"] != 0) or (a["ONE_PASS"] and a["M"] % a["ROWS"] != 0),
     # the largest run of elements, up to 16 bytes, that N and every row stride are multiples of
     "ALIGN": lambda a: math.gcd(a["N"], *(v for k, v in a.items() if k.endswith("_row_stride")),
-                                16 // next(v for k, v in a.items() if k.endswith("_ptr")).element_size()),
+                                16 // next(v for k, v in a.items() if k.endswith("_ptr")).dtype.itemsize),
 }
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 without its constexpr-function wrapper (~10 us a call on the host)."""
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def _tile_meta(named_args: dict) -> dict:
+    """The kernel's named arguments with BLOCK, plus every _TILE value, computed in order."""
+    meta = dict(named_args)
+    for name, rule in _TILE.items():
+        meta[name] = rule(meta)
+    return meta
 
 
 @triton.jit
@@ -183,11 +218,29 @@ def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr):
 def _online_max_sum(m, d, x):
     """One step of the online softmax, lane by lane: m is the running max, d the running
     sum of exp(x - m). When the max grows, the old sum is rescaled to the new max.
-    A lane that has seen only -inf keeps d = 0 (exp(-inf - -inf) would be NaN)."""
+    A lane that has seen only -inf keeps d = 0 (exp(-inf - -inf) would be NaN).
+    Exponents are written x * log2(e) - m * log2(e): one FFMA an element instead of a
+    subtract and a multiply (the -m * log2(e) term is shared, so its rounding scales
+    every exponential of a row alike and cancels in the normalisation)."""
     m_new = tl.maximum(m, x)
-    m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-    d = d * tl.exp2((m - m_ref) * LOG2E) + tl.exp2((x - m_ref) * LOG2E)
+    shift = tl.where(m_new == float("-inf"), 0.0, m_new) * LOG2E
+    d = d * tl.exp2(m * LOG2E - shift) + tl.exp2(x * LOG2E - shift)
     return m_new, d
+
+
+@triton.jit
+def _softmax_tile(x_ptr, y_ptr, x_row_stride, y_row_stride, tile, M, N,
+                  BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr):
+    """Rows tile * ROWS ... + ROWS - 1, whole: x is a [ROWS, BLOCK_N] tile held in registers."""
+    rows = tile * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+    x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
+    x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
+    m = tl.max(x, axis=1)  # [ROWS]; a row of all -inf gives NaN below, as torch does
+    e = tl.exp2(x * LOG2E - (m * LOG2E)[:, None])  # one FFMA + MUFU.EX2 an element
+    y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+    _store(_row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :], y, mask, NEEDS_MASK)
 
 
 @triton.jit(do_not_specialize=["rows_per_sm"])
@@ -196,18 +249,16 @@ def _softmax_fwd_kernel(
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
     ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr,
+    TILES: tl.constexpr = 1, STAGES: tl.constexpr = 1,
 ):
     if ONE_PASS:
-        # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
-        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-        cols = tl.arange(0, BLOCK_N)
-        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
-        x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
-        x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
-        m = tl.max(x, axis=1)  # [ROWS]; a row of all -inf gives NaN below, as torch does
-        e = tl.exp2((x - m[:, None]) * LOG2E)
-        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-        _store(_row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :], y, mask, NEEDS_MASK)
+        if TILES == 1:  # one program per tile of ROWS rows
+            _softmax_tile(x_ptr, y_ptr, x_row_stride, y_row_stride, tl.program_id(0), M, N,
+                          BLOCK_N, ROWS, NEEDS_MASK, ALIGN)
+        else:  # TILES consecutive tiles per program, STAGES - 1 of them loading ahead
+            first = tl.program_id(0) * TILES
+            for tile in tl.range(first, tl.minimum(first + TILES, tl.cdiv(M, ROWS)), num_stages=STAGES):
+                _softmax_tile(x_ptr, y_ptr, x_row_stride, y_row_stride, tile, M, N, BLOCK_N, ROWS, NEEDS_MASK, ALIGN)
     else:
         # Persistent: program p takes rows p, p + P, p + 2P, ... (P = number of programs).
         cols = tl.arange(0, BLOCK)
@@ -223,17 +274,33 @@ def _softmax_fwd_kernel(
                 m, d = _online_max_sum(m, d, _load_f32(x_row + t * BLOCK + cols, None, None, False))
             if NEEDS_MASK:
                 m, d = _online_max_sum(m, d, _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True))
-            # fold the lanes: the row's max, and its sum rescaled to that max
+            # fold the lanes: the row's max, and its sum rescaled to that max; then
+            # y = exp(x - max) / sum = 2 ** (x * log2(e) - shift), one FFMA and one EX2
             m_row = tl.max(m, axis=0)
-            inv_sum = 1.0 / tl.sum(d * tl.exp2((m - m_row) * LOG2E), axis=0)
+            shift = m_row * LOG2E + tl.log2(tl.sum(d * tl.exp2(m * LOG2E - m_row * LOG2E), axis=0))
             # pass 2, back to front (see the module docstring): normalise and write
             if NEEDS_MASK:
                 x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True)
-                _store(y_row + tail, tl.exp2((x - m_row) * LOG2E) * inv_sum, _in_row(tail, N, ALIGN), True)
+                _store(y_row + tail, tl.exp2(x * LOG2E - shift), _in_row(tail, N, ALIGN), True)
             for i in range(n_full):
                 offs = (n_full - 1 - i) * BLOCK + cols
                 x = _load_f32(x_row + offs, None, None, False)
-                _store(y_row + offs, tl.exp2((x - m_row) * LOG2E) * inv_sum, None, False)
+                _store(y_row + offs, tl.exp2(x * LOG2E - shift), None, False)
+
+
+@triton.jit
+def _softmax_bwd_tile(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, tile, M, N,
+                      BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr):
+    """dx for rows tile * ROWS ... + ROWS - 1, whole: y and dy are [ROWS, BLOCK_N] tiles."""
+    rows = tile * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+    r = rows.to(tl.int64)
+    y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
+    dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
+    dot = tl.sum(y * dy, axis=1)  # [ROWS]
+    dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
+    _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK)
 
 
 @triton.jit(do_not_specialize=["rows_per_sm"])
@@ -242,18 +309,18 @@ def _softmax_bwd_kernel(
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
     ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr,
+    TILES: tl.constexpr = 1, STAGES: tl.constexpr = 1,
 ):
     # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
-    if ONE_PASS:
-        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-        cols = tl.arange(0, BLOCK_N)
-        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
-        r = rows.to(tl.int64)
-        y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
-        dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
-        dot = tl.sum(y * dy, axis=1)  # [ROWS]
-        dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
-        _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK)
+    if ONE_PASS:  # tiles of whole rows, as in the forward
+        if TILES == 1:
+            _softmax_bwd_tile(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, tl.program_id(0),
+                              M, N, BLOCK_N, ROWS, NEEDS_MASK, ALIGN)
+        else:
+            first = tl.program_id(0) * TILES
+            for tile in tl.range(first, tl.minimum(first + TILES, tl.cdiv(M, ROWS)), num_stages=STAGES):
+                _softmax_bwd_tile(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, tile,
+                                  M, N, BLOCK_N, ROWS, NEEDS_MASK, ALIGN)
     else:
         cols = tl.arange(0, BLOCK)
         n_full = N // BLOCK
@@ -282,11 +349,19 @@ def _softmax_bwd_kernel(
                 _store(dx_row + offs, y * (_load_f32(dy_row + offs, None, None, False) - dot), None, False)
 
 
+def _time_config(kernel_call, quantiles):
+    """How the autotuner times one config: triton.testing.do_bench (events, L2 cleared
+    before each run, median) over ~25 ms instead of its default ~125 ms, so a tune of
+    some 600 configs (python -m kernels_triton.tune) fits in a minute."""
+    return triton.testing.do_bench(kernel_call, warmup=5, rep=25, quantiles=quantiles)
+
+
 def _autotuned(kernel, streams: int):
     # cache_results: timings persist in Triton's on-disk cache (keyed on the kernel's source,
     # the configs and the Triton version), so a later process does not time them again.
     return triton.autotune(configs=AUTOTUNE_CONFIGS, key=["N", "rows_per_sm"], cache_results=True,
-                           prune_configs_by={"early_config_prune": _pruner(streams)})(triton.heuristics(_TILE)(kernel))
+                           do_bench=_time_config, prune_configs_by={"early_config_prune": _pruner(streams)})(
+        triton.heuristics(_TILE)(kernel))
 
 
 # name -> (the kernel with its derived meta-parameters, the same under the autotuner)
@@ -294,6 +369,7 @@ KERNELS = {
     "softmax_fwd": (triton.heuristics(_TILE)(_softmax_fwd_kernel), _autotuned(_softmax_fwd_kernel, streams=1)),
     "softmax_bwd": (triton.heuristics(_TILE)(_softmax_bwd_kernel), _autotuned(_softmax_bwd_kernel, streams=2)),
 }
+STREAMS = {"softmax_fwd": 1, "softmax_bwd": 2}  # tensors each kernel reads
 
 
 # --- picks: committed ones, and what the autotuner chose in this process ----------------
@@ -305,13 +381,24 @@ def _committed() -> dict:
     return json.loads(PICKS_FILE.read_text()) if PICKS_FILE.exists() else {"gpu": None, "picks": []}
 
 
+@functools.cache
+def _committed_index() -> dict:
+    """(kernel, N, rows_per_sm, dtype name) -> SoftmaxConfig, from the committed picks."""
+    return {(p["kernel"], p["N"], p["rows_per_sm"], p["dtype"]):
+            SoftmaxConfig(p["block"], p["num_warps"], p.get("tiles", 1), p.get("stages", 1))
+            for p in _committed()["picks"]}
+
+
 def _committed_pick(kernel: str, n: int, rows_per_sm: int, dtype: torch.dtype, device) -> SoftmaxConfig | None:
-    committed = _committed()
-    if INTERPRET or committed["gpu"] != torch.cuda.get_device_name(device):
+    """The committed pick for this key, or for the same key in another dtype of the same
+    size (fp16 takes bf16's: the same bytes, the same fp32 arithmetic); None if there is none."""
+    if INTERPRET or _committed()["gpu"] != torch.cuda.get_device_name(device):
         return None  # picks are only good on the GPU they were tuned on
-    for p in committed["picks"]:
-        if (p["kernel"], p["N"], p["rows_per_sm"], p["dtype"]) == (kernel, n, rows_per_sm, _dtype_name(dtype)):
-            return SoftmaxConfig(p["block"], p["num_warps"])
+    index = _committed_index()
+    for other in (dtype, *(d for d in DTYPES if d != dtype and d.itemsize == dtype.itemsize)):
+        pick = index.get((kernel, n, rows_per_sm, _dtype_name(other)))
+        if pick is not None:
+            return pick
     return None
 
 
@@ -324,11 +411,23 @@ def autotune_picks() -> dict:
         for key, cfg in autotuner.cache.items():
             n, rows_per_sm, *dtypes = key
             tuned.append({"kernel": name, "N": n, "rows_per_sm": rows_per_sm, "dtype": _dtype_name(dtypes[0]),
-                          "block": cfg.kwargs["BLOCK"], "num_warps": cfg.num_warps})
+                          **_pick_fields(SoftmaxConfig.of(cfg))})
     committed = _committed()
     mode = (f"interpreter: autotuning needs a GPU, so every launch uses one config {asdict(INTERPRETER_CONFIG)}"
             if INTERPRET else "autotune (GPU)")
     return {"mode": mode, "committed": committed, "autotuned": tuned}
+
+
+def _config_label(config: SoftmaxConfig) -> str:
+    """BLOCK/num_warps[/tiles x stages], as the tune log and the picks' timings name a config."""
+    return f"{config.block}/{config.num_warps}" + (f"/{config.tiles}x{config.stages}" if config.tiles > 1 else "")
+
+
+def _pick_fields(config: SoftmaxConfig) -> dict:
+    """A config as autotune_picks.json records it (tiles and stages only where not 1)."""
+    fields = {"block": config.block, "num_warps": config.num_warps}
+    fields.update({k: v for k, v in (("tiles", config.tiles), ("stages", config.stages)) if v != 1})
+    return fields
 
 
 def _dtype_name(dtype) -> str:
@@ -336,6 +435,14 @@ def _dtype_name(dtype) -> str:
 
 
 # --- launching -------------------------------------------------------------------------
+#
+# Host time matters as much as device time here: at 4096 x 600 the kernel runs ~7 us, and
+# a launch through the autotuner, its heuristics and Triton's argument binding costs
+# Python ~100-200 us. So every decision a launch needs (the config, the meta-parameters,
+# the grid, the compiled kernel) is made once per distinct launch -- kernel, shape,
+# strides, dtype, device, pointer alignment, config -- and kept as a "plan": a closure
+# that calls the compiled kernel's launcher with every scalar argument already bound.
+# A call then costs a dict lookup and the launch itself (NOTES.md has the numbers).
 
 
 @functools.cache
@@ -346,33 +453,68 @@ def _num_sms(device: torch.device) -> int:
 
 
 def _rows_per_sm(M: int, device: torch.device) -> int:
-    return min(ROWS_PER_SM_CAP, triton.next_power_of_2(triton.cdiv(M, _num_sms(device))))
+    n_sms = _num_sms(device)
+    return min(ROWS_PER_SM_CAP, _next_pow2((M + n_sms - 1) // n_sms))
 
 
-def _launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: SoftmaxConfig | None,
+def _grid(meta: dict, n_sms: int, column_bytes: int) -> tuple[int]:
+    """One program per TILES tiles of ROWS rows in one pass; looped, a persistent grid with about
+    BYTES_IN_FLIGHT_PER_SM of tiles per SM (see the module docstring). column_bytes:
+    what one tile column loads, the element size times the tensors read."""
+    M = meta["M"]
+    if meta["ONE_PASS"]:
+        rows_per_program = meta["ROWS"] * meta.get("TILES", 1)
+        return ((M + rows_per_program - 1) // rows_per_program,)
+    programs_per_sm = max(1, BYTES_IN_FLIGHT_PER_SM // (meta["BLOCK"] * column_bytes))
+    return (min(M, n_sms * programs_per_sm),)
+
+
+_PLANS: dict[tuple, Callable[..., None]] = {}
+MAX_PLANS = 4096  # distinct launches remembered; past that the cache starts afresh
+
+
+def _launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: SoftmaxConfig | None = None,
             use_committed: bool = True) -> None:
     """Launch one of KERNELS on 2D tensors (M, N) with unit column stride; the first
     tensor's dtype keys the picks, the last tensor is the output. The config is, in
     order: `config`, the committed pick for this GPU, the autotuner's."""
+    x = tensors[0]
+    # everything the compiled kernel was specialised on: Triton specialises integer
+    # arguments on == 1 and % 16, pointers on 16-byte alignment; the values themselves
+    # are in the key, so one plan serves exactly the launches it was made for
+    key = (name, M, N, config, use_committed, x.dtype, x.get_device(),
+           *[t.stride(0) for t in tensors], *[t.data_ptr() % 16 for t in tensors])
+    plan = _PLANS.get(key)
+    if plan is not None:
+        plan(*tensors)
+        return
+    if len(_PLANS) >= MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = _first_launch(name, tensors, M, N, config, use_committed)
+
+
+def _first_launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: SoftmaxConfig | None,
+                  use_committed: bool) -> Callable[..., None]:
+    """Choose the config, compile and launch through Triton's usual path (the autotuner
+    when nothing else decides), then return the plan for the next identical launch."""
     kernel, autotuner = KERNELS[name]
     x = tensors[0]
-    n_sms = _num_sms(x.device)
-    rows_per_sm = _rows_per_sm(M, x.device)
-    streams = len(tensors) - 1  # tensors read in each pass
-
-    def grid(meta):
-        if meta["ONE_PASS"]:
-            return (triton.cdiv(M, meta["ROWS"]),)
-        programs_per_sm = max(1, BYTES_IN_FLIGHT_PER_SM // (meta["BLOCK"] * x.element_size() * streams))
-        return (min(M, n_sms * programs_per_sm),)
-
-    args = [*tensors, *(t.stride(0) for t in tensors), M, N, rows_per_sm]
+    args = [*tensors, *(t.stride(0) for t in tensors), M, N, _rows_per_sm(M, x.device)]
     if config is None and use_committed and x.device.type == "cuda":
-        config = _committed_pick(name, N, rows_per_sm, x.dtype, x.device)
+        config = _committed_pick(name, N, args[-1], x.dtype, x.device)
+    grid = functools.partial(_grid, n_sms=_num_sms(x.device), column_bytes=x.element_size() * STREAMS[name])
     if config is None:
-        autotuner[grid](*args)
+        compiled = autotuner[grid](*args)
+        config = SoftmaxConfig.of(autotuner.best_config)
     else:
-        kernel[grid](*args, BLOCK=config.block, num_warps=config.num_warps)
+        compiled = kernel[grid](*args, **config.kwargs())
+    meta = _tile_meta({**dict(zip(kernel.arg_names, args)), **config.kwargs()})
+    bound = [meta[arg] for arg in kernel.arg_names[len(tensors):]]  # every argument after the tensors
+    program_grid = (*grid(meta), 1, 1)  # (x, y, z): the compiled kernel's launcher wants all three
+    if INTERPRET:  # no compiled kernel: the interpreter runs the Python function
+        return lambda *ts: kernel.fn[program_grid](*ts, *bound)
+    launch = compiled[program_grid]  # the launcher of this compiled kernel, grid bound (same in Triton 3.2-3.9)
+    return lambda *ts: launch(*ts, *bound)
 
 
 class SoftmaxDimError(IndexError, ValueError):
@@ -389,7 +531,7 @@ def _check(x, dim, what: str) -> int:
     ndim = max(x.dim(), 1)  # a 0-d tensor is softmaxed as one element, dim 0 or -1, like torch
     if not -ndim <= dim < ndim:
         raise SoftmaxDimError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
-    if x.device.type != "cuda" and not INTERPRET:
+    if not x.is_cuda and not INTERPRET:
         raise ValueError(
             f"{what} is on {x.device}, and Triton kernels run on CUDA devices. To run them on the CPU "
             "under Triton's interpreter, set TRITON_INTERPRET=1 before triton is imported."
@@ -413,7 +555,18 @@ def _from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor
     return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
+def _as_rows(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous tensor as its (M, N) rows, N its last dim: a view, no copy."""
+    return t if t.dim() == 2 else t.view(-1, t.shape[-1])
+
+
 def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.Tensor:
+    if dim == x.dim() - 1 and x.is_contiguous():  # the usual case, kept short: rows are already (M, N)
+        y = torch.empty_like(x)
+        if y.numel():
+            x2, y2 = _as_rows(x), _as_rows(y)
+            _launch("softmax_fwd", [x2, y2], x2.shape[0], x2.shape[1], config)
+        return y
     x2 = _rows(x, dim)
     y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
     if x2.numel():
@@ -422,7 +575,14 @@ def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.T
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.Tensor:
-    y2, dy2 = _rows(y, dim), _rows(dy.to(y.dtype), dim)
+    dy = dy.to(y.dtype)
+    if dim == y.dim() - 1 and y.is_contiguous() and dy.is_contiguous():  # as in _forward
+        dx = torch.empty_like(y)
+        if dx.numel():
+            y2 = _as_rows(y)
+            _launch("softmax_bwd", [y2, _as_rows(dy), _as_rows(dx)], y2.shape[0], y2.shape[1], config)
+        return dx
+    y2, dy2 = _rows(y, dim), _rows(dy, dim)
     dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
     if y2.numel():
         _launch("softmax_bwd", [y2, dy2, dx2], *y2.shape, config)
@@ -453,7 +613,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     the single INTERPRETER_CONFIG.
     """
     dim = _check(x, dim, "x")
-    return _Softmax.apply(x, dim, config)
+    if x.requires_grad and torch.is_grad_enabled():
+        return _Softmax.apply(x, dim, config)
+    return _forward(x, dim, config)  # no graph to record: skip autograd's bookkeeping (~10 us)
 
 
 def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
@@ -463,27 +625,63 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
     _check(dy, dim, "dy")
     if dy.shape != y.shape:
         raise ValueError(f"dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}: they must match")
+    if dy.device != y.device:
+        raise ValueError(f"dy is on {dy.device}, y on {y.device}: they must be on one device")
     return _backward(y, dy, dim, config)
 
 
-def tune(shapes, dtypes=DTYPES, device="cuda") -> list[dict]:
-    """Autotune forward and backward afresh at each (M, N) and dtype, ignoring committed
-    picks, and return the winners in autotune_picks.json's format."""
+# --- tuning ------------------------------------------------------------------------------
+
+
+def _compile_ahead(job: tuple) -> None:
+    """Compile one (kernel, dtype, M, N, config) into Triton's on-disk cache without
+    launching it: run in worker processes by tune(), so that the autotuner afterwards
+    finds every config compiled. The arguments mirror a launch on contiguous (M, N)
+    tensors (MockTensors stand for them), so the cache key is the one the launch computes."""
+    name, dtype_name, M, N, config_kwargs = job
+    kernel = KERNELS[name][0]
+    n_tensors = STREAMS[name] + 1
+    kernel.warmup(*[getattr(torch, dtype_name)] * n_tensors, *[N] * n_tensors, M, N, 1, grid=(1,), **config_kwargs)
+
+
+def _compile_all(jobs: list[tuple], workers: int | None = None) -> None:
+    """_compile_ahead over `jobs` in parallel processes (Triton compiles one kernel at a
+    time per process, ~0.3 s each: 600 configs would take minutes in one)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = min(len(jobs), workers or os.cpu_count() or 1, 16)
+    if workers < 2:
+        return  # not worth the processes: the autotuner compiles as it goes
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_compile_ahead, jobs, chunksize=4))
+
+
+def tune(tasks, device="cuda", workers: int | None = None) -> list[dict]:
+    """Autotune forward and backward afresh at each (M, N, dtype) of `tasks`, ignoring
+    committed picks, and return the winners in autotune_picks.json's format, each with
+    every config's time (timings_us, fastest first)."""
     if INTERPRET or not torch.cuda.is_available():
         raise RuntimeError("tuning needs a CUDA device, with TRITON_INTERPRET unset")
     device = torch.device(device)
+    tasks = [(M, N, dtype) for M, N, dtype in tasks]
+    jobs = [(name, _dtype_name(dtype), M, N, c.all_kwargs())
+            for M, N, dtype in tasks for name in KERNELS for c in _pruner(STREAMS[name])(GPU_CONFIGS, {"N": N})]
+    _compile_all(jobs, workers)
     picks = []
-    for M, N in shapes:
-        for dtype in dtypes:
-            x = torch.randn(M, N, device=device, dtype=dtype)
-            y, dy, dx = torch.empty_like(x), torch.randn_like(x), torch.empty_like(x)
-            for name, tensors in (("softmax_fwd", [x, y]), ("softmax_bwd", [y, dy, dx])):
-                autotuner = KERNELS[name][1]
-                key = (N, _rows_per_sm(M, device), *(str(t.dtype) for t in tensors))
-                autotuner.cache.pop(key, None)
-                _launch(name, tensors, M, N, config=None, use_committed=False)
-                best = autotuner.cache[key]
-                picks.append({"kernel": name, "N": N, "rows_per_sm": key[1], "dtype": _dtype_name(dtype),
-                              "block": best.kwargs["BLOCK"], "num_warps": best.num_warps, "tuned_at": [M, N],
-                              "configs_tried": len(autotuner.configs_timings)})
+    for M, N, dtype in tasks:
+        x = torch.randn(M, N, device=device, dtype=dtype)
+        y, dy, dx = torch.empty_like(x), torch.randn_like(x), torch.empty_like(x)
+        for name, tensors in (("softmax_fwd", [x, y]), ("softmax_bwd", [y, dy, dx])):
+            autotuner = KERNELS[name][1]
+            key = (N, _rows_per_sm(M, device), *(str(t.dtype) for t in tensors))
+            autotuner.cache.pop(key, None)
+            autotuner.configs_timings = {}
+            _first_launch(name, tensors, M, N, config=None, use_committed=False)
+            timings = sorted((t[0] if isinstance(t, (list, tuple)) else t, SoftmaxConfig.of(c))
+                             for c, t in autotuner.configs_timings.items())
+            picks.append({"kernel": name, "N": N, "rows_per_sm": key[1], "dtype": _dtype_name(dtype),
+                          **_pick_fields(SoftmaxConfig.of(autotuner.cache[key])), "tuned_at": [M, N],
+                          "configs_tried": len(timings),
+                          "timings_us": {_config_label(c): round(1e3 * t, 1) for t, c in timings}})
     return picks
