@@ -3,6 +3,7 @@
 - With no CUDA device, TRITON_INTERPRET=1 is set here, before anything imports triton,
   so Triton kernels run under Triton's CPU interpreter.
 - Tests marked `gpu` skip, with the reason, when there is no CUDA device.
+- OPENBLAS_NUM_THREADS=1 and OMP_WAIT_POLICY=PASSIVE unless already set (see below).
 - Hypothesis profiles: `ci` (default: few examples, no deadline) and `gpu` (large
   sweeps), chosen with HYPOTHESIS_PROFILE=gpu.
 - Benchmarks (files bench_*.py, using the `benchmark` fixture) are skipped by the
@@ -12,6 +13,13 @@
 from __future__ import annotations
 
 import os
+
+# Thread pools sized for a shared 2-core CI machine, set before numpy or torch load:
+# a second OpenBLAS thread made the NumPy model's tests 5x slower when the other core was
+# busy, and after an Inductor-compiled C++ kernel has run, spinning OpenMP workers made
+# plain eager calls in the same process go from ~90 us to ~40 ms.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _cuda_device_present() -> bool:

@@ -70,11 +70,11 @@ def test_compiled_reference_compiles_every_shape_past_the_recompile_limit(monkey
     from labtools import references
 
     name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
-    monkeypatch.setattr(cfg, name, 2)
     monkeypatch.setattr(references, "COMPILE_KW", {"dynamic": False, "backend": "eager"})
     monkeypatch.setattr(references, "_compiled", {})
     before = counters["stats"]["unique_graphs"]
-    for n in range(1, 6):
-        x = torch.randn(2, n)
-        torch.testing.assert_close(references._compiled_softmax(x), torch.softmax(x, -1))
+    with cfg.patch(**{name: 2}):  # config modules restore themselves; monkeypatch would hide the key
+        for n in range(1, 6):
+            x = torch.randn(2, n)
+            torch.testing.assert_close(references._compiled_softmax(x), torch.softmax(x, -1))
     assert counters["stats"]["unique_graphs"] - before == 5

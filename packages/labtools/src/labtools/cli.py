@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "roofline": ("labtools.commands.roofline", "plot a sweep: roofline and fraction of copy bandwidth"),
     "ncu": ("labtools.commands.ncu", "profile under Nsight Compute (or read its CSV); name each kernel's bottleneck"),
     "run": ("labtools.commands.run", "the whole job: checks, ceilings, sweeps, plots, manifest.json, REPORT.md"),
+    "inductor": ("labtools.commands.inductor", "dump, annotate and time what torch.compile generates; experiment 25"),
 }
 
 

@@ -1,0 +1,392 @@
+"""Inductor's output code, read into structure.
+
+One compiled graph is one Python module (Inductor's "output code"). It holds
+
+- each generated kernel as a string handed to `async_compile`: `async_compile.triton(
+  'name', '''<Triton source>''')` on CUDA, `async_compile.cpp_pybinding([...], r'''<C++
+  source>''')` on the CPU; Triton kernels come with comments naming the post-grad FX
+  nodes they fuse (`# Source node to ATen node mapping:  softmax => amax, div, ...`);
+- a `call(args)` function (a method of `Runner` in recent versions) that allocates the
+  buffers (`buf1 = empty_strided_cpu((2, 1), (1, 2), torch.float32)`), calls library
+  kernels (`extern_kernels.addmm(...)`) and launches the generated ones in order.
+
+`parse_module` reads both. A buffer allocated in call() is a tensor that reaches memory;
+an op fused into a kernel whose result is never stored is one that does not.
+
+Which FX nodes a kernel fuses is read from Triton's mapping comment, else from the
+kernel's name: `dump` compiles with Inductor's `descriptive_names = "inductor_node"`, so
+a C++ kernel is named after its nodes (`cpp_fused_amax_exp_sub_sum_1_div_0`), which the
+post-grad graph's node names split unambiguously (`sum_1` is one node, `full_default`
+another). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+from labtools.inductor.kernels import Body, call_args, read_cpp, read_triton, split_top
+
+# Post-grad FX nodes that only reshape or reindex: they become index arithmetic, not code.
+VIEW_OPS = set(
+    "view _unsafe_view reshape permute transpose t expand unsqueeze squeeze slice select split split_with_sizes "
+    "clone alias as_strided getitem unbind cat constant_pad_nd index iota embedding".split()
+)
+# The code ops (kernels.classify's names) an ATen op shows up as in a kernel, where they differ.
+# fmt: off
+CODE_OPS = {
+    "amax": ("max",), "amin": ("min",), "var_mean": ("welford", "sum"), "mean": ("sum",), "relu": ("maximum",),
+    "convert_element_type": ("cast",), "full": ("constant",), "scalar_tensor": ("constant",),
+    "masked_fill": ("where",), "pow": ("mul",), "reciprocal": ("div",),
+}
+# fmt: on
+
+
+@dataclass
+class Allocation:
+    name: str
+    shape: tuple
+    stride: tuple
+    dtype: str
+    device: str
+    line: int
+
+    @property
+    def nbytes(self) -> int | None:
+        size = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "bool": 1, "int8": 1}
+        if not all(isinstance(d, int) for d in self.shape) or self.dtype not in size:
+            return None
+        return math.prod(self.shape) * size[self.dtype]
+
+    def describe(self) -> str:
+        short = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "bool": "b8"}
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"{short.get(self.dtype, self.dtype)}[{dims}]"
+
+
+@dataclass
+class Call:
+    """One statement of call() that runs code: a generated kernel or a library one."""
+
+    callee: str  # kernel name, or e.g. extern_kernels.addmm / torch.ops.aten._scaled_dot_product...
+    kind: str  # kernel | extern
+    args: list[str]
+    buffers: list[str]  # buffer names among the arguments (through reinterpret_tensor views)
+    bindings: dict[str, str]  # kernel launches: parameter -> buffer
+    out: str | None  # extern calls: the out= buffer, or the name assigned
+    source_nodes: list[str]
+    original_aten: list[str]
+    line: int
+    text: str
+
+
+@dataclass
+class Kernel:
+    name: str
+    language: str  # triton | cpp
+    kind: str  # pointwise | reduction | persistent_reduction | template | cpp | ...
+    fused_nodes: list[str]  # post-grad FX node names: amax, sub, exp, sum_1, div
+    fused_ops: list[str]  # their ATen ops: amax, sub, exp, sum, div
+    node_targets: dict[str, str]  # node -> aten.sum.dim_IntList
+    source_nodes: list[str]  # the user-level ops they came from: softmax
+    original_aten: list[str]  # aten._softmax
+    source: str
+    body: Body
+    calls: list[Call] = field(default_factory=list)  # a kernel reused by identical layers is launched once per layer
+
+    @property
+    def call(self) -> Call | None:
+        return self.calls[0] if self.calls else None
+
+    @property
+    def compute_nodes(self) -> list[str]:
+        """Fused nodes that compute something (views and copies become index arithmetic)."""
+        return [n for n, op in zip(self.fused_nodes, self.fused_ops) if op not in VIEW_OPS]
+
+    def code_ops(self, node: str) -> tuple[str, ...]:
+        """How `node` can show up in the kernel: var_mean as a Welford reduction or as two sums."""
+        op = self.fused_ops[self.fused_nodes.index(node)]
+        return CODE_OPS.get(op, (op,))
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k not in ("source", "body", "calls")}
+        b = asdict(self.body)
+        d.update(
+            language=self.language,
+            params=b["params"],
+            loads=b["loads"],
+            stores=b["stores"],
+            reductions=b["reductions"],
+            steps=b["steps"],
+            loops=b["loops"],
+            local_buffers=b["local_buffers"],
+            index_variables=b["setup"],
+            size_hints=b["size_hints"],
+            calls=[asdict(c) for c in self.calls],
+            lines=len(self.source.splitlines()),
+        )
+        return d
+
+
+@dataclass
+class CompiledGraph:
+    """One Inductor output module."""
+
+    aot_id: str | None
+    kernels: list[Kernel]
+    calls: list[Call]
+    allocations: dict[str, Allocation]
+    aliases: dict[str, str]  # buf4 -> buf0: the same storage, reused
+    returns: list[str]
+    source: str = field(repr=False, default="")
+
+    def kernel(self, name: str) -> Kernel:
+        return next(k for k in self.kernels if k.name == name)
+
+    def storage(self, buf: str) -> str:
+        while buf in self.aliases:
+            buf = self.aliases[buf]
+        return buf
+
+    def allocation(self, buf: str | None) -> Allocation | None:
+        return self.allocations.get(self.storage(buf)) if buf else None
+
+    def returned(self, buf: str) -> bool:
+        return self.storage(buf) in {self.storage(r) for r in self.returns}
+
+    def readers(self, buf: str, after_line: int) -> list[Call]:
+        """Calls after `after_line` whose arguments touch `buf`'s storage."""
+        root = self.storage(buf)
+        return [c for c in self.calls if c.line > after_line and any(self.storage(b) == root for b in c.buffers)]
+
+    def writers(self, buf: str) -> list[Call]:
+        root = self.storage(buf)
+        out = []
+        for c in self.calls:
+            if c.kind == "extern" and c.out and self.storage(c.out) == root:
+                out.append(c)
+            elif c.kind == "kernel":
+                roles = {p.name: p.role for p in self.kernel(c.callee).body.params}
+                if any(self.storage(b) == root and roles[p] in ("output", "in_out") for p, b in c.bindings.items()):
+                    out.append(c)
+        return out
+
+    def materialized(self) -> list[Allocation]:
+        """Buffers call() allocates that it does not return: the intermediates that reach memory."""
+        return [a for name, a in self.allocations.items() if not self.returned(name)]
+
+    def to_dict(self) -> dict:
+        return {
+            "aot_id": self.aot_id,
+            "kernels": [k.to_dict() for k in self.kernels],
+            "calls": [asdict(c) for c in self.calls],
+            "allocations": {n: {**asdict(a), "bytes": a.nbytes} for n, a in self.allocations.items()},
+            "aliases": self.aliases,
+            "returns": self.returns,
+            "materialized": [a.name for a in self.materialized()],
+        }
+
+
+# --- post-grad graph: node name -> ATen target --------------------------------------
+
+_GRAPH_NODE = re.compile(r'^\s*(\w+)(?:: "[^"]*")? = torch\.ops\.(\w+)\.(\w+)\.(\w+)\(', re.M)
+_FRAGMENT_NODE = re.compile(r"^#\s+%(\w+) : .*?call_function\[target=torch\.ops\.(\w+)\.(\w+)\.(\w+)\]", re.M)
+
+
+def graph_nodes(text: str) -> dict[str, str]:
+    """`amax: "f32[2, 1]..." = torch.ops.aten.amax.default(...)` -> {"amax": "aten.amax.default"}.
+
+    Reads the post-grad graph Inductor logs (`post_grad_graphs`) and the `# Graph fragment:`
+    comments above Triton kernels."""
+    nodes = {m.group(1): f"{m.group(2)}.{m.group(3)}.{m.group(4)}" for m in _GRAPH_NODE.finditer(text)}
+    nodes.update({m.group(1): f"{m.group(2)}.{m.group(3)}.{m.group(4)}" for m in _FRAGMENT_NODE.finditer(text)})
+    return nodes
+
+
+def split_fused_name(fused: str, vocabulary: set[str]) -> list[str] | None:
+    """Split `amax_exp_sub_sum_1_div` into node names from `vocabulary`, or None if it can't."""
+    cuts = [i for i, c in enumerate(fused) if c == "_"] + [len(fused)]
+    best: dict[int, list[str]] = {-1: []}  # end of a prefix (a '_' index) -> its split
+    for end in cuts:
+        for start in sorted(best):
+            piece = fused[start + 1 : end]
+            if piece in vocabulary and end not in best:
+                best[end] = best[start] + [piece]
+    return best.get(len(fused))
+
+
+def _op_of(node: str, targets: dict[str, str]) -> str:
+    if node in targets:
+        return targets[node].split(".")[1]
+    return re.sub(r"_\d+$", "", node)
+
+
+# --- the module ---------------------------------------------------------------------
+
+_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(triton|cpp_pybinding|cpp)\(", re.M)
+_ALLOC = re.compile(r"^(\w+) = empty_strided(?:_(\w+))?\(\((.*?)\), \((.*?)\), torch\.(\w+)")
+_SOURCE_NODES = re.compile(r"# (?:Topologically Sorted|Unsorted) Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
+
+
+def _ints(text: str) -> tuple:
+    return tuple(int(t) if t.lstrip("-").isdigit() else t for t in split_top(text))
+
+
+# Inductor's own kernels are named <backend>_fused_<nodes>_<n>; anything else is a user's Triton kernel.
+_INDUCTOR_NAME = re.compile(r"^(cpp|triton_(?:poi|red|per|tem|for|spl|coo|mix))_(?:fused_)?(.*?)_\d+$")
+
+
+_TRITON_KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent_reduction", "tem": "template"}
+
+
+def _kernel_kind(name: str, language: str, body: Body) -> str:
+    if language == "cpp":
+        return "cpp"
+    if not _INDUCTOR_NAME.match(name):
+        return "user_triton"
+    return body.heuristic or _TRITON_KINDS.get(name[7:10], "triton")
+
+
+def _metadata(comments: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """Triton's header comments -> (source nodes, original ATen ops, fused nodes)."""
+    text = "\n".join(comments)
+    sources, aten, nodes = [], [], []
+    if m := _SOURCE_NODES.search(text):
+        sources, aten = split_top(m.group(1)), split_top(m.group(2))
+    mapping = text.split("Source node to ATen node mapping:", 1)
+    if len(mapping) == 2:
+        for line in mapping[1].splitlines()[1:]:
+            m = re.match(r"#\s+(\S+) => (.+)$", line)
+            if not m:
+                break
+            nodes += [n for n in split_top(m.group(2)) if n not in nodes]
+    return sources, aten, nodes
+
+
+def _read_kernels(source: str, targets: dict[str, str]) -> list[Kernel]:
+    kernels = []
+    lines = source.splitlines()
+    for m in _KERNEL_DEF.finditer(source):
+        name, how = m.groups()
+        start = source.index("'''", m.end()) + 3
+        end = source.index("'''", start)
+        src = source[start:end].strip("\n") + "\n"
+        lineno = source.count("\n", 0, m.start())
+        comments = []
+        for prev in reversed(lines[:lineno]):
+            if not prev.startswith("#"):
+                break
+            comments.insert(0, prev)
+        language = "triton" if how == "triton" else "cpp"
+        body = read_triton(src) if language == "triton" else read_cpp(src)
+        sources, aten, mapped = _metadata(comments)
+        node_targets = {**graph_nodes("\n".join(comments)), **targets}
+        named = _INDUCTOR_NAME.match(name)
+        fused = named.group(2) if named else ""
+        nodes = (split_fused_name(fused, set(node_targets) | set(mapped)) or []) if fused else []
+        nodes += [n for n in mapped if n not in nodes]
+        if not nodes and fused:  # no graph to split against: numbered suffixes stay with their node
+            for tok in fused.split("_"):
+                if tok.isdigit() and nodes:
+                    nodes[-1] += "_" + tok
+                elif tok:
+                    nodes.append(tok)
+        order = list(node_targets)
+        if all(n in order for n in nodes):  # topological, as the graph lists them
+            nodes.sort(key=order.index)
+        kernels.append(
+            Kernel(
+                name=name,
+                language=language,
+                kind=_kernel_kind(name, language, body),
+                fused_nodes=nodes,
+                fused_ops=[_op_of(n, node_targets) for n in nodes],
+                node_targets={n: node_targets[n] for n in nodes if n in node_targets},
+                source_nodes=sources,
+                original_aten=aten,
+                source=src,
+                body=body,
+            )
+        )
+    return kernels
+
+
+def _call_body(source: str) -> list[tuple[int, str]]:
+    """The statements of call(), with 1-based line numbers in the module."""
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"\s*def call\((self, )?args\):", line):
+            indent = len(line) - len(line.lstrip()) + 4
+            out = []
+            for j in range(i + 1, len(lines)):
+                text = lines[j]
+                if text.strip() and len(text) - len(text.lstrip()) < indent:
+                    break
+                out.append((j + 1, text.strip()))
+            return out
+    return []
+
+
+def _buffers_in(args: list[str]) -> list[str]:
+    names = []
+    for a in args:
+        m = re.match(r"(?:reinterpret_tensor\()?(\w+)", a)
+        if m and not re.fullmatch(r"-?\d+|True|False|None", m.group(1)) and "=" not in a.split("(")[0]:
+            names.append(m.group(1))
+    return names
+
+
+def parse_module(source: str, post_grad_graph: str = "") -> CompiledGraph:
+    """Parse one Inductor output module (and, optionally, the post-grad graph it came from)."""
+    targets = graph_nodes(post_grad_graph)
+    kernels = _read_kernels(source, targets)
+    by_name = {k.name: k for k in kernels}
+    m = re.search(r"^# AOT ID: \['?(.*?)'?\]", source, re.M)
+    graph = CompiledGraph(m.group(1) if m else None, kernels, [], {}, {}, [], source)
+    pending: tuple[list[str], list[str]] = ([], [])
+    for lineno, text in _call_body(source):
+        if m := _SOURCE_NODES.search(text):
+            pending = (split_top(m.group(1)), split_top(m.group(2)))
+            continue
+        if m := _ALLOC.match(text):
+            graph.allocations[m.group(1)] = Allocation(
+                m.group(1), _ints(m.group(3)), _ints(m.group(4)), m.group(5), m.group(2) or "", lineno
+            )
+            continue
+        if m := re.match(r"(\w+) = (?:reinterpret_tensor\()?(\w+)\b.*; del \2\s+# reuse", text):
+            graph.aliases[m.group(1)] = m.group(2)
+            continue
+        if m := re.match(r"(\w+) = (?:reinterpret_tensor\((\w+),|(\w+)\[\d+\]$)", text):
+            graph.aliases[m.group(1)] = m.group(2) or m.group(3)  # a view, or one output of a tuple
+            continue
+        if m := re.match(r"return \((.*)\)", text):
+            graph.returns = [r for r in split_top(m.group(1)) if re.fullmatch(r"\w+", r)]
+            continue
+        m = re.match(r"(?:(\w+) = )?([\w.]+?)(\.run)?\(", text)
+        if not m or text.startswith(("assert_", "del ", "args.clear")):
+            continue
+        assigned, callee, _ = m.groups()
+        args, _ = call_args(text, m.end() - 1)
+        positional = [a for a in args if not re.match(r"\w+=", a)]
+        if callee in by_name:
+            kernel = by_name[callee]
+            params = [p for p in kernel.body.params if p.role != "block"]
+            bound = {p.name: _buffers_in([a])[0] for p, a in zip(params, positional) if _buffers_in([a])}
+            call = Call(callee, "kernel", positional, _buffers_in(positional), bound, None, *pending, lineno, text)
+            kernel.calls.append(call)
+            if len(kernel.calls) == 1:  # the parameters are described as bound by the first launch
+                if not kernel.source_nodes:
+                    kernel.source_nodes, kernel.original_aten = pending
+                for p, a in zip(params, positional):
+                    p.binding, p.buffer = a, bound.get(p.name)
+        elif callee.startswith(("extern_kernels.", "torch.ops.", "aten.")):
+            out = next((a.split("=", 1)[1] for a in args if a.startswith("out=")), assigned)
+            if assigned:  # the library allocated its result itself
+                graph.allocations[assigned] = Allocation(assigned, ("?",), ("?",), "?", "", lineno)
+            call = Call(callee, "extern", positional, _buffers_in(positional), {}, out, *pending, lineno, text)
+        else:
+            continue
+        graph.calls.append(call)
+        pending = ([], [])
+    return graph
