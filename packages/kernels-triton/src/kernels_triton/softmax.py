@@ -657,14 +657,21 @@ def _compile_all(jobs: list[tuple], workers: int | None = None) -> None:
         list(pool.map(_compile_ahead, jobs, chunksize=4))
 
 
-def tune(tasks, device="cuda", workers: int | None = None) -> list[dict]:
+def tune(tasks, device="cuda", workers: int | None = None, progress: Callable[[list[dict]], None] | None = None
+         ) -> list[dict]:
     """Autotune forward and backward afresh at each (M, N, dtype) of `tasks`, ignoring
     committed picks, and return the winners in autotune_picks.json's format, each with
-    every config's time (timings_us, fastest first)."""
+    every config's time (timings_us, fastest first). `progress` gets the picks so far
+    after each task."""
     if INTERPRET or not torch.cuda.is_available():
         raise RuntimeError("tuning needs a CUDA device, with TRITON_INTERPRET unset")
     device = torch.device(device)
-    tasks = [(M, N, dtype) for M, N, dtype in tasks]
+    keys, unique = set(), []  # one task per autotuner key: (65536, 600) and (262144, 600) share one
+    for M, N, dtype in tasks:
+        if (N, _rows_per_sm(M, device), dtype) not in keys:
+            keys.add((N, _rows_per_sm(M, device), dtype))
+            unique.append((M, N, dtype))
+    tasks = unique
     jobs = [(name, _dtype_name(dtype), M, N, c.all_kwargs())
             for M, N, dtype in tasks for name in KERNELS for c in _pruner(STREAMS[name])(GPU_CONFIGS, {"N": N})]
     _compile_all(jobs, workers)
@@ -678,10 +685,12 @@ def tune(tasks, device="cuda", workers: int | None = None) -> list[dict]:
             autotuner.cache.pop(key, None)
             autotuner.configs_timings = {}
             _first_launch(name, tensors, M, N, config=None, use_committed=False)
-            timings = sorted((t[0] if isinstance(t, (list, tuple)) else t, SoftmaxConfig.of(c))
-                             for c, t in autotuner.configs_timings.items())
+            timings = sorted(((t[0] if isinstance(t, (list, tuple)) else t, SoftmaxConfig.of(c))
+                              for c, t in autotuner.configs_timings.items()), key=lambda tc: tc[0])
             picks.append({"kernel": name, "N": N, "rows_per_sm": key[1], "dtype": _dtype_name(dtype),
                           **_pick_fields(SoftmaxConfig.of(autotuner.cache[key])), "tuned_at": [M, N],
                           "configs_tried": len(timings),
                           "timings_us": {_config_label(c): round(1e3 * t, 1) for t, c in timings}})
+        if progress is not None:
+            progress(picks)
     return picks

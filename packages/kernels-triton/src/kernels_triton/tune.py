@@ -46,23 +46,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tasks = [(m, n, d) for m, n in args.shape for d in DTYPES] if args.shape else default_tasks()
     start = time.perf_counter()
-    picks = tune(tasks, workers=args.workers)
-    doc = {
-        "gpu": torch.cuda.get_device_name(),
-        "date": datetime.date.today().isoformat(),
-        "command": "python -m kernels_triton.tune" + "".join(f" --shape {m} {n}" for m, n in (args.shape or [])),
-        "versions": {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__},
-        "note": "timings_us: every config timed at tuned_at, fastest first, 'BLOCK/num_warps[/tiles x stages]': "
-                "median us (triton.testing.do_bench, L2 cleared before each run)",
-        "picks": picks,
-    }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    for p in picks:
-        timings = "  ".join(f"{label}:{us}" for label, us in p["timings_us"].items())
-        print(f"{p['kernel']:12s} N={p['N']:<6d} rows/SM={p['rows_per_sm']:<3d} {p['dtype']:9s} at "
-              f"{p['tuned_at'][0]}x{p['tuned_at'][1]}: {timings}")
+
+    def write(picks: list[dict]) -> None:  # after every shape: a run cut short keeps what it tuned
+        doc = {
+            "gpu": torch.cuda.get_device_name(),
+            "date": datetime.date.today().isoformat(),
+            "command": "python -m kernels_triton.tune" + "".join(f" --shape {m} {n}" for m, n in (args.shape or [])),
+            "versions": {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__},
+            "note": "timings_us: every config timed at tuned_at, fastest first, 'BLOCK/num_warps[/tiles x stages]': "
+                    "median us (triton.testing.do_bench, L2 cleared before each run)",
+            "picks": picks,
+        }
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        for p in picks[-2:]:  # this shape's forward and backward
+            timings = "  ".join(f"{label}:{us}" for label, us in p["timings_us"].items())
+            print(f"{p['kernel']:12s} N={p['N']:<6d} rows/SM={p['rows_per_sm']:<3d} {p['dtype']:9s} at "
+                  f"{p['tuned_at'][0]}x{p['tuned_at'][1]} ({time.perf_counter() - start:.0f} s): {timings}", flush=True)
+
+    picks = tune(tasks, workers=args.workers, progress=write)
     print(f"wrote {len(picks)} picks to {args.out} in {time.perf_counter() - start:.0f} s")
     return 0
 
