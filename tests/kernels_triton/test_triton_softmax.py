@@ -55,10 +55,10 @@ def launch_poisoned(name, inputs, config):
 
 # --- kernels, both paths, poisoned outputs ------------------------------------------------
 
-# Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program);
-# one-pass programs taking one tile or several (with loads ahead: stages).
+# Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program),
+# with and without the looped path's L2 eviction hints.
 configs = st.builds(SoftmaxConfig, block=st.sampled_from([16, 32, 64, 128, 256, 1024, 2048]),
-                    num_warps=st.sampled_from([2, 4]), tiles=st.sampled_from([1, 2, 3]), stages=st.sampled_from([1, 2]))
+                    num_warps=st.sampled_from([2, 4]), l2_hints=st.booleans())
 
 
 @given(m=st.integers(1, 6), n=st.integers(1, 700), dtype=st.sampled_from(DTYPES), config=st.none() | configs,
@@ -79,27 +79,16 @@ def test_backward_kernel_matches_reference(m, n, dtype, config, seed):
     assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
 
 
+@pytest.mark.parametrize("l2_hints", [False, True], ids=["plain", "l2_hints"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_looped_path_with_more_rows_than_programs(dtype):
+def test_looped_path_with_more_rows_than_programs(dtype, l2_hints):
     """A row of 20000 in 8192-wide tiles (two full, one ragged), and a grid smaller than M:
     on the CPU one 'SM' and 32 KiB in flight give 1 (fp32) or 2 (fp16) programs for 3 rows."""
+    config = SoftmaxConfig(8192, 8, l2_hints)
     x = _randn((3, 20000), dtype, 7, 5.0)
-    y = launch_poisoned("softmax_fwd", [x], SoftmaxConfig(8192, 8))
-    assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
-    dy = _randn((3, 20000), dtype, 8)
-    dx = launch_poisoned("softmax_bwd", [y, dy], SoftmaxConfig(8192, 8))
-    assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_one_pass_programs_taking_several_tiles(dtype):
-    """37 rows in tiles of 2 (BLOCK 256, N 100), 4 tiles a program with loads ahead: the
-    last program has one full tile and one ragged one."""
-    config = SoftmaxConfig(256, 4, tiles=4, stages=2)
-    x = _randn((37, 100), dtype, 9, 3.0)
     y = launch_poisoned("softmax_fwd", [x], config)
     assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
-    dy = _randn((37, 100), dtype, 10)
+    dy = _randn((3, 20000), dtype, 8)
     dx = launch_poisoned("softmax_bwd", [y, dy], config)
     assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
 
@@ -232,6 +221,12 @@ def test_config_space():
     for b, w in pruned(2, 16384) - seed_grid:
         assert sm._fits_in_registers(b, w, 2 if b >= 16384 else 3)
 
+    def hinted(n):  # configs with the looped path's L2 hints
+        return {(c.kwargs["BLOCK"], c.num_warps) for c in sm._pruner(1)(sm.GPU_CONFIGS, {"N": n}) if c.kwargs.get("L2_HINTS")}
+
+    assert not hinted(2048)  # every hinted block holds the row: one pass, nothing to hint
+    assert hinted(262144) and all(b < 262144 for b, _ in hinted(262144))
+
 
 def test_autotune_picks_report():
     softmax(_randn((3, 50), torch.float32, 0))
@@ -279,7 +274,7 @@ def test_tune_needs_a_gpu(capsys):
 # --- GPU: bf16, large sweeps, the benchmark shapes, autotuning -----------------------------
 
 
-gpu_configs = st.sampled_from(sm.GPU_CONFIGS).map(lambda c: SoftmaxConfig(c.kwargs["BLOCK"], c.num_warps))
+gpu_configs = st.sampled_from(sm.GPU_CONFIGS).map(SoftmaxConfig.of)
 
 
 @pytest.mark.gpu

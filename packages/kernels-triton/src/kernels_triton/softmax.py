@@ -73,34 +73,29 @@ class SoftmaxConfig:
     block:     elements a program holds at once (a power of two). >= N: one pass over
                whole rows; < N: the looped path with BLOCK-wide tiles.
     num_warps: warps per program (ignored by the interpreter).
-    tiles:     one pass only: tiles of whole rows a program takes one after another (1: a
-               program per tile).
-    stages:    with tiles > 1: tiles loaded ahead while one is computed (Triton's software
-               pipelining of the loop: cp.async into shared memory); 1 loads none ahead.
+    l2_hints:  looped path only: pass 1 loads with L2 eviction priority "evict_last" and
+               pass 2 loads and stores with "evict_first", so that the second read of a
+               row finds it in L2 more often (the output does not push it out).
     """
 
     block: int
     num_warps: int = 4
-    tiles: int = 1
-    stages: int = 1
+    l2_hints: bool = False
 
     def __post_init__(self):
         if self.block < 1 or self.block & (self.block - 1):
             raise ValueError(f"block must be a power of two, got {self.block}")
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
-        if self.tiles < 1 or not 1 <= self.stages <= 4:
-            raise ValueError(f"tiles must be >= 1 and stages in 1..4, got {self.tiles} and {self.stages}")
 
     def kwargs(self) -> dict:
         """The meta-parameters and options this config launches with."""
-        return {"BLOCK": self.block, "TILES": self.tiles, "STAGES": self.stages, "num_warps": self.num_warps}
+        return {"BLOCK": self.block, "L2_HINTS": self.l2_hints, "num_warps": self.num_warps}
 
     @classmethod
     def of(cls, config: triton.Config) -> "SoftmaxConfig":
         """The SoftmaxConfig of an autotuner config."""
-        kw = config.kwargs
-        return cls(kw["BLOCK"], config.num_warps, kw.get("TILES", 1), kw.get("STAGES", 1))
+        return cls(config.kwargs["BLOCK"], config.num_warps, config.kwargs.get("L2_HINTS", False))
 
 
 INTERPRETER_CONFIG = SoftmaxConfig(block=1024, num_warps=4)
@@ -119,6 +114,9 @@ def _gpu_configs() -> list[triton.Config]:
     configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in SEED_BLOCKS for w in SEED_WARPS]
     for block in LARGE_BLOCKS:  # at least 8 values a thread: more warps would only idle
         configs += [triton.Config({"BLOCK": block}, num_warps=w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
+    # the looped path with L2 hints, for the blocks and warps that loop fastest (tuned on an H100)
+    configs += [triton.Config({"BLOCK": b, "L2_HINTS": True}, num_warps=w)
+                for b, w in ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))]
     return configs
 
 
@@ -134,7 +132,7 @@ def _pruner(streams: int):
     """early_config_prune for a kernel that reads `streams` tensors: the seed's grid is
     always tried; a larger block only up to the one that holds the row, and only where
     its tiles fit in registers -- `streams` tiles in one pass, three when looped (the
-    tile and two per-lane accumulators)."""
+    tile and two per-lane accumulators); L2 hints only where the row loops."""
 
     def prune(configs, named_args, **kwargs):
         n = named_args["N"]
@@ -142,6 +140,8 @@ def _pruner(streams: int):
 
         def keep(c):
             block = c.kwargs["BLOCK"]
+            if c.kwargs.get("L2_HINTS"):  # hints act on the looped path only
+                return block < n and _fits_in_registers(block, c.num_warps, 3)
             arrays = streams if block >= n else 3
             return block in SEED_BLOCKS or (block <= row_block and _fits_in_registers(block, c.num_warps, arrays))
 
@@ -196,22 +196,23 @@ def _in_row(cols, N, ALIGN: tl.constexpr):
 
 
 @triton.jit
-def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr):
-    """tl.load, masked only when the shape needs it, widened to fp32."""
+def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr = ""):
+    """tl.load, masked only when the shape needs it, widened to fp32. POLICY: the L2
+    eviction priority ("evict_last", "evict_first"; "" the default)."""
     if NEEDS_MASK:
-        x = tl.load(ptrs, mask=mask, other=other)
+        x = tl.load(ptrs, mask=mask, other=other, eviction_policy=POLICY)
     else:
-        x = tl.load(ptrs)
+        x = tl.load(ptrs, eviction_policy=POLICY)
     return x.to(tl.float32)
 
 
 @triton.jit
-def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr):
+def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr = ""):
     """tl.store in the destination's dtype, masked only when the shape needs it."""
     if NEEDS_MASK:
-        tl.store(ptrs, value.to(ptrs.dtype.element_ty), mask=mask)
+        tl.store(ptrs, value.to(ptrs.dtype.element_ty), mask=mask, eviction_policy=POLICY)
     else:
-        tl.store(ptrs, value.to(ptrs.dtype.element_ty))
+        tl.store(ptrs, value.to(ptrs.dtype.element_ty), eviction_policy=POLICY)
 
 
 @triton.jit
@@ -228,39 +229,28 @@ def _online_max_sum(m, d, x):
     return m_new, d
 
 
-@triton.jit
-def _softmax_tile(x_ptr, y_ptr, x_row_stride, y_row_stride, tile, M, N,
-                  BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr):
-    """Rows tile * ROWS ... + ROWS - 1, whole: x is a [ROWS, BLOCK_N] tile held in registers."""
-    rows = tile * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK_N)
-    mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
-    x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
-    x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
-    m = tl.max(x, axis=1)  # [ROWS]; a row of all -inf gives NaN below, as torch does
-    e = tl.exp2(x * LOG2E - (m * LOG2E)[:, None])  # one FFMA + MUFU.EX2 an element
-    y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-    _store(_row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :], y, mask, NEEDS_MASK)
-
-
 @triton.jit(do_not_specialize=["rows_per_sm"])
 def _softmax_fwd_kernel(
     x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr,
-    TILES: tl.constexpr = 1, STAGES: tl.constexpr = 1,
+    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr = False,
 ):
     if ONE_PASS:
-        if TILES == 1:  # one program per tile of ROWS rows
-            _softmax_tile(x_ptr, y_ptr, x_row_stride, y_row_stride, tl.program_id(0), M, N,
-                          BLOCK_N, ROWS, NEEDS_MASK, ALIGN)
-        else:  # TILES consecutive tiles per program, STAGES - 1 of them loading ahead
-            first = tl.program_id(0) * TILES
-            for tile in tl.range(first, tl.minimum(first + TILES, tl.cdiv(M, ROWS)), num_stages=STAGES):
-                _softmax_tile(x_ptr, y_ptr, x_row_stride, y_row_stride, tile, M, N, BLOCK_N, ROWS, NEEDS_MASK, ALIGN)
+        # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
+        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+        x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
+        x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
+        m = tl.max(x, axis=1)  # [ROWS]; a row of all -inf gives NaN below, as torch does
+        e = tl.exp2(x * LOG2E - (m * LOG2E)[:, None])  # one FFMA + MUFU.EX2 an element
+        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        _store(_row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :], y, mask, NEEDS_MASK)
     else:
         # Persistent: program p takes rows p, p + P, p + 2P, ... (P = number of programs).
+        KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # pass 1: read again soon
+        DROP: tl.constexpr = "evict_first" if L2_HINTS else ""  # pass 2: last use / written once
         cols = tl.arange(0, BLOCK)
         n_full = N // BLOCK  # full tiles, unmasked; a ragged tail tile follows when NEEDS_MASK
         tail = n_full * BLOCK + cols
@@ -271,36 +261,21 @@ def _softmax_fwd_kernel(
             m = tl.full([BLOCK], float("-inf"), tl.float32)
             d = tl.zeros([BLOCK], tl.float32)
             for t in range(n_full):
-                m, d = _online_max_sum(m, d, _load_f32(x_row + t * BLOCK + cols, None, None, False))
+                m, d = _online_max_sum(m, d, _load_f32(x_row + t * BLOCK + cols, None, None, False, KEEP))
             if NEEDS_MASK:
-                m, d = _online_max_sum(m, d, _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True))
+                m, d = _online_max_sum(m, d, _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP))
             # fold the lanes: the row's max, and its sum rescaled to that max; then
             # y = exp(x - max) / sum = 2 ** (x * log2(e) - shift), one FFMA and one EX2
             m_row = tl.max(m, axis=0)
             shift = m_row * LOG2E + tl.log2(tl.sum(d * tl.exp2(m * LOG2E - m_row * LOG2E), axis=0))
             # pass 2, back to front (see the module docstring): normalise and write
             if NEEDS_MASK:
-                x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True)
-                _store(y_row + tail, tl.exp2(x * LOG2E - shift), _in_row(tail, N, ALIGN), True)
+                x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True, DROP)
+                _store(y_row + tail, tl.exp2(x * LOG2E - shift), _in_row(tail, N, ALIGN), True, DROP)
             for i in range(n_full):
                 offs = (n_full - 1 - i) * BLOCK + cols
-                x = _load_f32(x_row + offs, None, None, False)
-                _store(y_row + offs, tl.exp2(x * LOG2E - shift), None, False)
-
-
-@triton.jit
-def _softmax_bwd_tile(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, tile, M, N,
-                      BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr):
-    """dx for rows tile * ROWS ... + ROWS - 1, whole: y and dy are [ROWS, BLOCK_N] tiles."""
-    rows = tile * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK_N)
-    mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
-    r = rows.to(tl.int64)
-    y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
-    dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
-    dot = tl.sum(y * dy, axis=1)  # [ROWS]
-    dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
-    _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK)
+                x = _load_f32(x_row + offs, None, None, False, DROP)
+                _store(y_row + offs, tl.exp2(x * LOG2E - shift), None, False, DROP)
 
 
 @triton.jit(do_not_specialize=["rows_per_sm"])
@@ -308,20 +283,22 @@ def _softmax_bwd_kernel(
     y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr,
-    TILES: tl.constexpr = 1, STAGES: tl.constexpr = 1,
+    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr = False,
 ):
     # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
-    if ONE_PASS:  # tiles of whole rows, as in the forward
-        if TILES == 1:
-            _softmax_bwd_tile(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, tl.program_id(0),
-                              M, N, BLOCK_N, ROWS, NEEDS_MASK, ALIGN)
-        else:
-            first = tl.program_id(0) * TILES
-            for tile in tl.range(first, tl.minimum(first + TILES, tl.cdiv(M, ROWS)), num_stages=STAGES):
-                _softmax_bwd_tile(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, tile,
-                                  M, N, BLOCK_N, ROWS, NEEDS_MASK, ALIGN)
+    if ONE_PASS:
+        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+        r = rows.to(tl.int64)
+        y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
+        dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
+        dot = tl.sum(y * dy, axis=1)  # [ROWS]
+        dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
+        _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK)
     else:
+        KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # as in the forward
+        DROP: tl.constexpr = "evict_first" if L2_HINTS else ""
         cols = tl.arange(0, BLOCK)
         n_full = N // BLOCK
         tail = n_full * BLOCK + cols
@@ -333,20 +310,23 @@ def _softmax_bwd_kernel(
             acc = tl.zeros([BLOCK], tl.float32)
             for t in range(n_full):
                 offs = t * BLOCK + cols
-                acc += _load_f32(y_row + offs, None, None, False) * _load_f32(dy_row + offs, None, None, False)
+                acc += (_load_f32(y_row + offs, None, None, False, KEEP)
+                        * _load_f32(dy_row + offs, None, None, False, KEEP))
             if NEEDS_MASK:
                 in_row = _in_row(tail, N, ALIGN)
-                acc += _load_f32(y_row + tail, in_row, 0.0, True) * _load_f32(dy_row + tail, in_row, 0.0, True)
+                acc += (_load_f32(y_row + tail, in_row, 0.0, True, KEEP)
+                        * _load_f32(dy_row + tail, in_row, 0.0, True, KEEP))
             dot = tl.sum(acc, axis=0)
             # pass 2, back to front, for L2 reuse as in the forward
             if NEEDS_MASK:
                 in_row = _in_row(tail, N, ALIGN)
-                y = _load_f32(y_row + tail, in_row, 0.0, True)
-                _store(dx_row + tail, y * (_load_f32(dy_row + tail, in_row, 0.0, True) - dot), in_row, True)
+                y = _load_f32(y_row + tail, in_row, 0.0, True, DROP)
+                dx = y * (_load_f32(dy_row + tail, in_row, 0.0, True, DROP) - dot)
+                _store(dx_row + tail, dx, in_row, True, DROP)
             for i in range(n_full):
                 offs = (n_full - 1 - i) * BLOCK + cols
-                y = _load_f32(y_row + offs, None, None, False)
-                _store(dx_row + offs, y * (_load_f32(dy_row + offs, None, None, False) - dot), None, False)
+                y = _load_f32(y_row + offs, None, None, False, DROP)
+                _store(dx_row + offs, y * (_load_f32(dy_row + offs, None, None, False, DROP) - dot), None, False, DROP)
 
 
 def _time_config(kernel_call, quantiles):
@@ -385,7 +365,7 @@ def _committed() -> dict:
 def _committed_index() -> dict:
     """(kernel, N, rows_per_sm, dtype name) -> SoftmaxConfig, from the committed picks."""
     return {(p["kernel"], p["N"], p["rows_per_sm"], p["dtype"]):
-            SoftmaxConfig(p["block"], p["num_warps"], p.get("tiles", 1), p.get("stages", 1))
+            SoftmaxConfig(p["block"], p["num_warps"], p.get("l2_hints", False))
             for p in _committed()["picks"]}
 
 
@@ -419,15 +399,14 @@ def autotune_picks() -> dict:
 
 
 def _config_label(config: SoftmaxConfig) -> str:
-    """BLOCK/num_warps[/tiles x stages], as the tune log and the picks' timings name a config."""
-    return f"{config.block}/{config.num_warps}" + (f"/{config.tiles}x{config.stages}" if config.tiles > 1 else "")
+    """BLOCK/num_warps[/L2], as the tune log and the picks' timings name a config."""
+    return f"{config.block}/{config.num_warps}" + ("/L2" if config.l2_hints else "")
 
 
 def _pick_fields(config: SoftmaxConfig) -> dict:
-    """A config as autotune_picks.json records it (tiles and stages only where not 1)."""
+    """A config as autotune_picks.json records it (l2_hints only where set)."""
     fields = {"block": config.block, "num_warps": config.num_warps}
-    fields.update({k: v for k, v in (("tiles", config.tiles), ("stages", config.stages)) if v != 1})
-    return fields
+    return {**fields, "l2_hints": True} if config.l2_hints else fields
 
 
 def _dtype_name(dtype) -> str:
@@ -458,18 +437,17 @@ def _rows_per_sm(M: int, device: torch.device) -> int:
 
 
 def _grid(meta: dict, n_sms: int, column_bytes: int) -> tuple[int]:
-    """One program per TILES tiles of ROWS rows in one pass; looped, a persistent grid with about
+    """One program per ROWS rows in one pass; looped, a persistent grid with about
     BYTES_IN_FLIGHT_PER_SM of tiles per SM (see the module docstring). column_bytes:
     what one tile column loads, the element size times the tensors read."""
     M = meta["M"]
     if meta["ONE_PASS"]:
-        rows_per_program = meta["ROWS"] * meta.get("TILES", 1)
-        return ((M + rows_per_program - 1) // rows_per_program,)
+        return ((M + meta["ROWS"] - 1) // meta["ROWS"],)
     programs_per_sm = max(1, BYTES_IN_FLIGHT_PER_SM // (meta["BLOCK"] * column_bytes))
     return (min(M, n_sms * programs_per_sm),)
 
 
-_PLANS: dict[tuple, Callable[..., None]] = {}
+_PLANS: dict[tuple, Callable[[list[torch.Tensor], list[int]], None]] = {}
 MAX_PLANS = 4096  # distinct launches remembered; past that the cache starts afresh
 
 
@@ -479,14 +457,15 @@ def _launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: Soft
     tensor's dtype keys the picks, the last tensor is the output. The config is, in
     order: `config`, the committed pick for this GPU, the autotuner's."""
     x = tensors[0]
+    pointers = [t.data_ptr() for t in tensors]
     # everything the compiled kernel was specialised on: Triton specialises integer
     # arguments on == 1 and % 16, pointers on 16-byte alignment; the values themselves
     # are in the key, so one plan serves exactly the launches it was made for
     key = (name, M, N, config, use_committed, x.dtype, x.get_device(),
-           *[t.stride(0) for t in tensors], *[t.data_ptr() % 16 for t in tensors])
+           *[t.stride(0) for t in tensors], *[p % 16 for p in pointers])
     plan = _PLANS.get(key)
     if plan is not None:
-        plan(*tensors)
+        plan(tensors, pointers)
         return
     if len(_PLANS) >= MAX_PLANS:
         _PLANS.clear()
@@ -494,9 +473,10 @@ def _launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: Soft
 
 
 def _first_launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: SoftmaxConfig | None,
-                  use_committed: bool) -> Callable[..., None]:
+                  use_committed: bool) -> Callable[[list[torch.Tensor], list[int]], None]:
     """Choose the config, compile and launch through Triton's usual path (the autotuner
-    when nothing else decides), then return the plan for the next identical launch."""
+    when nothing else decides), then return the plan for the next identical launch: a
+    function of the tensors and their data pointers."""
     kernel, autotuner = KERNELS[name]
     x = tensors[0]
     args = [*tensors, *(t.stride(0) for t in tensors), M, N, _rows_per_sm(M, x.device)]
@@ -511,10 +491,13 @@ def _first_launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config
     meta = _tile_meta({**dict(zip(kernel.arg_names, args)), **config.kwargs()})
     bound = [meta[arg] for arg in kernel.arg_names[len(tensors):]]  # every argument after the tensors
     program_grid = (*grid(meta), 1, 1)  # (x, y, z): the compiled kernel's launcher wants all three
-    if INTERPRET:  # no compiled kernel: the interpreter runs the Python function
-        return lambda *ts: kernel.fn[program_grid](*ts, *bound)
-    launch = compiled[program_grid]  # the launcher of this compiled kernel, grid bound (same in Triton 3.2-3.9)
-    return lambda *ts: launch(*ts, *bound)
+    if INTERPRET:  # no compiled kernel: the interpreter runs the Python function on the tensors
+        return lambda tensors, pointers: kernel.fn[program_grid](*tensors, *bound)
+    # The launcher of this compiled kernel with the grid bound (the same object in Triton
+    # 3.2-3.9). Pointers go in as integers, which Triton's launcher takes as they are; a
+    # tensor would cost a data_ptr() call and a cuPointerGetAttribute check each.
+    launch = compiled[program_grid]
+    return lambda tensors, pointers: launch(*pointers, *bound)
 
 
 class SoftmaxDimError(IndexError, ValueError):
@@ -575,7 +558,8 @@ def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.T
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.Tensor:
-    dy = dy.to(y.dtype)
+    if dy.dtype != y.dtype:
+        dy = dy.to(y.dtype)
     if dim == y.dim() - 1 and y.is_contiguous() and dy.is_contiguous():  # as in _forward
         dx = torch.empty_like(y)
         if dx.numel():

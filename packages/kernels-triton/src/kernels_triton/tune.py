@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.date.today().isoformat(),
             "command": "python -m kernels_triton.tune" + "".join(f" --shape {m} {n}" for m, n in (args.shape or [])),
             "versions": {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__},
-            "note": "timings_us: every config timed at tuned_at, fastest first, 'BLOCK/num_warps[/tiles x stages]': "
+            "note": "timings_us: every config timed at tuned_at, fastest first, 'BLOCK/num_warps[/L2]' (/L2: l2_hints): "
                     "median us (triton.testing.do_bench, L2 cleared before each run)",
             "picks": picks,
         }
