@@ -10,6 +10,7 @@ write fails the comparison.
 """
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -195,6 +196,39 @@ def test_bad_inputs_are_refused():
         SoftmaxConfig(block=100)
 
 
+OFFLINE_CASES = {  # name: (kernel, M, N, dtype, config), as the committed picks launch them
+    "fwd 4096x600 bf16": ("softmax_fwd", 4096, 600, "bfloat16", (1024, 2, False)),
+    "bwd 16384x4096 fp32": ("softmax_bwd", 16384, 4096, "float32", (4096, 4, False)),
+    "fwd 1024x131072 fp32, looped, L2 hints": ("softmax_fwd", 1024, 131072, "float32", (8192, 32, True)),
+    "bwd 4096x32768 bf16, looped, L2 hints": ("softmax_bwd", 4096, 32768, "bfloat16", (8192, 32, True)),
+}
+
+
+def test_kernels_compile_for_sm90_without_a_gpu():
+    """What the interpreter never checks, compiled here for sm_90 by Triton's own ptxas
+    (in a process without TRITON_INTERPRET): every global load and store 16 bytes wide
+    (rows of 600 included), no local memory (spills), and the looped path's L2 hints
+    reaching the SASS (LDG.E.EL / .EF) only where asked for."""
+    code = (
+        "import json, torch\n"
+        "from kernels_triton import SoftmaxConfig\n"
+        "from kernels_triton.offline import compile_for, memory_instructions, sass\n"
+        f"cases = {OFFLINE_CASES!r}\n"
+        "print(json.dumps({k: memory_instructions(sass(compile_for(n, m, c, getattr(torch, d), SoftmaxConfig(*cfg))))"
+        " for k, (n, m, c, d, cfg) in cases.items()}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    for case, counts in found.items():
+        hinted = OFFLINE_CASES[case][4][2]
+        assert counts.get("LDG.E.128", 0) + counts.get("LDG.E.EL.128", 0) > 0, (case, counts)
+        assert all(op.endswith(".128") for op in counts if op.startswith(("LDG", "STG"))), (case, counts)
+        assert "LDL" not in counts and "STL" not in counts, (case, counts)
+        assert any(".EL." in op or ".EF." in op for op in counts) == hinted, (case, counts)
+
+
 def test_cpu_tensor_without_interpreter_says_how():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["CUDA_VISIBLE_DEVICES"] = ""
@@ -222,7 +256,7 @@ def test_config_space():
         assert sm._fits_in_registers(b, w, 2 if b >= 16384 else 3)
 
     def hinted(n):  # configs with the looped path's L2 hints
-        return {(c.kwargs["BLOCK"], c.num_warps) for c in sm._pruner(1)(sm.GPU_CONFIGS, {"N": n}) if c.kwargs.get("L2_HINTS")}
+        return {(c.kwargs["BLOCK"], c.num_warps) for c in sm._pruner(1)(sm.GPU_CONFIGS, {"N": n}) if c.kwargs["L2_HINTS"]}
 
     assert not hinted(2048)  # every hinted block holds the row: one pass, nothing to hint
     assert hinted(262144) and all(b < 262144 for b, _ in hinted(262144))

@@ -89,13 +89,19 @@ class SoftmaxConfig:
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
 
     def kwargs(self) -> dict:
-        """The meta-parameters and options this config launches with."""
+        """The meta-parameters and options this config launches with (every one given:
+        Triton 3.6 does not apply a kernel's default for a string or bool constexpr
+        everywhere 3.9 does)."""
         return {"BLOCK": self.block, "L2_HINTS": self.l2_hints, "num_warps": self.num_warps}
+
+    def triton_config(self) -> triton.Config:
+        """The same, as the autotuner's triton.Config."""
+        return triton.Config({"BLOCK": self.block, "L2_HINTS": self.l2_hints}, num_warps=self.num_warps)
 
     @classmethod
     def of(cls, config: triton.Config) -> "SoftmaxConfig":
         """The SoftmaxConfig of an autotuner config."""
-        return cls(config.kwargs["BLOCK"], config.num_warps, config.kwargs.get("L2_HINTS", False))
+        return cls(config.kwargs["BLOCK"], config.num_warps, config.kwargs["L2_HINTS"])
 
 
 INTERPRETER_CONFIG = SoftmaxConfig(block=1024, num_warps=4)
@@ -111,21 +117,18 @@ def _fits_in_registers(block: int, num_warps: int, arrays: int) -> bool:
 
 
 def _gpu_configs() -> list[triton.Config]:
-    configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in SEED_BLOCKS for w in SEED_WARPS]
+    configs = [SoftmaxConfig(b, w) for b in SEED_BLOCKS for w in SEED_WARPS]
     for block in LARGE_BLOCKS:  # at least 8 values a thread: more warps would only idle
-        configs += [triton.Config({"BLOCK": block}, num_warps=w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
+        configs += [SoftmaxConfig(block, w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
     # the looped path with L2 hints, for the blocks and warps that loop fastest (tuned on an H100)
-    configs += [triton.Config({"BLOCK": b, "L2_HINTS": True}, num_warps=w)
+    configs += [SoftmaxConfig(b, w, l2_hints=True)
                 for b, w in ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))]
-    return configs
+    return [c.triton_config() for c in configs]
 
 
 GPU_CONFIGS = _gpu_configs()
 # Under the interpreter: one config, since choosing between several needs GPU timings.
-AUTOTUNE_CONFIGS = (
-    [triton.Config({"BLOCK": INTERPRETER_CONFIG.block}, num_warps=INTERPRETER_CONFIG.num_warps)]
-    if INTERPRET else GPU_CONFIGS
-)
+AUTOTUNE_CONFIGS = [INTERPRETER_CONFIG.triton_config()] if INTERPRET else GPU_CONFIGS
 
 
 def _pruner(streams: int):
@@ -140,7 +143,7 @@ def _pruner(streams: int):
 
         def keep(c):
             block = c.kwargs["BLOCK"]
-            if c.kwargs.get("L2_HINTS"):  # hints act on the looped path only
+            if c.kwargs["L2_HINTS"]:  # hints act on the looped path only
                 return block < n and _fits_in_registers(block, c.num_warps, 3)
             arrays = streams if block >= n else 3
             return block in SEED_BLOCKS or (block <= row_block and _fits_in_registers(block, c.num_warps, arrays))
@@ -196,9 +199,10 @@ def _in_row(cols, N, ALIGN: tl.constexpr):
 
 
 @triton.jit
-def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr = ""):
+def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
     """tl.load, masked only when the shape needs it, widened to fp32. POLICY: the L2
-    eviction priority ("evict_last", "evict_first"; "" the default)."""
+    eviction priority ("evict_last", "evict_first"; "" the default). No default value
+    here: Triton 3.6 does not make a default string argument a constexpr."""
     if NEEDS_MASK:
         x = tl.load(ptrs, mask=mask, other=other, eviction_policy=POLICY)
     else:
@@ -207,7 +211,7 @@ def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr 
 
 
 @triton.jit
-def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr = ""):
+def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
     """tl.store in the destination's dtype, masked only when the shape needs it."""
     if NEEDS_MASK:
         tl.store(ptrs, value.to(ptrs.dtype.element_ty), mask=mask, eviction_policy=POLICY)
@@ -234,7 +238,7 @@ def _softmax_fwd_kernel(
     x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr = False,
+    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr,
 ):
     if ONE_PASS:
         # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
@@ -242,11 +246,12 @@ def _softmax_fwd_kernel(
         cols = tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
         x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
-        x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK)  # -inf: no weight
+        x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK, "")  # -inf: no weight
         m = tl.max(x, axis=1)  # [ROWS]; a row of all -inf gives NaN below, as torch does
         e = tl.exp2(x * LOG2E - (m * LOG2E)[:, None])  # one FFMA + MUFU.EX2 an element
         y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-        _store(_row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :], y, mask, NEEDS_MASK)
+        y_ptrs = _row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :]
+        _store(y_ptrs, y, mask, NEEDS_MASK, "")
     else:
         # Persistent: program p takes rows p, p + P, p + 2P, ... (P = number of programs).
         KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # pass 1: read again soon
@@ -283,7 +288,7 @@ def _softmax_bwd_kernel(
     y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr = False,
+    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr,
 ):
     # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
     if ONE_PASS:
@@ -291,11 +296,11 @@ def _softmax_bwd_kernel(
         cols = tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
         r = rows.to(tl.int64)
-        y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
-        dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK)
+        y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK, "")
+        dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK, "")
         dot = tl.sum(y * dy, axis=1)  # [ROWS]
         dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
-        _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK)
+        _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK, "")
     else:
         KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # as in the forward
         DROP: tl.constexpr = "evict_first" if L2_HINTS else ""
