@@ -21,6 +21,8 @@ program holds at once), which the autotuner picks together with num_warps:
               The grid is persistent (each program loops over rows) and sized so that
               every SM keeps about BYTES_IN_FLIGHT_PER_SM of loads outstanding: enough to
               cover memory latency, few enough rows in flight for that L2 reuse to happen.
+              Optionally (L2_HINTS, a tuned choice) pass 1 asks L2 to keep what it reads
+              and pass 2 to drop what it reads and writes.
 
 Masks are emitted only where a row or the last tile is ragged (NEEDS_MASK), and written so
 that loads and stores stay 16-byte vectors whenever N and the row strides allow it (ALIGN:
@@ -28,11 +30,16 @@ N = 600 is a multiple of 8, not of 16, which is all Triton would otherwise know)
 
 Autotuning (GPU): @triton.autotune over BLOCK in {256, 512, 1024, 2048} x num_warps in
 {2, 4, 8} -- the seed's grid -- plus, for rows longer than 2048, the larger powers of two
-up to the one the row needs (with 4..32 warps, 8..64 values a thread). The key is N and
-`rows_per_sm` (the number of rows each SM gets, a power of two capped at 64): the same N
-wants different configs with 64 rows than with 262144. Picks committed by
-`python -m kernels_triton.tune` (autotune_picks.json, tuned on one GPU) are used on that
-GPU without re-tuning; `autotune_picks()` reports them and everything tuned since.
+up to the one the row needs (with 4..32 warps, 8..64 values a thread), plus six looped
+configs with L2 hints. The key is N and `rows_per_sm` (the number of rows each SM gets, a
+power of two capped at 64): the same N wants different configs with 64 rows than with
+262144. Picks committed by `python -m kernels_triton.tune` (autotune_picks.json, tuned on
+one GPU, the sweep's shapes included) are used on that GPU without re-tuning;
+`autotune_picks()` reports them and everything tuned since.
+
+Host time (see "launching" below): a call's decisions are made once per distinct launch
+and kept as a plan, so a repeated call costs a dict lookup and Triton's launcher, not the
+autotuner's and JIT's Python (219 -> 34 us a call on the H100 machine; NOTES.md).
 
 Triton's CPU interpreter (TRITON_INTERPRET=1, read by Triton when a kernel is decorated,
 i.e. when this module is imported): the same entry points run, but autotuning needs a
