@@ -96,9 +96,9 @@ class SoftmaxConfig:
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
 
     def kwargs(self) -> dict:
-        """The meta-parameters and options this config launches with (every one given:
-        Triton 3.6 does not apply a kernel's default for a string or bool constexpr
-        everywhere 3.9 does)."""
+        """The meta-parameters and options this config launches with. Every constexpr is
+        given, none left to a default: Triton 3.6 failed on a defaulted one that 3.9
+        took (NOTES.md, device call 2)."""
         return {"BLOCK": self.block, "L2_HINTS": self.l2_hints, "num_warps": self.num_warps}
 
     def triton_config(self) -> triton.Config:
@@ -127,7 +127,7 @@ def _gpu_configs() -> list[triton.Config]:
     configs = [SoftmaxConfig(b, w) for b in SEED_BLOCKS for w in SEED_WARPS]
     for block in LARGE_BLOCKS:  # at least 8 values a thread: more warps would only idle
         configs += [SoftmaxConfig(block, w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
-    # the looped path with L2 hints, for the blocks and warps that loop fastest (tuned on an H100)
+    # the looped path with L2 hints, for the blocks and warps that looped fastest in the H100 tune
     configs += [SoftmaxConfig(b, w, l2_hints=True)
                 for b, w in ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))]
     return [c.triton_config() for c in configs]
