@@ -10,6 +10,7 @@ write fails the comparison.
 """
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -34,8 +35,10 @@ SWEEP = [(4096, 600), (65536, 600), (262144, 600), (32768, 1024), (16384, 4096),
 
 
 def _randn(shape, dtype, seed, scale=1.0, device=DEVICE):
-    g = torch.Generator().manual_seed(seed)
-    return (scale * torch.randn(shape, generator=g, dtype=torch.float64)).to(dtype).to(device)
+    """Seeded normals, drawn where they are used (the benchmark shapes hold up to 157M
+    elements: drawing them on the host would take seconds each)."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    return (scale * torch.randn(shape, generator=g, device=device, dtype=torch.float32)).to(dtype)
 
 
 def assert_close(got: torch.Tensor, expected: np.ndarray, dtype):
@@ -53,9 +56,10 @@ def launch_poisoned(name, inputs, config):
 
 # --- kernels, both paths, poisoned outputs ------------------------------------------------
 
-# Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program).
+# Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program),
+# with and without the looped path's L2 eviction hints.
 configs = st.builds(SoftmaxConfig, block=st.sampled_from([16, 32, 64, 128, 256, 1024, 2048]),
-                    num_warps=st.sampled_from([2, 4]))
+                    num_warps=st.sampled_from([2, 4]), l2_hints=st.booleans())
 
 
 @given(m=st.integers(1, 6), n=st.integers(1, 700), dtype=st.sampled_from(DTYPES), config=st.none() | configs,
@@ -76,15 +80,17 @@ def test_backward_kernel_matches_reference(m, n, dtype, config, seed):
     assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
 
 
+@pytest.mark.parametrize("l2_hints", [False, True], ids=["plain", "l2_hints"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_looped_path_with_more_rows_than_programs(dtype):
+def test_looped_path_with_more_rows_than_programs(dtype, l2_hints):
     """A row of 20000 in 8192-wide tiles (two full, one ragged), and a grid smaller than M:
     on the CPU one 'SM' and 32 KiB in flight give 1 (fp32) or 2 (fp16) programs for 3 rows."""
+    config = SoftmaxConfig(8192, 8, l2_hints)
     x = _randn((3, 20000), dtype, 7, 5.0)
-    y = launch_poisoned("softmax_fwd", [x], SoftmaxConfig(8192, 8))
+    y = launch_poisoned("softmax_fwd", [x], config)
     assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
     dy = _randn((3, 20000), dtype, 8)
-    dx = launch_poisoned("softmax_bwd", [y, dy], SoftmaxConfig(8192, 8))
+    dx = launch_poisoned("softmax_bwd", [y, dy], config)
     assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
 
 
@@ -184,8 +190,43 @@ def test_bad_inputs_are_refused():
     assert issubclass(SoftmaxDimError, IndexError) and issubclass(SoftmaxDimError, ValueError)
     with pytest.raises(ValueError, match="must match"):
         softmax_backward(torch.ones(2, 3, device=DEVICE), torch.ones(3, 2, device=DEVICE))
+    with pytest.raises(ValueError, match="meta"):  # dy elsewhere: refused, not read through a foreign pointer
+        softmax_backward(torch.ones(2, 3, device=DEVICE), torch.ones(2, 3, device="meta"))
     with pytest.raises(ValueError, match="power of two"):
         SoftmaxConfig(block=100)
+
+
+OFFLINE_CASES = {  # name: (kernel, M, N, dtype, config), as the committed picks launch them
+    "fwd 4096x600 bf16": ("softmax_fwd", 4096, 600, "bfloat16", (1024, 2, False)),
+    "bwd 16384x4096 fp32": ("softmax_bwd", 16384, 4096, "float32", (4096, 4, False)),
+    "fwd 1024x131072 fp32, looped, L2 hints": ("softmax_fwd", 1024, 131072, "float32", (8192, 32, True)),
+    "bwd 4096x32768 bf16, looped, L2 hints": ("softmax_bwd", 4096, 32768, "bfloat16", (8192, 32, True)),
+}
+
+
+def test_kernels_compile_for_sm90_without_a_gpu():
+    """What the interpreter never checks, compiled here for sm_90 by Triton's own ptxas
+    (in a process without TRITON_INTERPRET): every global load and store 16 bytes wide
+    (rows of 600 included), no local memory (spills), and the looped path's L2 hints
+    reaching the SASS (LDG.E.EL / .EF) only where asked for."""
+    code = (
+        "import json, torch\n"
+        "from kernels_triton import SoftmaxConfig\n"
+        "from kernels_triton.offline import compile_for, memory_instructions, sass\n"
+        f"cases = {OFFLINE_CASES!r}\n"
+        "print(json.dumps({k: memory_instructions(sass(compile_for(n, m, c, getattr(torch, d), SoftmaxConfig(*cfg))))"
+        " for k, (n, m, c, d, cfg) in cases.items()}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    for case, counts in found.items():
+        hinted = OFFLINE_CASES[case][4][2]
+        assert counts.get("LDG.E.128", 0) + counts.get("LDG.E.EL.128", 0) > 0, (case, counts)
+        assert all(op.endswith(".128") for op in counts if op.startswith(("LDG", "STG"))), (case, counts)
+        assert "LDL" not in counts and "STL" not in counts, (case, counts)
+        assert any(".EL." in op or ".EF." in op for op in counts) == hinted, (case, counts)
 
 
 def test_cpu_tensor_without_interpreter_says_how():
@@ -213,6 +254,12 @@ def test_config_space():
     assert max(b for b, _ in pruned(1, 262144)) < 262144  # long rows: looped tiles only
     for b, w in pruned(2, 16384) - seed_grid:
         assert sm._fits_in_registers(b, w, 2 if b >= 16384 else 3)
+
+    def hinted(n):  # configs with the looped path's L2 hints
+        return {(c.kwargs["BLOCK"], c.num_warps) for c in sm._pruner(1)(sm.GPU_CONFIGS, {"N": n}) if c.kwargs["L2_HINTS"]}
+
+    assert not hinted(2048)  # every hinted block holds the row: one pass, nothing to hint
+    assert hinted(262144) and all(b < 262144 for b, _ in hinted(262144))
 
 
 def test_autotune_picks_report():
@@ -261,7 +308,7 @@ def test_tune_needs_a_gpu(capsys):
 # --- GPU: bf16, large sweeps, the benchmark shapes, autotuning -----------------------------
 
 
-gpu_configs = st.sampled_from(sm.GPU_CONFIGS).map(lambda c: SoftmaxConfig(c.kwargs["BLOCK"], c.num_warps))
+gpu_configs = st.sampled_from(sm.GPU_CONFIGS).map(SoftmaxConfig.of)
 
 
 @pytest.mark.gpu
