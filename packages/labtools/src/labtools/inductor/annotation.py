@@ -16,6 +16,11 @@ from labtools.inductor.parse import VIEW_OPS, CompiledGraph, Kernel
 
 REDUCTION_OPS = {"max", "min", "sum", "prod", "welford", "online_softmax", "argmax", "argmin", "any", "reduce"}
 SOFTMAX_OPS = ("amax", "sub", "exp", "sum", "div")
+# On CUDA, Inductor rewrites softmax's two reductions into one node, prims.prepare_softmax_online,
+# which returns the row max and the sum of exp(x - max) together (in a looped kernel as one
+# online pass that rescales the running sum when the max grows; in a persistent one as a max
+# and a sum over the row held in registers).
+ONLINE_SOFTMAX_OPS = ("prepare_softmax_online", "sub", "exp", "div")
 KIND_TEXT = {
     "cpp": "a C++ kernel (Inductor's CPU backend: loops over rows, `at::vec::Vectorized` lanes inside)",
     "pointwise": "a Triton pointwise kernel (one element per lane, no reduction)",
@@ -39,8 +44,9 @@ def _a(op: str) -> str:
 
 
 def is_softmax(kernel: Kernel) -> bool:
-    """Does the kernel fuse a whole softmax: max, subtract, exp, sum and divide?"""
-    return all(op in kernel.fused_ops for op in SOFTMAX_OPS)
+    """Does the kernel fuse a whole softmax: max, subtract, exp, sum and divide (the max and
+    the sum possibly as Inductor's one prepare_softmax_online node)?"""
+    return any(all(op in kernel.fused_ops for op in ops) for ops in (SOFTMAX_OPS, ONLINE_SOFTMAX_OPS))
 
 
 def _steps_for(kernel: Kernel, node: str) -> list[Step]:
@@ -173,6 +179,11 @@ def annotate(kernel: Kernel, graph: CompiledGraph | None = None) -> str:
                 if len(texts) < len(steps):
                     where += " (the same code in several loop nests: recomputed there, not stored and reloaded)"
         md.append(f"| `{node}` | `{target}` | {where} |")
+    if "prepare_softmax_online" in kernel.fused_ops:
+        md += ["", "`prepare_softmax_online` is Inductor's single node for softmax's two reductions: it "
+               "returns the row max and the sum of exp(x − max) together, so the max and the sum need no "
+               "separate passes over memory (in a looped kernel it is one online pass that rescales the "
+               "running sum whenever the running max grows)."]
 
     md += ["", "### 2. Where the input is read", ""]
     reads = [a for a in b.loads if b.aliases.get(a.ptr, a.ptr) not in local]

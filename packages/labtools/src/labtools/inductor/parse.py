@@ -36,7 +36,7 @@ VIEW_OPS = set(
 # The code ops (kernels.classify's names) an ATen op shows up as in a kernel, where they differ.
 # fmt: off
 CODE_OPS = {
-    "amax": ("max",), "amin": ("min",), "var_mean": ("welford", "sum"), "mean": ("sum",), "relu": ("maximum",),
+    "amax": ("max",), "amin": ("min",), "prepare_softmax_online": ("online_softmax", "max", "sum"), "var_mean": ("welford", "sum"), "mean": ("sum",), "relu": ("maximum",),
     "convert_element_type": ("cast",), "full": ("constant",), "scalar_tensor": ("constant",),
     "masked_fill": ("where",), "pow": ("mul",), "reciprocal": ("div",),
 }
