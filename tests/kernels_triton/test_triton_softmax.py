@@ -265,7 +265,7 @@ def test_config_space():
 def test_autotune_picks_report():
     softmax(_randn((3, 50), torch.float32, 0))
     picks = autotune_picks()
-    assert set(picks) == {"mode", "committed", "autotuned"}
+    assert set(picks) == {"mode", "committed", "autotuned", "used"}
     assert "picks" in picks["committed"]
     if sm.INTERPRET:
         assert "interpreter" in picks["mode"] and "1024" in picks["mode"]
@@ -407,3 +407,36 @@ def test_gpu_autotune_picks_reach_the_manifest_in_labtools_convention():
     assert all(set(p) == {"key", "config"} and {"N", "dtype"} <= set(p["key"]) for p in picks)
     picked = pick_for(picks, 600, "float32")
     assert picked is not None and {"BLOCK", "num_warps"} <= set(picked)
+
+
+def test_autotune_picks_report_the_config_each_launch_used():
+    from labtools import registry
+    from labtools.manifest import pick_for
+
+    n = 600 + 8 * np.random.default_rng().integers(1, 50)  # a row length no other test launches
+    softmax(torch.randn(3, int(n)))
+    used = [p for p in autotune_picks()["used"] if p["N"] == n and p["kernel"] == "softmax_fwd"]
+    assert len(used) == 1 and used[0]["source"] in ("interpreter", "autotuned", "committed")
+    picks = registry.get("triton.softmax").meta["autotune_picks"]()
+    assert pick_for(picks, int(n), "float32")["BLOCK"] == used[0]["block"]
+
+
+def test_traces_as_one_opaque_op_under_compile_and_export():
+    """torch.compile and torch.export see kernels_triton::softmax (forward and backward),
+    never the launch inside it; the compiled result and gradient equal the reference."""
+    x64 = np.random.default_rng().standard_normal((4, 37)) * 3
+    x = torch.tensor(x64, dtype=torch.float32, requires_grad=True)
+    dy = torch.randn(4, 37)
+    compiled = torch.compile(lambda t: softmax(t, dim=-1), backend="aot_eager", fullgraph=True)
+    y = compiled(x)
+    y.backward(dy)
+    np.testing.assert_allclose(y.detach().numpy(), softmax_ref(x64), **tolerance("float32"))
+    expect_dx = softmax_backward_ref(softmax_ref(x64), dy.double().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), expect_dx, **tolerance("float32"))
+
+    class Head(torch.nn.Module):
+        def forward(self, t):
+            return softmax(t, dim=0)
+
+    graph = torch.export.export(Head(), (x.detach(),)).graph_module.code
+    assert "kernels_triton.softmax" in graph and "data_ptr" not in graph

@@ -22,9 +22,10 @@ def _backward(y, dy):
 
 
 def _picks(kernel: str):
-    """autotune_picks() in labtools' convention ([{"key": ..., "config": ...}], see
-    labtools.registry), for one kernel. The picks that the (512, 600) shape of the
-    manifest's B512 would use come first, so `lab run` reports the config that shape ran."""
+    """The configs this process's launches of one kernel ran with (committed picks or the
+    autotuner's), in labtools' convention ([{"key": ..., "config": ...}], see
+    labtools.registry). The key the (512, 600) shape of the manifest's B512 uses comes
+    first, so `lab run` reports the config that shape ran."""
 
     def picks() -> list[dict]:
         import torch
@@ -32,10 +33,12 @@ def _picks(kernel: str):
         from kernels_triton.softmax import _rows_per_sm, autotune_picks
 
         b512 = _rows_per_sm(512, torch.device("cuda")) if torch.cuda.is_available() else None
-        found = [p for p in autotune_picks()["autotuned"] if p["kernel"] == kernel]
+        found = [p for p in autotune_picks()["used"] if p["kernel"] == kernel]
         found.sort(key=lambda p: p["rows_per_sm"] != b512)
         return [{"key": {"N": p["N"], "dtype": p["dtype"], "rows_per_sm": p["rows_per_sm"]},
-                 "config": {"BLOCK": p["block"], "num_warps": p["num_warps"]}} for p in found]
+                 "config": {"BLOCK": p["block"], "num_warps": p["num_warps"], "l2_hints": p.get("l2_hints", False),
+                            "source": p["source"]}}
+                for p in found]
 
     return picks
 

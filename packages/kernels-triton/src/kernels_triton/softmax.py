@@ -396,8 +396,9 @@ def _committed_pick(kernel: str, n: int, rows_per_sm: int, dtype: torch.dtype, d
 
 def autotune_picks() -> dict:
     """Which config won for which (kernel, N, rows_per_sm, dtype): the committed picks
-    (used without re-tuning on the GPU they name) and every pick the autotuner made in
-    this process, read from its cache. Under the interpreter: the one config used."""
+    (used without re-tuning on the GPU they name), every pick the autotuner made in this
+    process (read from its cache), and `used`: the config each key's launches actually
+    ran with in this process and its source. Under the interpreter: the one config used."""
     tuned = []
     for name, (_, autotuner) in KERNELS.items():
         for key, cfg in autotuner.cache.items():
@@ -407,7 +408,8 @@ def autotune_picks() -> dict:
     committed = _committed()
     mode = (f"interpreter: autotuning needs a GPU, so every launch uses one config {asdict(INTERPRETER_CONFIG)}"
             if INTERPRET else "autotune (GPU)")
-    return {"mode": mode, "committed": committed, "autotuned": tuned}
+    used = [{"kernel": k, "N": n, "rows_per_sm": r, "dtype": d, **cfg} for (k, n, r, d), cfg in _USED.items()]
+    return {"mode": mode, "committed": committed, "autotuned": tuned, "used": used}
 
 
 def _config_label(config: SoftmaxConfig) -> str:
@@ -460,6 +462,9 @@ def _grid(meta: dict, n_sms: int, column_bytes: int) -> tuple[int]:
 
 
 _PLANS: dict[tuple, Callable[[list[torch.Tensor], list[int]], None]] = {}
+# (kernel, N, rows_per_sm, dtype) -> the config its launches ran with in this process, and
+# where it came from ("committed", "autotuned" or "given"): what autotune_picks() reports
+_USED: dict[tuple, dict] = {}
 MAX_PLANS = 4096  # distinct launches remembered; past that the cache starts afresh
 
 
@@ -492,14 +497,16 @@ def _first_launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config
     kernel, autotuner = KERNELS[name]
     x = tensors[0]
     args = [*tensors, *(t.stride(0) for t in tensors), M, N, _rows_per_sm(M, x.device)]
+    grid = functools.partial(_grid, n_sms=_num_sms(x.device), column_bytes=x.element_size() * STREAMS[name])
+    source = "given" if config is not None else "committed"
     if config is None and use_committed and x.device.type == "cuda":
         config = _committed_pick(name, N, args[-1], x.dtype, x.device)
-    grid = functools.partial(_grid, n_sms=_num_sms(x.device), column_bytes=x.element_size() * STREAMS[name])
     if config is None:
         compiled = autotuner[grid](*args)
-        config = SoftmaxConfig.of(autotuner.best_config)
+        config, source = SoftmaxConfig.of(autotuner.best_config), "interpreter" if INTERPRET else "autotuned"
     else:
         compiled = kernel[grid](*args, **config.kwargs())
+    _USED[(name, N, args[-1], _dtype_name(x.dtype))] = {**_pick_fields(config), "source": source}
     meta = _tile_meta({**dict(zip(kernel.arg_names, args)), **config.kwargs()})
     bound = [meta[arg] for arg in kernel.arg_names[len(tensors):]]  # every argument after the tensors
     program_grid = (*grid(meta), 1, 1)  # (x, y, z): the compiled kernel's launcher wants all three
@@ -555,34 +562,79 @@ def _as_rows(t: torch.Tensor) -> torch.Tensor:
     return t if t.dim() == 2 else t.view(-1, t.shape[-1])
 
 
-def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.Tensor:
+def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None, launch: bool = True) -> torch.Tensor:
+    """y = softmax(x, dim). launch=False allocates y with the layout a launch would give it
+    and computes nothing: the custom op's fake (shape-only) version, for tracing."""
     if dim == x.dim() - 1 and x.is_contiguous():  # the usual case, kept short: rows are already (M, N)
         y = torch.empty_like(x)
-        if y.numel():
+        if y.numel() and launch:
             x2, y2 = _as_rows(x), _as_rows(y)
             _launch("softmax_fwd", [x2, y2], x2.shape[0], x2.shape[1], config)
         return y
     x2 = _rows(x, dim)
     y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
-    if x2.numel():
+    if x2.numel() and launch:
         _launch("softmax_fwd", [x2, y2], *x2.shape, config)
     return _from_rows(y2, x, dim)
 
 
-def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, config: SoftmaxConfig | None) -> torch.Tensor:
+def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, config: SoftmaxConfig | None,
+              launch: bool = True) -> torch.Tensor:
+    """dx from y and dy along dim; launch=False as in _forward."""
     if dy.dtype != y.dtype:
         dy = dy.to(y.dtype)
     if dim == y.dim() - 1 and y.is_contiguous() and dy.is_contiguous():  # as in _forward
         dx = torch.empty_like(y)
-        if dx.numel():
+        if dx.numel() and launch:
             y2 = _as_rows(y)
             _launch("softmax_bwd", [y2, _as_rows(dy), _as_rows(dx)], y2.shape[0], y2.shape[1], config)
         return dx
     y2, dy2 = _rows(y, dim), _rows(dy, dim)
     dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
-    if y2.numel():
+    if y2.numel() and launch:
         _launch("softmax_bwd", [y2, dy2, dx2], *y2.shape, config)
     return _from_rows(dx2, y, dim)
+
+
+# --- under torch.compile and torch.export ----------------------------------------------
+#
+# A tracer cannot look inside a launch (it reads data pointers of tensors that have none
+# while tracing), so while a graph is being traced softmax is one opaque custom op,
+# kernels_triton::softmax, with a shape-only fake and its backward as a second op. Eager
+# calls skip the op: its dispatch costs ~25 us of host time, as much as the launch.
+
+
+@torch.library.custom_op("kernels_triton::softmax", mutates_args=())
+def _softmax_op(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return _forward(x, dim, None)
+
+
+@_softmax_op.register_fake
+def _(x, dim):
+    return _forward(x, dim, None, launch=False)
+
+
+@torch.library.custom_op("kernels_triton::softmax_backward", mutates_args=())
+def _softmax_backward_op(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+    return _backward(y, dy, dim, None)
+
+
+@_softmax_backward_op.register_fake
+def _(y, dy, dim):
+    return _backward(y, dy, dim, None, launch=False)
+
+
+def _op_setup_context(ctx, inputs, output):
+    ctx.dim = inputs[1]
+    ctx.save_for_backward(output)
+
+
+def _op_backward(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return _softmax_backward_op(y, dy, ctx.dim), None
+
+
+_softmax_op.register_autograd(_op_backward, setup_context=_op_setup_context)
 
 
 class _Softmax(torch.autograd.Function):
@@ -606,9 +658,12 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     CPU under TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf
     give NaN, as in torch. `config` forces one launch configuration (both directions)
     instead of the committed pick or the autotuner; under the interpreter the default is
-    the single INTERPRETER_CONFIG.
+    the single INTERPRETER_CONFIG. Under torch.compile or torch.export it is one opaque
+    op, kernels_triton::softmax (forward and backward), so graphs that use it trace.
     """
     dim = _check(x, dim, "x")
+    if config is None and torch.compiler.is_compiling():  # traced: the opaque op (see above)
+        return _softmax_op(x, dim)
     if x.requires_grad and torch.is_grad_enabled():
         return _Softmax.apply(x, dim, config)
     return _forward(x, dim, config)  # no graph to record: skip autograd's bookkeeping (~10 us)
@@ -623,6 +678,8 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
         raise ValueError(f"dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}: they must match")
     if dy.device != y.device:
         raise ValueError(f"dy is on {dy.device}, y on {y.device}: they must be on one device")
+    if config is None and torch.compiler.is_compiling():
+        return _softmax_backward_op(y, dy, dim)
     return _backward(y, dy, dim, config)
 
 
