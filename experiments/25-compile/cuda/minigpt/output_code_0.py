@@ -34,7 +34,7 @@ async_compile = AsyncCompile()
 empty_strided_p2p = torch._C._distributed_c10d._SymmetricMemory.empty_strided_p2p
 
 
-# kernel path: /tmp/tmp1jnbul8c/nq/cnqohx65ostuaoqoergshliiaqgqmxhc2a6vsw5snf2t7afkdshw.py
+# kernel path: /tmp/tmp8jbttgus/nq/cnqohx65ostuaoqoergshliiaqgqmxhc2a6vsw5snf2t7afkdshw.py
 # Topologically Sorted Source Nodes: [embedding, arange, embedding_1, x, layer_norm], Original ATen: [aten.embedding, aten.arange, aten.add, aten.native_layer_norm]
 # Source node to ATen node mapping:
 #   arange => iota
@@ -133,7 +133,7 @@ def triton_per_fused_var_mean_add_embedding_embedding_1_iota_add_2_mul_1_mul_sub
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/po/cpo7wviv7gg4w6ls35esspmqewy53mnocaeohwvxcpf4vp5sbwau.py
+# kernel path: /tmp/tmp8jbttgus/po/cpo7wviv7gg4w6ls35esspmqewy53mnocaeohwvxcpf4vp5sbwau.py
 # Topologically Sorted Source Nodes: [linear, split, view, q_1, matmul], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone]
 # Source node to ATen node mapping:
 #   linear => add_tensor_15, view_1
@@ -185,7 +185,7 @@ def triton_poi_fused_clone_permute_1_view_2_split_view_1_add_tensor_15_1(in_ptr0
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/n5/cn542vhityqxko27rmamxmxc7scubjr5wztniuvomj7xgong7epl.py
+# kernel path: /tmp/tmp8jbttgus/n5/cn542vhityqxko27rmamxmxc7scubjr5wztniuvomj7xgong7epl.py
 # Topologically Sorted Source Nodes: [linear, split, view_1, k_1, transpose_3, matmul], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone]
 # Source node to ATen node mapping:
 #   k_1 => permute_2
@@ -242,7 +242,7 @@ def triton_poi_fused_clone_1_permute_4_permute_2_view_3_split_view_1_add_tensor_
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/gq/cgqj444berbtzl63tt3rthbococl252n2prrpbdp5vd2umn43xne.py
+# kernel path: /tmp/tmp8jbttgus/gq/cgqj444berbtzl63tt3rthbococl252n2prrpbdp5vd2umn43xne.py
 # Topologically Sorted Source Nodes: [getitem_3, masked_fill, matmul, scores, att], Original ATen: [aten.slice, aten.masked_fill, aten.view, aten.mul, prims.prepare_softmax_online, aten.sub, aten.exp, aten._softmax]
 # Source node to ATen node mapping:
 #   att => div
@@ -322,7 +322,7 @@ def triton_per_fused_prepare_softmax_online_default_3_where_slice_2_slice_1_full
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/st/cstzexrx3u7ezg3h7r7lw5mnataazacme33oulbtgwowhnv5kdkj.py
+# kernel path: /tmp/tmp8jbttgus/st/cstzexrx3u7ezg3h7r7lw5mnataazacme33oulbtgwowhnv5kdkj.py
 # Topologically Sorted Source Nodes: [linear, split, view_2, v_1, matmul_1], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone]
 # Source node to ATen node mapping:
 #   linear => add_tensor_15, view_1
@@ -374,7 +374,7 @@ def triton_poi_fused_clone_2_permute_3_view_4_split_view_1_add_tensor_15_4(in_pt
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/e4/ce4zuor2tfybj7gvhmojk3ohrd5wvuvk2clssnpervbzkfknivbl.py
+# kernel path: /tmp/tmp8jbttgus/e4/ce4zuor2tfybj7gvhmojk3ohrd5wvuvk2clssnpervbzkfknivbl.py
 # Topologically Sorted Source Nodes: [matmul_1, transpose_4, y], Original ATen: [aten.view, aten.transpose, aten.clone]
 # Source node to ATen node mapping:
 #   matmul_1 => view_10
@@ -418,7 +418,7 @@ def triton_poi_fused_clone_3_permute_5_view_10_5(in_ptr0, out_ptr0, xnumel, XBLO
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/sp/cspxgiopprs3mfqhbexjnwrg2mrab65xydscdnhrvva42whdfkt3.py
+# kernel path: /tmp/tmp8jbttgus/sp/cspxgiopprs3mfqhbexjnwrg2mrab65xydscdnhrvva42whdfkt3.py
 # Topologically Sorted Source Nodes: [embedding, arange, embedding_1, x, linear_1, x_1, layer_norm_1], Original ATen: [aten.embedding, aten.arange, aten.add, aten.addmm, aten.view, aten.native_layer_norm]
 # Source node to ATen node mapping:
 #   arange => iota
@@ -530,7 +530,7 @@ def triton_per_fused_add_3_add_embedding_embedding_1_iota_view_13_add_tensor_14_
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/w6/cw6qrrydgrxzhvyo7gauqvyx2hl4hvchquxwihac24cd7uvqal4o.py
+# kernel path: /tmp/tmp8jbttgus/w6/cw6qrrydgrxzhvyo7gauqvyx2hl4hvchquxwihac24cd7uvqal4o.py
 # Topologically Sorted Source Nodes: [linear_2, gelu], Original ATen: [aten.addmm, aten.view, aten.gelu]
 # Source node to ATen node mapping:
 #   gelu => add_6, add_7, mul_10, mul_5, mul_6, mul_7, mul_8, mul_9, tanh
@@ -594,7 +594,7 @@ def triton_poi_fused_mul_10_mul_9_view_15_add_tensor_13_add_7_tanh_mul_8_add_6_m
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/zc/czcwdarsdkdsywrco7rvuxn4kydmhlfur2dfzdqznehvi3nbxsvl.py
+# kernel path: /tmp/tmp8jbttgus/zc/czcwdarsdkdsywrco7rvuxn4kydmhlfur2dfzdqznehvi3nbxsvl.py
 # Topologically Sorted Source Nodes: [linear_3, x_2, layer_norm_2], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm]
 # Source node to ATen node mapping:
 #   layer_norm_2 => add_10, add_9, mul_11, mul_12, rsqrt_2, sub_3, var_mean_2
@@ -685,7 +685,7 @@ def triton_per_fused_var_mean_2_add_8_view_17_add_tensor_12_add_10_mul_12_mul_11
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/jf/cjf22gdsjga6lhvnkc3tmrm7zvkjkldxd3zjua5tfe66shhnuumc.py
+# kernel path: /tmp/tmp8jbttgus/jf/cjf22gdsjga6lhvnkc3tmrm7zvkjkldxd3zjua5tfe66shhnuumc.py
 # Topologically Sorted Source Nodes: [linear_3, x_2, linear_5, x_3, layer_norm_3], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm]
 # Source node to ATen node mapping:
 #   layer_norm_3 => add_12, add_13, mul_14, mul_15, rsqrt_3, sub_5, var_mean_3
@@ -789,7 +789,7 @@ def triton_per_fused_add_11_add_8_view_17_add_tensor_12_view_31_add_tensor_10_va
 ''', device_str='cuda')
 
 
-# kernel path: /tmp/tmp1jnbul8c/ze/cze6yq37ndqft2xyytdq2bbxy2cjmz72jog25tinc72fwkmzdesi.py
+# kernel path: /tmp/tmp8jbttgus/ze/cze6yq37ndqft2xyytdq2bbxy2cjmz72jog25tinc72fwkmzdesi.py
 # Topologically Sorted Source Nodes: [linear_15, x_8, layer_norm_8], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm]
 # Source node to ATen node mapping:
 #   layer_norm_8 => add_33, add_34, mul_44, mul_45, rsqrt_8, sub_12, var_mean_8
@@ -988,11 +988,9 @@ class Runner:
             stream0 = get_raw_stream(0)
             triton_poi_fused_clone_2_permute_3_view_4_split_view_1_add_tensor_15_4.run(arg6_1, buf4, buf11, 2048, stream=stream0)
             del arg6_1
-            del buf4
             buf12 = reinterpret_tensor(buf5, (8, 16, 16), (256, 16, 1), 0); del buf5  # reuse
             # Topologically Sorted Source Nodes: [linear, split, getitem_3, masked_fill, matmul, scores, att, matmul_1, view_2, v_1], Original ATen: [aten.addmm, aten.view, aten.split, aten.slice, aten.masked_fill, aten.mul, aten.sub, aten.exp, aten._softmax, aten.transpose, aten.clone, aten._unsafe_view, aten.bmm]
             extern_kernels.bmm(reinterpret_tensor(buf10, (8, 16, 16), (256, 16, 1), 0), reinterpret_tensor(buf11, (8, 16, 16), (256, 16, 1), 0), out=buf12)
-            del buf10
             buf13 = reinterpret_tensor(buf11, (2, 16, 4, 16), (1024, 64, 16, 1), 0); del buf11  # reuse
             # Topologically Sorted Source Nodes: [matmul_1, transpose_4, y], Original ATen: [aten.view, aten.transpose, aten.clone]
             stream0 = get_raw_stream(0)
@@ -1025,14 +1023,13 @@ class Runner:
             # Topologically Sorted Source Nodes: [linear_2, gelu, linear_3], Original ATen: [aten.addmm, aten.view, aten.gelu, aten.t]
             extern_kernels.mm(reinterpret_tensor(buf21, (32, 256), (256, 1), 0), reinterpret_tensor(arg14_1, (256, 64), (1, 256), 0), out=buf22)
             del arg14_1
-            del buf21
-            buf26 = empty_strided_cuda((2, 16, 64), (1024, 64, 1), torch.float32)
+            buf26 = reinterpret_tensor(buf10, (2, 16, 64), (1024, 64, 1), 0); del buf10  # reuse
             # Topologically Sorted Source Nodes: [linear_3, x_2, layer_norm_2], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm]
             stream0 = get_raw_stream(0)
             triton_per_fused_var_mean_2_add_8_view_17_add_tensor_12_add_10_mul_12_mul_11_sub_3_rsqrt_2_add_9_8.run(buf15, arg15_1, buf22, arg16_1, arg17_1, buf26, 32, 64, stream=stream0)
             del arg16_1
             del arg17_1
-            buf27 = empty_strided_cuda((32, 192), (192, 1), torch.float32)
+            buf27 = buf4; del buf4  # reuse
             # Topologically Sorted Source Nodes: [linear_3, x_2, layer_norm_2, linear_4], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm, aten.t]
             extern_kernels.mm(reinterpret_tensor(buf26, (32, 64), (64, 1), 0), reinterpret_tensor(arg18_1, (64, 192), (1, 64), 0), out=buf27)
             del arg18_1
@@ -1057,11 +1054,9 @@ class Runner:
             stream0 = get_raw_stream(0)
             triton_poi_fused_clone_2_permute_3_view_4_split_view_1_add_tensor_15_4.run(arg19_1, buf27, buf34, 2048, stream=stream0)
             del arg19_1
-            del buf27
             buf35 = reinterpret_tensor(buf28, (8, 16, 16), (256, 16, 1), 0); del buf28  # reuse
             # Topologically Sorted Source Nodes: [linear_4, split_1, getitem_7, masked_fill_1, matmul_2, scores_1, att_1, matmul_3, view_5, v_3], Original ATen: [aten.addmm, aten.view, aten.split, aten.slice, aten.masked_fill, aten.mul, aten.sub, aten.exp, aten._softmax, aten.transpose, aten.clone, aten._unsafe_view, aten.bmm]
             extern_kernels.bmm(reinterpret_tensor(buf33, (8, 16, 16), (256, 16, 1), 0), reinterpret_tensor(buf34, (8, 16, 16), (256, 16, 1), 0), out=buf35)
-            del buf33
             buf36 = reinterpret_tensor(buf34, (2, 16, 4, 16), (1024, 64, 16, 1), 0); del buf34  # reuse
             # Topologically Sorted Source Nodes: [matmul_3, transpose_9, y_1], Original ATen: [aten.view, aten.transpose, aten.clone]
             stream0 = get_raw_stream(0)
@@ -1079,9 +1074,7 @@ class Runner:
             del arg22_1
             del arg23_1
             del arg24_1
-            del buf22
-            del buf37
-            buf43 = empty_strided_cuda((32, 256), (256, 1), torch.float32)
+            buf43 = reinterpret_tensor(buf21, (32, 256), (256, 1), 0); del buf21  # reuse
             # Topologically Sorted Source Nodes: [layer_norm_3, linear_6], Original ATen: [aten.native_layer_norm, aten.view, aten.t, aten.addmm]
             extern_kernels.mm(reinterpret_tensor(buf42, (32, 64), (64, 1), 0), reinterpret_tensor(arg25_1, (64, 256), (1, 64), 0), out=buf43)
             del arg25_1
@@ -1094,14 +1087,13 @@ class Runner:
             # Topologically Sorted Source Nodes: [linear_6, gelu_1, linear_7], Original ATen: [aten.addmm, aten.view, aten.gelu, aten.t]
             extern_kernels.mm(reinterpret_tensor(buf44, (32, 256), (256, 1), 0), reinterpret_tensor(arg27_1, (256, 64), (1, 256), 0), out=buf45)
             del arg27_1
-            del buf44
-            buf49 = empty_strided_cuda((2, 16, 64), (1024, 64, 1), torch.float32)
+            buf49 = reinterpret_tensor(buf37, (2, 16, 64), (1024, 64, 1), 0); del buf37  # reuse
             # Topologically Sorted Source Nodes: [linear_7, x_4, layer_norm_4], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm]
             stream0 = get_raw_stream(0)
             triton_per_fused_var_mean_2_add_8_view_17_add_tensor_12_add_10_mul_12_mul_11_sub_3_rsqrt_2_add_9_8.run(buf38, arg28_1, buf45, arg29_1, arg30_1, buf49, 32, 64, stream=stream0)
             del arg29_1
             del arg30_1
-            buf50 = empty_strided_cuda((32, 192), (192, 1), torch.float32)
+            buf50 = buf27; del buf27  # reuse
             # Topologically Sorted Source Nodes: [linear_7, x_4, layer_norm_4, linear_8], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm, aten.t]
             extern_kernels.mm(reinterpret_tensor(buf49, (32, 64), (64, 1), 0), reinterpret_tensor(arg31_1, (64, 192), (1, 64), 0), out=buf50)
             del arg31_1
@@ -1109,11 +1101,11 @@ class Runner:
             # Topologically Sorted Source Nodes: [linear_8, split_2, view_6, q_5, matmul_4], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone]
             stream0 = get_raw_stream(0)
             triton_poi_fused_clone_permute_1_view_2_split_view_1_add_tensor_15_1.run(arg32_1, buf50, buf51, 2048, stream=stream0)
-            buf52 = empty_strided_cuda((2, 4, 16, 16), (1024, 256, 16, 1), torch.float32)
+            buf52 = reinterpret_tensor(buf22, (2, 4, 16, 16), (1024, 256, 16, 1), 0); del buf22  # reuse
             # Topologically Sorted Source Nodes: [linear_8, split_2, view_7, k_5, transpose_13, matmul_4], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone]
             stream0 = get_raw_stream(0)
             triton_poi_fused_clone_1_permute_4_permute_2_view_3_split_view_1_add_tensor_15_2.run(arg32_1, buf50, buf52, 128, 16, stream=stream0)
-            buf53 = empty_strided_cuda((8, 16, 16), (256, 16, 1), torch.float32)
+            buf53 = reinterpret_tensor(buf33, (8, 16, 16), (256, 16, 1), 0); del buf33  # reuse
             # Topologically Sorted Source Nodes: [linear_8, split_2, view_6, q_5, matmul_4, view_7, k_5, transpose_13], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone, aten._unsafe_view, aten.bmm]
             extern_kernels.bmm(reinterpret_tensor(buf51, (8, 16, 16), (256, 16, 1), 0), reinterpret_tensor(buf52, (8, 16, 16), (256, 16, 1), 0), out=buf53)
             buf56 = reinterpret_tensor(buf53, (2, 4, 16, 16), (1024, 256, 16, 1), 0); del buf53  # reuse
@@ -1126,11 +1118,9 @@ class Runner:
             stream0 = get_raw_stream(0)
             triton_poi_fused_clone_2_permute_3_view_4_split_view_1_add_tensor_15_4.run(arg32_1, buf50, buf57, 2048, stream=stream0)
             del arg32_1
-            del buf50
             buf58 = reinterpret_tensor(buf51, (8, 16, 16), (256, 16, 1), 0); del buf51  # reuse
             # Topologically Sorted Source Nodes: [linear_8, split_2, getitem_11, masked_fill_2, matmul_4, scores_2, att_2, matmul_5, view_8, v_5], Original ATen: [aten.addmm, aten.view, aten.split, aten.slice, aten.masked_fill, aten.mul, aten.sub, aten.exp, aten._softmax, aten.transpose, aten.clone, aten._unsafe_view, aten.bmm]
             extern_kernels.bmm(reinterpret_tensor(buf56, (8, 16, 16), (256, 16, 1), 0), reinterpret_tensor(buf57, (8, 16, 16), (256, 16, 1), 0), out=buf58)
-            del buf56
             buf59 = reinterpret_tensor(buf57, (2, 16, 4, 16), (1024, 64, 16, 1), 0); del buf57  # reuse
             # Topologically Sorted Source Nodes: [matmul_5, transpose_14, y_2], Original ATen: [aten.view, aten.transpose, aten.clone]
             stream0 = get_raw_stream(0)
@@ -1148,9 +1138,7 @@ class Runner:
             del arg35_1
             del arg36_1
             del arg37_1
-            del buf45
-            del buf60
-            buf66 = empty_strided_cuda((32, 256), (256, 1), torch.float32)
+            buf66 = reinterpret_tensor(buf44, (32, 256), (256, 1), 0); del buf44  # reuse
             # Topologically Sorted Source Nodes: [layer_norm_5, linear_10], Original ATen: [aten.native_layer_norm, aten.view, aten.t, aten.addmm]
             extern_kernels.mm(reinterpret_tensor(buf65, (32, 64), (64, 1), 0), reinterpret_tensor(arg38_1, (64, 256), (1, 64), 0), out=buf66)
             del arg38_1
@@ -1163,14 +1151,13 @@ class Runner:
             # Topologically Sorted Source Nodes: [linear_10, gelu_2, linear_11], Original ATen: [aten.addmm, aten.view, aten.gelu, aten.t]
             extern_kernels.mm(reinterpret_tensor(buf67, (32, 256), (256, 1), 0), reinterpret_tensor(arg40_1, (256, 64), (1, 256), 0), out=buf68)
             del arg40_1
-            del buf67
-            buf72 = empty_strided_cuda((2, 16, 64), (1024, 64, 1), torch.float32)
+            buf72 = reinterpret_tensor(buf60, (2, 16, 64), (1024, 64, 1), 0); del buf60  # reuse
             # Topologically Sorted Source Nodes: [linear_11, x_6, layer_norm_6], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm]
             stream0 = get_raw_stream(0)
             triton_per_fused_var_mean_2_add_8_view_17_add_tensor_12_add_10_mul_12_mul_11_sub_3_rsqrt_2_add_9_8.run(buf61, arg41_1, buf68, arg42_1, arg43_1, buf72, 32, 64, stream=stream0)
             del arg42_1
             del arg43_1
-            buf73 = empty_strided_cuda((32, 192), (192, 1), torch.float32)
+            buf73 = buf50; del buf50  # reuse
             # Topologically Sorted Source Nodes: [linear_11, x_6, layer_norm_6, linear_12], Original ATen: [aten.addmm, aten.view, aten.add, aten.native_layer_norm, aten.t]
             extern_kernels.mm(reinterpret_tensor(buf72, (32, 64), (64, 1), 0), reinterpret_tensor(arg44_1, (64, 192), (1, 64), 0), out=buf73)
             del arg44_1
@@ -1178,11 +1165,11 @@ class Runner:
             # Topologically Sorted Source Nodes: [linear_12, split_3, view_9, q_7, matmul_6], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone]
             stream0 = get_raw_stream(0)
             triton_poi_fused_clone_permute_1_view_2_split_view_1_add_tensor_15_1.run(arg45_1, buf73, buf74, 2048, stream=stream0)
-            buf75 = empty_strided_cuda((2, 4, 16, 16), (1024, 256, 16, 1), torch.float32)
+            buf75 = reinterpret_tensor(buf45, (2, 4, 16, 16), (1024, 256, 16, 1), 0); del buf45  # reuse
             # Topologically Sorted Source Nodes: [linear_12, split_3, view_10, k_7, transpose_18, matmul_6], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone]
             stream0 = get_raw_stream(0)
             triton_poi_fused_clone_1_permute_4_permute_2_view_3_split_view_1_add_tensor_15_2.run(arg45_1, buf73, buf75, 128, 16, stream=stream0)
-            buf76 = empty_strided_cuda((8, 16, 16), (256, 16, 1), torch.float32)
+            buf76 = reinterpret_tensor(buf56, (8, 16, 16), (256, 16, 1), 0); del buf56  # reuse
             # Topologically Sorted Source Nodes: [linear_12, split_3, view_9, q_7, matmul_6, view_10, k_7, transpose_18], Original ATen: [aten.addmm, aten.view, aten.split, aten.transpose, aten.clone, aten._unsafe_view, aten.bmm]
             extern_kernels.bmm(reinterpret_tensor(buf74, (8, 16, 16), (256, 16, 1), 0), reinterpret_tensor(buf75, (8, 16, 16), (256, 16, 1), 0), out=buf76)
             buf79 = reinterpret_tensor(buf76, (2, 4, 16, 16), (1024, 256, 16, 1), 0); del buf76  # reuse
@@ -1219,7 +1206,7 @@ class Runner:
             del arg50_1
             del buf68
             del buf83
-            buf89 = empty_strided_cuda((32, 256), (256, 1), torch.float32)
+            buf89 = reinterpret_tensor(buf67, (32, 256), (256, 1), 0); del buf67  # reuse
             # Topologically Sorted Source Nodes: [layer_norm_7, linear_14], Original ATen: [aten.native_layer_norm, aten.view, aten.t, aten.addmm]
             extern_kernels.mm(reinterpret_tensor(buf88, (32, 64), (64, 1), 0), reinterpret_tensor(arg51_1, (64, 256), (1, 64), 0), out=buf89)
             del arg51_1
@@ -1247,7 +1234,14 @@ class Runner:
             del arg57_1
             del arg58_1
             del buf95
-        return (reinterpret_tensor(buf96, (2, 16, 616), (9856, 616, 1), 0), )
+            # Topologically Sorted Source Nodes: [logits, softmax_default], Original ATen: [aten.view, kernels_triton.softmax]
+            buf97 = torch.ops.kernels_triton.softmax.default(reinterpret_tensor(buf96, (2, 16, 616), (9856, 616, 1), 0), 2)
+            del buf96
+            buf98 = buf97
+            assert_size_stride(buf98, (2, 16, 616), (9856, 616, 1), 'torch.ops.kernels_triton.softmax.default')
+            assert_alignment(buf98, 16, 'torch.ops.kernels_triton.softmax.default')
+            del buf97
+        return (buf98, )
 
 runner = Runner(partitions=[])
 call = runner.call

@@ -34,7 +34,7 @@ async_compile = AsyncCompile()
 empty_strided_p2p = torch._C._distributed_c10d._SymmetricMemory.empty_strided_p2p
 
 
-# kernel path: /tmp/tmpdaorru25/ax/cax2xohgubwdzodgdgtaoqqeeoxgzh2yrcvshrcty3k3a3epzxvm.py
+# kernel path: /tmp/tmpok2j3d9r/ax/cax2xohgubwdzodgdgtaoqqeeoxgzh2yrcvshrcty3k3a3epzxvm.py
 # Topologically Sorted Source Nodes: [softmax], Original ATen: [prims.prepare_softmax_online, aten.sub, aten.exp, aten._softmax]
 # Source node to ATen node mapping:
 #   softmax => div
