@@ -35,7 +35,10 @@ def write_metadata(dest: Path) -> list[str]:
         if project.get("scripts"):
             groups["console_scripts"] = project["scripts"]
         (info / "entry_points.txt").write_text(
-            "".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n" for g, eps in groups.items())
+            "".join(
+                f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+                for g, eps in groups.items()
+            )
         )
         names.append(name)
     return names

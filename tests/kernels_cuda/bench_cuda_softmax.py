@@ -11,7 +11,6 @@ The full sweep is `lab bench softmax`.
 from __future__ import annotations
 
 import pytest
-
 from labtools import bench, registry
 
 pytestmark = pytest.mark.gpu
@@ -47,10 +46,18 @@ def _torch_softmax(shape, dtype) -> bench.BenchRecord:
 
 @pytest.mark.parametrize("name,shape,dtype", CASES)
 def test_softmax(benchmark, name, shape, dtype, copy_gbps):
-    rec = bench.bench(benchmark, registry.get(name), shape, dtype, copy_gbps=copy_gbps,
-                      reference=_torch_softmax(shape, dtype))
-    print(f"\n{name} {shape} {dtype}: {rec.median_us:.1f} us, {rec.frac_of_copy:.0%} of copy, "
-          f"{rec.vs_ref:.2f}x F.softmax")
+    rec = bench.bench(
+        benchmark,
+        registry.get(name),
+        shape,
+        dtype,
+        copy_gbps=copy_gbps,
+        reference=_torch_softmax(shape, dtype),
+    )
+    print(
+        f"\n{name} {shape} {dtype}: {rec.median_us:.1f} us, {rec.frac_of_copy:.0%} of copy, "
+        f"{rec.vs_ref:.2f}x F.softmax"
+    )
     assert rec.gbps > 0
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import kernels_cuda
 import numpy as np
 import pytest
 import torch
-
-import kernels_cuda
 from kernels_cuda import arrays
-from kernels_cuda import bench as cuda_bench
+from kernels_cuda import plugin as cuda_plugin
 from labtools import registry
 
 
@@ -69,17 +68,27 @@ def test_poisoned_outputs_start_as_nan_so_an_unwritten_element_shows():
 
 def test_register_adds_every_variant_with_its_designed_range():
     registry.load_plugins()
-    cuda_bench.register()
+    cuda_plugin.register()
     impls = {i.name: i for i in registry.implementations("softmax", backend="cuda-c")}
-    assert set(impls) == {"cuda.v1_naive", "cuda.v2_shared", "cuda.v3_fused", "cuda.v4_cluster", "cuda.v4_online",
-                          "cuda.auto"}
-    assert all(i.device == "cuda" and set(i.dtypes) == {"float32", "float16", "bfloat16"} for i in impls.values())
+    assert set(impls) == {
+        "cuda.v1_naive",
+        "cuda.v2_shared",
+        "cuda.v3_fused",
+        "cuda.v4_cluster",
+        "cuda.v4_online",
+        "cuda.auto",
+    }
+    assert all(
+        i.device == "cuda" and set(i.dtypes) == {"float32", "float16", "bfloat16"} for i in impls.values()
+    )
     assert impls["cuda.v1_naive"].accepts((4096, 600), "float32")
     assert not impls["cuda.v1_naive"].accepts((256, 262144), "float32")
     assert impls["cuda.v3_fused"].accepts((8, 32768), "bfloat16")
     assert not impls["cuda.v3_fused"].accepts((8, 32769), "bfloat16")
     assert not impls["cuda.v4_cluster"].accepts((4096, 600), "float32")
-    assert all(impls["cuda.auto"].accepts(s, d) for s in [(1, 1), (256, 262144)] for d in ("float32", "bfloat16"))
+    assert all(
+        impls["cuda.auto"].accepts(s, d) for s in [(1, 1), (256, 262144)] for d in ("float32", "bfloat16")
+    )
     assert registry.get("cuda.vector_add").op == "vector_add"
     assert any(c.name == "cuda.softmax.correctness" and c.needs_cuda for c in registry.checks())
 

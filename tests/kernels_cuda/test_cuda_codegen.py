@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from kernels_cuda import codegen
 from kernels_cuda import softmax_variants as softmax
 from kernels_cuda.codegen import CompileError, Spec
@@ -48,8 +47,11 @@ def test_every_specialization_compiles_for_each_architecture_it_supports(offline
 
 
 def test_no_specialization_spills_or_uses_a_stack(offline):
-    bad = [(r.spec.name, r.arch, r.resources) for r in offline
-           if r.resources.spill_bytes or r.resources.stack_bytes]
+    bad = [
+        (r.spec.name, r.arch, r.resources)
+        for r in offline
+        if r.resources.spill_bytes or r.resources.stack_bytes
+    ]
     assert not bad
 
 
@@ -61,7 +63,11 @@ def test_registers_allow_the_block_size_each_specialization_launches_with(offlin
 
 
 def _ptx_ops(result) -> set[str]:
-    return set(re.findall(r"\b(ld\.[\w.:]+|st\.[\w.:]+|mapa[\w.:]*|barrier\.cluster[\w.]*)", result.ptx_path.read_text()))
+    return set(
+        re.findall(
+            r"\b(ld\.[\w.:]+|st\.[\w.:]+|mapa[\w.:]*|barrier\.cluster[\w.]*)", result.ptx_path.read_text()
+        )
+    )
 
 
 def test_full_width_kernels_move_16_bytes_per_access_and_never_touch_local_memory(offline):
@@ -74,8 +80,11 @@ def test_full_width_kernels_move_16_bytes_per_access_and_never_touch_local_memor
         if dict(r.spec.constants)["VEC"] == softmax.full_vec(r.spec.dtype):
             assert global_ops and all(".v4." in op for op in global_ops), (r.spec.name, global_ops)
         if r.spec.cluster:
-            assert {"mapa.shared::cluster.u32", "barrier.cluster.arrive.release.aligned",
-                    "barrier.cluster.wait.acquire.aligned"} <= ops, r.spec.name
+            assert {
+                "mapa.shared::cluster.u32",
+                "barrier.cluster.arrive.release.aligned",
+                "barrier.cluster.wait.acquire.aligned",
+            } <= ops, r.spec.name
             assert any(op.startswith("ld.shared::cluster") for op in ops), r.spec.name
 
 
@@ -86,9 +95,12 @@ def test_disk_cache_is_reused_and_keyed_by_everything_that_changes_the_binary(of
     again = codegen.compile_spec(spec, "sm_90")
     assert again.from_cache and again.seconds == 0.0
     assert again.cubin_path == first.cubin_path and again.resources == first.resources
-    keys = {codegen.cache_key(spec, "sm_90"), codegen.cache_key(spec, "sm_80"),
-            codegen.cache_key(softmax.online_spec("bfloat16", 8), "sm_90"),
-            codegen.cache_key(softmax.online_spec("float16", 1), "sm_90")}
+    keys = {
+        codegen.cache_key(spec, "sm_90"),
+        codegen.cache_key(spec, "sm_80"),
+        codegen.cache_key(softmax.online_spec("bfloat16", 8), "sm_90"),
+        codegen.cache_key(softmax.online_spec("float16", 1), "sm_90"),
+    }
     assert len(keys) == 4
 
 

@@ -8,7 +8,6 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from kernels_cuda import arrays
 from kernels_cuda import softmax_variants as sm
 
@@ -16,7 +15,9 @@ DEVICES = {"H100": sm.H100, "A100": sm.A100}
 ALL_SPECS = set(sm.specializations())
 
 
-def _check_launch(launch: sm.Launch, variant: str, M: int, N: int, dtype: str, vec: int, device: sm.Device) -> None:
+def _check_launch(
+    launch: sm.Launch, variant: str, M: int, N: int, dtype: str, vec: int, device: sm.Device
+) -> None:
     spec = launch.spec
     c = dict(spec.constants)
     assert spec in ALL_SPECS, spec.name  # so the offline compile covers it
@@ -29,7 +30,9 @@ def _check_launch(launch: sm.Launch, variant: str, M: int, N: int, dtype: str, v
     elif spec.kernel == "softmax_cluster":
         (chunk,) = launch.extra
         assert chunk == math.ceil(math.ceil(N / spec.cluster) / vec) * vec  # the smallest chunk that covers N
-        assert launch.grid % spec.cluster == 0 and launch.grid // spec.cluster == min(M, sm.MAX_GRID // spec.cluster)
+        assert launch.grid % spec.cluster == 0 and launch.grid // spec.cluster == min(
+            M, sm.MAX_GRID // spec.cluster
+        )
         assert launch.shared_mem == chunk * arrays.ITEMSIZE[dtype] <= device.max_shared_per_block - 1024
     else:
         assert launch.shared_mem == 0 and launch.extra == ()
@@ -53,8 +56,33 @@ def test_every_plan_is_a_compiled_specialization_within_its_limits(M, N, dtype, 
     _check_launch(sm.plan(variant, M, N, dtype, vec, dev), variant, M, N, dtype, vec, dev)
 
 
-@pytest.mark.parametrize("N", [1, 2, 3, 4, 31, 32, 33, 127, 128, 129, 600, 1023, 1024, 1025, 4096, 8191, 8192,
-                               16383, 16384, 16385, 32767, 32768])
+@pytest.mark.parametrize(
+    "N",
+    [
+        1,
+        2,
+        3,
+        4,
+        31,
+        32,
+        33,
+        127,
+        128,
+        129,
+        600,
+        1023,
+        1024,
+        1025,
+        4096,
+        8191,
+        8192,
+        16383,
+        16384,
+        16385,
+        32767,
+        32768,
+    ],
+)
 @pytest.mark.parametrize("dtype", sm.DTYPES)
 def test_fused_ladder_covers_every_row_up_to_its_capacity(N, dtype):
     for vec in (sm.full_vec(dtype), 1):
@@ -63,12 +91,23 @@ def test_fused_ladder_covers_every_row_up_to_its_capacity(N, dtype):
         launch = sm.plan("v3", 1000, N, dtype, vec, sm.H100)
         _check_launch(launch, "v3", 1000, N, dtype, vec, sm.H100)
         c = dict(launch.spec.constants)
-        assert c["ITEMS"] == 1 or c["TPR"] * c["ITEMS"] * vec < 2 * N + c["TPR"] * vec  # no more than 2x padding
+        assert (
+            c["ITEMS"] == 1 or c["TPR"] * c["ITEMS"] * vec < 2 * N + c["TPR"] * vec
+        )  # no more than 2x padding
 
 
 # The shapes the performance target names, and what auto runs for them on an H100.
-TARGETS = [(4096, 600), (65536, 600), (262144, 600), (32768, 1024), (16384, 4096), (8192, 8192),
-           (4096, 32768), (1024, 131072), (256, 262144)]
+TARGETS = [
+    (4096, 600),
+    (65536, 600),
+    (262144, 600),
+    (32768, 1024),
+    (16384, 4096),
+    (8192, 8192),
+    (4096, 32768),
+    (1024, 131072),
+    (256, 262144),
+]
 
 
 @pytest.mark.parametrize("M,N", TARGETS)
@@ -105,8 +144,10 @@ def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
         assert sm._plan("auto", 100, 32768, "float32", 4, sm.H100).spec.kernel == "softmax_fused"
         assert dict(sm._plan("auto", 100, 600, "float32", 4, sm.H100).spec.constants)["ITEMS"] == 8
     finally:
-        sm.set_auto_config(fused_max_row_bytes=sm.AutoConfig.fused_max_row_bytes,
-                           fused_packs_f32=sm.AutoConfig.fused_packs_f32)
+        sm.set_auto_config(
+            fused_max_row_bytes=sm.AutoConfig.fused_max_row_bytes,
+            fused_packs_f32=sm.AutoConfig.fused_packs_f32,
+        )
     assert sm._plan("auto", 100, 32768, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
     assert dict(sm._plan("auto", 100, 600, "float32", 4, sm.H100).spec.constants)["ITEMS"] == 2
 
@@ -120,17 +161,20 @@ def test_pack_width_uses_16_bytes_only_when_every_row_start_is_16_byte_aligned()
     assert sm.pack_width("float32", 600, (256, 512), (0, 600)) == 4  # a broadcast row (stride 0)
 
 
-@pytest.mark.parametrize("shape,strides,expected", [
-    ((4, 5), (5, 1), 5),  # contiguous
-    ((4, 5), (8, 1), 8),  # rows sliced out of a wider array
-    ((2, 3, 5), (30, 10, 1), 10),  # leading dims collapse into one row stride
-    ((2, 3, 5), (40, 10, 1), None),  # ... or do not
-    ((4, 5), (1, 4), None),  # transposed: elements are not adjacent
-    ((1, 5), (99, 1), 5),  # one row: its stride does not matter
-    ((3, 1, 5), (5, 77, 1), 5),  # size-1 dims impose nothing
-    ((4, 5), (0, 1), 0),  # a broadcast row
-    ((4, 1), (3, 9), 3),  # N = 1: the element stride does not matter
-])
+@pytest.mark.parametrize(
+    "shape,strides,expected",
+    [
+        ((4, 5), (5, 1), 5),  # contiguous
+        ((4, 5), (8, 1), 8),  # rows sliced out of a wider array
+        ((2, 3, 5), (30, 10, 1), 10),  # leading dims collapse into one row stride
+        ((2, 3, 5), (40, 10, 1), None),  # ... or do not
+        ((4, 5), (1, 4), None),  # transposed: elements are not adjacent
+        ((1, 5), (99, 1), 5),  # one row: its stride does not matter
+        ((3, 1, 5), (5, 77, 1), 5),  # size-1 dims impose nothing
+        ((4, 5), (0, 1), 0),  # a broadcast row
+        ((4, 1), (3, 9), 3),  # N = 1: the element stride does not matter
+    ],
+)
 def test_row_stride(shape, strides, expected):
     assert arrays.row_stride(shape, strides) == expected
 

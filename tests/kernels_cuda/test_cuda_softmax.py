@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 
+import kernels_cuda
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, note
 from hypothesis import strategies as st
-
-import kernels_cuda
 from kernels_cuda import arrays
 from kernels_cuda import softmax_variants as sm
 from labtools.ops import softmax_ref, tolerance
@@ -25,8 +24,35 @@ from labtools.ops import softmax_ref, tolerance
 pytestmark = pytest.mark.gpu
 
 MAX_ELEMENTS = 1 << 22  # per example: 16 MB of fp32 in, the same out, plus a float64 reference
-BOUNDARIES = [1, 2, 3, 31, 32, 33, 127, 128, 129, 600, 1000, 1024, 1025, 4095, 4096, 4097, 8192, 8200, 16384,
-              16385, 32768, 32769, 65536, 100_003, 131072, 262144, 300_000]
+BOUNDARIES = [
+    1,
+    2,
+    3,
+    31,
+    32,
+    33,
+    127,
+    128,
+    129,
+    600,
+    1000,
+    1024,
+    1025,
+    4095,
+    4096,
+    4097,
+    8192,
+    8200,
+    16384,
+    16385,
+    32768,
+    32769,
+    65536,
+    100_003,
+    131072,
+    262144,
+    300_000,
+]
 # The longest row each variant is designed for (v3: any layout; 16-byte packs reach further, below).
 MAX_N = {"v1": 1024, "v2": 300_000, "v3": 16384, "v4": 300_000, "v4_online": 300_000, "auto": 300_000}
 LAYOUTS = ("contiguous", "dim0", "middle", "sliced", "offset", "broadcast")
@@ -71,11 +97,20 @@ def _assert_softmax(y, x, dim: int, dtype: str) -> None:
 @st.composite
 def problems(draw, variant: str):
     max_n = MAX_N[variant]
-    n = draw(st.one_of(st.integers(1, 256), st.integers(1, max_n),
-                       st.sampled_from([b for b in BOUNDARIES if b <= max_n])))
+    n = draw(
+        st.one_of(
+            st.integers(1, 256), st.integers(1, max_n), st.sampled_from([b for b in BOUNDARIES if b <= max_n])
+        )
+    )
     m = draw(st.integers(1, max(1, min(4096, MAX_ELEMENTS // n))))
-    return (draw(st.sampled_from(LAYOUTS)), m, n, draw(st.sampled_from(sorted(TORCH_DTYPES))),
-            draw(st.sampled_from([1.0, 8.0, 0.01])), draw(st.booleans()))
+    return (
+        draw(st.sampled_from(LAYOUTS)),
+        m,
+        n,
+        draw(st.sampled_from(sorted(TORCH_DTYPES))),
+        draw(st.sampled_from([1.0, 8.0, 0.01])),
+        draw(st.booleans()),
+    )
 
 
 @pytest.mark.parametrize("variant", sm.VARIANTS)
@@ -112,10 +147,19 @@ def test_v3_holds_rows_up_to_8_packs_a_thread_with_16_byte_packs(n, dtype):
 
 # With auto's 64 KB chunks: fp32 C = 2 (32 and 64 KB chunks), 4, 8, 16; bf16 C = 8; a ragged last
 # chunk (40008 over 2 blocks of 20008); 16 blocks of ~96 KB of bf16 (past 64 KB: the largest cluster).
-@pytest.mark.parametrize("dtype,n,cluster", [
-    ("float32", 16384, 2), ("float32", 32768, 2), ("float32", 65536, 4), ("float32", 131072, 8),
-    ("float32", 262144, 16), ("bfloat16", 262144, 8), ("float16", 40008, 2), ("bfloat16", 3 * 2**18 + 8, 16),
-])
+@pytest.mark.parametrize(
+    "dtype,n,cluster",
+    [
+        ("float32", 16384, 2),
+        ("float32", 32768, 2),
+        ("float32", 65536, 4),
+        ("float32", 131072, 8),
+        ("float32", 262144, 16),
+        ("bfloat16", 262144, 8),
+        ("float16", 40008, 2),
+        ("bfloat16", 3 * 2**18 + 8, 16),
+    ],
+)
 def test_v4_runs_every_cluster_size(dtype, n, cluster):
     x = _randn((3, n), dtype, 4.0)
     vec = sm.pack_width(dtype, n, (x.data_ptr(), 0), (n, n))
@@ -224,8 +268,14 @@ def test_vector_add_matches_the_float64_reference(n, dtype, strided):
 
 def test_vector_add_on_cupy_with_a_poisoned_out():
     cupy = pytest.importorskip("cupy")
-    a, b = cupy.random.standard_normal(100_003).astype(cupy.float16), cupy.random.standard_normal(100_003).astype(cupy.float16)
+    a, b = (
+        cupy.random.standard_normal(100_003).astype(cupy.float16),
+        cupy.random.standard_normal(100_003).astype(cupy.float16),
+    )
     out = cupy.full(100_003, cupy.nan, dtype=cupy.float16)
     assert kernels_cuda.vector_add(a, b, out=out) is out
-    np.testing.assert_allclose(cupy.asnumpy(out).astype(np.float64),
-                               cupy.asnumpy(a).astype(np.float64) + cupy.asnumpy(b), **tolerance("float16"))
+    np.testing.assert_allclose(
+        cupy.asnumpy(out).astype(np.float64),
+        cupy.asnumpy(a).astype(np.float64) + cupy.asnumpy(b),
+        **tolerance("float16"),
+    )

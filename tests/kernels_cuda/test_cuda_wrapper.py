@@ -12,13 +12,12 @@ from __future__ import annotations
 import ctypes
 import math
 
+import kernels_cuda
 import numpy as np
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
-import kernels_cuda
 from kernels_cuda import arrays, codegen
 from kernels_cuda import softmax_variants as sm
 from labtools.ops import softmax_ref, tolerance, vector_add_ref
@@ -94,7 +93,9 @@ def test_softmax_reaches_every_element_through_any_layout(shape, dim, dtype, lay
 
 def test_inputs_that_are_already_rows_are_not_copied(monkeypatch):
     seen = []
-    monkeypatch.setattr(sm, "_run", lambda variant, x, y, *a: seen.append((x.ptr, x.row_stride, y.row_stride)))
+    monkeypatch.setattr(
+        sm, "_run", lambda variant, x, y, *a: seen.append((x.ptr, x.row_stride, y.row_stride))
+    )
     base = torch.randn(6, 10)
     kernels_cuda.softmax(base[:, 2:7])  # rows of 5 inside rows of 10: zero-copy, stride 10
     kernels_cuda.softmax(base[1].expand(4, 10))  # one row broadcast: zero-copy, stride 0
@@ -116,7 +117,9 @@ def test_out_must_match():
         kernels_cuda.softmax(x, out=torch.empty(3, 4, dtype=torch.float16))
 
 
-@given(n=st.integers(0, 300), dtype=st.sampled_from(sorted(NP_DTYPES)), strided=st.booleans(), out=st.booleans())
+@given(
+    n=st.integers(0, 300), dtype=st.sampled_from(sorted(NP_DTYPES)), strided=st.booleans(), out=st.booleans()
+)
 def test_vector_add_through_any_layout(n, dtype, strided, out):
     a = torch.randn(2 * n).to(getattr(torch, dtype))
     a = a[::2] if strided else a[:n]

@@ -69,7 +69,7 @@ def test_command_line_restarts_under_the_interpreter(monkeypatch):
     monkeypatch.setattr(os, "execve", lambda exe, argv, env: calls.append((argv, env)) or _stop())
     with pytest.raises(_Stopped):
         main()
-    (argv, env), = calls
+    ((argv, env),) = calls
     assert argv[1:3] == ["-m", "kernels_triton.puzzles"] and env["TRITON_INTERPRET"] == "1"
 
 
@@ -89,8 +89,16 @@ def _skips_last_block(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 10.0, mask=mask)
 
 
-BROKEN = Puzzle(2, _skips_last_block, BY_NUMBER[2].spec, BY_NUMBER[2].inputs, BY_NUMBER[2].output,
-                sizes={"N0": 200}, blocks={"B0": 32}, idea="a wrong solution")
+BROKEN = Puzzle(
+    2,
+    _skips_last_block,
+    BY_NUMBER[2].spec,
+    BY_NUMBER[2].inputs,
+    BY_NUMBER[2].output,
+    sizes={"N0": 200},
+    blocks={"B0": 32},
+    idea="a wrong solution",
+)
 
 
 def test_harness_catches_unwritten_outputs():
@@ -125,8 +133,12 @@ def sizes_and_blocks(draw, number: int, big: bool = False):
         return sizes, {"B0": draw(pow2(1, 3))}
     if number == 11:
         sizes = {"N0": n(40), "N1": n(40), "N2": draw(st.integers(1, 3)), "MID": n(40)}
-        return sizes, {"B0": draw(pow2(4, 5)), "B1": draw(pow2(4, 5)), "B2": draw(pow2(0, 1)),
-                       "B_MID": draw(pow2(4, 5))}
+        return sizes, {
+            "B0": draw(pow2(4, 5)),
+            "B1": draw(pow2(4, 5)),
+            "B2": draw(pow2(0, 1)),
+            "B_MID": draw(pow2(4, 5)),
+        }
     if number == 12:
         sizes = {"N0": n(40), "N1": n(40), "MID": 64 * draw(st.integers(1, 2 * k))}
         return sizes, {"B0": draw(pow2(4, 5)), "B1": draw(pow2(4, 5)), "B_MID": draw(pow2(4, 6))}

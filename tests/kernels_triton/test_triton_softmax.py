@@ -30,8 +30,17 @@ sm = importlib.import_module("kernels_triton.softmax")  # the module; `kernels_t
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])
-SWEEP = [(4096, 600), (65536, 600), (262144, 600), (32768, 1024), (16384, 4096), (8192, 8192), (4096, 32768),
-         (1024, 131072), (256, 262144)]
+SWEEP = [
+    (4096, 600),
+    (65536, 600),
+    (262144, 600),
+    (32768, 1024),
+    (16384, 4096),
+    (8192, 8192),
+    (4096, 32768),
+    (1024, 131072),
+    (256, 262144),
+]
 
 
 def _randn(shape, dtype, seed, scale=1.0, device=DEVICE):
@@ -58,12 +67,22 @@ def launch_poisoned(name, inputs, config):
 
 # Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program),
 # with and without the looped path's L2 eviction hints.
-configs = st.builds(SoftmaxConfig, block=st.sampled_from([16, 32, 64, 128, 256, 1024, 2048]),
-                    num_warps=st.sampled_from([2, 4]), l2_hints=st.booleans())
+configs = st.builds(
+    SoftmaxConfig,
+    block=st.sampled_from([16, 32, 64, 128, 256, 1024, 2048]),
+    num_warps=st.sampled_from([2, 4]),
+    l2_hints=st.booleans(),
+)
 
 
-@given(m=st.integers(1, 6), n=st.integers(1, 700), dtype=st.sampled_from(DTYPES), config=st.none() | configs,
-       scale=st.sampled_from([0.1, 1.0, 20.0]), seed=st.integers(0, 2**31 - 1))
+@given(
+    m=st.integers(1, 6),
+    n=st.integers(1, 700),
+    dtype=st.sampled_from(DTYPES),
+    config=st.none() | configs,
+    scale=st.sampled_from([0.1, 1.0, 20.0]),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_forward_kernel_matches_reference(m, n, dtype, config, scale, seed):
     x = _randn((m, n), dtype, seed, scale)
     y = launch_poisoned("softmax_fwd", [x], config)
@@ -71,8 +90,13 @@ def test_forward_kernel_matches_reference(m, n, dtype, config, scale, seed):
     assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
 
 
-@given(m=st.integers(1, 6), n=st.integers(1, 700), dtype=st.sampled_from(DTYPES), config=st.none() | configs,
-       seed=st.integers(0, 2**31 - 1))
+@given(
+    m=st.integers(1, 6),
+    n=st.integers(1, 700),
+    dtype=st.sampled_from(DTYPES),
+    config=st.none() | configs,
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_backward_kernel_matches_reference(m, n, dtype, config, seed):
     y = torch.softmax(_randn((m, n), torch.float64, seed, 3.0), -1).to(dtype)
     dy = _randn((m, n), dtype, seed + 1)
@@ -107,8 +131,12 @@ def test_strided_rows():
 # --- the public op: autograd, dims, layouts -------------------------------------------------
 
 
-@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), data=st.data(), dtype=st.sampled_from(DTYPES),
-       seed=st.integers(0, 2**31 - 1))
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_softmax_any_dim_with_autograd(shape, data, dtype, seed):
     dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
     x = _randn(shape, dtype, seed, 2.0).requires_grad_(True)
@@ -123,12 +151,16 @@ def test_softmax_any_dim_with_autograd(shape, data, dtype, seed):
     assert_close(x.grad, dx_ref, dtype)
 
 
-@pytest.mark.parametrize("make", [
-    lambda t: t.transpose(0, 1),  # softmax dim no longer innermost: copied to rows
-    lambda t: t[:, ::2],  # stride 2 along the softmax dim
-    lambda t: t[1:, 3:],  # an offset view with unit stride
-    lambda t: t[:1].expand(4, -1),  # row stride 0
-], ids=["transposed", "step2", "offset", "expanded"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda t: t.transpose(0, 1),  # softmax dim no longer innermost: copied to rows
+        lambda t: t[:, ::2],  # stride 2 along the softmax dim
+        lambda t: t[1:, 3:],  # an offset view with unit stride
+        lambda t: t[:1].expand(4, -1),  # row stride 0
+    ],
+    ids=["transposed", "step2", "offset", "expanded"],
+)
 def test_non_contiguous_inputs(make):
     base = _randn((6, 12), torch.float32, 11, 3.0)
     x = make(base)
@@ -160,12 +192,16 @@ def test_empty(shape, dim):
 @pytest.mark.parametrize("config", [None, SoftmaxConfig(8, 2)], ids=["default", "looped"])
 def test_non_finite_rows_like_torch(config):
     inf, nan = float("inf"), float("nan")
-    x = torch.tensor([[-inf] * 20,  # all -inf: NaN, as torch
-                      [-inf] * 10 + [1.0] + [-inf] * 9,  # one finite value: exactly one-hot
-                      [0.0] * 19 + [inf],  # +inf: NaN
-                      [0.0] * 5 + [nan] + [0.0] * 14,  # NaN: NaN
-                      [-inf] * 16 + [2.0, 3.0, -inf, 1.0]],  # the first tiles all -inf (looped path)
-                     device=DEVICE)
+    x = torch.tensor(
+        [
+            [-inf] * 20,  # all -inf: NaN, as torch
+            [-inf] * 10 + [1.0] + [-inf] * 9,  # one finite value: exactly one-hot
+            [0.0] * 19 + [inf],  # +inf: NaN
+            [0.0] * 5 + [nan] + [0.0] * 14,  # NaN: NaN
+            [-inf] * 16 + [2.0, 3.0, -inf, 1.0],
+        ],  # the first tiles all -inf (looped path)
+        device=DEVICE,
+    )
     got = softmax(x, -1, config=config)
     torch.testing.assert_close(got, torch.softmax(x, -1), equal_nan=True)
 
@@ -256,7 +292,11 @@ def test_config_space():
         assert sm._fits_in_registers(b, w, 2 if b >= 16384 else 3)
 
     def hinted(n):  # configs with the looped path's L2 hints
-        return {(c.kwargs["BLOCK"], c.num_warps) for c in sm._pruner(1)(sm.GPU_CONFIGS, {"N": n}) if c.kwargs["L2_HINTS"]}
+        return {
+            (c.kwargs["BLOCK"], c.num_warps)
+            for c in sm._pruner(1)(sm.GPU_CONFIGS, {"N": n})
+            if c.kwargs["L2_HINTS"]
+        }
 
     assert not hinted(2048)  # every hinted block holds the row: one pass, nothing to hint
     assert hinted(262144) and all(b < 262144 for b, _ in hinted(262144))
@@ -292,8 +332,11 @@ def test_registered_with_labtools():
     y = fwd.fn(x)
     assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.float32)
     dy = _randn((4, 33), torch.float32, 6)
-    assert_close(bwd.fn(y, dy), softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()),
-                 torch.float32)
+    assert_close(
+        bwd.fn(y, dy),
+        softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()),
+        torch.float32,
+    )
 
 
 def test_tune_needs_a_gpu(capsys):
@@ -312,8 +355,13 @@ gpu_configs = st.sampled_from(sm.GPU_CONFIGS).map(SoftmaxConfig.of)
 
 
 @pytest.mark.gpu
-@given(n=st.integers(1, 70000), data=st.data(), dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16]),
-       config=gpu_configs, seed=st.integers(0, 2**31 - 1))
+@given(
+    n=st.integers(1, 70000),
+    data=st.data(),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16]),
+    config=gpu_configs,
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_gpu_kernels_sweep(n, data, dtype, config, seed):
     m = data.draw(st.integers(1, max(1, 2_000_000 // n)), label="m")  # up to 2M elements
     x = _randn((m, n), dtype, seed, 4.0)
@@ -378,7 +426,8 @@ def test_gpu_tune(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["gpu"] == torch.cuda.get_device_name()
     assert {(p["kernel"], p["dtype"]) for p in doc["picks"]} == {
-        (k, d) for k in ("softmax_fwd", "softmax_bwd") for d in ("float32", "float16", "bfloat16")}
+        (k, d) for k in ("softmax_fwd", "softmax_bwd") for d in ("float32", "float16", "bfloat16")
+    }
 
 
 @pytest.mark.gpu
@@ -386,14 +435,18 @@ def test_gpu_agrees_with_the_cuda_c_kernels():
     """The seed's cross-check: Triton and every registered CUDA C softmax agree to 1e-4."""
     from labtools import registry
 
-    cuda_c = [i for i in registry.implementations("softmax", backend="cuda-c") if i.accepts((512, 600), "float32")]
+    cuda_c = [
+        i for i in registry.implementations("softmax", backend="cuda-c") if i.accepts((512, 600), "float32")
+    ]
     if not cuda_c:
         pytest.skip("no CUDA C softmax registered (kernels_cuda not installed here)")
     x = _randn((512, 600), torch.float32, 42, 3.0)
     y = softmax(x)
     for impl in cuda_c:
         got = torch.as_tensor(impl.fn(x), device="cuda")
-        assert torch.allclose(got, y, rtol=1e-4, atol=1e-4), f"{impl.name}: max |diff| {(got - y).abs().max()}"
+        assert torch.allclose(got, y, rtol=1e-4, atol=1e-4), (
+            f"{impl.name}: max |diff| {(got - y).abs().max()}"
+        )
 
 
 @pytest.mark.gpu

@@ -3,7 +3,6 @@
 The CPU one runs anywhere; the GPU ones need a CUDA device."""
 
 import pytest
-
 from labtools import bench, registry
 
 

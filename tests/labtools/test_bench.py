@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from labtools import bench
 from labtools.registry import Implementation
 
@@ -51,8 +50,9 @@ def test_record_derives_bandwidth_and_ratios():
 
 
 def test_measure_times_a_registered_cpu_implementation():
-    impl = Implementation(lambda x: np.exp(x), "softmax", "t.exp", "numpy", "exp", device="cpu",
-                          dtypes=("float32",))
+    impl = Implementation(
+        lambda x: np.exp(x), "softmax", "t.exp", "numpy", "exp", device="cpu", dtypes=("float32",)
+    )
     rec = bench.measure(impl, (64, 128), "float32", min_reps=5, time_cap_s=0.5)
     assert rec.median_us > 0 and rec.reps >= 5 and rec.gbps > 0
     with pytest.raises(ValueError, match="does not accept"):
@@ -83,7 +83,7 @@ class _FakeFixture:
 def test_into_pytest_benchmark_stores_harness_samples_in_seconds():
     fx = _FakeFixture()
     bench.into_pytest_benchmark(fx, bench.Timing((10.0, 20.0), "cuda", flushed_l2=True))
-    (iterations, stats), = fx.made
+    ((iterations, stats),) = fx.made
     assert iterations == 1 and stats.values == [pytest.approx(1e-5), pytest.approx(2e-5)]
     assert fx.extra_info["timer"] == "labtools (cuda)" and fx.extra_info["flushed_l2"] is True
 

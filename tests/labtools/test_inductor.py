@@ -112,7 +112,10 @@ def test_cpu_sample_parse():
         ("out_ptr1", "output", "buf3"),
         ("out_ptr2", "output", "buf4"),
     ]
-    assert {(a.ptr, a.index, a.lanes) for a in b.loads} >= {("in_ptr0", "x1 + 600*x0", 8), ("out_ptr0", "x0", None)}
+    assert {(a.ptr, a.index, a.lanes) for a in b.loads} >= {
+        ("in_ptr0", "x1 + 600*x0", 8),
+        ("out_ptr0", "x0", None),
+    }
     stores = {(a.ptr, a.index): b.origin_op(a.var, a.line) for a in b.stores}
     assert stores == {
         ("out_ptr0", "x0"): ("max", True),
@@ -196,7 +199,9 @@ def test_cuda_sample_from_the_h100():
     assert k.language == "triton" and "device_str='cuda'" in graph.source
     assert k.kind in ("persistent_reduction", "reduction")
     assert any("600" in a.index for a in k.body.loads) and k.body.stores
-    assert {r.op for r in k.body.reductions} >= {"max", "sum"} or "online_softmax" in {r.op for r in k.body.reductions}
+    assert {r.op for r in k.body.reductions} >= {"max", "sum"} or "online_softmax" in {
+        r.op for r in k.body.reductions
+    }
     text = annotate(k, graph)
     _names_every_softmax_op(k, text)
     if k.kind == "persistent_reduction":

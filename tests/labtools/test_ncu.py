@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from labtools import ncu
 from labtools.cli import main
 
@@ -44,7 +43,12 @@ def test_number_reads_ncu_values():
 
 
 def test_sample_parses_into_one_profile_per_launch(kernels):
-    assert list(kernels) == ["softmax_naive", "softmax_fused_kernel", "void at::native::", "triton_softmax_kernel"]
+    assert list(kernels) == [
+        "softmax_naive",
+        "softmax_fused_kernel",
+        "void at::native::",
+        "triton_softmax_kernel",
+    ]
     aten = kernels["void at::native::"]
     assert aten.name.endswith("SoftMaxForwardEpilogue>(float *, const float *, int)")
     assert aten.info["Grid Size"] == "(16384, 1, 1)" and aten.info["CC"] == "9.0"
@@ -64,9 +68,17 @@ def test_units_are_normalized(kernels):
 def test_per_kernel_numbers(kernels):
     naive, fused = kernels["softmax_naive"], kernels["softmax_fused_kernel"]
     assert (naive.dram_pct, naive.sm_pct, naive.achieved_occupancy_pct, naive.registers_per_thread) == (
-        12.31, 8.52, 11.93, 18)
+        12.31,
+        8.52,
+        11.93,
+        18,
+    )
     assert (fused.dram_pct, fused.sm_pct, fused.achieved_occupancy_pct, fused.registers_per_thread) == (
-        91.24, 35.40, 87.30, 32)
+        91.24,
+        35.40,
+        87.30,
+        32,
+    )
     assert naive.stalls[:3] == [("long_scoreboard", 25.10), ("wait", 2.31), ("math_pipe_throttle", 0.12)]
     assert "tex_throttle" not in dict(naive.stalls)  # n/a
     assert kernels["triton_softmax_kernel"].stalls == []
@@ -105,16 +117,36 @@ def test_bad_csv_is_a_clear_error():
 
 
 def test_profile_command():
-    cfg = ncu.NcuConfig(sections=("SpeedOfLight",), metrics=("a.b", "c.d"), kernel_regex="softmax",
-                        launch_skip=2, launch_count=1, profile_from_start=False)
+    cfg = ncu.NcuConfig(
+        sections=("SpeedOfLight",),
+        metrics=("a.b", "c.d"),
+        kernel_regex="softmax",
+        launch_skip=2,
+        launch_count=1,
+        profile_from_start=False,
+    )
     cmd = ncu.profile_command(["python3", "x.py"], Path("r.ncu-rep"), cfg)
     joined = " ".join(cmd)
     assert cmd[:3] == ["ncu", "--clock-control", "none"]
-    for part in ("--section SpeedOfLight", "--metrics a.b,c.d", "--kernel-name regex:softmax", "--launch-skip 2",
-                 "--launch-count 1", "--profile-from-start off", "--export r.ncu-rep"):
+    for part in (
+        "--section SpeedOfLight",
+        "--metrics a.b,c.d",
+        "--kernel-name regex:softmax",
+        "--launch-skip 2",
+        "--launch-count 1",
+        "--profile-from-start off",
+        "--export r.ncu-rep",
+    ):
         assert part in joined
     assert cmd[-2:] == ["python3", "x.py"]
-    assert ncu.export_command(Path("r.ncu-rep")) == ["ncu", "--import", "r.ncu-rep", "--csv", "--page", "details"]
+    assert ncu.export_command(Path("r.ncu-rep")) == [
+        "ncu",
+        "--import",
+        "r.ncu-rep",
+        "--csv",
+        "--page",
+        "details",
+    ]
     assert ncu.STALL_METRIC.format("wait") in ncu.DEFAULT_METRICS
     target = ncu.launch_target("cuda.v3_fused", "16384x4096", "float32")
     assert target[1:] == ["-m", "labtools.ncu", "launch", "cuda.v3_fused", "16384x4096", "float32"]

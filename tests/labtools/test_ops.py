@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from labtools.ops import OPS, SOFTMAX, SOFTMAX_BACKWARD, get_op, softmax_backward_ref, softmax_ref, tolerance
 
 

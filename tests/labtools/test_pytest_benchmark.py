@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-BENCH_FILE = '''
+BENCH_FILE = """
 import json, os
 import numpy as np
 from labtools import bench
@@ -29,7 +29,7 @@ def test_exp(benchmark):
     rec = bench.bench(benchmark, IMPL, (64, 256), "float32", min_reps=7, max_reps=12, time_cap_s=0.5)
     with open(os.environ["SAMPLES_OUT"], "w") as f:
         json.dump({"samples_us": SEEN[-1], "median_us": rec.median_us, "reps": rec.reps}, f)
-'''
+"""
 
 
 def test_benchmark_json_holds_the_harness_samples(tmp_path):
@@ -37,9 +37,23 @@ def test_benchmark_json_holds_the_harness_samples(tmp_path):
     (tmp_path / "bench_exp.py").write_text(textwrap.dedent(BENCH_FILE))
     out, samples = tmp_path / "bench.json", tmp_path / "samples.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-         "--benchmark-only", f"--benchmark-json={out}", str(tmp_path / "bench_exp.py")],
-        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "SAMPLES_OUT": str(samples)},
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "--benchmark-only",
+            f"--benchmark-json={out}",
+            str(tmp_path / "bench_exp.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SAMPLES_OUT": str(samples)},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     harness = json.loads(samples.read_text())

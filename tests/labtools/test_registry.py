@@ -4,14 +4,21 @@ import subprocess
 import sys
 
 import pytest
-
 from labtools import registry
 from labtools.registry import Implementation
 
 
 def test_register_filter_and_cost():
-    impl = Implementation(lambda x: x, "softmax", "test.identity", "numpy", "id", device="cpu", dtypes=("float32",),
-                          supports=lambda shape, dtype: shape[-1] <= 1024)
+    impl = Implementation(
+        lambda x: x,
+        "softmax",
+        "test.identity",
+        "numpy",
+        "id",
+        device="cpu",
+        dtypes=("float32",),
+        supports=lambda shape, dtype: shape[-1] <= 1024,
+    )
     registry.register(impl)
     try:
         assert registry.get("test.identity") is impl
@@ -43,10 +50,12 @@ def test_references_are_registered():
 
 
 def test_labtools_imports_no_kernel_package():
-    code = ("import sys, labtools, labtools.bench, labtools.registry, labtools.ceilings, labtools.cli;"
-            "bad = [m for m in sys.modules if m.split('.')[0] in "
-            "('kernels_cuda', 'kernels_triton', 'minigpt_np', 'minigpt_torch', 'torch', 'triton', 'cupy')];"
-            "print(bad); assert not bad")
+    code = (
+        "import sys, labtools, labtools.bench, labtools.registry, labtools.ceilings, labtools.cli;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in "
+        "('kernels_cuda', 'kernels_triton', 'minigpt_np', 'minigpt_torch', 'torch', 'triton', 'cupy')];"
+        "print(bad); assert not bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -65,9 +74,8 @@ def test_compiled_reference_compiles_every_shape_past_the_recompile_limit(monkey
     """Every (shape, dtype) gets its own compiled graph; none falls back to eager."""
     torch = pytest.importorskip("torch")
     import torch._dynamo.config as cfg
-    from torch._dynamo.utils import counters
-
     from labtools import references
+    from torch._dynamo.utils import counters
 
     name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
     monkeypatch.setattr(references, "COMPILE_KW", {"dynamic": False, "backend": "eager"})

@@ -7,11 +7,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-
 from labtools import roofline  # noqa: E402
 from labtools.ceilings import DATASHEETS, Ceilings  # noqa: E402
 from labtools.ops import SOFTMAX  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 SHAPE = (16384, 4096)
 
@@ -30,8 +29,12 @@ def test_attainable_and_ridge():
 def test_roofs_prefer_measured_and_label_the_source():
     measured = Ceilings("NVIDIA H100 80GB HBM3", 2950.0, {"fp32": 51.0}, DATASHEETS["H100 SXM"])
     roofs = roofline.roofs(measured)
-    assert [(r.kind, r.source) for r in roofs] == [("bandwidth", "measured"), ("bandwidth", "datasheet"),
-                                                   ("compute", "measured"), ("compute", "datasheet")]
+    assert [(r.kind, r.source) for r in roofs] == [
+        ("bandwidth", "measured"),
+        ("bandwidth", "datasheet"),
+        ("compute", "measured"),
+        ("compute", "datasheet"),
+    ]
     assert roofline.primary(roofs, "bandwidth").value == 2950.0
     assert "measured" in roofs[0].label and "datasheet" in roofs[1].label and "3,350" in roofs[1].label
     sheet_only = roofline.roofs(None, "NVIDIA H100 80GB HBM3")
@@ -69,7 +72,7 @@ def _texts_overlap(fig, texts) -> bool:
     fig.canvas.draw()  # annotations place their text when drawn
     renderer = fig.canvas.get_renderer()
     boxes = [Text.get_window_extent(t, renderer) for t in texts]  # the text alone, not its leader line
-    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 def test_roofline_figure_has_one_labelled_dot_per_implementation_and_dtype(synthetic_sweep):
@@ -81,7 +84,9 @@ def test_roofline_figure_has_one_labelled_dot_per_implementation_and_dtype(synth
         assert "16384x4096" in ax.get_title()
         recs = s.at(SHAPE)
         # every dot where its record says, and nothing else plotted as a dot
-        offsets = sorted(tuple(map(float, c.get_offsets()[0])) for c in ax.collections if len(c.get_offsets()))
+        offsets = sorted(
+            tuple(map(float, c.get_offsets()[0])) for c in ax.collections if len(c.get_offsets())
+        )
         want = sorted((r.intensity, r.tflops) for r in recs)
         assert len(offsets) == len(want)
         assert [v for xy in offsets for v in xy] == pytest.approx([v for xy in want for v in xy])
@@ -95,9 +100,13 @@ def test_roofline_figure_has_one_labelled_dot_per_implementation_and_dtype(synth
         legend = [t.get_text() for t in ax.get_legend().get_texts()]
         assert any(t.startswith("measured copy: 2,950 GB/s") for t in legend)
         assert any("datasheet HBM: 3,350 GB/s" in t for t in legend)
-        assert any("float32 (x = 0.625" in t for t in legend) and any("bfloat16 (x = 1.25" in t for t in legend)
+        assert any("float32 (x = 0.625" in t for t in legend) and any(
+            "bfloat16 (x = 1.25" in t for t in legend
+        )
         footnotes = " ".join(t.get_text() for t in fig.texts)
-        assert "5 FLOP/element" in footnotes and "exp counted as 1" in footnotes  # the FLOP convention, restated
+        assert (
+            "5 FLOP/element" in footnotes and "exp counted as 1" in footnotes
+        )  # the FLOP convention, restated
     finally:
         plt.close(fig)
 
@@ -127,8 +136,10 @@ def test_frac_of_copy_figure_has_a_line_per_implementation_per_dtype(synthetic_s
             fused = lines["fused"]
             # through the largest M at each N: (65536, 600), (16384, 4096), (1024, 131072)
             assert list(fused.get_xdata()) == [600, 4096, 131072]
-            want = [next(r.frac_of_copy for r in s.at(shape, dtype) if r.label == "fused")
-                    for shape in ((65536, 600), SHAPE, (1024, 131072))]
+            want = [
+                next(r.frac_of_copy for r in s.at(shape, dtype) if r.label == "fused")
+                for shape in ((65536, 600), SHAPE, (1024, 131072))
+            ]
             assert list(fused.get_ydata()) == pytest.approx(want)
             # the smaller M at N=600 as a hollow marker
             hollow = [c for c in ax.collections if len(c.get_offsets())]
@@ -155,6 +166,8 @@ def test_write_plots_writes_pngs(synthetic_sweep, tmp_path):
     assert [p.name for p in paths] == ["roofline.png", "frac_of_copy.png"]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 20_000
-    assert roofline.plot_names("softmax_backward") == ("roofline_softmax_backward.png",
-                                                        "frac_of_copy_softmax_backward.png")
+    assert roofline.plot_names("softmax_backward") == (
+        "roofline_softmax_backward.png",
+        "frac_of_copy_softmax_backward.png",
+    )
     assert not math.isnan(s.records[0].tflops)

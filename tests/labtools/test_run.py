@@ -4,7 +4,6 @@ import io
 import json
 
 import pytest
-
 from labtools import job, manifest
 from labtools.cli import main
 from labtools.registry import Check
@@ -17,9 +16,17 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
     # fake.identity, fake.tail_bug and fake.crash fail, by design: the exit status says so
     assert rc == 1
     names = {p.name for p in out.iterdir()}
-    assert {"manifest.json", "REPORT.md", "sweep_softmax.json", "sweep_softmax_backward.json", "b512_softmax.json",
-            "roofline.png", "frac_of_copy.png", "roofline_softmax_backward.png",
-            "frac_of_copy_softmax_backward.png"} <= names
+    assert {
+        "manifest.json",
+        "REPORT.md",
+        "sweep_softmax.json",
+        "sweep_softmax_backward.json",
+        "b512_softmax.json",
+        "roofline.png",
+        "frac_of_copy.png",
+        "roofline_softmax_backward.png",
+        "frac_of_copy_softmax_backward.png",
+    } <= names
 
     m = json.loads((out / "manifest.json").read_text())
     assert manifest.validate(m) == []
@@ -31,12 +38,20 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
     assert kernels["fake.ref"]["frac_of_F_softmax"] == 1.0 and kernels["fake.tuned"]["us_at_B512"] > 0
     assert kernels["fake.tuned"]["autotune_picked"] == {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
     assert len(kernels["fake.tuned"]["autotune_picks"]) == 2
-    assert m["torch_port"] == {"byte_equivalence_at_fp32_cpu": "passed", "max_abs_diff_to_numpy_reference":
-                               pytest.approx(3e-7), "fp64_max_abs_diff": 1e-15, "kernel_swap_changes_top1_token": None}
+    assert m["torch_port"] == {
+        "byte_equivalence_at_fp32_cpu": "passed",
+        "max_abs_diff_to_numpy_reference": pytest.approx(3e-7),
+        "fp64_max_abs_diff": 1e-15,
+        "kernel_swap_changes_top1_token": None,
+    }
     assert m["checks"]["minigpt_torch.port"]["status"] == "passed"
     assert m["checks"]["minigpt_torch.kernel_swap"]["status"] == "skipped"
     notes = " ".join(m["notes"])
-    assert "no CUDA device" in notes and "fake.gpu_only" in notes and "minigpt_torch.kernel_swap skipped" in notes
+    assert (
+        "no CUDA device" in notes
+        and "fake.gpu_only" in notes
+        and "minigpt_torch.kernel_swap skipped" in notes
+    )
     assert m["sweeps"]["softmax"] == "sweep_softmax.json"
 
     s = Sweep.load(out / "sweep_softmax.json")
@@ -45,9 +60,18 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
     assert Sweep.load(out / "sweep_softmax_backward.json").records[0].impl == "fake.bwd_ref"
 
     report = (out / "REPORT.md").read_text()
-    for text in ("## Not run here", "no CUDA device", "minigpt_torch.port | passed", "## softmax at B512",
-                 "| fake.tuned | tuned |", "{'BLOCK': 1024", "## softmax sweep (cpu)", "fake.crash: RuntimeError",
-                 "fake.short_rows: supports() rejects this shape -- 64x4096 float32", "- roofline.png"):
+    for text in (
+        "## Not run here",
+        "no CUDA device",
+        "minigpt_torch.port | passed",
+        "## softmax at B512",
+        "| fake.tuned | tuned |",
+        "{'BLOCK': 1024",
+        "## softmax sweep (cpu)",
+        "fake.crash: RuntimeError",
+        "fake.short_rows: supports() rejects this shape -- 64x4096 float32",
+        "- roofline.png",
+    ):
         assert text in report, text
     assert "implementation run(s) failed" in capsys.readouterr().err
 
@@ -56,8 +80,11 @@ def test_lab_run_exits_zero_when_everything_passes(fake_registry, tmp_path, monk
     broken = ("fake.identity", "fake.tail_bug", "fake.crash")
     working = {k: v for k, v in fake_registry._REGISTRY.items() if k not in broken}
     monkeypatch.setattr(fake_registry, "_REGISTRY", working)
-    monkeypatch.setattr(job.ceilings_mod, "measure",
-                        lambda device, matmul: job.ceilings_mod.Ceilings("cpu: fake", 10.0, {"fp32": 0.01}, None))
+    monkeypatch.setattr(
+        job.ceilings_mod,
+        "measure",
+        lambda device, matmul: job.ceilings_mod.Ceilings("cpu: fake", 10.0, {"fp32": 0.01}, None),
+    )
     cfg = job.RunConfig(out=tmp_path, device="cpu", quick=True, time_cap_s=0.02, command="lab run (test)")
     assert job.run(cfg, log=io.StringIO()) == 0
     m = json.loads((tmp_path / "manifest.json").read_text())
@@ -74,7 +101,12 @@ def test_run_checks_records_failures_errors_and_skips():
     ]
     out = job.run_checks(checks, has_cuda=False, log=io.StringIO())
     assert {k: v["status"] for k, v in out.items()} == {
-        "ok": "passed", "bad": "failed", "crash": "error", "no_passed_key": "error", "gpu": "skipped"}
+        "ok": "passed",
+        "bad": "failed",
+        "crash": "error",
+        "no_passed_key": "error",
+        "gpu": "skipped",
+    }
     assert out["crash"]["reason"] == "ZeroDivisionError: division by zero"
     assert out["bad"]["result"]["why"] == "top-1 changed"
     assert "needs a CUDA device" in out["gpu"]["reason"]

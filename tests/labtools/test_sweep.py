@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-
 from labtools import bench, sweep
 from labtools.ceilings import Ceilings
 from labtools.ops import softmax_ref, tolerance
@@ -15,11 +14,17 @@ SMALL = ((8, 64), (4, 2048))
 
 
 def _run(**kw):
-    cfg = sweep.SweepConfig(**{"device": "cpu", "shapes": SMALL, "dtypes": ("float32", "float16"), "time_cap_s": 0.05,
-                               **kw})
+    cfg = sweep.SweepConfig(
+        **{"device": "cpu", "shapes": SMALL, "dtypes": ("float32", "float16"), "time_cap_s": 0.05, **kw}
+    )
     ceiling = Ceilings("cpu: test", 10.0, {}, None)
-    return sweep.run_sweep(cfg, ceilings=ceiling, environment={"python": "3", "versions": {}, "devices": []},
-                           command="lab bench softmax (test)", progress=sweep.Progress(0, io.StringIO()))
+    return sweep.run_sweep(
+        cfg,
+        ceilings=ceiling,
+        environment={"python": "3", "versions": {}, "devices": []},
+        command="lab bench softmax (test)",
+        progress=sweep.Progress(0, io.StringIO()),
+    )
 
 
 def test_parse_shapes():
@@ -90,7 +95,9 @@ def test_format_table_and_summaries(fake_registry):
     table = sweep.format_table(s)
     assert "vs F.ref" in table and "tuned" in table and "8x64" in table and "1.00x" in table
     lines = sweep.summarize(s.skipped + s.failed)
-    assert any(line.startswith("fake.short_rows: supports() rejects this shape -- 4x2048 float32") for line in lines)
+    assert any(
+        line.startswith("fake.short_rows: supports() rejects this shape -- 4x2048 float32") for line in lines
+    )
 
 
 def test_check_output_uses_the_dtype_tolerance():

@@ -7,7 +7,6 @@ NumPy's BLAS threads are fixed when NumPy loads; to measure what `minigpt-np tra
 import os
 
 import numpy as np
-
 from labtools.bench import into_pytest_benchmark, time_cpu
 from minigpt_np.model import GPTConfig, MiniGPT
 from minigpt_np.optim import AdamW, clip_grad_norm

@@ -1,7 +1,6 @@
 """Shared helpers for minigpt_np's tests: small float64 models with non-trivial weights."""
 
 import numpy as np
-
 from minigpt_np.model import GPTConfig, MiniGPT
 
 SMALL = GPTConfig(vocab_size=37, block_size=12, n_layer=2, n_head=2, n_embd=16)

@@ -5,12 +5,11 @@ import zipfile
 
 import numpy as np
 import pytest
-from np_helpers import SMALL, perturbed_model
-
 from minigpt_np import checkpoint
 from minigpt_np.checkpoint import CheckpointError
 from minigpt_np.model import GPTConfig
 from minigpt_np.tokenizer import BOS, Tokenizer
+from np_helpers import SMALL, perturbed_model
 
 TOK = Tokenizer([BOS, *(f"w{i}" for i in range(SMALL.vocab_size - 1))])
 

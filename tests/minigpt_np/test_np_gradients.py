@@ -25,10 +25,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from np_helpers import SMALL, perturbed_model
-
 from minigpt_np import layers
 from minigpt_np.model import GPTConfig
+from np_helpers import SMALL, perturbed_model
 
 EPS = 1e-3
 RTOL = 1e-6
@@ -39,8 +38,14 @@ def rel_err(fd: float, an: float, floor: float) -> float:
     return abs(fd - an) / max(abs(fd), abs(an), floor)
 
 
-def check_tensor(loss_fn, x: np.ndarray, grad: np.ndarray, rng, touched: np.ndarray | None = None,
-                 n_elements: int = N_ELEMENTS) -> list[str]:
+def check_tensor(
+    loss_fn,
+    x: np.ndarray,
+    grad: np.ndarray,
+    rng,
+    touched: np.ndarray | None = None,
+    n_elements: int = N_ELEMENTS,
+) -> list[str]:
     """Directional + single-element checks of d loss_fn / d x (x is perturbed in place
     and restored). `touched` marks the elements the loss depends on (default: all)."""
     failures = []
@@ -116,8 +121,13 @@ def test_gradients_match_finite_differences(B, T, seed):
 def test_gradients_match_finite_differences_at_the_card_size():
     """The shipped architecture: L = 4, H = 4, d = 64, V = 616, one full context (one
     element per tensor besides the direction: each loss here costs 10x the small one)."""
-    check_model(GPTConfig(vocab_size=616, block_size=32, n_layer=4, n_head=4, n_embd=64), B=1, T=32, seed=11,
-                n_elements=1)
+    check_model(
+        GPTConfig(vocab_size=616, block_size=32, n_layer=4, n_head=4, n_embd=64),
+        B=1,
+        T=32,
+        seed=11,
+        n_elements=1,
+    )
 
 
 def test_the_check_catches_a_wrong_gradient():

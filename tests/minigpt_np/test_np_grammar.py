@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from minigpt_np import lexicon as lx
 from minigpt_np.corpus import make_corpus
 from minigpt_np.grammar import grammar

@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from np_helpers import SMALL, perturbed_model
-
 from minigpt_np import layers
 from minigpt_np.model import GPTConfig, MiniGPT, check_params, init_params, param_shapes
+from np_helpers import SMALL, perturbed_model
 
 
 @given(B=st.integers(1, 5), T=st.integers(1, SMALL.block_size), seed=st.integers(0, 2**31 - 1),

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from minigpt_np import checkpoint
 from minigpt_np.cli import main
 from minigpt_np.grammar import grammar

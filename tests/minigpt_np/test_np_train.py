@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-
 from minigpt_np.corpus import consecutive_windows, random_windows
 from minigpt_np.optim import AdamW, AdamWConfig, clip_grad_norm, decays, lr_at
 from minigpt_np.train import TrainConfig, train
@@ -16,7 +15,11 @@ def test_adamw_first_step_is_lr_times_sign_plus_decay():
     """At step 1 bias correction makes m_hat / sqrt(v_hat) = g / |g|, so each parameter
     moves by lr * g / (|g| + eps), after decoupled decay on the decayed tensors only."""
     rng = np.random.default_rng()
-    params = {"a.w": rng.standard_normal((3, 4)), "a.b": rng.standard_normal(3), "tok_emb": rng.standard_normal((5, 4))}
+    params = {
+        "a.w": rng.standard_normal((3, 4)),
+        "a.b": rng.standard_normal(3),
+        "tok_emb": rng.standard_normal((5, 4)),
+    }
     grads = {n: rng.standard_normal(p.shape) for n, p in params.items()}
     before = {n: p.copy() for n, p in params.items()}
     cfg = AdamWConfig(lr=0.01, weight_decay=0.5)

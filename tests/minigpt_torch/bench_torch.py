@@ -9,7 +9,6 @@
 import numpy as np
 import pytest
 import torch
-
 from labtools.bench import into_pytest_benchmark, time_cpu, time_cuda
 from minigpt_np.model import GPTConfig, MiniGPT
 from minigpt_np.train import TrainConfig

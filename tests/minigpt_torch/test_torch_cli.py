@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from labtools import registry
 from minigpt_np.cli import main as np_main
 from minigpt_np.lexicon import PAST_SIMPLE
@@ -23,7 +22,10 @@ def test_topk_json_matches_numpy(capsys):
 
 
 def test_generate_matches_numpy(capsys):
-    for args in (["generate", "Tomorrow I"], ["generate", "Every day they", "--sample", "--seed", "5", "-n", "3"]):
+    for args in (
+        ["generate", "Tomorrow I"],
+        ["generate", "Every day they", "--sample", "--seed", "5", "-n", "3"],
+    ):
         assert main(args) == 0
         torch_out = capsys.readouterr().out
         assert np_main(args) == 0

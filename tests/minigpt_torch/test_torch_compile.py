@@ -1,7 +1,6 @@
 """torch.compile of the port's forward: one small compile on the CPU (slow on 2 cores)."""
 
 import torch
-
 from minigpt_torch.weights import example_inputs, load_pretrained
 
 

@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import numpy as np
-
 from minigpt_np import checkpoint
 from minigpt_np.train import TrainConfig
 from minigpt_torch.train import train

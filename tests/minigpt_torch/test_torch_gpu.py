@@ -9,7 +9,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
 from minigpt_np import checkpoint
 from minigpt_np.lexicon import PAST_SIMPLE
 from minigpt_torch import checks
@@ -43,7 +42,9 @@ def test_triton_kernel_is_what_runs_on_cuda(models, monkeypatch):
 
     calls = []
     real = kernels_triton.softmax
-    monkeypatch.setattr(kernels_triton, "softmax", lambda x, dim=-1: calls.append(x.shape) or real(x, dim=dim))
+    monkeypatch.setattr(
+        kernels_triton, "softmax", lambda x, dim=-1: calls.append(x.shape) or real(x, dim=dim)
+    )
     cpu, cuda = models
     with torch.no_grad():
         cuda(example_inputs().cuda())

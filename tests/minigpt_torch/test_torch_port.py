@@ -8,7 +8,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
 from minigpt_np import checkpoint
 from minigpt_np.model import GPTConfig, MiniGPT
 from minigpt_np.optim import AdamW, AdamWConfig, clip_grad_norm
@@ -16,7 +15,14 @@ from minigpt_np.train import TrainConfig
 from minigpt_np.train import train as np_train
 from minigpt_torch.train import adamw
 from minigpt_torch.train import train as torch_train
-from minigpt_torch.weights import example_inputs, from_numpy, load_numpy_params, load_pretrained, name_map, to_numpy
+from minigpt_torch.weights import (
+    example_inputs,
+    from_numpy,
+    load_numpy_params,
+    load_pretrained,
+    name_map,
+    to_numpy,
+)
 
 SHIPPED = checkpoint.load()
 SMALL = GPTConfig(vocab_size=37, block_size=12, n_layer=2, n_head=2, n_embd=16)
@@ -204,7 +210,9 @@ def test_load_pretrained_and_example_inputs():
     assert next(load_pretrained(torch.float64).parameters()).dtype == torch.float64
     x = example_inputs()
     assert x.dtype == torch.int64 and x.shape == (2, 16) and torch.equal(x, example_inputs())
-    assert example_inputs(batch=3, seq=5, seed=1).shape == (3, 5) and not torch.equal(example_inputs(seed=1), x)
+    assert example_inputs(batch=3, seq=5, seed=1).shape == (3, 5) and not torch.equal(
+        example_inputs(seed=1), x
+    )
     assert int(x.max()) < m.config.vocab_size
 
 

@@ -193,7 +193,9 @@ def backend(x, fn: str):
         return _TorchOps
     if _is_cupy(x):
         return _CupyOps
-    what = "a NumPy array (host memory)" if type(x).__module__.startswith("numpy") else f"a {type(x).__name__}"
+    what = (
+        "a NumPy array (host memory)" if type(x).__module__.startswith("numpy") else f"a {type(x).__name__}"
+    )
     raise TypeError(f"{fn}: expected a CuPy array or a torch CUDA tensor, got {what}")
 
 

@@ -156,7 +156,7 @@ def cache_key(spec: Spec, arch: str) -> str:
         *(f"{name}\0{text}" for name, text in _headers()),
         spec.kernel,
         *spec.options(arch),
-        "nvrtc %d.%d" % nvrtc_version(),
+        "nvrtc {}.{}".format(*nvrtc_version()),
     ):
         h.update(part.encode())
         h.update(b"\0")
@@ -171,7 +171,9 @@ _RES_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:.*?, (
 def parse_resources(log: str, kernel: str) -> Resources:
     """Read one entry point's report out of ptxas' -v output (as NVRTC's log carries it)."""
     lines = log.splitlines()
-    start = next((i for i, ln in enumerate(lines) if (m := _RES_ENTRY.search(ln)) and m["name"] == kernel), None)
+    start = next(
+        (i for i, ln in enumerate(lines) if (m := _RES_ENTRY.search(ln)) and m["name"] == kernel), None
+    )
     if start is None:
         raise ValueError(f"no ptxas report for entry {kernel!r} in the log:\n{log}")
     stack = used = None
@@ -207,15 +209,25 @@ def compile_spec(spec: Spec, arch: str) -> Compiled:
     cubin_path, ptx_path, meta_path = (folder / f"{key}.{ext}" for ext in ("cubin", "ptx", "json"))
     if all(p.is_file() for p in (cubin_path, ptx_path, meta_path)):
         meta = json.loads(meta_path.read_text())
-        result = Compiled(spec, arch, cubin_path, ptx_path, Resources(**meta["resources"]), meta["log"], 0.0, True)
+        result = Compiled(
+            spec, arch, cubin_path, ptx_path, Resources(**meta["resources"]), meta["log"], 0.0, True
+        )
     else:
         cubin, ptx, log, seconds = _nvrtc_compile(spec, arch)
         resources = parse_resources(log, spec.kernel)
         folder.mkdir(parents=True, exist_ok=True)
         _write_atomic(cubin_path, cubin)
         _write_atomic(ptx_path, ptx)
-        meta = {"spec": spec.name, "arch": arch, "nvrtc": list(nvrtc_version()), "resources": asdict(resources), "log": log}
-        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())  # last: its presence marks a complete entry
+        meta = {
+            "spec": spec.name,
+            "arch": arch,
+            "nvrtc": list(nvrtc_version()),
+            "resources": asdict(resources),
+            "log": log,
+        }
+        _write_atomic(
+            meta_path, json.dumps(meta, indent=1).encode()
+        )  # last: its presence marks a complete entry
         result = Compiled(spec, arch, cubin_path, ptx_path, resources, log, seconds, False)
     with _compile_lock:
         return _compiled.setdefault(key, result)
@@ -231,7 +243,9 @@ def _nvrtc_compile(spec: Spec, arch: str) -> tuple[bytes, bytes, str, float]:
         try:
             nvrtc.compileProgram(prog, spec.options(arch))
         except nvrtc.NVRTCError as exc:
-            raise CompileError(f"NVRTC failed on {spec.name} for {arch}: {exc}\n{nvrtc.getProgramLog(prog)}") from None
+            raise CompileError(
+                f"NVRTC failed on {spec.name} for {arch}: {exc}\n{nvrtc.getProgramLog(prog)}"
+            ) from None
         return nvrtc.getCUBIN(prog), nvrtc.getPTX(prog), nvrtc.getProgramLog(prog), time.perf_counter() - t0
     finally:
         nvrtc.destroyProgram(prog)
@@ -275,8 +289,16 @@ def kernel(spec: Spec, device_id: int | None = None):
     return fn
 
 
-def launch(spec: Spec, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, *, stream, device_id: int,
-           shared_mem: int = 0) -> None:
+def launch(
+    spec: Spec,
+    grid: tuple[int, ...],
+    block: tuple[int, ...],
+    args: tuple,
+    *,
+    stream,
+    device_id: int,
+    shared_mem: int = 0,
+) -> None:
     """Launch `spec` on `stream` (a cupy Stream or ExternalStream) of `device_id`.
 
     Dynamic shared memory over the default 48 KB is allowed by raising the kernel's
@@ -314,19 +336,36 @@ def format_table(results: list[Compiled]) -> str:
     rows = [("specialization", "arch", "regs", "smem B", "stack B", "spill st B", "spill ld B", "nvrtc s")]
     for r in results:
         res = r.resources
-        rows.append((r.spec.name, r.arch, str(res.registers), str(res.shared_bytes), str(res.stack_bytes),
-                     str(res.spill_store_bytes), str(res.spill_load_bytes),
-                     "cached" if r.from_cache else f"{r.seconds:.2f}"))
+        rows.append(
+            (
+                r.spec.name,
+                r.arch,
+                str(res.registers),
+                str(res.shared_bytes),
+                str(res.stack_bytes),
+                str(res.spill_store_bytes),
+                str(res.spill_load_bytes),
+                "cached" if r.from_cache else f"{r.seconds:.2f}",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in rows]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        for row in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernels_cuda.codegen", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--offline", action="store_true",
-                        help="compile for --arch without touching a GPU (default: the current device's arch)")
+    parser = argparse.ArgumentParser(
+        prog="python -m kernels_cuda.codegen", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="compile for --arch without touching a GPU (default: the current device's arch)",
+    )
     parser.add_argument("--arch", nargs="+", default=None, help="real architectures, e.g. sm_80 sm_90")
     parser.add_argument("--jobs", type=int, default=None, help="parallel NVRTC compiles (default: CPU count)")
     args = parser.parse_args(argv)
@@ -346,8 +385,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(format_table(results))
     spilled = [r for r in results if r.resources.spill_bytes]
-    print(f"\n{len(results)} specializations for {' '.join(args.arch)} with NVRTC %d.%d in "
-          f"{time.perf_counter() - t0:.1f} s; {len(spilled)} spill; cache: {cache_dir()}" % nvrtc_version())
+    print(
+        f"\n{len(results)} specializations for {' '.join(args.arch)} with NVRTC %d.%d in "
+        f"{time.perf_counter() - t0:.1f} s; {len(spilled)} spill; cache: {cache_dir()}" % nvrtc_version()
+    )
     return 0
 
 

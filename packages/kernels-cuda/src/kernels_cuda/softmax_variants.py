@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from kernels_cuda import arrays, codegen
 from kernels_cuda.codegen import Spec
@@ -163,8 +163,12 @@ def fused_ladder(vec: int, packs: int) -> list[tuple[int, int]]:
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
     rpb = max(1, FUSED_BLOCK // tpr)
-    return Spec("03_softmax_fused.cu", "softmax_fused", dtype,
-                (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)))
+    return Spec(
+        "03_softmax_fused.cu",
+        "softmax_fused",
+        dtype,
+        (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)),
+    )
 
 
 def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig) -> Launch:
@@ -174,13 +178,19 @@ def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig) -> Launch:
             spec = fused_spec(dtype, tpr, items, vec)
             rpb = dict(spec.constants)["RPB"]
             return Launch(spec, grid=min(math.ceil(M / rpb), MAX_GRID), block=tpr * rpb)
-    raise ValueError(f"softmax v3 holds rows of at most {fused_capacity(vec)} elements in registers "
-                     f"({'16-byte' if vec > 1 else 'element-wide'} accesses); N={N} (use v4 or auto)")
+    raise ValueError(
+        f"softmax v3 holds rows of at most {fused_capacity(vec)} elements in registers "
+        f"({'16-byte' if vec > 1 else 'element-wide'} accesses); N={N} (use v4 or auto)"
+    )
 
 
 def cluster_spec(dtype: str, cluster: int) -> Spec:
-    return Spec("04_softmax_cluster.cu", "softmax_cluster", dtype,
-                (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", full_vec(dtype))))
+    return Spec(
+        "04_softmax_cluster.cu",
+        "softmax_cluster",
+        dtype,
+        (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", full_vec(dtype))),
+    )
 
 
 def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig) -> tuple[int, int] | None:
@@ -204,16 +214,27 @@ def plan_cluster(M: int, N: int, dtype: str, vec: int, device: Device, cfg: Auto
     if split is None:
         return None
     c, chunk = split
-    return Launch(cluster_spec(dtype, c), grid=c * min(M, MAX_GRID // c), block=CLUSTER_THREADS,
-                  shared_mem=chunk * arrays.ITEMSIZE[dtype], extra=(chunk,))
+    return Launch(
+        cluster_spec(dtype, c),
+        grid=c * min(M, MAX_GRID // c),
+        block=CLUSTER_THREADS,
+        shared_mem=chunk * arrays.ITEMSIZE[dtype],
+        extra=(chunk,),
+    )
 
 
 def online_spec(dtype: str, vec: int) -> Spec:
-    return Spec("04_softmax_online.cu", "softmax_online", dtype,
-                (("THREADS", ONLINE_THREADS), ("VEC", vec), ("UNROLL", ONLINE_UNROLL)))
+    return Spec(
+        "04_softmax_online.cu",
+        "softmax_online",
+        dtype,
+        (("THREADS", ONLINE_THREADS), ("VEC", vec), ("UNROLL", ONLINE_UNROLL)),
+    )
 
 
-def plan(variant: str, M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig | None = None) -> Launch:
+def plan(
+    variant: str, M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig | None = None
+) -> Launch:
     """The launch for one (M, N) problem; vec from `pack_width`."""
     cfg = cfg or AUTO
     if variant == "v1":
@@ -225,12 +246,15 @@ def plan(variant: str, M: int, N: int, dtype: str, vec: int, device: Device, cfg
     if variant == "v3":
         return plan_fused(M, N, dtype, vec, cfg)
     if variant == "v4":
-        return plan_cluster(M, N, dtype, vec, device, cfg) or plan(variant="v4_online", M=M, N=N, dtype=dtype,
-                                                                    vec=vec, device=device, cfg=cfg)
+        return plan_cluster(M, N, dtype, vec, device, cfg) or plan(
+            variant="v4_online", M=M, N=N, dtype=dtype, vec=vec, device=device, cfg=cfg
+        )
     if variant == "v4_online":
         return Launch(online_spec(dtype, vec), grid=min(M, MAX_GRID), block=ONLINE_THREADS)
     if variant == "auto":
-        fits_v3 = N <= fused_capacity(vec) and (N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90)
+        fits_v3 = N <= fused_capacity(vec) and (
+            N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90
+        )
         return plan("v3" if fits_v3 else "v4", M, N, dtype, vec, device, cfg)
     raise ValueError(f"softmax: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
@@ -242,7 +266,10 @@ def specializations() -> list[Spec]:
         specs.append(Spec("01_softmax_naive.cu", "softmax_naive", dtype))
         specs.append(Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),)))
         for vec in (full_vec(dtype), 1):
-            specs.extend(fused_spec(dtype, tpr, items, vec) for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO)))
+            specs.extend(
+                fused_spec(dtype, tpr, items, vec)
+                for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO))
+            )
             specs.append(online_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
     return specs
@@ -251,12 +278,14 @@ def specializations() -> list[Spec]:
 # --- running --------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def _device_props(device_id: int) -> Device:
     import cupy
 
     dev = cupy.cuda.Device(device_id)
-    return Device(cc=int(dev.compute_capability), max_shared_per_block=dev.attributes["MaxSharedMemoryPerBlockOptin"])
+    return Device(
+        cc=int(dev.compute_capability), max_shared_per_block=dev.attributes["MaxSharedMemoryPerBlockOptin"]
+    )
 
 
 _refused_cluster16: set[int] = set()
@@ -274,10 +303,24 @@ def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, s
     """One planned launch over rows x -> y (same M and N; vec of the plan must suit both)."""
     import numpy as np
 
-    args = (np.uint64(x.ptr), np.uint64(y.ptr), np.int64(x.M), np.int32(x.N), np.int64(x.row_stride),
-            np.int64(y.row_stride), *(np.int32(e) for e in launch.extra))
-    codegen.launch(launch.spec, (launch.grid,), (launch.block,), args, stream=stream, device_id=device_id,
-                   shared_mem=launch.shared_mem)
+    args = (
+        np.uint64(x.ptr),
+        np.uint64(y.ptr),
+        np.int64(x.M),
+        np.int32(x.N),
+        np.int64(x.row_stride),
+        np.int64(y.row_stride),
+        *(np.int32(e) for e in launch.extra),
+    )
+    codegen.launch(
+        launch.spec,
+        (launch.grid,),
+        (launch.block,),
+        args,
+        stream=stream,
+        device_id=device_id,
+        shared_mem=launch.shared_mem,
+    )
 
 
 def _run(variant: str, x: arrays.Rows, y: arrays.Rows, dtype: str, device_id: int, stream) -> None:
@@ -288,8 +331,11 @@ def _run(variant: str, x: arrays.Rows, y: arrays.Rows, dtype: str, device_id: in
     except Exception as exc:  # noqa: BLE001 - a refused 16-block cluster is retried with 8; all else raises
         if launch.spec.cluster <= 8 or "CLUSTER" not in str(exc).upper():
             raise
-        warnings.warn(f"device {device_id} refused a 16-block cluster ({exc}); v4 uses clusters of at most 8",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"device {device_id} refused a 16-block cluster ({exc}); v4 uses clusters of at most 8",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         _refused_cluster16.add(device_id)
         _run(variant, x, y, dtype, device_id, stream)
 
@@ -314,7 +360,9 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None):
         y = softmax(ops.reshape(x, (1,)), 0, variant, out=None if out is None else ops.reshape(out, (1,)))
         return out if out is not None else ops.reshape(y, ())
     if x.shape[d] > MAX_N:
-        raise ValueError(f"{fn}: rows of {x.shape[d]} elements along dim {dim}; at most {MAX_N} are supported")
+        raise ValueError(
+            f"{fn}: rows of {x.shape[d]} elements along dim {dim}; at most {MAX_N} are supported"
+        )
     if math.prod(shape) == 0:
         return out if out is not None else ops.empty(shape, x)
 
@@ -339,7 +387,8 @@ def _check_out(ops, out, shape, dtype, device_id, fn) -> None:
     if arrays.backend(out, fn) is not ops:
         raise TypeError(f"{fn}: out must be the same kind of array as x ({ops.kind})")
     if tuple(out.shape) != shape or ops.dtype(out) != dtype:
-        raise ValueError(f"{fn}: out has shape {tuple(out.shape)} and dtype {ops.dtype(out)}; "
-                         f"expected {shape} and {dtype}")
+        raise ValueError(
+            f"{fn}: out has shape {tuple(out.shape)} and dtype {ops.dtype(out)}; expected {shape} and {dtype}"
+        )
     if arrays.check_device(ops, out, fn) != device_id:
         raise ValueError(f"{fn}: out is on device {ops.device_id(out)}, x on device {device_id}")

@@ -44,10 +44,17 @@ def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> lis
         items = math.ceil(packs / tpr)
         if items <= sm.fused_items_max(vec) and len(out) < keep:
             rpb = max(1, sm.FUSED_BLOCK // tpr)
-            spec = sm.Spec("03_softmax_fused.cu", "softmax_fused", dtype,
-                           (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)))
-            out.append(Candidate(f"v3 TPR={tpr} ITEMS={items}",
-                                 sm.Launch(spec, grid=math.ceil(M / rpb), block=tpr * rpb)))
+            spec = sm.Spec(
+                "03_softmax_fused.cu",
+                "softmax_fused",
+                dtype,
+                (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)),
+            )
+            out.append(
+                Candidate(
+                    f"v3 TPR={tpr} ITEMS={items}", sm.Launch(spec, grid=math.ceil(M / rpb), block=tpr * rpb)
+                )
+            )
     return out
 
 
@@ -60,11 +67,18 @@ def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: sm.Device) 
         chunk = math.ceil(math.ceil(N / c) / vec) * vec
         if 8 * 1024 <= chunk * size <= device.max_shared_per_block - 1024 and chunk < N:
             for threads in (sm.CLUSTER_THREADS, 512) if chunk * size >= 64 * 1024 else (sm.CLUSTER_THREADS,):
-                spec = sm.Spec("04_softmax_cluster.cu", "softmax_cluster", dtype,
-                               (("CLUSTER", c), ("THREADS", threads), ("VEC", vec)))
-                out.append(Candidate(f"v4 C={c} chunk={chunk * size // 1024}KB threads={threads}",
-                                     sm.Launch(spec, grid=c * M, block=threads, shared_mem=chunk * size,
-                                               extra=(chunk,))))
+                spec = sm.Spec(
+                    "04_softmax_cluster.cu",
+                    "softmax_cluster",
+                    dtype,
+                    (("CLUSTER", c), ("THREADS", threads), ("VEC", vec)),
+                )
+                out.append(
+                    Candidate(
+                        f"v4 C={c} chunk={chunk * size // 1024}KB threads={threads}",
+                        sm.Launch(spec, grid=c * M, block=threads, shared_mem=chunk * size, extra=(chunk,)),
+                    )
+                )
     return out
 
 
@@ -77,13 +91,14 @@ def candidates(M: int, N: int, dtype: str, device: sm.Device) -> list[Candidate]
     if N * arrays.ITEMSIZE[dtype] > 32 * 1024:
         found.append(Candidate("v4 online", sm.plan("v4_online", M, N, dtype, vec, device)))
     auto = sm.plan("auto", M, N, dtype, vec, device)
-    return [Candidate(f"auto = {auto.spec.name.split('.', 1)[1]}", auto)] + [c for c in found if c.launch != auto]
+    return [Candidate(f"auto = {auto.spec.name.split('.', 1)[1]}", auto)] + [
+        c for c in found if c.launch != auto
+    ]
 
 
 def _check(run, x, y, dtype: str) -> float:
     """Max |error| / tolerance over a sample of rows (<= 1 passes), with y NaN-poisoned first."""
     import numpy as np
-
     from labtools.ops import softmax_ref, tolerance
 
     y.fill_(math.nan)
@@ -98,7 +113,6 @@ def _check(run, x, y, dtype: str) -> float:
 
 def tune(shapes, dtypes, time_cap_s: float) -> dict:
     import torch
-
     from labtools.bench import l2_bytes, n_input_sets, time_cuda
     from labtools.ceilings import measure_copy
 
@@ -123,27 +137,50 @@ def tune(shapes, dtypes, time_cap_s: float) -> dict:
         ref = time_cuda(lambda x, y: torch.softmax(x, dim=-1), sets, time_cap_s=time_cap_s)
         results = [("F.softmax", ref.median_us, 0.0)]
         for cand in cands:
-            def run(x, y, launch=cand.launch):
-                sm.run_launch(launch, arrays.as_rows(arrays._TorchOps, x), arrays.as_rows(arrays._TorchOps, y),
-                              device_id, stream)
+
+            def run(x, y, launch=cand.launch, stream=stream):
+                sm.run_launch(
+                    launch,
+                    arrays.as_rows(arrays._TorchOps, x),
+                    arrays.as_rows(arrays._TorchOps, y),
+                    device_id,
+                    stream,
+                )
 
             err = _check(run, *sets[0], dtype)
             us = time_cuda(run, sets, time_cap_s=time_cap_s).median_us if err <= 1 else math.nan
             results.append((cand.name, us, err))
         for name, us, err in sorted(results, key=lambda r: (math.isnan(r[1]), r[1])):
             frac = nbytes / (us * 1e-6) / 1e9 / copy_gbps
-            line = (f"{M}x{N} {dtype:<8} {name:<32} {us:9.1f} us  {frac:6.1%} of copy  "
-                    f"{ref.median_us / us:5.2f}x F.softmax" + ("" if err <= 1 else f"  WRONG (err/tol {err:.3g})"))
+            line = (
+                f"{M}x{N} {dtype:<8} {name:<32} {us:9.1f} us  {frac:6.1%} of copy  "
+                f"{ref.median_us / us:5.2f}x F.softmax" + ("" if err <= 1 else f"  WRONG (err/tol {err:.3g})")
+            )
             print(line, flush=True)
-            records.append({"shape": [M, N], "dtype": dtype, "candidate": name, "median_us": us,
-                            "frac_of_copy": frac, "vs_F_softmax": ref.median_us / us, "err_over_tol": err})
+            records.append(
+                {
+                    "shape": [M, N],
+                    "dtype": dtype,
+                    "candidate": name,
+                    "median_us": us,
+                    "frac_of_copy": frac,
+                    "vs_F_softmax": ref.median_us / us,
+                    "err_over_tol": err,
+                }
+            )
         print(flush=True)
         del sets
         torch.cuda.empty_cache()
-    return {"kind": "kernels_cuda.tune", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "device": torch.cuda.get_device_name(device_id), "torch": torch.__version__,
-            "nvrtc": "%d.%d" % codegen.nvrtc_version(), "copy_gbps": copy_gbps,
-            "command": " ".join(["python -m kernels_cuda.tune", *sys.argv[1:]]), "records": records}
+    return {
+        "kind": "kernels_cuda.tune",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "device": torch.cuda.get_device_name(device_id),
+        "torch": torch.__version__,
+        "nvrtc": "{}.{}".format(*codegen.nvrtc_version()),
+        "copy_gbps": copy_gbps,
+        "command": " ".join(["python -m kernels_cuda.tune", *sys.argv[1:]]),
+        "records": records,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,7 +72,9 @@ def memory_instructions(sass_text: str) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernels_triton.offline", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m kernels_triton.offline", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("kernel", choices=sorted(KERNELS))
     parser.add_argument("M", type=int)
     parser.add_argument("N", type=int)
@@ -86,8 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     config = SoftmaxConfig(args.block, args.warps, args.l2_hints)
     compiled = compile_for(args.kernel, args.M, args.N, getattr(torch, args.dtype), config, args.arch)
     text = sass(compiled)
-    print(text if args.sass else f"{args.kernel} {args.M}x{args.N} {args.dtype} {config}: "
-          f"shared {compiled.metadata.shared} B, {memory_instructions(text)}")
+    print(
+        text
+        if args.sass
+        else f"{args.kernel} {args.M}x{args.N} {args.dtype} {config}: "
+        f"shared {compiled.metadata.shared} B, {memory_instructions(text)}"
+    )
     return 0
 
 

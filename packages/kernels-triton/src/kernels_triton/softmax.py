@@ -53,9 +53,9 @@ import functools
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 import triton
@@ -106,7 +106,7 @@ class SoftmaxConfig:
         return triton.Config({"BLOCK": self.block, "L2_HINTS": self.l2_hints}, num_warps=self.num_warps)
 
     @classmethod
-    def of(cls, config: triton.Config) -> "SoftmaxConfig":
+    def of(cls, config: triton.Config) -> SoftmaxConfig:
         """The SoftmaxConfig of an autotuner config."""
         return cls(config.kwargs["BLOCK"], config.num_warps, config.kwargs["L2_HINTS"])
 
@@ -128,8 +128,10 @@ def _gpu_configs() -> list[triton.Config]:
     for block in LARGE_BLOCKS:  # at least 8 values a thread: more warps would only idle
         configs += [SoftmaxConfig(block, w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
     # the looped path with L2 hints, for the blocks and warps that looped fastest in the H100 tune
-    configs += [SoftmaxConfig(b, w, l2_hints=True)
-                for b, w in ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))]
+    configs += [
+        SoftmaxConfig(b, w, l2_hints=True)
+        for b, w in ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
+    ]
     return [c.triton_config() for c in configs]
 
 
@@ -153,7 +155,9 @@ def _pruner(streams: int):
             if c.kwargs["L2_HINTS"]:  # hints act on the looped path only
                 return block < n and _fits_in_registers(block, c.num_warps, 3)
             arrays = streams if block >= n else 3
-            return block in SEED_BLOCKS or (block <= row_block and _fits_in_registers(block, c.num_warps, arrays))
+            return block in SEED_BLOCKS or (
+                block <= row_block and _fits_in_registers(block, c.num_warps, arrays)
+            )
 
         return [c for c in configs if keep(c)]
 
@@ -172,8 +176,11 @@ _TILE = {
     # masks cost instructions and registers: emit them only for ragged rows or a ragged last tile
     "NEEDS_MASK": lambda a: (a["N"] % a["BLOCK_N"] != 0) or (a["ONE_PASS"] and a["M"] % a["ROWS"] != 0),
     # the largest run of elements, up to 16 bytes, that N and every row stride are multiples of
-    "ALIGN": lambda a: math.gcd(a["N"], *(v for k, v in a.items() if k.endswith("_row_stride")),
-                                16 // next(v for k, v in a.items() if k.endswith("_ptr")).dtype.itemsize),
+    "ALIGN": lambda a: math.gcd(
+        a["N"],
+        *(v for k, v in a.items() if k.endswith("_row_stride")),
+        16 // next(v for k, v in a.items() if k.endswith("_ptr")).dtype.itemsize,
+    ),
 }
 
 
@@ -242,10 +249,20 @@ def _online_max_sum(m, d, x):
 
 @triton.jit(do_not_specialize=["rows_per_sm"])
 def _softmax_fwd_kernel(
-    x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
+    x_ptr,
+    y_ptr,
+    x_row_stride,
+    y_row_stride,
+    M,
+    N,
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
-    BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    NEEDS_MASK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    L2_HINTS: tl.constexpr,
 ):
     if ONE_PASS:
         # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
@@ -275,7 +292,9 @@ def _softmax_fwd_kernel(
             for t in range(n_full):
                 m, d = _online_max_sum(m, d, _load_f32(x_row + t * BLOCK + cols, None, None, False, KEEP))
             if NEEDS_MASK:
-                m, d = _online_max_sum(m, d, _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP))
+                m, d = _online_max_sum(
+                    m, d, _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP)
+                )
             # fold the lanes: the row's max, and its sum rescaled to that max; then
             # y = exp(x - max) / sum = 2 ** (x * log2(e) - shift), one FFMA and one EX2
             m_row = tl.max(m, axis=0)
@@ -292,10 +311,22 @@ def _softmax_fwd_kernel(
 
 @triton.jit(do_not_specialize=["rows_per_sm"])
 def _softmax_bwd_kernel(
-    y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
+    M,
+    N,
     rows_per_sm,  # not read by the kernel: an argument only so that the autotuner can key on it
-    BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr, NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    NEEDS_MASK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    L2_HINTS: tl.constexpr,
 ):
     # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
     if ONE_PASS:
@@ -303,8 +334,12 @@ def _softmax_bwd_kernel(
         cols = tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
         r = rows.to(tl.int64)
-        y = _load_f32(_row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK, "")
-        dy = _load_f32(_row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK, "")
+        y = _load_f32(
+            _row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK, ""
+        )
+        dy = _load_f32(
+            _row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :], mask, 0.0, NEEDS_MASK, ""
+        )
         dot = tl.sum(y * dy, axis=1)  # [ROWS]
         dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
         _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK, "")
@@ -322,12 +357,14 @@ def _softmax_bwd_kernel(
             acc = tl.zeros([BLOCK], tl.float32)
             for t in range(n_full):
                 offs = t * BLOCK + cols
-                acc += (_load_f32(y_row + offs, None, None, False, KEEP)
-                        * _load_f32(dy_row + offs, None, None, False, KEEP))
+                acc += _load_f32(y_row + offs, None, None, False, KEEP) * _load_f32(
+                    dy_row + offs, None, None, False, KEEP
+                )
             if NEEDS_MASK:
                 in_row = _in_row(tail, N, ALIGN)
-                acc += (_load_f32(y_row + tail, in_row, 0.0, True, KEEP)
-                        * _load_f32(dy_row + tail, in_row, 0.0, True, KEEP))
+                acc += _load_f32(y_row + tail, in_row, 0.0, True, KEEP) * _load_f32(
+                    dy_row + tail, in_row, 0.0, True, KEEP
+                )
             dot = tl.sum(acc, axis=0)
             # pass 2, back to front, for L2 reuse as in the forward
             if NEEDS_MASK:
@@ -338,7 +375,13 @@ def _softmax_bwd_kernel(
             for i in range(n_full):
                 offs = (n_full - 1 - i) * BLOCK + cols
                 y = _load_f32(y_row + offs, None, None, False, DROP)
-                _store(dx_row + offs, y * (_load_f32(dy_row + offs, None, None, False, DROP) - dot), None, False, DROP)
+                _store(
+                    dx_row + offs,
+                    y * (_load_f32(dy_row + offs, None, None, False, DROP) - dot),
+                    None,
+                    False,
+                    DROP,
+                )
 
 
 def _time_config(kernel_call, quantiles):
@@ -351,15 +394,25 @@ def _time_config(kernel_call, quantiles):
 def _autotuned(kernel, streams: int):
     # cache_results: timings persist in Triton's on-disk cache (keyed on the kernel's source,
     # the configs and the Triton version), so a later process does not time them again.
-    return triton.autotune(configs=AUTOTUNE_CONFIGS, key=["N", "rows_per_sm"], cache_results=True,
-                           do_bench=_time_config, prune_configs_by={"early_config_prune": _pruner(streams)})(
-        triton.heuristics(_TILE)(kernel))
+    return triton.autotune(
+        configs=AUTOTUNE_CONFIGS,
+        key=["N", "rows_per_sm"],
+        cache_results=True,
+        do_bench=_time_config,
+        prune_configs_by={"early_config_prune": _pruner(streams)},
+    )(triton.heuristics(_TILE)(kernel))
 
 
 # name -> (the kernel with its derived meta-parameters, the same under the autotuner)
 KERNELS = {
-    "softmax_fwd": (triton.heuristics(_TILE)(_softmax_fwd_kernel), _autotuned(_softmax_fwd_kernel, streams=1)),
-    "softmax_bwd": (triton.heuristics(_TILE)(_softmax_bwd_kernel), _autotuned(_softmax_bwd_kernel, streams=2)),
+    "softmax_fwd": (
+        triton.heuristics(_TILE)(_softmax_fwd_kernel),
+        _autotuned(_softmax_fwd_kernel, streams=1),
+    ),
+    "softmax_bwd": (
+        triton.heuristics(_TILE)(_softmax_bwd_kernel),
+        _autotuned(_softmax_bwd_kernel, streams=2),
+    ),
 }
 STREAMS = {"softmax_fwd": 1, "softmax_bwd": 2}  # tensors each kernel reads
 
@@ -376,12 +429,17 @@ def _committed() -> dict:
 @functools.cache
 def _committed_index() -> dict:
     """(kernel, N, rows_per_sm, dtype name) -> SoftmaxConfig, from the committed picks."""
-    return {(p["kernel"], p["N"], p["rows_per_sm"], p["dtype"]):
-            SoftmaxConfig(p["block"], p["num_warps"], p.get("l2_hints", False))
-            for p in _committed()["picks"]}
+    return {
+        (p["kernel"], p["N"], p["rows_per_sm"], p["dtype"]): SoftmaxConfig(
+            p["block"], p["num_warps"], p.get("l2_hints", False)
+        )
+        for p in _committed()["picks"]
+    }
 
 
-def _committed_pick(kernel: str, n: int, rows_per_sm: int, dtype: torch.dtype, device) -> SoftmaxConfig | None:
+def _committed_pick(
+    kernel: str, n: int, rows_per_sm: int, dtype: torch.dtype, device
+) -> SoftmaxConfig | None:
     """The committed pick for this key, or for the same key in another dtype of the same
     size (fp16 takes bf16's: the same bytes, the same fp32 arithmetic); None if there is none."""
     if INTERPRET or _committed()["gpu"] != torch.cuda.get_device_name(device):
@@ -403,11 +461,21 @@ def autotune_picks() -> dict:
     for name, (_, autotuner) in KERNELS.items():
         for key, cfg in autotuner.cache.items():
             n, rows_per_sm, *dtypes = key
-            tuned.append({"kernel": name, "N": n, "rows_per_sm": rows_per_sm, "dtype": _dtype_name(dtypes[0]),
-                          **_pick_fields(SoftmaxConfig.of(cfg))})
+            tuned.append(
+                {
+                    "kernel": name,
+                    "N": n,
+                    "rows_per_sm": rows_per_sm,
+                    "dtype": _dtype_name(dtypes[0]),
+                    **_pick_fields(SoftmaxConfig.of(cfg)),
+                }
+            )
     committed = _committed()
-    mode = (f"interpreter: autotuning needs a GPU, so every launch uses one config {asdict(INTERPRETER_CONFIG)}"
-            if INTERPRET else "autotune (GPU)")
+    mode = (
+        f"interpreter: autotuning needs a GPU, so every launch uses one config {asdict(INTERPRETER_CONFIG)}"
+        if INTERPRET
+        else "autotune (GPU)"
+    )
     used = [{"kernel": k, "N": n, "rows_per_sm": r, "dtype": d, **cfg} for (k, n, r, d), cfg in _USED.items()]
     return {"mode": mode, "committed": committed, "autotuned": tuned, "used": used}
 
@@ -468,8 +536,14 @@ _USED: dict[tuple, dict] = {}
 MAX_PLANS = 4096  # distinct launches remembered; past that the cache starts afresh
 
 
-def _launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: SoftmaxConfig | None = None,
-            use_committed: bool = True) -> None:
+def _launch(
+    name: str,
+    tensors: list[torch.Tensor],
+    M: int,
+    N: int,
+    config: SoftmaxConfig | None = None,
+    use_committed: bool = True,
+) -> None:
     """Launch one of KERNELS on 2D tensors (M, N) with unit column stride; the first
     tensor's dtype keys the picks, the last tensor is the output. The config is, in
     order: `config`, the committed pick for this GPU, the autotuner's."""
@@ -478,8 +552,17 @@ def _launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: Soft
     # everything the compiled kernel was specialised on: Triton specialises integer
     # arguments on == 1 and % 16, pointers on 16-byte alignment; the values themselves
     # are in the key, so one plan serves exactly the launches it was made for
-    key = (name, M, N, config, use_committed, x.dtype, x.get_device(),
-           *[t.stride(0) for t in tensors], *[p % 16 for p in pointers])
+    key = (
+        name,
+        M,
+        N,
+        config,
+        use_committed,
+        x.dtype,
+        x.get_device(),
+        *[t.stride(0) for t in tensors],
+        *[p % 16 for p in pointers],
+    )
     plan = _PLANS.get(key)
     if plan is not None:
         plan(tensors, pointers)
@@ -489,8 +572,9 @@ def _launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: Soft
     _PLANS[key] = _first_launch(name, tensors, M, N, config, use_committed)
 
 
-def _first_launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config: SoftmaxConfig | None,
-                  use_committed: bool) -> Callable[[list[torch.Tensor], list[int]], None]:
+def _first_launch(
+    name: str, tensors: list[torch.Tensor], M: int, N: int, config: SoftmaxConfig | None, use_committed: bool
+) -> Callable[[list[torch.Tensor], list[int]], None]:
     """Choose the config, compile and launch through Triton's usual path (the autotuner
     when nothing else decides), then return the plan for the next identical launch: a
     function of the tensors and their data pointers."""
@@ -508,7 +592,7 @@ def _first_launch(name: str, tensors: list[torch.Tensor], M: int, N: int, config
         compiled = kernel[grid](*args, **config.kwargs())
     _USED[(name, N, args[-1], _dtype_name(x.dtype))] = {**_pick_fields(config), "source": source}
     meta = _tile_meta({**dict(zip(kernel.arg_names, args)), **config.kwargs()})
-    bound = [meta[arg] for arg in kernel.arg_names[len(tensors):]]  # every argument after the tensors
+    bound = [meta[arg] for arg in kernel.arg_names[len(tensors) :]]  # every argument after the tensors
     program_grid = (*grid(meta), 1, 1)  # (x, y, z): the compiled kernel's launcher wants all three
     if INTERPRET:  # no compiled kernel: the interpreter runs the Python function on the tensors
         return lambda tensors, pointers: kernel.fn[program_grid](*tensors, *bound)
@@ -527,12 +611,16 @@ def _check(x, dim, what: str) -> int:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in DTYPES:
-        raise TypeError(f"{what} has dtype {x.dtype}; Triton softmax takes {', '.join(map(_dtype_name, DTYPES))}")
+        raise TypeError(
+            f"{what} has dtype {x.dtype}; Triton softmax takes {', '.join(map(_dtype_name, DTYPES))}"
+        )
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
     ndim = max(x.dim(), 1)  # a 0-d tensor is softmaxed as one element, dim 0 or -1, like torch
     if not -ndim <= dim < ndim:
-        raise SoftmaxDimError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+        raise SoftmaxDimError(
+            f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})"
+        )
     if not x.is_cuda and not INTERPRET:
         raise ValueError(
             f"{what} is on {x.device}, and Triton kernels run on CUDA devices. To run them on the CPU "
@@ -578,8 +666,9 @@ def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None, launch: bo
     return _from_rows(y2, x, dim)
 
 
-def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, config: SoftmaxConfig | None,
-              launch: bool = True) -> torch.Tensor:
+def _backward(
+    y: torch.Tensor, dy: torch.Tensor, dim: int, config: SoftmaxConfig | None, launch: bool = True
+) -> torch.Tensor:
     """dx from y and dy along dim; launch=False as in _forward."""
     if dy.dtype != y.dtype:
         dy = dy.to(y.dtype)
@@ -669,8 +758,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     return _forward(x, dim, config)  # no graph to record: skip autograd's bookkeeping (~10 us)
 
 
-def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
-                     config: SoftmaxConfig | None = None) -> torch.Tensor:
+def softmax_backward(
+    y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None
+) -> torch.Tensor:
     """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y."""
     dim = _check(y, dim, "y")
     _check(dy, dim, "dy")
@@ -694,7 +784,9 @@ def _compile_ahead(job: tuple) -> None:
     name, dtype_name, M, N, config_kwargs = job
     kernel = KERNELS[name][0]
     n_tensors = STREAMS[name] + 1
-    kernel.warmup(*[getattr(torch, dtype_name)] * n_tensors, *[N] * n_tensors, M, N, 1, grid=(1,), **config_kwargs)
+    kernel.warmup(
+        *[getattr(torch, dtype_name)] * n_tensors, *[N] * n_tensors, M, N, 1, grid=(1,), **config_kwargs
+    )
 
 
 def _compile_all(jobs: list[tuple], workers: int | None = None) -> None:
@@ -710,8 +802,9 @@ def _compile_all(jobs: list[tuple], workers: int | None = None) -> None:
         list(pool.map(_compile_ahead, jobs, chunksize=4))
 
 
-def tune(tasks, device="cuda", workers: int | None = None, progress: Callable[[list[dict]], None] | None = None
-         ) -> list[dict]:
+def tune(
+    tasks, device="cuda", workers: int | None = None, progress: Callable[[list[dict]], None] | None = None
+) -> list[dict]:
     """Autotune forward and backward afresh at each (M, N, dtype) of `tasks`, ignoring
     committed picks, and return the winners in autotune_picks.json's format, each with
     every config's time (timings_us, fastest first). `progress` gets the picks so far
@@ -725,8 +818,12 @@ def tune(tasks, device="cuda", workers: int | None = None, progress: Callable[[l
             keys.add((N, _rows_per_sm(M, device), dtype))
             unique.append((M, N, dtype))
     tasks = unique
-    jobs = [(name, _dtype_name(dtype), M, N, c.all_kwargs())
-            for M, N, dtype in tasks for name in KERNELS for c in _pruner(STREAMS[name])(GPU_CONFIGS, {"N": N})]
+    jobs = [
+        (name, _dtype_name(dtype), M, N, c.all_kwargs())
+        for M, N, dtype in tasks
+        for name in KERNELS
+        for c in _pruner(STREAMS[name])(GPU_CONFIGS, {"N": N})
+    ]
     _compile_all(jobs, workers)
     picks = []
     for M, N, dtype in tasks:
@@ -738,12 +835,25 @@ def tune(tasks, device="cuda", workers: int | None = None, progress: Callable[[l
             autotuner.cache.pop(key, None)
             autotuner.configs_timings = {}
             _first_launch(name, tensors, M, N, config=None, use_committed=False)
-            timings = sorted(((t[0] if isinstance(t, (list, tuple)) else t, SoftmaxConfig.of(c))
-                              for c, t in autotuner.configs_timings.items()), key=lambda tc: tc[0])
-            picks.append({"kernel": name, "N": N, "rows_per_sm": key[1], "dtype": _dtype_name(dtype),
-                          **_pick_fields(SoftmaxConfig.of(autotuner.cache[key])), "tuned_at": [M, N],
-                          "configs_tried": len(timings),
-                          "timings_us": {_config_label(c): round(1e3 * t, 1) for t, c in timings}})
+            timings = sorted(
+                (
+                    (t[0] if isinstance(t, (list, tuple)) else t, SoftmaxConfig.of(c))
+                    for c, t in autotuner.configs_timings.items()
+                ),
+                key=lambda tc: tc[0],
+            )
+            picks.append(
+                {
+                    "kernel": name,
+                    "N": N,
+                    "rows_per_sm": key[1],
+                    "dtype": _dtype_name(dtype),
+                    **_pick_fields(SoftmaxConfig.of(autotuner.cache[key])),
+                    "tuned_at": [M, N],
+                    "configs_tried": len(timings),
+                    "timings_us": {_config_label(c): round(1e3 * t, 1) for t, c in timings},
+                }
+            )
         if progress is not None:
             progress(picks)
     return picks

@@ -35,14 +35,29 @@ def default_tasks() -> list[tuple[int, int, torch.dtype]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernels_triton.tune", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=str(PICKS_FILE), help="where to write the picks (default: %(default)s)")
-    parser.add_argument("--shape", nargs=2, type=int, action="append", metavar=("M", "N"),
-                        help="tune this (M, N), in fp32, fp16 and bf16, instead of the default shapes; repeatable")
-    parser.add_argument("--workers", type=int, default=None, help="compile processes (default: one per CPU, at most 16)")
+    parser = argparse.ArgumentParser(
+        prog="python -m kernels_triton.tune", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--out", default=str(PICKS_FILE), help="where to write the picks (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--shape",
+        nargs=2,
+        type=int,
+        action="append",
+        metavar=("M", "N"),
+        help="tune this (M, N), in fp32, fp16 and bf16, instead of the default shapes; repeatable",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="compile processes (default: one per CPU, at most 16)"
+    )
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
-        print("python -m kernels_triton.tune needs a CUDA device: the autotuner times configs on it.", file=sys.stderr)
+        print(
+            "python -m kernels_triton.tune needs a CUDA device: the autotuner times configs on it.",
+            file=sys.stderr,
+        )
         return 2
     tasks = [(m, n, d) for m, n in args.shape for d in DTYPES] if args.shape else default_tasks()
     start = time.perf_counter()
@@ -51,10 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         doc = {
             "gpu": torch.cuda.get_device_name(),
             "date": datetime.date.today().isoformat(),
-            "command": "python -m kernels_triton.tune" + "".join(f" --shape {m} {n}" for m, n in (args.shape or [])),
-            "versions": {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__},
+            "command": "python -m kernels_triton.tune"
+            + "".join(f" --shape {m} {n}" for m, n in (args.shape or [])),
+            "versions": {
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "triton": triton.__version__,
+            },
             "note": "timings_us: every config timed at tuned_at, fastest first, 'BLOCK/num_warps[/L2]' (/L2: l2_hints): "
-                    "median us (triton.testing.do_bench, L2 cleared before each run)",
+            "median us (triton.testing.do_bench, L2 cleared before each run)",
             "picks": picks,
         }
         with open(args.out, "w") as f:
@@ -62,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             f.write("\n")
         for p in picks[-2:]:  # this shape's forward and backward
             timings = "  ".join(f"{label}:{us}" for label, us in p["timings_us"].items())
-            print(f"{p['kernel']:12s} N={p['N']:<6d} rows/SM={p['rows_per_sm']:<3d} {p['dtype']:9s} at "
-                  f"{p['tuned_at'][0]}x{p['tuned_at'][1]} ({time.perf_counter() - start:.0f} s): {timings}", flush=True)
+            print(
+                f"{p['kernel']:12s} N={p['N']:<6d} rows/SM={p['rows_per_sm']:<3d} {p['dtype']:9s} at "
+                f"{p['tuned_at'][0]}x{p['tuned_at'][1]} ({time.perf_counter() - start:.0f} s): {timings}",
+                flush=True,
+            )
 
     picks = tune(tasks, workers=args.workers, progress=write)
     print(f"wrote {len(picks)} picks to {args.out} in {time.perf_counter() - start:.0f} s")

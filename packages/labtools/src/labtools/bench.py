@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -325,10 +326,10 @@ class BenchRecord:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "BenchRecord":
+    def from_dict(cls, d: dict[str, Any]) -> BenchRecord:
         return cls(**{**d, "shape": tuple(d["shape"])})
 
-    def with_reference(self, ref: "BenchRecord") -> "BenchRecord":
+    def with_reference(self, ref: BenchRecord) -> BenchRecord:
         self.ref, self.ref_us = ref.impl, ref.median_us
         self.vs_ref = ref.median_us / self.median_us
         return self
@@ -417,7 +418,11 @@ def into_pytest_benchmark(benchmark, timing: Timing, rec: BenchRecord | None = N
     benchmark.extra_info.update({"timer": f"labtools ({timing.device})", "flushed_l2": timing.flushed_l2})
     if rec is not None:
         benchmark.extra_info.update(
-            {k: v for k, v in rec.to_dict().items() if k in ("impl", "shape", "dtype", "gbps", "frac_of_copy", "vs_ref", "ref")}
+            {
+                k: v
+                for k, v in rec.to_dict().items()
+                if k in ("impl", "shape", "dtype", "gbps", "frac_of_copy", "vs_ref", "ref")
+            }
         )
 
 

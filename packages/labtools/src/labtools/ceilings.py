@@ -30,12 +30,37 @@ class GpuSpec:
 DATASHEETS: dict[str, GpuSpec] = {
     s.name: s
     for s in (
-        GpuSpec("H100 SXM", 3350, 67, 494.7, 989.4, "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM5 80GB column"),
-        GpuSpec("H100 PCIe", 2000, 51, 378, 756, "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe 80GB column"),
-        GpuSpec("H200", 4800, 67, 494.7, 989.4, "NVIDIA H200 Tensor Core GPU product brief (2024), SXM 141GB column"),
-        GpuSpec("A100", 2039, 19.5, 156, 312, "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM4 80GB column"),
+        GpuSpec(
+            "H100 SXM",
+            3350,
+            67,
+            494.7,
+            989.4,
+            "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM5 80GB column",
+        ),
+        GpuSpec(
+            "H100 PCIe", 2000, 51, 378, 756, "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe 80GB column"
+        ),
+        GpuSpec(
+            "H200",
+            4800,
+            67,
+            494.7,
+            989.4,
+            "NVIDIA H200 Tensor Core GPU product brief (2024), SXM 141GB column",
+        ),
+        GpuSpec(
+            "A100", 2039, 19.5, 156, 312, "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM4 80GB column"
+        ),
         GpuSpec("L4", 300, 30.3, 60, 121, "NVIDIA L4 Tensor Core GPU datasheet (2023)"),
-        GpuSpec("RTX 4090", 1008, 82.6, 82.6, 165.2, "NVIDIA Ada Lovelace GPU architecture whitepaper v1.01, RTX 4090 column"),
+        GpuSpec(
+            "RTX 4090",
+            1008,
+            82.6,
+            82.6,
+            165.2,
+            "NVIDIA Ada Lovelace GPU architecture whitepaper v1.01, RTX 4090 column",
+        ),
     )
 }
 
@@ -72,10 +97,14 @@ class Ceilings:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Ceilings":
+    def from_dict(cls, d: dict) -> Ceilings:
         sheet = d.get("datasheet")
-        return cls(d["device"], d["copy_gbps"], dict(d.get("matmul_tflops") or {}),
-                   None if sheet is None else GpuSpec(**sheet))
+        return cls(
+            d["device"],
+            d["copy_gbps"],
+            dict(d.get("matmul_tflops") or {}),
+            None if sheet is None else GpuSpec(**sheet),
+        )
 
 
 def measure_copy(nbytes: int = 2**30, dtype: str = "float32") -> float:

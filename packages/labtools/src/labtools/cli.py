@@ -16,16 +16,30 @@ import sys
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("labtools.commands.env", "report this machine: versions, CUDA devices, which backends run here"),
-    "bench": ("labtools.commands.bench", "time every registered implementation of an op over the shape sweep"),
+    "bench": (
+        "labtools.commands.bench",
+        "time every registered implementation of an op over the shape sweep",
+    ),
     "roofline": ("labtools.commands.roofline", "plot a sweep: roofline and fraction of copy bandwidth"),
-    "ncu": ("labtools.commands.ncu", "profile under Nsight Compute (or read its CSV); name each kernel's bottleneck"),
-    "run": ("labtools.commands.run", "the whole job: checks, ceilings, sweeps, plots, manifest.json, REPORT.md"),
-    "inductor": ("labtools.commands.inductor", "dump, annotate and time what torch.compile generates; experiment 25"),
+    "ncu": (
+        "labtools.commands.ncu",
+        "profile under Nsight Compute (or read its CSV); name each kernel's bottleneck",
+    ),
+    "run": (
+        "labtools.commands.run",
+        "the whole job: checks, ceilings, sweeps, plots, manifest.json, REPORT.md",
+    ),
+    "inductor": (
+        "labtools.commands.inductor",
+        "dump, annotate and time what torch.compile generates; experiment 25",
+    ),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lab", description="kernel-lab: softmax from naive to speed-of-light.")
+    parser = argparse.ArgumentParser(
+        prog="lab", description="kernel-lab: softmax from naive to speed-of-light."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)

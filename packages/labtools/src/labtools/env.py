@@ -53,8 +53,16 @@ def _devices() -> tuple[list[Device], str]:
             for i in range(torch.cuda.device_count()):
                 p = torch.cuda.get_device_properties(i)
                 l2 = getattr(p, "L2_cache_size", None)
-                out.append(Device(i, p.name, f"{p.major}.{p.minor}", round(p.total_memory / 2**30, 1),
-                                  p.multi_processor_count, None if l2 is None else round(l2 / 2**20, 1)))
+                out.append(
+                    Device(
+                        i,
+                        p.name,
+                        f"{p.major}.{p.minor}",
+                        round(p.total_memory / 2**30, 1),
+                        p.multi_processor_count,
+                        None if l2 is None else round(l2 / 2**20, 1),
+                    )
+                )
             return out, "torch"
     except ImportError:
         pass
@@ -66,8 +74,16 @@ def _devices() -> tuple[list[Device], str]:
         for i in range(n):
             p = cupy.cuda.runtime.getDeviceProperties(i)
             name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
-            out.append(Device(i, name, f"{p['major']}.{p['minor']}", round(p["totalGlobalMem"] / 2**30, 1),
-                              p["multiProcessorCount"], round(p["l2CacheSize"] / 2**20, 1)))
+            out.append(
+                Device(
+                    i,
+                    name,
+                    f"{p['major']}.{p['minor']}",
+                    round(p["totalGlobalMem"] / 2**30, 1),
+                    p["multiProcessorCount"],
+                    round(p["l2CacheSize"] / 2**20, 1),
+                )
+            )
         return out, "cupy"
     except Exception:  # noqa: BLE001 - no driver, no device: both mean "none here"
         return [], "none"
@@ -81,16 +97,25 @@ def collect() -> Environment:
     if versions["cupy"] is None:
         backends["CUDA C (CuPy/NVRTC)"] = (False, "cupy is not installed")
     else:
-        backends["CUDA C (CuPy/NVRTC)"] = (has_gpu, "GPU present" if has_gpu else "no CUDA device: compile only")
+        backends["CUDA C (CuPy/NVRTC)"] = (
+            has_gpu,
+            "GPU present" if has_gpu else "no CUDA device: compile only",
+        )
     if versions["triton"] is None:
         backends["Triton on GPU"] = (False, "triton is not installed")
         backends["Triton interpreter"] = (False, "triton is not installed")
     else:
-        backends["Triton on GPU"] = (has_gpu and versions["torch"] is not None,
-                                     "GPU present" if has_gpu else "no CUDA device")
+        backends["Triton on GPU"] = (
+            has_gpu and versions["torch"] is not None,
+            "GPU present" if has_gpu else "no CUDA device",
+        )
         interp = os.environ.get("TRITON_INTERPRET") == "1"
-        backends["Triton interpreter"] = (True, "TRITON_INTERPRET=1 is set" if interp
-                                          else "available: set TRITON_INTERPRET=1 before importing triton")
+        backends["Triton interpreter"] = (
+            True,
+            "TRITON_INTERPRET=1 is set"
+            if interp
+            else "available: set TRITON_INTERPRET=1 before importing triton",
+        )
     backends["CPU (NumPy)"] = (versions["numpy"] is not None, "always")
     return Environment(
         python=sys.version.split()[0],
@@ -110,7 +135,9 @@ def format_table(env: Environment) -> str:
         lines.append(f"{'#':<3}{'CUDA device':<28}{'cc':<6}{'memory':>10}{'SMs':>6}{'L2':>10}")
         for d in env.devices:
             l2 = "?" if d.l2_mib is None else f"{d.l2_mib:g} MiB"
-            lines.append(f"{d.index:<3}{d.name:<28}{d.compute_capability:<6}{d.memory_gib:>6.1f} GiB{d.sm_count:>6}{l2:>10}")
+            lines.append(
+                f"{d.index:<3}{d.name:<28}{d.compute_capability:<6}{d.memory_gib:>6.1f} GiB{d.sm_count:>6}{l2:>10}"
+            )
     else:
         lines.append("CUDA devices           none")
     lines.append("")

@@ -104,15 +104,20 @@ def autotune_picks(impls: list[registry.Implementation]) -> dict[str, list[dict]
     return out
 
 
-def profile_with_ncu(impls: list[registry.Implementation], shape, out: Path, notes: list[str], log: TextIO) -> dict:
+def profile_with_ncu(
+    impls: list[registry.Implementation], shape, out: Path, notes: list[str], log: TextIO
+) -> dict:
     summaries = {}
     for impl in impls:
         if not impl.accepts(shape, "float32"):
             continue
         print(f"lab run: ncu {impl.name} {shape_str(shape)} float32", file=log, flush=True)
         try:
-            kernels, _ = ncu.profile(ncu.launch_target(impl.name, shape_str(shape), "float32"), out / "ncu" / impl.name,
-                                     ncu.NcuConfig(profile_from_start=False))
+            kernels, _ = ncu.profile(
+                ncu.launch_target(impl.name, shape_str(shape), "float32"),
+                out / "ncu" / impl.name,
+                ncu.NcuConfig(profile_from_start=False),
+            )
             summaries[impl.name] = [k.summary() for k in kernels]
         except Exception as exc:  # noqa: BLE001 - no ncu, no permission: say so and go on
             notes.append(f"ncu of {impl.name} failed: {type(exc).__name__}: {exc}")
@@ -131,10 +136,12 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     notes: list[str] = []
     if not has_cuda:
         gpu_impls = [i.name for op in OPS for i in registry.implementations(op, device="cuda")]
-        notes.append("no CUDA device: only CPU implementations ran, at the small CPU shapes "
-                     f"({', '.join(shape_str(s) for s in default_shapes('cpu', cfg.quick))}), against the host's "
-                     "NumPy copy and matmul ceilings; CPU caches are not flushed, so shapes that fit in them "
-                     "can beat the copy ceiling")
+        notes.append(
+            "no CUDA device: only CPU implementations ran, at the small CPU shapes "
+            f"({', '.join(shape_str(s) for s in default_shapes('cpu', cfg.quick))}), against the host's "
+            "NumPy copy and matmul ceilings; CPU caches are not flushed, so shapes that fit in them "
+            "can beat the copy ceiling"
+        )
         if gpu_impls:
             notes.append(f"not run (need a CUDA device): {', '.join(gpu_impls)}")
         if cfg.ncu:
@@ -144,7 +151,9 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     checks = run_checks(registry.checks(), has_cuda, log) if cfg.checks else {}
     if not cfg.checks:
         notes.append("checks not run (--no-checks)")
-    notes += [f"check {name} skipped: {c['reason']}" for name, c in checks.items() if c["status"] == "skipped"]
+    notes += [
+        f"check {name} skipped: {c['reason']}" for name, c in checks.items() if c["status"] == "skipped"
+    ]
 
     # 2. ceilings
     print(f"lab run: measuring the {device} copy and matmul ceilings", file=log, flush=True)
@@ -156,7 +165,9 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     plots: list[Path] = []
     for op in OPS:
         print(f"lab run: {op} sweep on {device}", file=log, flush=True)
-        config = SweepConfig(op, device, default_shapes(device, cfg.quick), DTYPES, seed=cfg.seed, time_cap_s=cap)
+        config = SweepConfig(
+            op, device, default_shapes(device, cfg.quick), DTYPES, seed=cfg.seed, time_cap_s=cap
+        )
         sweeps[op] = s = run_sweep(config, ceilings=ceilings, environment=env_dict, command=cfg.command)
         files[op] = s.save(out / f"sweep_{op}.json").name
         if s.records:
@@ -166,8 +177,12 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
 
     # 4. B512 and autotune picks
     print(f"lab run: B512 ({shape_str(B512)} float32)", file=log, flush=True)
-    b512 = run_sweep(SweepConfig("softmax", device, (B512,), ("float32",), seed=cfg.seed, time_cap_s=cap),
-                     ceilings=ceilings, environment=env_dict, command=cfg.command)
+    b512 = run_sweep(
+        SweepConfig("softmax", device, (B512,), ("float32",), seed=cfg.seed, time_cap_s=cap),
+        ceilings=ceilings,
+        environment=env_dict,
+        command=cfg.command,
+    )
     files["softmax@B512"] = b512.save(out / "b512_softmax.json").name
     picks = autotune_picks(registry.implementations("softmax", device=device))
 
@@ -179,32 +194,53 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
         (out / "ncu_summary.json").write_text(json.dumps(ncu_summaries, indent=1) + "\n")
 
     # 6. manifest and report
-    doc = manifest.build(experiment=cfg.experiment, seed=cfg.seed, device=device, environment=env_dict,
-                         b512=b512.records, autotune=picks, checks=checks, ceilings=ceilings, sweeps=files,
-                         command=cfg.command, notes=notes)
+    doc = manifest.build(
+        experiment=cfg.experiment,
+        seed=cfg.seed,
+        device=device,
+        environment=env_dict,
+        b512=b512.records,
+        autotune=picks,
+        checks=checks,
+        ceilings=ceilings,
+        sweeps=files,
+        command=cfg.command,
+        notes=notes,
+    )
     manifest.write(doc, out / "manifest.json")
     report = render_report(doc, sweeps, b512, plots, ncu_summaries)
     (out / "REPORT.md").write_text(report)
 
     failed = [n for n, c in checks.items() if c["status"] in ("failed", "error")]
     broken = [f for s in (*sweeps.values(), b512) for f in s.failed]
-    print(f"lab run: wrote {out}/manifest.json, REPORT.md, {len(plots)} plots, {len(files)} sweep files", file=log)
+    print(
+        f"lab run: wrote {out}/manifest.json, REPORT.md, {len(plots)} plots, {len(files)} sweep files",
+        file=log,
+    )
     if failed or broken:
-        print(f"lab run: {len(failed)} check(s) failed, {len(broken)} implementation run(s) failed: see REPORT.md",
-              file=log)
+        print(
+            f"lab run: {len(failed)} check(s) failed, {len(broken)} implementation run(s) failed: see REPORT.md",
+            file=log,
+        )
         return 1
     return 0
 
 
-def render_report(doc: dict, sweeps: dict[str, Sweep], b512: Sweep, plots: list[Path], ncu_summaries: dict) -> str:
+def render_report(
+    doc: dict, sweeps: dict[str, Sweep], b512: Sweep, plots: list[Path], ncu_summaries: dict
+) -> str:
     v = doc["versions"]
     gpu = doc["gpu"]["model"]
     lines = [
         f"# lab run: experiment {doc['experiment']}",
         "",
         f"- date: {doc['date']}; command: `{doc['command']}`; seed {doc['seed']}",
-        f"- device: {doc['device']}" + (f" ({gpu}, compute capability {doc['gpu']['compute_capability']})"
-                                          if doc["gpu"]["model"] else f" ({doc['ceilings']['device']})"),
+        f"- device: {doc['device']}"
+        + (
+            f" ({gpu}, compute capability {doc['gpu']['compute_capability']})"
+            if doc["gpu"]["model"]
+            else f" ({doc['ceilings']['device']})"
+        ),
         "- versions: " + ", ".join(f"{k} {v[k]}" for k in v),
         f"- produced by {doc['produced_by']}; everything below was measured by this run",
         "",
@@ -224,21 +260,39 @@ def render_report(doc: dict, sweeps: dict[str, Sweep], b512: Sweep, plots: list[
     else:
         lines.append("No checks registered or run.")
     c = doc["ceilings"]
-    lines += ["", "## Ceilings (measured here)", "",
-              f"- copy: {c['copy_gbps']:,.1f} GB/s (read + write) on {c['device']}"]
+    lines += [
+        "",
+        "## Ceilings (measured here)",
+        "",
+        f"- copy: {c['copy_gbps']:,.1f} GB/s (read + write) on {c['device']}",
+    ]
     lines += [f"- {mode} matmul: {t:,.3g} TFLOP/s" for mode, t in c["matmul_tflops"].items()]
     if c["datasheet"]:
         d = c["datasheet"]
-        lines.append(f"- datasheet ({d['name']}): HBM {d['hbm_gbps']:,} GB/s, fp32 {d['fp32_tflops']} TFLOP/s "
-                     f"({d['source']})")
-    lines += ["", f"## softmax at B512 ({shape_str(B512)} float32)", "",
-              "| implementation | label | us | frac_of_F_softmax | autotune pick |", "|---|---|---|---|---|"]
+        lines.append(
+            f"- datasheet ({d['name']}): HBM {d['hbm_gbps']:,} GB/s, fp32 {d['fp32_tflops']} TFLOP/s "
+            f"({d['source']})"
+        )
+    lines += [
+        "",
+        f"## softmax at B512 ({shape_str(B512)} float32)",
+        "",
+        "| implementation | label | us | frac_of_F_softmax | autotune pick |",
+        "|---|---|---|---|---|",
+    ]
     for name, k in doc["softmax_kernels"].items():
         frac = "" if k["frac_of_F_softmax"] is None else f"{k['frac_of_F_softmax']:.2f}"
         pick = k.get("autotune_picked") or ""
         lines.append(f"| {name} | {k['label']} | {k['us_at_B512']:.1f} | {frac} | {pick} |")
     for op, s in sweeps.items():
-        lines += ["", f"## {op} sweep ({s.device})", "", "```", format_table(s) if s.records else "(no records)", "```"]
+        lines += [
+            "",
+            f"## {op} sweep ({s.device})",
+            "",
+            "```",
+            format_table(s) if s.records else "(no records)",
+            "```",
+        ]
         for title, entries in (("Skipped", s.skipped), ("Failed", s.failed)):
             if entries:
                 lines += ["", f"{title}:", ""] + [f"- {line}" for line in summarize(entries)]
@@ -248,6 +302,8 @@ def render_report(doc: dict, sweeps: dict[str, Sweep], b512: Sweep, plots: list[
         lines += ["", "## Nsight Compute verdicts", ""]
         for impl, kernels in ncu_summaries.items():
             lines += [f"- {impl} / {k['kernel'][:60]}: {k['verdict']}" for k in kernels]
-    lines += ["", "## Files", ""] + [f"- {p.name}" for p in plots] + [f"- {f}" for f in doc["sweeps"].values()]
+    lines += (
+        ["", "## Files", ""] + [f"- {p.name}" for p in plots] + [f"- {f}" for f in doc["sweeps"].values()]
+    )
     lines += ["- manifest.json", ""]
     return "\n".join(lines)

@@ -43,8 +43,11 @@ CHECK_STATUSES = ["passed", "failed", "error", "skipped"]
 _STR = {"type": "string", "minLength": 1}
 _OPT_STR = {"type": ["string", "null"]}
 _NONNEG = {"type": ["number", "null"], "minimum": 0}
-_PICK = {"type": "object", "required": ["key", "config"],
-         "properties": {"key": {"type": "object"}, "config": {"type": "object"}}}
+_PICK = {
+    "type": "object",
+    "required": ["key", "config"],
+    "properties": {"key": {"type": "object"}, "config": {"type": "object"}},
+}
 
 KERNEL_SCHEMA = {
     "type": "object",
@@ -64,8 +67,22 @@ KERNEL_SCHEMA = {
 
 SCHEMA = {
     "type": "object",
-    "required": ["experiment", "date", "seed", "device", "gpu", "versions", "softmax_kernels", "torch_port",
-                 "ceilings", "sweeps", "checks", "command", "produced_by", "notes"],
+    "required": [
+        "experiment",
+        "date",
+        "seed",
+        "device",
+        "gpu",
+        "versions",
+        "softmax_kernels",
+        "torch_port",
+        "ceilings",
+        "sweeps",
+        "checks",
+        "command",
+        "produced_by",
+        "notes",
+    ],
     "additionalProperties": False,
     "properties": {
         "experiment": {"type": "string", "pattern": r"^\d\d-[a-z0-9-]+$"},
@@ -90,8 +107,12 @@ SCHEMA = {
         "softmax_kernels": {"type": "object", "additionalProperties": KERNEL_SCHEMA},
         "torch_port": {
             "type": "object",
-            "required": ["byte_equivalence_at_fp32_cpu", "max_abs_diff_to_numpy_reference", "fp64_max_abs_diff",
-                         "kernel_swap_changes_top1_token"],
+            "required": [
+                "byte_equivalence_at_fp32_cpu",
+                "max_abs_diff_to_numpy_reference",
+                "fp64_max_abs_diff",
+                "kernel_swap_changes_top1_token",
+            ],
             "additionalProperties": False,
             "properties": {
                 "byte_equivalence_at_fp32_cpu": {"enum": OUTCOMES},
@@ -106,7 +127,10 @@ SCHEMA = {
             "properties": {
                 "device": _STR,
                 "copy_gbps": {"type": "number", "exclusiveMinimum": 0},
-                "matmul_tflops": {"type": "object", "additionalProperties": {"type": "number", "exclusiveMinimum": 0}},
+                "matmul_tflops": {
+                    "type": "object",
+                    "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+                },
                 "datasheet": {"type": ["object", "null"]},
             },
         },
@@ -170,7 +194,9 @@ def validate(value, schema: dict = SCHEMA, path: str = "$") -> list[str]:
             errors += validate(item, schema["items"], f"{path}[{k}]")
     if isinstance(value, dict):
         props = schema.get("properties", {})
-        errors += [f"{path}: missing required key {k!r}" for k in schema.get("required", []) if k not in value]
+        errors += [
+            f"{path}: missing required key {k!r}" for k in schema.get("required", []) if k not in value
+        ]
         extra = schema.get("additionalProperties", True)
         for k, v in value.items():
             if k in props:
@@ -216,8 +242,14 @@ def pick_for(picks: list[dict], n: int = 600, dtype: str = "float32") -> dict | 
 def softmax_kernels(b512: list[BenchRecord], autotune: dict[str, list[dict] | str]) -> dict:
     out = {}
     for r in b512:
-        entry = {"impl": r.impl, "label": r.label, "backend": r.backend, "device": r.device,
-                 "us_at_B512": r.median_us, "frac_of_F_softmax": r.vs_ref}
+        entry = {
+            "impl": r.impl,
+            "label": r.label,
+            "backend": r.backend,
+            "device": r.device,
+            "us_at_B512": r.median_us,
+            "frac_of_F_softmax": r.vs_ref,
+        }
         if r.impl in autotune:
             picks = autotune[r.impl]
             entry["autotune_picks"] = picks

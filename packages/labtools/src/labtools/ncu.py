@@ -34,9 +34,24 @@ from pathlib import Path
 
 DEFAULT_SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
 STALL_REASONS = (
-    "long_scoreboard", "short_scoreboard", "barrier", "membar", "mio_throttle", "lg_throttle", "math_pipe_throttle",
-    "tex_throttle", "wait", "not_selected", "selected", "dispatch_stall", "no_instruction", "drain", "imc_miss",
-    "branch_resolving", "sleeping", "misc",
+    "long_scoreboard",
+    "short_scoreboard",
+    "barrier",
+    "membar",
+    "mio_throttle",
+    "lg_throttle",
+    "math_pipe_throttle",
+    "tex_throttle",
+    "wait",
+    "not_selected",
+    "selected",
+    "dispatch_stall",
+    "no_instruction",
+    "drain",
+    "imc_miss",
+    "branch_resolving",
+    "sleeping",
+    "misc",
 )
 STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 DEFAULT_METRICS = tuple(STALL_METRIC.format(r) for r in STALL_REASONS)
@@ -44,9 +59,28 @@ _STALL_RE = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_act
 
 # --- values and units --------------------------------------------------------------
 
-_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
-_TO_GBPS = {"byte/second": 1e-9, "Kbyte/second": 1e-6, "Mbyte/second": 1e-3, "Gbyte/second": 1.0,
-            "Tbyte/second": 1e3, "B/s": 1e-9, "KB/s": 1e-6, "MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
+_TO_US = {
+    "nsecond": 1e-3,
+    "ns": 1e-3,
+    "usecond": 1.0,
+    "us": 1.0,
+    "msecond": 1e3,
+    "ms": 1e3,
+    "second": 1e6,
+    "s": 1e6,
+}
+_TO_GBPS = {
+    "byte/second": 1e-9,
+    "Kbyte/second": 1e-6,
+    "Mbyte/second": 1e-3,
+    "Gbyte/second": 1.0,
+    "Tbyte/second": 1e3,
+    "B/s": 1e-9,
+    "KB/s": 1e-6,
+    "MB/s": 1e-3,
+    "GB/s": 1.0,
+    "TB/s": 1e3,
+}
 _PCT = {"%": 1.0}
 _GROUPED = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?([eE][+-]?\d+)?$")
 
@@ -82,7 +116,9 @@ class KernelProfile:
 
     id: str
     name: str
-    info: dict[str, str] = field(default_factory=dict)  # the other per-launch columns: Block Size, Grid Size, ...
+    info: dict[str, str] = field(
+        default_factory=dict
+    )  # the other per-launch columns: Block Size, Grid Size, ...
     metrics: list[Metric] = field(default_factory=list)
 
     def find(self, names: tuple[str, ...], units: tuple[str, ...] | None = None) -> Metric | None:
@@ -114,7 +150,9 @@ class KernelProfile:
 
     @property
     def sm_pct(self) -> float | None:
-        return self.value(("Compute (SM) Throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed"), _PCT)
+        return self.value(
+            ("Compute (SM) Throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed"), _PCT
+        )
 
     @property
     def achieved_occupancy_pct(self) -> float | None:
@@ -145,7 +183,10 @@ class KernelProfile:
         if stalls:
             tail += f"; top stall: {stalls[0][0]} ({stalls[0][1]:.2g} cycles/issue)"
         if dram is None or sm is None:
-            return "no verdict: DRAM and SM throughput not collected (profile with --section SpeedOfLight)" + tail
+            return (
+                "no verdict: DRAM and SM throughput not collected (profile with --section SpeedOfLight)"
+                + tail
+            )
         load = f"DRAM {dram:.0f}% / SM {sm:.0f}% of peak"
         if dram >= 75:
             return f"memory-bound ({load}): at the bandwidth roof; only fewer bytes would help" + tail
@@ -157,10 +198,16 @@ class KernelProfile:
 
     def summary(self) -> dict:
         return {
-            "id": self.id, "kernel": self.name, **self.info,
-            "duration_us": self.duration_us, "dram_pct": self.dram_pct, "dram_gbps": self.dram_gbps,
-            "sm_pct": self.sm_pct, "achieved_occupancy_pct": self.achieved_occupancy_pct,
-            "registers_per_thread": self.registers_per_thread, "top_stalls": self.stalls[:3],
+            "id": self.id,
+            "kernel": self.name,
+            **self.info,
+            "duration_us": self.duration_us,
+            "dram_pct": self.dram_pct,
+            "dram_gbps": self.dram_gbps,
+            "sm_pct": self.sm_pct,
+            "achieved_occupancy_pct": self.achieved_occupancy_pct,
+            "registers_per_thread": self.registers_per_thread,
+            "top_stalls": self.stalls[:3],
             "verdict": self.verdict(),
         }
 
@@ -172,10 +219,14 @@ _PER_LAUNCH = ("Block Size", "Grid Size", "Device", "CC", "Stream", "Context")
 def parse_csv(text: str) -> list[KernelProfile]:
     """`ncu --csv --page details` output (long format) -> one KernelProfile per launch ID."""
     lines = text.splitlines()
-    start = next((k for k, line in enumerate(lines) if '"Kernel Name"' in line and '"Metric Name"' in line), None)
+    start = next(
+        (k for k, line in enumerate(lines) if '"Kernel Name"' in line and '"Metric Name"' in line), None
+    )
     if start is None:
-        raise ValueError('no ncu CSV header (a line with "Kernel Name" and "Metric Name") found; '
-                         "was ncu run with --csv --page details?")
+        raise ValueError(
+            'no ncu CSV header (a line with "Kernel Name" and "Metric Name") found; '
+            "was ncu run with --csv --page details?"
+        )
     rows = csv.DictReader(io.StringIO("\n".join(lines[start:])))
     missing = [c for c in _REQUIRED if c not in (rows.fieldnames or [])]
     if missing:
@@ -237,7 +288,9 @@ def export_csv(report: Path, csv_path: Path, ncu: str = "ncu") -> str:
     return text
 
 
-def profile(target: list[str], out_dir: Path, cfg: NcuConfig | None = None) -> tuple[list[KernelProfile], Path]:
+def profile(
+    target: list[str], out_dir: Path, cfg: NcuConfig | None = None
+) -> tuple[list[KernelProfile], Path]:
     """Run `target` under ncu into out_dir/ncu.ncu-rep, export out_dir/ncu_details.csv, parse it."""
     cfg = cfg or NcuConfig()
     if shutil.which(cfg.ncu) is None:
@@ -264,9 +317,11 @@ def format_table(kernels: list[KernelProfile]) -> str:
 
     for k in kernels:
         stalls = ", ".join(f"{r} {v:.2g}" for r, v in k.stalls[:3])
-        out.append(f"{k.id:>4}  {k.name[:39]:<40}{f(k.duration_us, '.1f'):>9}{f(k.dram_pct, '.1f'):>8}"
-                   f"{f(k.sm_pct, '.1f'):>7}{f(k.achieved_occupancy_pct, '.1f'):>7}"
-                   f"{f(k.registers_per_thread, 'd'):>6}  {stalls}")
+        out.append(
+            f"{k.id:>4}  {k.name[:39]:<40}{f(k.duration_us, '.1f'):>9}{f(k.dram_pct, '.1f'):>8}"
+            f"{f(k.sm_pct, '.1f'):>7}{f(k.achieved_occupancy_pct, '.1f'):>7}"
+            f"{f(k.registers_per_thread, 'd'):>6}  {stalls}"
+        )
     out.append("")
     out += [f"{k.id:>4}  {k.name[:39]}: {k.verdict()}" for k in kernels]
     return "\n".join(out)

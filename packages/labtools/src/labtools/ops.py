@@ -16,8 +16,8 @@ is 4 FLOPs per element (multiply, add, subtract, multiply).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -57,24 +57,91 @@ def _compiled_softmax(x):
 
 
 def register() -> None:
-    _add(Implementation(softmax_ref, "softmax", "numpy.softmax", "numpy", "NumPy (f64)", device="cpu",
-                             dtypes=("float64", "float32", "float16"), is_reference=False))
-    _add(Implementation(softmax_backward_ref, "softmax_backward", "numpy.softmax_backward", "numpy",
-                             "NumPy (f64)", device="cpu", dtypes=("float64", "float32", "float16")))
+    _add(
+        Implementation(
+            softmax_ref,
+            "softmax",
+            "numpy.softmax",
+            "numpy",
+            "NumPy (f64)",
+            device="cpu",
+            dtypes=("float64", "float32", "float16"),
+            is_reference=False,
+        )
+    )
+    _add(
+        Implementation(
+            softmax_backward_ref,
+            "softmax_backward",
+            "numpy.softmax_backward",
+            "numpy",
+            "NumPy (f64)",
+            device="cpu",
+            dtypes=("float64", "float32", "float16"),
+        )
+    )
     if importlib.util.find_spec("torch") is None:
         return
     for device in ("cuda", "cpu"):
-        _add(Implementation(_torch_softmax, "softmax", f"torch.softmax.{device}", "torch", "F.softmax",
-                                 device=device, dtypes=HALF + ("float64",), is_reference=True))
-        _add(Implementation(_torch_softmax_backward, "softmax_backward", f"torch.softmax_backward.{device}",
-                                 "torch", "F.softmax bwd", device=device, dtypes=HALF + ("float64",),
-                                 is_reference=True))
-    _add(Implementation(_compiled_softmax, "softmax", "torch.compile.softmax.cuda", "torch.compile",
-                             "torch.compile", device="cuda", dtypes=HALF))
-    _add(Implementation(_torch_copy, "copy", "torch.copy.cuda", "torch", "copy", device="cuda",
-                             dtypes=HALF, is_reference=True))
-    _add(Implementation(_torch_add, "vector_add", "torch.add.cuda", "torch", "a + b", device="cuda",
-                             dtypes=HALF, is_reference=True))
+        _add(
+            Implementation(
+                _torch_softmax,
+                "softmax",
+                f"torch.softmax.{device}",
+                "torch",
+                "F.softmax",
+                device=device,
+                dtypes=HALF + ("float64",),
+                is_reference=True,
+            )
+        )
+        _add(
+            Implementation(
+                _torch_softmax_backward,
+                "softmax_backward",
+                f"torch.softmax_backward.{device}",
+                "torch",
+                "F.softmax bwd",
+                device=device,
+                dtypes=HALF + ("float64",),
+                is_reference=True,
+            )
+        )
+    _add(
+        Implementation(
+            _compiled_softmax,
+            "softmax",
+            "torch.compile.softmax.cuda",
+            "torch.compile",
+            "torch.compile",
+            device="cuda",
+            dtypes=HALF,
+        )
+    )
+    _add(
+        Implementation(
+            _torch_copy,
+            "copy",
+            "torch.copy.cuda",
+            "torch",
+            "copy",
+            device="cuda",
+            dtypes=HALF,
+            is_reference=True,
+        )
+    )
+    _add(
+        Implementation(
+            _torch_add,
+            "vector_add",
+            "torch.add.cuda",
+            "torch",
+            "a + b",
+            device="cuda",
+            dtypes=HALF,
+            is_reference=True,
+        )
+    )
 
 
 def _add(impl: Implementation) -> None:

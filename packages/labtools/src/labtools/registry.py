@@ -5,7 +5,7 @@ is a zero-argument function that calls :func:`register` for each implementation 
 offers (and :func:`register_check` for each correctness check `lab run` should run)::
 
     [project.entry-points."labtools.plugins"]
-    kernels_cuda = "kernels_cuda.bench:register"
+    kernels_cuda = "kernels_cuda.plugin:register"
 
 :func:`implementations` loads every plugin once, then filters. Where packages are used
 in place (``PYTHONPATH`` over ``packages/*/src``, no installed metadata),
@@ -33,9 +33,9 @@ What `lab run` reads from plugins (conventions other packages follow):
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Callable
 
 from labtools.ops import Op, get_op
 

@@ -49,16 +49,32 @@ def roofs(ceilings: Ceilings | None, device_name: str = "") -> list[Roof]:
     sheet = sheet or datasheet_for(device_name or (ceilings.device if ceilings else ""))
     out = []
     if ceilings is not None and ceilings.copy_gbps:
-        out.append(Roof("bandwidth", ceilings.copy_gbps, "measured", f"measured copy: {ceilings.copy_gbps:,.0f} GB/s"))
+        out.append(
+            Roof(
+                "bandwidth", ceilings.copy_gbps, "measured", f"measured copy: {ceilings.copy_gbps:,.0f} GB/s"
+            )
+        )
     if sheet is not None:
-        out.append(Roof("bandwidth", sheet.hbm_gbps, "datasheet",
-                        f"{sheet.name} datasheet HBM: {sheet.hbm_gbps:,.0f} GB/s"))
-    fp32 = (ceilings.matmul_tflops.get("fp32") if ceilings is not None else None)
+        out.append(
+            Roof(
+                "bandwidth",
+                sheet.hbm_gbps,
+                "datasheet",
+                f"{sheet.name} datasheet HBM: {sheet.hbm_gbps:,.0f} GB/s",
+            )
+        )
+    fp32 = ceilings.matmul_tflops.get("fp32") if ceilings is not None else None
     if fp32:
         out.append(Roof("compute", fp32, "measured", f"measured fp32 matmul: {fp32:,.3g} TFLOP/s"))
     if sheet is not None:
-        out.append(Roof("compute", sheet.fp32_tflops, "datasheet",
-                        f"{sheet.name} datasheet fp32 (CUDA cores): {sheet.fp32_tflops:,.3g} TFLOP/s"))
+        out.append(
+            Roof(
+                "compute",
+                sheet.fp32_tflops,
+                "datasheet",
+                f"{sheet.name} datasheet fp32 (CUDA cores): {sheet.fp32_tflops:,.3g} TFLOP/s",
+            )
+        )
     return out
 
 
@@ -92,7 +108,9 @@ def dots(records: list[BenchRecord], roof_list: list[Roof]) -> list[Dot]:
     out = []
     for r in records:
         roof = attainable_tflops(r.intensity, bw.value, peak.value if peak else None) if bw else None
-        out.append(Dot(r.label, r.dtype, r.intensity, r.tflops, r.tflops / roof if roof else None, r.ref == r.impl))
+        out.append(
+            Dot(r.label, r.dtype, r.intensity, r.tflops, r.tflops / roof if roof else None, r.ref == r.impl)
+        )
     return out
 
 
@@ -196,17 +214,35 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
             ys = [attainable_tflops(x, r.value, cap) for x in xs]
             ax.plot(xs, ys, style, color="tab:blue", lw=2 if r.source == "measured" else 1.2, label=r.label)
         else:
-            ax.axhline(r.value, ls=style, color="tab:red", lw=2 if r.source == "measured" else 1.2, label=r.label)
+            ax.axhline(
+                r.value, ls=style, color="tab:red", lw=2 if r.source == "measured" else 1.2, label=r.label
+            )
 
     # dots, then their labels in columns beside each intensity (left of the first, right of the rest)
     for d in points:  # the reference as a ring on top, so it shows through the dots it sits among
         marker = MARKERS.get(d.dtype, "o")
         if d.is_reference:
-            ax.scatter([d.intensity], [d.tflops], s=130, marker=marker, facecolor="none", edgecolor=REFERENCE_COLOR,
-                       linewidth=1.8, zorder=5)
+            ax.scatter(
+                [d.intensity],
+                [d.tflops],
+                s=130,
+                marker=marker,
+                facecolor="none",
+                edgecolor=REFERENCE_COLOR,
+                linewidth=1.8,
+                zorder=5,
+            )
         else:
-            ax.scatter([d.intensity], [d.tflops], s=55, marker=marker, color=colors[d.label], edgecolor="white",
-                       linewidth=0.8, zorder=4)
+            ax.scatter(
+                [d.intensity],
+                [d.tflops],
+                s=55,
+                marker=marker,
+                color=colors[d.label],
+                edgecolor="white",
+                linewidth=0.8,
+                zorder=4,
+            )
     axes_height_in = ax.get_position().height * fig.get_figheight()
     decades = math.log10(y_hi / y_lo)
     gap = 1.35 * 8.5 / 72 / axes_height_in * decades  # one 8.5-pt line, in decades
@@ -214,19 +250,31 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
     for k, xi in enumerate(intensities):
         group = [d for d in points if d.intensity == xi]
         left = k == 0 and len(intensities) > 1
-        ys = spread([math.log10(d.tflops) for d in group], gap, math.log10(y_lo) + gap, math.log10(y_hi) - gap)
+        ys = spread(
+            [math.log10(d.tflops) for d in group], gap, math.log10(y_lo) + gap, math.log10(y_hi) - gap
+        )
         x_text = xi * 10 ** ((-1 if left else 1) * 0.07 * x_decades)
         for d, y in zip(group, ys):
             pct = "" if d.frac_of_roof is None else f"  {d.frac_of_roof:.0%}"
-            ax.annotate(f"{d.label}{pct}", xy=(d.intensity, d.tflops), xytext=(x_text, 10**y), fontsize=8.5,
-                        ha="right" if left else "left", va="center", color=colors[d.label], zorder=6,
-                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
-                        arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 0, "shrinkB": 4})
+            ax.annotate(
+                f"{d.label}{pct}",
+                xy=(d.intensity, d.tflops),
+                xytext=(x_text, 10**y),
+                fontsize=8.5,
+                ha="right" if left else "left",
+                va="center",
+                color=colors[d.label],
+                zorder=6,
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
+                arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 0, "shrinkB": 4},
+            )
 
     # legend: roofs, then one grey marker per dtype
     for dtype in _in_order({d.dtype for d in points}):
         x = next(d.intensity for d in points if d.dtype == dtype)
-        ax.scatter([], [], marker=MARKERS.get(dtype, "o"), color="0.45", label=f"{dtype} (x = {x:.3g} FLOP/B)")
+        ax.scatter(
+            [], [], marker=MARKERS.get(dtype, "o"), color="0.45", label=f"{dtype} (x = {x:.3g} FLOP/B)"
+        )
     ax.legend(loc="lower right", fontsize=8.5, framealpha=0.95)
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.08)
@@ -235,11 +283,22 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
     op = get_op(sweep.op)
     ax.set_title(f"{sweep.op} roofline on {device}, shape {shape_str(shape)}", fontsize=12)
     fig.text(0.01, 0.075, f"Cost model ({sweep.op}): {op.cost_note}.", fontsize=8)
-    fig.text(0.01, 0.052, "Percent beside each dot: achieved / attainable at its intensity under the first bandwidth "
-             "and compute roofs of the legend.", fontsize=8)
-    fig.text(0.01, 0.029, "Solid roofs: measured in this sweep; dashed: datasheet. Ring: the reference "
-             "implementation.", fontsize=8)
-    fig.text(0.01, 0.006, f"Sweep of {sweep.date}: {sweep.command or 'labtools.sweep'}", fontsize=7, color="0.4")
+    fig.text(
+        0.01,
+        0.052,
+        "Percent beside each dot: achieved / attainable at its intensity under the first bandwidth "
+        "and compute roofs of the legend.",
+        fontsize=8,
+    )
+    fig.text(
+        0.01,
+        0.029,
+        "Solid roofs: measured in this sweep; dashed: datasheet. Ring: the reference implementation.",
+        fontsize=8,
+    )
+    fig.text(
+        0.01, 0.006, f"Sweep of {sweep.date}: {sweep.command or 'labtools.sweep'}", fontsize=7, color="0.4"
+    )
     if path is not None:
         fig.savefig(path)
     return fig
@@ -267,7 +326,9 @@ def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
     labels = list(dict.fromkeys(r.label for r in sweep.records))
     colors = colors_for(labels, ref_labels)
 
-    fig, axes = _figure(1, len(dtypes), figsize=(6.2 * len(dtypes) + 2.2, 5.2), dpi=150, sharey=True, squeeze=False)
+    fig, axes = _figure(
+        1, len(dtypes), figsize=(6.2 * len(dtypes) + 2.2, 5.2), dpi=150, sharey=True, squeeze=False
+    )
     axes = axes[0]
     right = 1 - 1.9 / fig.get_figwidth()  # room for the legend
     fig.subplots_adjust(left=0.07, right=right, top=0.86, bottom=0.17, wspace=0.08)
@@ -283,12 +344,26 @@ def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
                 if r.shape[-1] not in best or r.shape[0] > best[r.shape[-1]].shape[0]:
                     best[r.shape[-1]] = r
             line = sorted(best.values(), key=lambda r: r.shape[-1])
-            ax.plot([r.shape[-1] for r in line], [value(r) for r in line], "-", marker=MARKERS.get(dtype, "o"),
-                    color=colors[label], lw=2.2 if label in ref_labels else 1.5, ms=5, label=label)
+            ax.plot(
+                [r.shape[-1] for r in line],
+                [value(r) for r in line],
+                "-",
+                marker=MARKERS.get(dtype, "o"),
+                color=colors[label],
+                lw=2.2 if label in ref_labels else 1.5,
+                ms=5,
+                label=label,
+            )
             others = [r for r in recs if best[r.shape[-1]] is not r]
             if others:
-                ax.scatter([r.shape[-1] for r in others], [value(r) for r in others], marker=MARKERS.get(dtype, "o"),
-                           facecolor="none", edgecolor=colors[label], s=30)
+                ax.scatter(
+                    [r.shape[-1] for r in others],
+                    [value(r) for r in others],
+                    marker=MARKERS.get(dtype, "o"),
+                    facecolor="none",
+                    edgecolor=colors[label],
+                    s=30,
+                )
         if measured:
             ax.axhline(1.0, color="0.3", ls="--", lw=1)
         ax.set_xscale("log", base=2)
@@ -298,7 +373,9 @@ def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
         ax.set_title(dtype, fontsize=11)
         ax.set_xlabel("row length N (elements)")
         ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel("fraction of measured copy bandwidth" if measured else "GB/s (no copy ceiling measured)")
+    axes[0].set_ylabel(
+        "fraction of measured copy bandwidth" if measured else "GB/s (no copy ceiling measured)"
+    )
     axes[0].set_ylim(0, max(1.1, 1.08 * y_max) if measured else 1.08 * y_max)
     handles, names = axes[0].get_legend_handles_labels()
     for ax in axes[1:]:
@@ -306,12 +383,23 @@ def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
             if n not in names:
                 handles.append(h)
                 names.append(n)
-    fig.legend(handles, names, loc="center left", bbox_to_anchor=(right + 0.01, 0.5), fontsize=9,
-               title="implementation", frameon=False)
+    fig.legend(
+        handles,
+        names,
+        loc="center left",
+        bbox_to_anchor=(right + 0.01, 0.5),
+        fontsize=9,
+        title="implementation",
+        frameon=False,
+    )
     copy = f"measured copy {sweep.ceilings.copy_gbps:,.0f} GB/s = 1.0" if measured and sweep.ceilings else ""
-    fig.suptitle(f"{sweep.op}: fraction of copy bandwidth vs row length on {_device_name(sweep)}", fontsize=12)
+    fig.suptitle(
+        f"{sweep.op}: fraction of copy bandwidth vs row length on {_device_name(sweep)}", fontsize=12
+    )
     fig.text(0.07, 0.045, f"Cost model: {get_op(sweep.op).cost_note}. {copy}.", fontsize=7.5)
-    fig.text(0.07, 0.015, "Lines: the largest M at each N; hollow markers: smaller M at the same N.", fontsize=7.5)
+    fig.text(
+        0.07, 0.015, "Lines: the largest M at each N; hollow markers: smaller M at the same N.", fontsize=7.5
+    )
     if path is not None:
         fig.savefig(path)
     return fig

@@ -35,8 +35,15 @@ Shape = tuple[int, int]
 # The sweep of issue 7: short rows (V ~ 600, the MiniGPT vocabulary) at growing batch,
 # then rows from 1k to 256k elements at roughly constant size (64 to 256 MB in fp32).
 SWEEP_SHAPES: tuple[Shape, ...] = (
-    (4096, 600), (65536, 600), (262144, 600), (32768, 1024), (16384, 4096),
-    (8192, 8192), (4096, 32768), (1024, 131072), (256, 262144),
+    (4096, 600),
+    (65536, 600),
+    (262144, 600),
+    (32768, 1024),
+    (16384, 4096),
+    (8192, 8192),
+    (4096, 32768),
+    (1024, 131072),
+    (256, 262144),
 )
 QUICK_SHAPES: tuple[Shape, ...] = ((4096, 600), (16384, 4096), (1024, 131072))
 # Without a GPU only CPU implementations run, at shapes a laptop times in seconds.
@@ -47,7 +54,7 @@ B512: Shape = (512, 600)  # the manifest's us_at_B512: batch 512 rows of V ~ 600
 
 
 def default_device() -> str:
-    """"cuda" when torch sees a CUDA device, else "cpu"."""
+    """ "cuda" when torch sees a CUDA device, else "cpu"."""
     try:
         import torch
 
@@ -63,7 +70,7 @@ def default_shapes(device: str, quick: bool = False) -> tuple[Shape, ...]:
 
 
 def parse_shapes(text: str) -> tuple[Shape, ...]:
-    """"4096x600,512x600" -> ((4096, 600), (512, 600))."""
+    """ "4096x600,512x600" -> ((4096, 600), (512, 600))."""
     shapes = []
     for part in text.split(","):
         try:
@@ -105,7 +112,9 @@ class Sweep:
     environment: dict
     config: dict
     command: str = ""
-    date: str = field(default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+    date: str = field(
+        default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    )
 
     def to_dict(self) -> dict:
         return {
@@ -123,15 +132,20 @@ class Sweep:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Sweep":
+    def from_dict(cls, d: dict) -> Sweep:
         if d.get("kind") != "labtools.sweep":
-            raise ValueError("not a labtools sweep (no \"kind\": \"labtools.sweep\")")
+            raise ValueError('not a labtools sweep (no "kind": "labtools.sweep")')
         return cls(
-            op=d["op"], device=d["device"], date=d["date"], command=d.get("command", ""), config=d["config"],
+            op=d["op"],
+            device=d["device"],
+            date=d["date"],
+            command=d.get("command", ""),
+            config=d["config"],
             environment=d["environment"],
             ceilings=None if d.get("ceilings") is None else Ceilings.from_dict(d["ceilings"]),
             records=[bench.BenchRecord.from_dict(r) for r in d["records"]],
-            skipped=d["skipped"], failed=d["failed"],
+            skipped=d["skipped"],
+            failed=d["failed"],
         )
 
     def save(self, path: Path) -> Path:
@@ -141,7 +155,7 @@ class Sweep:
         return path
 
     @classmethod
-    def load(cls, path: Path) -> "Sweep":
+    def load(cls, path: Path) -> Sweep:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def at(self, shape: Shape, dtype: str | None = None) -> list[bench.BenchRecord]:
@@ -161,7 +175,9 @@ def select(config: SweepConfig) -> list[Implementation]:
         unknown = sorted(wanted - known)
         if unknown:
             names = ", ".join(f"{i.name} ({i.label})" for i in impls) or "none"
-            raise ValueError(f"no {config.op} implementation on {config.device} named {unknown}; registered: {names}")
+            raise ValueError(
+                f"no {config.op} implementation on {config.device} named {unknown}; registered: {names}"
+            )
         impls = [i for i in impls if i.is_reference or {i.name.casefold(), i.label.casefold()} & wanted]
     return sorted(impls, key=lambda i: not i.is_reference)  # stable: registration order otherwise
 
@@ -213,8 +229,10 @@ def check_output(impl: Implementation, inputs: tuple, output, dtype: str, rows_e
     if not bad.any():
         return None
     r, c = np.argwhere(bad)[0]
-    return (f"wrong result: {int(bad.sum())} of {bad.size} checked elements off the float64 reference "
-            f"(first at row {rows[r]}, column {c}: {got[r, c]!r} vs {want[r, c]!r}; {tolerance(dtype)})")
+    return (
+        f"wrong result: {int(bad.sum())} of {bad.size} checked elements off the float64 reference "
+        f"(first at row {rows[r]}, column {c}: {got[r, c]!r} vs {want[r, c]!r}; {tolerance(dtype)})"
+    )
 
 
 # --- running -----------------------------------------------------------------------
@@ -264,8 +282,15 @@ def run_sweep(
             problem = check_output(impl, inputs, impl.fn(*inputs), dtype, config.check_rows)
             del inputs
             if problem is None:
-                rec = bench.measure(impl, shape, dtype, copy_gbps=copy_gbps, reference=refs.get((shape, dtype)),
-                                    seed=config.seed, time_cap_s=config.time_cap_s)
+                rec = bench.measure(
+                    impl,
+                    shape,
+                    dtype,
+                    copy_gbps=copy_gbps,
+                    reference=refs.get((shape, dtype)),
+                    seed=config.seed,
+                    time_cap_s=config.time_cap_s,
+                )
         except Exception as exc:  # noqa: BLE001 - one broken kernel must not end the sweep
             problem = f"{type(exc).__name__}: {exc}".strip()
         if problem is not None:
@@ -290,8 +315,10 @@ def run_sweep(
 def format_table(sweep: Sweep) -> str:
     vs_head = "vs " + next((r.label for r in sweep.records if r.ref == r.impl), "reference")
     w = max(14, len(vs_head) + 2)
-    head = (f"{'label':<16}{'impl':<30}{'shape':>14} {'dtype':<9}{'median us':>11}{'IQR %':>7}"
-            f"{'GB/s':>9}{'of copy':>9}{vs_head:>{w}}")
+    head = (
+        f"{'label':<16}{'impl':<30}{'shape':>14} {'dtype':<9}{'median us':>11}{'IQR %':>7}"
+        f"{'GB/s':>9}{'of copy':>9}{vs_head:>{w}}"
+    )
     lines = [head, "-" * len(head)]
     group = None
     for r in sweep.records:
@@ -301,8 +328,10 @@ def format_table(sweep: Sweep) -> str:
         frac = "" if r.frac_of_copy is None else f"{r.frac_of_copy:.0%}"
         vs = "" if r.vs_ref is None else f"{r.vs_ref:.2f}x"
         iqr = 100 * r.iqr_us / r.median_us if r.median_us else float("nan")
-        lines.append(f"{r.label[:15]:<16}{r.impl[:29]:<30}{shape_str(r.shape):>14} {r.dtype:<9}"
-                     f"{r.median_us:>11.1f}{iqr:>7.1f}{r.gbps:>9.1f}{frac:>9}{vs:>{w}}")
+        lines.append(
+            f"{r.label[:15]:<16}{r.impl[:29]:<30}{shape_str(r.shape):>14} {r.dtype:<9}"
+            f"{r.median_us:>11.1f}{iqr:>7.1f}{r.gbps:>9.1f}{frac:>9}{vs:>{w}}"
+        )
     return "\n".join(lines)
 
 

@@ -43,8 +43,15 @@ class Checkpoint:
 
 def save(path: str | Path, model: MiniGPT, tokenizer: Tokenizer, meta: dict | None = None) -> None:
     if len(tokenizer) != model.config.vocab_size:
-        raise ValueError(f"tokenizer has {len(tokenizer)} tokens, the model's vocab_size is {model.config.vocab_size}")
-    meta = {**(meta or {}), "format_version": FORMAT_VERSION, "config": asdict(model.config), "dtype": model.dtype.name}
+        raise ValueError(
+            f"tokenizer has {len(tokenizer)} tokens, the model's vocab_size is {model.config.vocab_size}"
+        )
+    meta = {
+        **(meta or {}),
+        "format_version": FORMAT_VERSION,
+        "config": asdict(model.config),
+        "dtype": model.dtype.name,
+    }
     arrays = {f"param/{n}": a for n, a in model.params.items()}
     arrays["meta.json"] = np.array(json.dumps(meta, sort_keys=True))
     arrays["vocab"] = np.array(tokenizer.vocab)
@@ -61,7 +68,9 @@ def load(path: str | Path | None = None) -> Checkpoint:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as exc:
-        raise CheckpointError(f"{path}: not a readable checkpoint .npz ({type(exc).__name__}: {exc})") from exc
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint .npz ({type(exc).__name__}: {exc})"
+        ) from exc
 
     for key in ("meta.json", "vocab"):
         if key not in arrays:
@@ -73,11 +82,15 @@ def load(path: str | Path | None = None) -> Checkpoint:
     except (ValueError, TypeError, KeyError) as exc:
         raise CheckpointError(f"{path}: unreadable meta.json ({type(exc).__name__}: {exc})") from exc
     if meta.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{path}: format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}")
+        raise CheckpointError(
+            f"{path}: format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}"
+        )
 
     vocab = arrays.pop("vocab")
     if vocab.dtype.kind != "U" or vocab.shape != (config.vocab_size,):
-        raise CheckpointError(f"{path}: vocab must be ({config.vocab_size},) strings, got {vocab.shape} {vocab.dtype}")
+        raise CheckpointError(
+            f"{path}: vocab must be ({config.vocab_size},) strings, got {vocab.shape} {vocab.dtype}"
+        )
 
     params = {k.removeprefix("param/"): a for k, a in arrays.items()}
     expected = param_shapes(config)

@@ -23,8 +23,8 @@ import datetime  # noqa: E402
 import json  # noqa: E402
 import shlex  # noqa: E402
 import sys  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from dataclasses import fields  # noqa: E402
-from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -111,7 +111,9 @@ def cmd_topk(args) -> int:
 
 def command_line(prog: str, doc: str, cmd_train: Callable, load: Loader):
     """The parser with `train`, `generate` and `topk`: (parser, its subparsers, those three)."""
-    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train on the grammar corpus and write a checkpoint")
     add_train_arguments(t)
@@ -142,7 +144,9 @@ def load_numpy(args) -> tuple[MiniGPT, Tokenizer]:
 def cmd_train(args) -> int:
     cfg = train_config_from(args)
     result = train(cfg)
-    meta = run_metadata("minigpt-np", args, cfg, result.model, result.corpus, result.seconds, result.tokens_per_s)
+    meta = run_metadata(
+        "minigpt-np", args, cfg, result.model, result.corpus, result.seconds, result.tokens_per_s
+    )
     checkpoint.save(args.out, result.model, result.corpus.tokenizer, meta)
     print(json.dumps({"out": args.out, **meta}, indent=2))
     return 0
@@ -153,7 +157,9 @@ def cmd_evaluate(args) -> int:
     training seed in its metadata)."""
     ckpt = checkpoint.load(args.checkpoint)
     if "train_config" not in ckpt.meta:
-        raise ValueError("this checkpoint records no train_config, so its held-out sentences cannot be rebuilt")
+        raise ValueError(
+            "this checkpoint records no train_config, so its held-out sentences cannot be rebuilt"
+        )
     cfg = TrainConfig(**ckpt.meta["train_config"])
     corpus = make_corpus(cfg.n_train_sentences, cfg.n_val_sentences, cfg.seed)
     print(json.dumps(quality(ckpt.model, corpus, cfg.seed), indent=2))
@@ -162,7 +168,9 @@ def cmd_evaluate(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser, sub, _ = command_line("minigpt-np", __doc__, cmd_train, load_numpy)
-    e = sub.add_parser("evaluate", help="validation loss, grammaticality rate and probe top-5 of a checkpoint")
+    e = sub.add_parser(
+        "evaluate", help="validation loss, grammaticality rate and probe top-5 of a checkpoint"
+    )
     e.add_argument("--checkpoint", default=None, help="default: the checkpoint shipped in the package")
     e.set_defaults(fn=cmd_evaluate)
     return parser

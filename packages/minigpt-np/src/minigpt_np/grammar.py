@@ -48,7 +48,9 @@ class Grammar:
     @functools.cached_property
     def words(self) -> list[str]:
         """Every word the grammar can produce, sorted."""
-        return sorted({s for alts in self.rules.values() for rhs, _ in alts for s in rhs if s not in self.rules})
+        return sorted(
+            {s for alts in self.rules.values() for rhs, _ in alts for s in rhs if s not in self.rules}
+        )
 
     def sample(self, rng: random.Random) -> list[str]:
         """One sentence, as a list of words."""
@@ -127,7 +129,9 @@ def _noun_phrases(rules: dict[str, list[Rule]], kind: str, singular: list[str], 
         + _alts(f"DET_SG ADJ_{kind} N_{kind}_SG", weight=1.0)
         + _alts(f"INDEF_{kind}", weight=2.0)
     )
-    rules[f"NP_{kind}_PL"] = _alts(f"DET_PL N_{kind}_PL", weight=2.0) + _alts(f"DET_PL ADJ_{kind} N_{kind}_PL")
+    rules[f"NP_{kind}_PL"] = _alts(f"DET_PL N_{kind}_PL", weight=2.0) + _alts(
+        f"DET_PL ADJ_{kind} N_{kind}_PL"
+    )
     rules[f"NP_{kind}"] = _alts(f"NP_{kind}_SG", weight=3.0) + _alts(f"NP_{kind}_PL", weight=2.0)
 
 
@@ -148,7 +152,9 @@ def _verb_phrases(rules: dict[str, list[Rule]]) -> None:
     rules["COMP_PERSON"] = _alts("OBJ_PERSON")
     rules["COMP_GAME"] = _alts(*lx.GAMES) + _alts(*(("the", i) for i in lx.INSTRUMENTS))
     rules["COMP_NONE"] = _alts(())
-    ending = _alts((), weight=4.0) + _alts(*lx.MANNER_ADVERBS, weight=0.2) + _alts("with OBJ_PERSON", weight=1.0)
+    ending = (
+        _alts((), weight=4.0) + _alts(*lx.MANNER_ADVERBS, weight=0.2) + _alts("with OBJ_PERSON", weight=1.0)
+    )
     rules["END_DEST"] = ending
     rules["END"] = ending + _alts(*((p, "NP_PLACE") for p in lx.LOCATION_PREPOSITIONS), weight=0.4)
 
@@ -165,9 +171,8 @@ def english_grammar() -> Grammar:
     rules["ADJ_DRINK"] = _alts(*lx.ADJECTIVES["DRINK"])
     rules["DRINK"] = _alts(*lx.DRINKS) + _alts("ADJ_DRINK DRINK_NOUN", weight=2.0)
     rules["DRINK_NOUN"] = _alts(*lx.DRINKS)
-    rules["NP_DRINK"] = (
-        _alts("some DRINK", "the DRINK_NOUN")
-        + _alts(*((lx.a_or_an(c), c, "of", "DRINK") for c in lx.DRINK_CONTAINERS), weight=0.5)
+    rules["NP_DRINK"] = _alts("some DRINK", "the DRINK_NOUN") + _alts(
+        *((lx.a_or_an(c), c, "of", "DRINK") for c in lx.DRINK_CONTAINERS), weight=0.5
     )
     _verb_phrases(rules)
 

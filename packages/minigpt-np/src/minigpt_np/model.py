@@ -103,10 +103,10 @@ class MiniGPT:
         self.params = params
 
     @classmethod
-    def init(cls, config: GPTConfig, seed: int = 0, dtype=np.float32) -> "MiniGPT":
+    def init(cls, config: GPTConfig, seed: int = 0, dtype=np.float32) -> MiniGPT:
         return cls(config, init_params(config, seed, dtype))
 
-    def astype(self, dtype) -> "MiniGPT":
+    def astype(self, dtype) -> MiniGPT:
         return MiniGPT(self.config, {n: a.astype(dtype) for n, a in self.params.items()})
 
     def num_params(self) -> int:
@@ -123,7 +123,9 @@ class MiniGPT:
         if idx.shape[1] > self.config.block_size:
             raise ValueError(f"sequence length {idx.shape[1]} exceeds block_size {self.config.block_size}")
         if idx.min() < 0 or idx.max() >= self.config.vocab_size:
-            raise ValueError(f"token ids must lie in [0, {self.config.vocab_size}), got [{idx.min()}, {idx.max()}]")
+            raise ValueError(
+                f"token ids must lie in [0, {self.config.vocab_size}), got [{idx.min()}, {idx.max()}]"
+            )
         return idx
 
     def embed(self, idx) -> np.ndarray:

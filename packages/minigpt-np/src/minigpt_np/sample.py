@@ -123,7 +123,9 @@ def grammatical_rate(
     for cut in sorted(by_length):
         prefixes = by_length[cut]
         idx = np.stack([tokenizer.encode(p) for p in prefixes])  # (B, cut + 1)
-        for prefix, ids in zip(prefixes, continue_batch(model, idx, stop, max_new_tokens=max_new_tokens, rng=rng)):
+        for prefix, ids in zip(
+            prefixes, continue_batch(model, idx, stop, max_new_tokens=max_new_tokens, rng=rng)
+        ):
             words = prefix + [tokenizer.vocab[i] for i in ids]
             if words[-1] == END and g.accepts(words):
                 n_ok += 1

@@ -26,7 +26,7 @@ class Tokenizer:
         self.bos_id = self.ids[BOS]
 
     @classmethod
-    def from_words(cls, words: Sequence[str]) -> "Tokenizer":
+    def from_words(cls, words: Sequence[str]) -> Tokenizer:
         return cls([*SPECIAL_TOKENS, *sorted(set(words))])
 
     def __len__(self) -> int:

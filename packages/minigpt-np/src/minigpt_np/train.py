@@ -83,7 +83,9 @@ def train(cfg: TrainConfig, progress: TextIO | None = sys.stderr) -> TrainResult
     corpus = make_corpus(cfg.n_train_sentences, cfg.n_val_sentences, cfg.seed)
     config = GPTConfig(vocab_size=len(corpus.tokenizer), block_size=cfg.block_size)
     model = MiniGPT.init(config, seed=cfg.seed, dtype=np.dtype(cfg.dtype))
-    adam = AdamWConfig(lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+    adam = AdamWConfig(
+        lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, weight_decay=cfg.weight_decay
+    )
     opt = AdamW(model.params, adam)
     rng = np.random.default_rng(cfg.seed)
     bar = Progress(cfg.steps, progress)
@@ -94,7 +96,9 @@ def train(cfg: TrainConfig, progress: TextIO | None = sys.stderr) -> TrainResult
         x, y = random_windows(corpus.train, cfg.batch_size, cfg.block_size, rng)
         loss, grads = model.loss_and_grads(x, y)
         clip_grad_norm(grads, cfg.grad_clip)
-        lr = lr_at(step, max_lr=cfg.lr, min_lr=cfg.min_lr, warmup_steps=cfg.warmup_steps, total_steps=cfg.steps)
+        lr = lr_at(
+            step, max_lr=cfg.lr, min_lr=cfg.min_lr, warmup_steps=cfg.warmup_steps, total_steps=cfg.steps
+        )
         opt.step(grads, lr)
         losses.append(loss)
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:

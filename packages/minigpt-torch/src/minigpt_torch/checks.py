@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
 from labtools.registry import Check, register_check
 from minigpt_np.evaluate import PROBES
 from minigpt_np.lexicon import PAST_SIMPLE
+
 from minigpt_torch.weights import example_inputs, from_numpy, shipped_checkpoint
 
 FP32_TOL = 1e-5

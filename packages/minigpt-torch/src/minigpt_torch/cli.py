@@ -16,9 +16,9 @@ import sys
 
 import torch
 import torch.distributed as dist
-
 from minigpt_np import checkpoint
 from minigpt_np.cli import command_line, run, run_metadata, train_config_from
+
 from minigpt_torch import weights
 from minigpt_torch.adapter import TorchLM
 from minigpt_torch.train import train

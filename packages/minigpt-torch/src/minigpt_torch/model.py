@@ -17,10 +17,9 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-
 from minigpt_np.layers import LN_EPS
 from minigpt_np.model import GPTConfig
+from torch import nn
 
 # The dtypes kernels_triton.softmax takes; others (float64) use torch's softmax on CUDA too.
 TRITON_SOFTMAX_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -38,7 +37,9 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)
+        q, k, v = (
+            t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v)
+        )  # (B, H, T, D)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.n_head))  # (B, H, T, T)
         att = F.softmax(scores.masked_fill(self.future[:T, :T], float("-inf")), dim=-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)

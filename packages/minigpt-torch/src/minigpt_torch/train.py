@@ -23,12 +23,12 @@ from typing import TextIO
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
-
 from minigpt_np.corpus import Corpus, make_corpus, random_windows
 from minigpt_np.model import GPTConfig, MiniGPT
 from minigpt_np.optim import decays, lr_at
 from minigpt_np.train import Progress, TrainConfig, validation_loss
+from torch.nn.parallel import DistributedDataParallel
+
 from minigpt_torch.adapter import TorchLM
 from minigpt_torch.model import GrammarMiniGPT
 from minigpt_torch.weights import from_numpy, name_map
@@ -96,7 +96,9 @@ def train(cfg: TrainConfig, device: str = "cpu", progress: TextIO | None = sys.s
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        lr = lr_at(step, max_lr=cfg.lr, min_lr=cfg.min_lr, warmup_steps=cfg.warmup_steps, total_steps=cfg.steps)
+        lr = lr_at(
+            step, max_lr=cfg.lr, min_lr=cfg.min_lr, warmup_steps=cfg.warmup_steps, total_steps=cfg.steps
+        )
         for group in opt.param_groups:
             group["lr"] = lr
         opt.step()

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from minigpt_np import checkpoint
 from minigpt_np.model import GPTConfig, MiniGPT, param_shapes
 from minigpt_np.tokenizer import Tokenizer
+
 from minigpt_torch.model import GrammarMiniGPT
 
 # NumPy name (inside block i: "blocks.{i}." + key) -> torch parameter name (same prefix).
@@ -69,7 +69,9 @@ def load_numpy_params(model: GrammarMiniGPT, params: dict[str, np.ndarray]) -> G
     for np_name, torch_name in mapping.items():
         src, dst = params[np_name], torch_params[torch_name]
         if tuple(src.shape) != tuple(dst.shape):
-            raise ValueError(f"{np_name} -> {torch_name}: shape {tuple(src.shape)}, parameter {tuple(dst.shape)}")
+            raise ValueError(
+                f"{np_name} -> {torch_name}: shape {tuple(src.shape)}, parameter {tuple(dst.shape)}"
+            )
         if NP_TO_TORCH_DTYPE.get(src.dtype) != dst.dtype:
             raise ValueError(f"{np_name} -> {torch_name}: dtype {src.dtype}, parameter {dst.dtype}")
     with torch.no_grad():
@@ -84,7 +86,9 @@ def from_numpy(np_model: MiniGPT, dtype: torch.dtype | None = None) -> GrammarMi
     dtype = dtype or NP_TO_TORCH_DTYPE[np_model.dtype]
     model = GrammarMiniGPT(np_model.config).to(dtype)
     np_dtype = {v: k for k, v in NP_TO_TORCH_DTYPE.items()}[dtype]
-    return load_numpy_params(model, {n: a.astype(np_dtype, copy=False) for n, a in np_model.params.items()}).eval()
+    return load_numpy_params(
+        model, {n: a.astype(np_dtype, copy=False) for n, a in np_model.params.items()}
+    ).eval()
 
 
 def to_numpy(model: GrammarMiniGPT) -> MiniGPT:
@@ -99,7 +103,9 @@ def save(path: str | Path, model: GrammarMiniGPT, tokenizer: Tokenizer, meta: di
     checkpoint.save(path, to_numpy(model), tokenizer, meta)
 
 
-def load(path: str | Path | None = None, dtype: torch.dtype | None = None) -> tuple[GrammarMiniGPT, Tokenizer, dict]:
+def load(
+    path: str | Path | None = None, dtype: torch.dtype | None = None
+) -> tuple[GrammarMiniGPT, Tokenizer, dict]:
     """Read a minigpt-np checkpoint (default: the one shipped with minigpt-np)."""
     ckpt = checkpoint.load(path) if path is not None else shipped_checkpoint()
     return from_numpy(ckpt.model, dtype), ckpt.tokenizer, ckpt.meta

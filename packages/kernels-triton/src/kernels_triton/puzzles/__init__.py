@@ -27,8 +27,20 @@ from kernels_triton.puzzles.reductions import flashatt_kernel, softmax_kernel, s
 PUZZLES: list[Puzzle] = basics.PUZZLES + reductions.PUZZLES + matmul.PUZZLES
 
 __all__ = [
-    "PUZZLES", "Puzzle", "Result", "run",
-    "add_kernel", "add_mask2_kernel", "add_vec_kernel", "add_vec_block_kernel", "mul_relu_block_kernel",
-    "mul_relu_block_back_kernel", "sum_kernel", "softmax_kernel", "flashatt_kernel", "conv2d_kernel", "dot_kernel",
+    "PUZZLES",
+    "Puzzle",
+    "Result",
+    "run",
+    "add_kernel",
+    "add_mask2_kernel",
+    "add_vec_kernel",
+    "add_vec_block_kernel",
+    "mul_relu_block_kernel",
+    "mul_relu_block_back_kernel",
+    "sum_kernel",
+    "softmax_kernel",
+    "flashatt_kernel",
+    "conv2d_kernel",
+    "dot_kernel",
     "quant_dot_kernel",
 ]

@@ -20,7 +20,9 @@ def main() -> int:
 
     from kernels_triton.puzzles import PUZZLES, run
 
-    where = torch.cuda.get_device_name() if torch.cuda.is_available() else "the CPU, under Triton's interpreter"
+    where = (
+        torch.cuda.get_device_name() if torch.cuda.is_available() else "the CPU, under Triton's interpreter"
+    )
     print(f"Triton Puzzles on {where}")
     failed = 0
     for puzzle in PUZZLES:

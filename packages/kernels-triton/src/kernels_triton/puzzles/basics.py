@@ -26,9 +26,16 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offs, x + 10.0, mask=offs < N0)
 
 
-ADD = Puzzle(1, add_kernel, add_spec, {"x": lambda s: (s["N0"],)}, lambda s: (s["N0"],),
-             sizes={"N0": 32}, blocks={"B0": 32},
-             idea="tl.load / tl.store on a block of B0 lanes, tl.arange(0, B0): a kernel is numpy on one block")
+ADD = Puzzle(
+    1,
+    add_kernel,
+    add_spec,
+    {"x": lambda s: (s["N0"],)},
+    lambda s: (s["N0"],),
+    sizes={"N0": 32},
+    blocks={"B0": 32},
+    idea="tl.load / tl.store on a block of B0 lanes, tl.arange(0, B0): a kernel is numpy on one block",
+)
 
 
 # --- 2. Constant add, blocked: many programs, the last one partial -------------------
@@ -46,9 +53,16 @@ def add_mask2_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 10.0, mask=mask)
 
 
-ADD_MASK2 = Puzzle(2, add_mask2_kernel, add2_spec, {"x": lambda s: (s["N0"],)}, lambda s: (s["N0"],),
-                   sizes={"N0": 200}, blocks={"B0": 32},
-                   idea="tl.program_id splits the data over programs; a mask keeps the last, partial block in bounds")
+ADD_MASK2 = Puzzle(
+    2,
+    add_mask2_kernel,
+    add2_spec,
+    {"x": lambda s: (s["N0"],)},
+    lambda s: (s["N0"],),
+    sizes={"N0": 200},
+    blocks={"B0": 32},
+    idea="tl.program_id splits the data over programs; a mask keeps the last, partial block in bounds",
+)
 
 
 # --- 3. Outer vector add: a 2D block from two 1D ones (B0 >= N0, B1 >= N1) -----------
@@ -69,9 +83,16 @@ def add_vec_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constex
     tl.store(z_ptr + j[:, None] * N0 + i[None, :], z, mask=(j[:, None] < N1) & (i[None, :] < N0))
 
 
-ADD_VEC = Puzzle(3, add_vec_kernel, add_vec_spec, {"x": lambda s: (s["N0"],), "y": lambda s: (s["N1"],)},
-                 lambda s: (s["N1"], s["N0"]), sizes={"N0": 32, "N1": 32}, blocks={"B0": 32, "B1": 32},
-                 idea="broadcasting [:, None] / [None, :] builds 2D blocks; row-major offsets j * N0 + i address them")
+ADD_VEC = Puzzle(
+    3,
+    add_vec_kernel,
+    add_vec_spec,
+    {"x": lambda s: (s["N0"],), "y": lambda s: (s["N1"],)},
+    lambda s: (s["N1"], s["N0"]),
+    sizes={"N0": 32, "N1": 32},
+    blocks={"B0": 32, "B1": 32},
+    idea="broadcasting [:, None] / [None, :] builds 2D blocks; row-major offsets j * N0 + i address them",
+)
 
 
 # --- 4. Outer vector add, blocked: a 2D grid of programs -----------------------------
@@ -88,14 +109,23 @@ def add_vec_block_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.c
     j = tl.program_id(1) * B1 + tl.arange(0, B1)  # axis 1 walks y (rows)
     x = tl.load(x_ptr + i, mask=i < N0)
     y = tl.load(y_ptr + j, mask=j < N1)
-    tl.store(z_ptr + j[:, None] * N0 + i[None, :], x[None, :] + y[:, None],
-             mask=(j[:, None] < N1) & (i[None, :] < N0))
+    tl.store(
+        z_ptr + j[:, None] * N0 + i[None, :],
+        x[None, :] + y[:, None],
+        mask=(j[:, None] < N1) & (i[None, :] < N0),
+    )
 
 
-ADD_VEC_BLOCK = Puzzle(4, add_vec_block_kernel, add_vec_block_spec,
-                       {"x": lambda s: (s["N0"],), "y": lambda s: (s["N1"],)}, lambda s: (s["N1"], s["N0"]),
-                       sizes={"N0": 100, "N1": 90}, blocks={"B0": 32, "B1": 32},
-                       idea="a 2D grid: program (i, j) owns one tile of the output; masks on both axes")
+ADD_VEC_BLOCK = Puzzle(
+    4,
+    add_vec_block_kernel,
+    add_vec_block_spec,
+    {"x": lambda s: (s["N0"],), "y": lambda s: (s["N1"],)},
+    lambda s: (s["N1"], s["N0"]),
+    sizes={"N0": 100, "N1": 90},
+    blocks={"B0": 32, "B1": 32},
+    idea="a 2D grid: program (i, j) owns one tile of the output; masks on both axes",
+)
 
 
 # --- 5. Fused outer multiplication + relu --------------------------------------------
@@ -116,10 +146,16 @@ def mul_relu_block_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.
     tl.store(z_ptr + j[:, None] * N0 + i[None, :], z, mask=(j[:, None] < N1) & (i[None, :] < N0))
 
 
-MUL_RELU_BLOCK = Puzzle(5, mul_relu_block_kernel, mul_relu_block_spec,
-                        {"x": lambda s: (s["N0"],), "y": lambda s: (s["N1"],)}, lambda s: (s["N1"], s["N0"]),
-                        sizes={"N0": 100, "N1": 90}, blocks={"B0": 32, "B1": 32},
-                        idea="fusion: two ops in one kernel keep the intermediate in registers, one trip to memory")
+MUL_RELU_BLOCK = Puzzle(
+    5,
+    mul_relu_block_kernel,
+    mul_relu_block_spec,
+    {"x": lambda s: (s["N0"],), "y": lambda s: (s["N1"],)},
+    lambda s: (s["N1"], s["N0"]),
+    sizes={"N0": 100, "N1": 90},
+    blocks={"B0": 32, "B1": 32},
+    idea="fusion: two ops in one kernel keep the intermediate in registers, one trip to memory",
+)
 
 
 # --- 6. Its backward ------------------------------------------------------------------
@@ -148,9 +184,14 @@ def mul_relu_block_back_kernel(x_ptr, y_ptr, dz_ptr, dx_ptr, N0, N1, B0: tl.cons
 
 
 MUL_RELU_BLOCK_BACK = Puzzle(
-    6, mul_relu_block_back_kernel, mul_relu_block_back_spec,
+    6,
+    mul_relu_block_back_kernel,
+    mul_relu_block_back_spec,
     {"x": lambda s: (s["N1"], s["N0"]), "y": lambda s: (s["N1"],), "dz": lambda s: (s["N1"], s["N0"])},
-    lambda s: (s["N1"], s["N0"]), sizes={"N0": 100, "N1": 90}, blocks={"B0": 32, "B1": 32},
-    idea="a backward is a kernel too: recompute the cheap forward (x * y) instead of saving it")
+    lambda s: (s["N1"], s["N0"]),
+    sizes={"N0": 100, "N1": 90},
+    blocks={"B0": 32, "B1": 32},
+    idea="a backward is a kernel too: recompute the cheap forward (x * y) instead of saving it",
+)
 
 PUZZLES = [ADD, ADD_MASK2, ADD_VEC, ADD_VEC_BLOCK, MUL_RELU_BLOCK, MUL_RELU_BLOCK_BACK]

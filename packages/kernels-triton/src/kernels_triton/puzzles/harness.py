@@ -52,7 +52,8 @@ class Puzzle:
 def seed_grid(sizes: Sizes, blocks: Sizes) -> tuple[int, int, int]:
     """The seed's launch grid: axis i covers N<i> in blocks of B<i> (1 where there is none)."""
     return tuple(
-        math.ceil(sizes[f"N{i}"] / blocks[f"B{i}"]) if f"N{i}" in sizes and f"B{i}" in blocks else 1 for i in range(3)
+        math.ceil(sizes[f"N{i}"] / blocks[f"B{i}"]) if f"N{i}" in sizes and f"B{i}" in blocks else 1
+        for i in range(3)
     )
 
 
@@ -68,8 +69,10 @@ class Result:
     def line(self) -> str:
         status = "ok  " if self.ok else "FAIL"
         shape = " ".join(f"{k}={v}" for k, v in {**self.sizes, **self.blocks}.items())
-        return (f"{self.puzzle.number:2d} {self.puzzle.name:28s} {status} max|err| {self.max_abs_err:.1e}"
-                f"{f'  unwritten {self.unwritten}' if self.unwritten else ''}  {shape}")
+        return (
+            f"{self.puzzle.number:2d} {self.puzzle.name:28s} {status} max|err| {self.max_abs_err:.1e}"
+            f"{f'  unwritten {self.unwritten}' if self.unwritten else ''}  {shape}"
+        )
 
 
 def make_inputs(puzzle: Puzzle, sizes: Sizes, seed: int) -> list[torch.Tensor]:
@@ -83,8 +86,14 @@ def make_inputs(puzzle: Puzzle, sizes: Sizes, seed: int) -> list[torch.Tensor]:
     return out
 
 
-def run(puzzle: Puzzle, sizes: Sizes | None = None, blocks: Sizes | None = None, *, seed: int = 0,
-        device: str | None = None) -> Result:
+def run(
+    puzzle: Puzzle,
+    sizes: Sizes | None = None,
+    blocks: Sizes | None = None,
+    *,
+    seed: int = 0,
+    device: str | None = None,
+) -> Result:
     """Launch `puzzle` at `sizes`/`blocks` (default: the seed's) and check it against its spec."""
     sizes = dict(puzzle.sizes if sizes is None else sizes)
     blocks = dict(puzzle.blocks if blocks is None else blocks)

@@ -47,11 +47,16 @@ def conv2d_kernel(x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constexpr, KW: tl.conste
             tl.store(z_ptr + b * H * W + i * W + j, z, mask=b < N0)
 
 
-CONV2D = Puzzle(10, conv2d_kernel, conv2d_spec,
-                {"x": lambda s: (s["N0"], s["H"], s["W"]), "k": lambda s: (s["KH"], s["KW"])},
-                lambda s: (s["N0"], s["H"], s["W"]),
-                sizes={"N0": 4, "H": 8, "W": 8, "KH": 4, "KW": 4}, blocks={"B0": 1},
-                idea="3D blocks and masks as padding: a window [B0, KH, KW] per output pixel, the filter kept in registers")
+CONV2D = Puzzle(
+    10,
+    conv2d_kernel,
+    conv2d_spec,
+    {"x": lambda s: (s["N0"], s["H"], s["W"]), "k": lambda s: (s["KH"], s["KW"])},
+    lambda s: (s["N0"], s["H"], s["W"]),
+    sizes={"N0": 4, "H": 8, "W": 8, "KH": 4, "KW": 4},
+    blocks={"B0": 1},
+    idea="3D blocks and masks as padding: a window [B0, KH, KW] per output pixel, the filter kept in registers",
+)
 
 
 # --- 11. Batched matrix multiplication ---------------------------------------------------
@@ -63,8 +68,19 @@ def dot_spec(x, y):
 
 
 @triton.jit
-def dot_kernel(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
-               B_MID: tl.constexpr):
+def dot_kernel(
+    x_ptr,
+    y_ptr,
+    z_ptr,
+    N0,
+    N1,
+    N2,
+    MID,
+    B0: tl.constexpr,
+    B1: tl.constexpr,
+    B2: tl.constexpr,
+    B_MID: tl.constexpr,
+):
     i = tl.program_id(0) * B0 + tl.arange(0, B0)  # rows of x and z
     j = tl.program_id(1) * B1 + tl.arange(0, B1)  # columns of y and z
     for bb in range(B2):  # B2 matrices of the batch
@@ -74,19 +90,34 @@ def dot_kernel(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.co
         acc = tl.zeros([B0, B1], dtype=tl.float32)
         for k0 in range(0, MID, B_MID):  # z tile = sum over k-blocks of x tile @ y tile
             k = k0 + tl.arange(0, B_MID)
-            x = tl.load(x_ptr + b * N0 * MID + i[:, None] * MID + k[None, :],
-                        mask=(i[:, None] < n0) & (k[None, :] < MID), other=0.0)
-            y = tl.load(y_ptr + b * MID * N1 + k[:, None] * N1 + j[None, :],
-                        mask=(k[:, None] < MID) & (j[None, :] < n1), other=0.0)
+            x = tl.load(
+                x_ptr + b * N0 * MID + i[:, None] * MID + k[None, :],
+                mask=(i[:, None] < n0) & (k[None, :] < MID),
+                other=0.0,
+            )
+            y = tl.load(
+                y_ptr + b * MID * N1 + k[:, None] * N1 + j[None, :],
+                mask=(k[:, None] < MID) & (j[None, :] < n1),
+                other=0.0,
+            )
             acc += tl.dot(x, y, input_precision="ieee")
-        tl.store(z_ptr + b * N0 * N1 + i[:, None] * N1 + j[None, :], acc, mask=(i[:, None] < n0) & (j[None, :] < N1))
+        tl.store(
+            z_ptr + b * N0 * N1 + i[:, None] * N1 + j[None, :],
+            acc,
+            mask=(i[:, None] < n0) & (j[None, :] < N1),
+        )
 
 
-DOT = Puzzle(11, dot_kernel, dot_spec,
-             {"x": lambda s: (s["N2"], s["N0"], s["MID"]), "y": lambda s: (s["N2"], s["MID"], s["N1"])},
-             lambda s: (s["N2"], s["N0"], s["N1"]),
-             sizes={"N0": 32, "N1": 32, "N2": 4, "MID": 32}, blocks={"B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
-             idea="tiling: a matmul is a sum over k-blocks of small tl.dot products, one output tile per program")
+DOT = Puzzle(
+    11,
+    dot_kernel,
+    dot_spec,
+    {"x": lambda s: (s["N2"], s["N0"], s["MID"]), "y": lambda s: (s["N2"], s["MID"], s["N1"])},
+    lambda s: (s["N2"], s["N0"], s["N1"]),
+    sizes={"N0": 32, "N1": 32, "N2": 4, "MID": 32},
+    blocks={"B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
+    idea="tiling: a matmul is a sum over k-blocks of small tl.dot products, one output tile per program",
+)
 
 
 # --- 12. Quantized matrix multiplication -----------------------------------------------
@@ -117,8 +148,19 @@ def quant_dot_spec(scale, offset, weight, activation):
 
 
 @triton.jit
-def quant_dot_kernel(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID,
-                     B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+def quant_dot_kernel(
+    scale_ptr,
+    offset_ptr,
+    weight_ptr,
+    activation_ptr,
+    z_ptr,
+    N0,
+    N1,
+    MID,
+    B0: tl.constexpr,
+    B1: tl.constexpr,
+    B_MID: tl.constexpr,
+):
     i = tl.program_id(0) * B0 + tl.arange(0, B0)  # weight rows
     j = tl.program_id(1) * B1 + tl.arange(0, B1)  # activation columns
     acc = tl.zeros([B0, B1], dtype=tl.float32)
@@ -129,25 +171,37 @@ def quant_dot_kernel(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N
         # unpack in registers: load the packed word of each weight, shift its nibble down
         words = tl.load(weight_ptr + i[:, None] * (MID // FPINT) + (k // FPINT)[None, :], mask=mask, other=0)
         w = (words >> ((k % FPINT) * 4)[None, :]) & 0xF
-        shift_words = tl.load(offset_ptr + i[:, None] * (MID // (GROUP * FPINT)) + (g // FPINT)[None, :],
-                              mask=mask, other=0)
+        shift_words = tl.load(
+            offset_ptr + i[:, None] * (MID // (GROUP * FPINT)) + (g // FPINT)[None, :], mask=mask, other=0
+        )
         shift = (shift_words >> ((g % FPINT) * 4)[None, :]) & 0xF
         scale = tl.load(scale_ptr + i[:, None] * (MID // GROUP) + g[None, :], mask=mask, other=0.0)
-        a = tl.load(activation_ptr + k[:, None] * N1 + j[None, :], mask=(k[:, None] < MID) & (j[None, :] < N1),
-                    other=0.0)
+        a = tl.load(
+            activation_ptr + k[:, None] * N1 + j[None, :],
+            mask=(k[:, None] < MID) & (j[None, :] < N1),
+            other=0.0,
+        )
         acc += tl.dot(scale * (w - shift).to(tl.float32), a, input_precision="ieee")
     tl.store(z_ptr + i[:, None] * N1 + j[None, :], acc, mask=(i[:, None] < N0) & (j[None, :] < N1))
 
 
 QUANT_DOT = Puzzle(
-    12, quant_dot_kernel, quant_dot_spec,
-    {"scale": lambda s: (s["N0"], s["MID"] // GROUP.value),
-     "offset": lambda s: (s["N0"],) if s["MID"] == GROUP.value * FPINT.value else (s["N0"], s["MID"] // 64),
-     "weight": lambda s: (s["N0"], s["MID"] // FPINT.value),
-     "activation": lambda s: (s["MID"], s["N1"])},
+    12,
+    quant_dot_kernel,
+    quant_dot_spec,
+    {
+        "scale": lambda s: (s["N0"], s["MID"] // GROUP.value),
+        "offset": lambda s: (
+            (s["N0"],) if s["MID"] == GROUP.value * FPINT.value else (s["N0"], s["MID"] // 64)
+        ),
+        "weight": lambda s: (s["N0"], s["MID"] // FPINT.value),
+        "activation": lambda s: (s["MID"], s["N1"]),
+    },
     lambda s: (s["N0"], s["N1"]),
-    sizes={"N0": 32, "N1": 32, "MID": 64}, blocks={"B0": 16, "B1": 16, "B_MID": 64},
+    sizes={"N0": 32, "N1": 32, "MID": 64},
+    blocks={"B0": 16, "B1": 16, "B_MID": 64},
     int_inputs=("offset", "weight"),
-    idea="quantisation: 8 weights per int32, dequantised with shifts and masks in registers right before tl.dot")
+    idea="quantisation: 8 weights per int32, dequantised with shifts and masks in registers right before tl.dot",
+)
 
 PUZZLES = [CONV2D, DOT, QUANT_DOT]

@@ -30,9 +30,16 @@ def sum_kernel(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
     tl.store(z_ptr + rows, acc, mask=rows < N0)
 
 
-SUM = Puzzle(7, sum_kernel, sum_spec, {"x": lambda s: (s["N0"], s["T"])}, lambda s: (s["N0"],),
-             sizes={"N0": 4, "N1": 32, "T": 200}, blocks={"B0": 1, "B1": 32},
-             idea="a for loop over blocks of the long axis, carrying an accumulator in registers")
+SUM = Puzzle(
+    7,
+    sum_kernel,
+    sum_spec,
+    {"x": lambda s: (s["N0"], s["T"])},
+    lambda s: (s["N0"],),
+    sizes={"N0": 4, "N1": 32, "T": 200},
+    blocks={"B0": 1, "B1": 32},
+    idea="a for loop over blocks of the long axis, carrying an accumulator in registers",
+)
 
 
 # --- 8. Long softmax: two loops --------------------------------------------------------
@@ -69,9 +76,16 @@ def softmax_kernel(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
         tl.store(z_ptr + rows[:, None] * T + cols[None, :], z, mask=mask)
 
 
-SOFTMAX = Puzzle(8, softmax_kernel, softmax_spec, {"x": lambda s: (s["N0"], s["T"])}, lambda s: (s["N0"], s["T"]),
-                 sizes={"N0": 4, "N1": 32, "T": 200}, blocks={"B0": 1, "B1": 32},
-                 idea="online softmax: max and sum in one loop by rescaling the running sum, then one loop to write")
+SOFTMAX = Puzzle(
+    8,
+    softmax_kernel,
+    softmax_spec,
+    {"x": lambda s: (s["N0"], s["T"])},
+    lambda s: (s["N0"], s["T"]),
+    sizes={"N0": 4, "N1": 32, "T": 200},
+    blocks={"B0": 1, "B1": 32},
+    idea="online softmax: max and sum in one loop by rescaling the running sum, then one loop to write",
+)
 
 
 # --- 9. Simple FlashAttention: one loop ------------------------------------------------
@@ -107,11 +121,16 @@ def flashatt_kernel(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0: tl.constexpr):
     tl.store(z_ptr + i, acc / d, mask=i < N0)  # the softmax weights are never written out
 
 
-FLASHATT = Puzzle(9, flashatt_kernel, flashatt_spec,
-                  {"q": lambda s: (s["N0"],), "k": lambda s: (s["T"],), "v": lambda s: (s["T"],)},
-                  lambda s: (s["N0"],),
-                  # the seed launches B0 = 200; Triton 3 blocks must be powers of two (tl.arange)
-                  sizes={"N0": 200, "T": 200}, blocks={"B0": 256},
-                  idea="FlashAttention in one loop: the running max rescales both the sum and the weighted values")
+FLASHATT = Puzzle(
+    9,
+    flashatt_kernel,
+    flashatt_spec,
+    {"q": lambda s: (s["N0"],), "k": lambda s: (s["T"],), "v": lambda s: (s["T"],)},
+    lambda s: (s["N0"],),
+    # the seed launches B0 = 200; Triton 3 blocks must be powers of two (tl.arange)
+    sizes={"N0": 200, "T": 200},
+    blocks={"B0": 256},
+    idea="FlashAttention in one loop: the running max rescales both the sum and the weighted values",
+)
 
 PUZZLES = [SUM, SOFTMAX, FLASHATT]

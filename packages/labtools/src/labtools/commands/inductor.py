@@ -18,7 +18,9 @@ import sys
 
 def configure(parser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    p = sub.add_parser("dump", help="compile TARGET and write its kernels, their parse and an annotation to DIR")
+    p = sub.add_parser(
+        "dump", help="compile TARGET and write its kernels, their parse and an annotation to DIR"
+    )
     p.add_argument("target", help="tinyhead | minigpt | package.module:function")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--out", required=True, help="folder to write (created)")
@@ -28,7 +30,9 @@ def configure(parser) -> None:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--modes", default="default,max-autotune", help="comma-separated torch.compile modes")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
-    p = sub.add_parser("experiment", help="run experiment 25 on one device (or both) and regenerate its report")
+    p = sub.add_parser(
+        "experiment", help="run experiment 25 on one device (or both) and regenerate its report"
+    )
     p.add_argument("--out", required=True, help="the experiment folder, e.g. experiments/25-compile")
     p.add_argument("--device", choices=("cpu", "cuda", "all"), default="cpu")
     p.add_argument("--modes", default="default,max-autotune", help="compile modes to profile")
@@ -38,7 +42,9 @@ def configure(parser) -> None:
 
 def main(args) -> int:
     try:
-        return {"dump": _dump, "profile": _profile, "experiment": _experiment, "report": _report}[args.action](args)
+        return {"dump": _dump, "profile": _profile, "experiment": _experiment, "report": _report}[
+            args.action
+        ](args)
     except ValueError as exc:
         print(f"lab inductor {args.action}: {exc}", file=sys.stderr)
         return 2

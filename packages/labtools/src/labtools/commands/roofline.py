@@ -7,8 +7,11 @@ from pathlib import Path
 
 def configure(parser) -> None:
     parser.add_argument("sweep", type=Path, help="a sweep JSON written by `lab bench` or `lab run`")
-    parser.add_argument("--shape", help="MxN of the roofline's dots (default: 16384x4096 when swept, "
-                        "else the shape with the most implementations)")
+    parser.add_argument(
+        "--shape",
+        help="MxN of the roofline's dots (default: 16384x4096 when swept, "
+        "else the shape with the most implementations)",
+    )
     parser.add_argument("--out", type=Path, help="folder for the PNGs (default: the sweep's folder)")
 
 

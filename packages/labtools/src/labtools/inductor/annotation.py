@@ -14,7 +14,18 @@ import re
 from labtools.inductor.kernels import Access, Step, split_top
 from labtools.inductor.parse import VIEW_OPS, CompiledGraph, Kernel
 
-REDUCTION_OPS = {"max", "min", "sum", "prod", "welford", "online_softmax", "argmax", "argmin", "any", "reduce"}
+REDUCTION_OPS = {
+    "max",
+    "min",
+    "sum",
+    "prod",
+    "welford",
+    "online_softmax",
+    "argmax",
+    "argmin",
+    "any",
+    "reduce",
+}
 SOFTMAX_OPS = ("amax", "sub", "exp", "sum", "div")
 # On CUDA, Inductor rewrites softmax's two reductions into one node, prims.prepare_softmax_online,
 # which returns the row max and the sum of exp(x - max) together (in a looped kernel as one
@@ -80,7 +91,9 @@ def _buffer_text(graph: CompiledGraph | None, buf: str | None) -> str:
     if alloc is None:
         return where + ": an input of the compiled graph"
     size = f"{alloc.nbytes:,} bytes" if alloc.nbytes is not None else "size known at run time"
-    fate = "returned by call()" if graph.returned(buf) else "an intermediate: allocated in call(), not returned"
+    fate = (
+        "returned by call()" if graph.returned(buf) else "an intermediate: allocated in call(), not returned"
+    )
     return f"{where}: {alloc.describe()}, {size}, {fate}"
 
 
@@ -111,7 +124,9 @@ def _index_variables(kernel: Kernel) -> list[str]:
         for lp in b.loops:
             par = ", split across threads by `#pragma omp for`" if lp.parallel else ""
             vec = f", {lp.step} lanes per `Vectorized` step" if lp.step not in ("1",) else ""
-            out.append(f"- `{lp.var}` runs over [{lp.start}, {lp.end}) (the loop at line {lp.line}){vec}{par}")
+            out.append(
+                f"- `{lp.var}` runs over [{lp.start}, {lp.end}) (the loop at line {lp.line}){vec}{par}"
+            )
     return out
 
 
@@ -158,7 +173,13 @@ def annotate(kernel: Kernel, graph: CompiledGraph | None = None) -> str:
         )
         md += ["", f"The wrapper's call() launches it as {_code(kernel.call.text)}.{again}"]
 
-    md += ["", "### 1. Which ATen ops were fused", "", "| FX node | ATen op | in the kernel |", "|---|---|---|"]
+    md += [
+        "",
+        "### 1. Which ATen ops were fused",
+        "",
+        "| FX node | ATen op | in the kernel |",
+        "|---|---|---|",
+    ]
     for node, op in zip(kernel.fused_nodes, kernel.fused_ops):
         target = kernel.node_targets.get(node, f"aten.{op}")
         if op in VIEW_OPS:
@@ -168,22 +189,25 @@ def annotate(kernel: Kernel, graph: CompiledGraph | None = None) -> str:
             if not steps:
                 where = "not found as its own line (folded into a neighbouring expression)"
             elif all(s.reduction for s in steps):
-                where = (
-                    f"{' and '.join(dict.fromkeys(s.op for s in steps))} reduction, {_lines([s.line for s in steps])}"
-                )
+                where = f"{' and '.join(dict.fromkeys(s.op for s in steps))} reduction, {_lines([s.line for s in steps])}"
             else:
                 texts = list(dict.fromkeys(s.text for s in steps))
                 where = f"{_lines([s.line for s in steps])}: " + ", ".join(_code(t) for t in texts[:2])
                 if len(texts) > 2:
                     where += f" and {len(texts) - 2} more"
                 if len(texts) < len(steps):
-                    where += " (the same code in several loop nests: recomputed there, not stored and reloaded)"
+                    where += (
+                        " (the same code in several loop nests: recomputed there, not stored and reloaded)"
+                    )
         md.append(f"| `{node}` | `{target}` | {where} |")
     if "prepare_softmax_online" in kernel.fused_ops:
-        md += ["", "`prepare_softmax_online` is Inductor's single node for softmax's two reductions: it "
-               "returns the row max and the sum of exp(x − max) together, so the max and the sum need no "
-               "separate passes over memory (in a looped kernel it is one online pass that rescales the "
-               "running sum whenever the running max grows)."]
+        md += [
+            "",
+            "`prepare_softmax_online` is Inductor's single node for softmax's two reductions: it "
+            "returns the row max and the sum of exp(x − max) together, so the max and the sum need no "
+            "separate passes over memory (in a looped kernel it is one online pass that rescales the "
+            "running sum whenever the running max grows).",
+        ]
 
     md += ["", "### 2. Where the input is read", ""]
     reads = [a for a in b.loads if b.aliases.get(a.ptr, a.ptr) not in local]
@@ -196,8 +220,14 @@ def annotate(kernel: Kernel, graph: CompiledGraph | None = None) -> str:
             "input": "input",
         }.get(p.role if p else "", "pointer")
         names = [f"`{alias}`" for alias, target in b.aliases.items() if target == ptr]
-        also = f" Also read under the name {', '.join(names)} (`auto {names[0][1:-1]} = {ptr};`)." if names else ""
-        md.append(f"- **`{ptr}`** ({role}) is {_buffer_text(graph, buf)}{_producer(graph, kernel, buf)}.{also}")
+        also = (
+            f" Also read under the name {', '.join(names)} (`auto {names[0][1:-1]} = {ptr};`)."
+            if names
+            else ""
+        )
+        md.append(
+            f"- **`{ptr}`** ({role}) is {_buffer_text(graph, buf)}{_producer(graph, kernel, buf)}.{also}"
+        )
         md += [_access_line(a) for a in reads if b.aliases.get(a.ptr, a.ptr) == ptr]
     idx = _index_variables(kernel)
     if idx:
@@ -312,7 +342,11 @@ def _not_there(kernel: Kernel, graph: CompiledGraph | None) -> list[str]:
         for p in b.params:
             if p.role in ("output", "in_out") and p.buffer and not graph.returned(p.buffer):
                 later = list(dict.fromkeys(c.callee for c in graph.readers(p.buffer, kernel.call.line)))
-                use = f"read later by {', '.join(f'`{c}`' for c in later)}" if later else "read by nothing after"
+                use = (
+                    f"read later by {', '.join(f'`{c}`' for c in later)}"
+                    if later
+                    else "read by nothing after"
+                )
                 written.append(
                     f"`{p.buffer}` via `{p.name}` ({_buffer_text(graph, p.buffer).split(': ', 1)[-1]}; {use})"
                 )

@@ -26,9 +26,10 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -57,7 +58,9 @@ def _artifact_loggers() -> list[logging.Logger]:
     import torch._inductor.codecache  # noqa: F401 - both create their artifact loggers on import
     import torch._inductor.compile_fx  # noqa: F401
 
-    names = [n for n in logging.Logger.manager.loggerDict if n.startswith("torch.") and n.endswith(_ARTIFACTS)]
+    names = [
+        n for n in logging.Logger.manager.loggerDict if n.startswith("torch.") and n.endswith(_ARTIFACTS)
+    ]
     return [logging.getLogger(n) for n in names]
 
 
@@ -115,7 +118,8 @@ def max_abs_diff(a: Any, b: Any) -> float:
     if len(la) != len(lb) or not la:
         raise ValueError(f"outputs differ in structure: {len(la)} vs {len(lb)} tensors")
     return max(
-        float((x.detach().double() - y.detach().double()).abs().max()) if x.numel() else 0.0 for x, y in zip(la, lb)
+        float((x.detach().double() - y.detach().double()).abs().max()) if x.numel() else 0.0
+        for x, y in zip(la, lb)
     )
 
 
@@ -167,7 +171,9 @@ class Dump:
             for k in g.kernels:
                 written.append(out / "kernels" / f"{k.name}.{'py' if k.language == 'triton' else 'cpp'}")
                 written[-1].write_text(k.source)
-        error = self.max_abs_error if self.eager is not None else None  # None: the code was generated, not run
+        error = (
+            self.max_abs_error if self.eager is not None else None
+        )  # None: the code was generated, not run
         meta = {"device": self.device, "mode": self.mode, "versions": self.versions, "max_abs_error": error}
         written.append(out / "parse.json")
         written[-1].write_text(json.dumps({**meta, "graphs": [g.to_dict() for g in graphs]}, indent=1) + "\n")

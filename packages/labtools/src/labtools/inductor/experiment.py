@@ -99,7 +99,7 @@ def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
     root.mkdir(parents=True)
     results: dict = {
         "device": device,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": command,
         "versions": versions(),
         "machine": machine(device),
@@ -142,7 +142,9 @@ def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
         try:
             results["profile"] += [r.to_dict() for r in profile(fn, *inputs, target=name, modes=modes)]
         except Exception as exc:  # noqa: BLE001 - e.g. a mode that fails on this machine: recorded
-            results["profile_errors"][f"{name} {[list(t.shape) for t in inputs]}"] = f"{type(exc).__name__}: {exc}"
+            results["profile_errors"][f"{name} {[list(t.shape) for t in inputs]}"] = (
+                f"{type(exc).__name__}: {exc}"
+            )
     (root / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     if final.exists():
         shutil.rmtree(final)

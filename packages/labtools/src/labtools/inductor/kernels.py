@@ -112,7 +112,9 @@ def classify(rhs: str) -> tuple[str, bool]:
     e = re.sub(r"\.to\([\w.]+\)$", "", e)
     e = re.sub(r"decltype\(\w+\)::", "", e)
     e = re.sub(r"^static_cast<\w+>\(([^()]+)\)$", r"\1", e)
-    if re.fullmatch(r"-?[\d.]+(e-?\d+)?|float\(\"-?inf\"\)|-?std::numeric_limits<\w+>::\w+\(\)|True|False", e):
+    if re.fullmatch(
+        r"-?[\d.]+(e-?\d+)?|float\(\"-?inf\"\)|-?std::numeric_limits<\w+>::\w+\(\)|True|False", e
+    ):
         return "constant", False
     if TEMP.fullmatch(e) or re.fullmatch(r"\w+", e):
         return "copy", False
@@ -269,7 +271,9 @@ def read_triton(src: str) -> Body:
     for lineno, raw in enumerate(src.splitlines(), 1):
         line = raw.strip()
         if re.match(r"for r\w*_offset in ", line):
-            body.loops.append(Loop(re.match(r"for (\w+)", line).group(1), "0", "r0_numel", "R0_BLOCK", False, lineno))
+            body.loops.append(
+                Loop(re.match(r"for (\w+)", line).group(1), "0", "r0_numel", "R0_BLOCK", False, lineno)
+            )
             continue
         if m := re.match(r"(\w+)\s*:\s*tl\.constexpr\s*=\s*(.+)$", line):
             body.constants[m.group(1)] = m.group(2)
@@ -286,7 +290,9 @@ def read_triton(src: str) -> Body:
                 body.steps.append(Step(var, op, is_red, TEMP.findall(m.group(2)), lineno, line))
             if is_red:
                 acc = next((u for u in TEMP.findall(m.group(2)) if u.startswith("_tmp")), None)
-                body.reductions.append(Reduction(op, split_top(m.group(1))[0], acc, [lineno], acc is not None))
+                body.reductions.append(
+                    Reduction(op, split_top(m.group(1))[0], acc, [lineno], acc is not None)
+                )
             continue
         m = re.match(r"(\w+) = (.+)$", line)
         if not m:
@@ -316,7 +322,12 @@ def read_triton(src: str) -> Body:
     # maximum/sum of _tmp2 and the new value) is what the loop accumulates: name it
     for r in body.reductions:
         for s in body.steps:
-            if r.accumulator and r.accumulator in s.uses and s.var != r.var and s.op in ("maximum", "minimum", "add"):
+            if (
+                r.accumulator
+                and r.accumulator in s.uses
+                and s.var != r.var
+                and s.op in ("maximum", "minimum", "add")
+            ):
                 s.reduction = True
     return body
 
@@ -350,11 +361,19 @@ def read_cpp(src: str) -> Body:
             body.loops.append(Loop(var, start, end, step, prev.startswith("#pragma omp for"), lineno))
         elif m := re.match(r"auto (\w+) = (\w+);$", line):
             body.aliases[m.group(1)] = m.group(2)
-        elif m := re.match(r"std::unique_ptr<(\w+) \[\]> buf_(\w+) = std::make_unique<\w+ \[\]>\((.+)\);$", line):
+        elif m := re.match(
+            r"std::unique_ptr<(\w+) \[\]> buf_(\w+) = std::make_unique<\w+ \[\]>\((.+)\);$", line
+        ):
             body.local_buffers.append(LocalBuffer(m.group(2), m.group(1), m.group(3), lineno))
         elif m := re.match(r"(?:[\w:<>, ]+ )?(tmp_acc\d+(?:_vec)?) = (.+);$", line):
             _cpp_reduction_line(
-                body, pending_red, m.group(1), m.group(2), lineno, text, declared=" " in line.split("=")[0].strip()
+                body,
+                pending_red,
+                m.group(1),
+                m.group(2),
+                lineno,
+                text,
+                declared=" " in line.split("=")[0].strip(),
             )
         elif m := re.match(r"auto (tmp\d+) = (.+);$", line):
             var, rhs = m.groups()
@@ -372,7 +391,14 @@ def read_cpp(src: str) -> Body:
         elif m := re.match(r"(\w+)\[(.+)\] = (.+);$", line):
             value = TEMP.findall(m.group(3))
             body.stores.append(
-                Access("store", m.group(1), strip_parens(m.group(2)), value[0] if value else m.group(3), lineno, text)
+                Access(
+                    "store",
+                    m.group(1),
+                    strip_parens(m.group(2)),
+                    value[0] if value else m.group(3),
+                    lineno,
+                    text,
+                )
             )
         prev = line
     return body
@@ -387,7 +413,9 @@ def _cpp_load(rhs: str, var: str, lineno: int, line: str) -> Access:
     return Access("load", ptr, index, var, lineno, line, lanes=lanes)
 
 
-def _cpp_reduction_line(body: Body, pending: dict, acc: str, rhs: str, lineno: int, line: str, declared: bool) -> None:
+def _cpp_reduction_line(
+    body: Body, pending: dict, acc: str, rhs: str, lineno: int, line: str, declared: bool
+) -> None:
     """C++ reductions: `float tmp_acc0 = -inf;` opens one, `tmp_acc0_vec = maximum(tmp_acc0_vec, tmp0)`
     accumulates, `tmp_acc0 = max_propagate_nan(tmp_acc0, vec_reduce_all(...))` folds the lanes."""
     scalar = acc.removesuffix("_vec")

@@ -54,13 +54,29 @@ class Allocation:
 
     @property
     def nbytes(self) -> int | None:
-        size = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "bool": 1, "int8": 1}
+        size = {
+            "float32": 4,
+            "float16": 2,
+            "bfloat16": 2,
+            "float64": 8,
+            "int64": 8,
+            "int32": 4,
+            "bool": 1,
+            "int8": 1,
+        }
         if not all(isinstance(d, int) for d in self.shape) or self.dtype not in size:
             return None
         return math.prod(self.shape) * size[self.dtype]
 
     def describe(self) -> str:
-        short = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "bool": "b8"}
+        short = {
+            "float32": "f32",
+            "float16": "f16",
+            "bfloat16": "bf16",
+            "float64": "f64",
+            "int64": "i64",
+            "bool": "b8",
+        }
         dims = ", ".join(str(d) for d in self.shape)
         return f"{short.get(self.dtype, self.dtype)}[{dims}]"
 
@@ -93,7 +109,9 @@ class Kernel:
     original_aten: list[str]  # aten._softmax
     source: str
     body: Body
-    calls: list[Call] = field(default_factory=list)  # a kernel reused by identical layers is launched once per layer
+    calls: list[Call] = field(
+        default_factory=list
+    )  # a kernel reused by identical layers is launched once per layer
 
     @property
     def call(self) -> Call | None:
@@ -158,7 +176,9 @@ class CompiledGraph:
     def readers(self, buf: str, after_line: int) -> list[Call]:
         """Calls after `after_line` whose arguments touch `buf`'s storage."""
         root = self.storage(buf)
-        return [c for c in self.calls if c.line > after_line and any(self.storage(b) == root for b in c.buffers)]
+        return [
+            c for c in self.calls if c.line > after_line and any(self.storage(b) == root for b in c.buffers)
+        ]
 
     def writers(self, buf: str) -> list[Call]:
         root = self.storage(buf)
@@ -168,7 +188,10 @@ class CompiledGraph:
                 out.append(c)
             elif c.kind == "kernel":
                 roles = {p.name: p.role for p in self.kernel(c.callee).body.params}
-                if any(self.storage(b) == root and roles[p] in ("output", "in_out") for p, b in c.bindings.items()):
+                if any(
+                    self.storage(b) == root and roles[p] in ("output", "in_out")
+                    for p, b in c.bindings.items()
+                ):
                     out.append(c)
         return out
 
@@ -200,7 +223,9 @@ def graph_nodes(text: str) -> dict[str, str]:
     Reads the post-grad graph Inductor logs (`post_grad_graphs`) and the `# Graph fragment:`
     comments above Triton kernels."""
     nodes = {m.group(1): f"{m.group(2)}.{m.group(3)}.{m.group(4)}" for m in _GRAPH_NODE.finditer(text)}
-    nodes.update({m.group(1): f"{m.group(2)}.{m.group(3)}.{m.group(4)}" for m in _FRAGMENT_NODE.finditer(text)})
+    nodes.update(
+        {m.group(1): f"{m.group(2)}.{m.group(3)}.{m.group(4)}" for m in _FRAGMENT_NODE.finditer(text)}
+    )
     return nodes
 
 
@@ -226,7 +251,9 @@ def _op_of(node: str, targets: dict[str, str]) -> str:
 
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(triton|cpp_pybinding|cpp)\(", re.M)
 _ALLOC = re.compile(r"^(\w+) = empty_strided(?:_(\w+))?\(\((.*?)\), \((.*?)\), torch\.(\w+)")
-_SOURCE_NODES = re.compile(r"# (?:Topologically Sorted|Unsorted) Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
+_SOURCE_NODES = re.compile(
+    r"# (?:Topologically Sorted|Unsorted) Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]"
+)
 
 
 def _ints(text: str) -> tuple:
@@ -373,7 +400,9 @@ def parse_module(source: str, post_grad_graph: str = "") -> CompiledGraph:
             kernel = by_name[callee]
             params = [p for p in kernel.body.params if p.role != "block"]
             bound = {p.name: _buffers_in([a])[0] for p, a in zip(params, positional) if _buffers_in([a])}
-            call = Call(callee, "kernel", positional, _buffers_in(positional), bound, None, *pending, lineno, text)
+            call = Call(
+                callee, "kernel", positional, _buffers_in(positional), bound, None, *pending, lineno, text
+            )
             kernel.calls.append(call)
             if len(kernel.calls) == 1:  # the parameters are described as bound by the first launch
                 if not kernel.source_nodes:
@@ -384,7 +413,9 @@ def parse_module(source: str, post_grad_graph: str = "") -> CompiledGraph:
             out = next((a.split("=", 1)[1] for a in args if a.startswith("out=")), assigned)
             if assigned:  # the library allocated its result itself
                 graph.allocations[assigned] = Allocation(assigned, ("?",), ("?",), "?", "", lineno)
-            call = Call(callee, "extern", positional, _buffers_in(positional), {}, out, *pending, lineno, text)
+            call = Call(
+                callee, "extern", positional, _buffers_in(positional), {}, out, *pending, lineno, text
+            )
         else:
             continue
         graph.calls.append(call)

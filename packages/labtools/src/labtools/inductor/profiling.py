@@ -10,8 +10,9 @@ call + synchronize): for a model this small the GPU time is not what the user wa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -29,7 +30,7 @@ class Stat:
     reps: int
 
     @classmethod
-    def of(cls, t: Timing) -> "Stat":
+    def of(cls, t: Timing) -> Stat:
         return cls(t.median_us, t.q1_us, t.q3_us, t.n)
 
 
@@ -76,7 +77,9 @@ def _first_call(compiled: Callable, inputs: tuple, device: str, outputs: list) -
     return call
 
 
-def profile(fn: Callable, *inputs: Any, target: str = "", modes: Sequence[str] = MODES) -> list[ProfileRecord]:
+def profile(
+    fn: Callable, *inputs: Any, target: str = "", modes: Sequence[str] = MODES
+) -> list[ProfileRecord]:
     """One record per compile mode: compile time, warm eager and compiled times, max error."""
     device = leaves(list(inputs))[0].device.type if leaves(list(inputs)) else "cpu"
     shapes = [list(t.shape) for t in leaves(list(inputs))]

@@ -24,7 +24,9 @@ TOLERANCE = 1e-6
 
 def load_runs(out: Path) -> dict[str, dict]:
     return {
-        d: json.loads((out / d / "results.json").read_text()) for d in DEVICES if (out / d / "results.json").exists()
+        d: json.loads((out / d / "results.json").read_text())
+        for d in DEVICES
+        if (out / d / "results.json").exists()
     }
 
 
@@ -65,7 +67,10 @@ def _rerun(device: str) -> str:
 
 
 def _provenance(runs: dict) -> list[str]:
-    md = ["| run | date (UTC) | machine | torch | triton | conditions | command |", "|---|---|---|---|---|---|---|"]
+    md = [
+        "| run | date (UTC) | machine | torch | triton | conditions | command |",
+        "|---|---|---|---|---|---|---|",
+    ]
     notes = []
     for d in DEVICES:
         r = runs.get(d)
@@ -139,7 +144,11 @@ def _minigpt(runs: dict) -> list[str]:
             f"({d}/minigpt/ANNOTATION.md)). Softmax kernels:"
         )
         for s in g["softmax_kernels"]:
-            extra = f"; fused in with it: {', '.join(s['also_fused'])} (the mask and scale)" if s["also_fused"] else ""
+            extra = (
+                f"; fused in with it: {', '.join(s['also_fused'])} (the mask and scale)"
+                if s["also_fused"]
+                else ""
+            )
             src = f" from {', '.join(s['source_nodes'])}" if s["source_nodes"] else ""
             md.append(
                 f"  - `{s['kernel']}` ({s['kind']}{src}, launched {s['launches']} times): "
@@ -270,7 +279,11 @@ def _exports(runs: dict) -> list[str]:
             path = f"{d}/{target}/exported_program.txt"
             md.append(
                 f"- {d.upper()} {target}: "
-                + (f"could not export: {rec['export_error']}" if rec.get("export_error") else f"[{path}]({path})")
+                + (
+                    f"could not export: {rec['export_error']}"
+                    if rec.get("export_error")
+                    else f"[{path}]({path})"
+                )
             )
     return md
 
@@ -338,7 +351,12 @@ def annotation(out: Path, runs: dict) -> str:
         gpt = _softmax(out, d, "minigpt") if d in runs else None
         if gpt:
             path = f"{d}/minigpt/kernels/{gpt[0].name}.{'py' if gpt[0].language == 'triton' else 'cpp'}"
-            md += [f"# {d.upper()}: the MiniGPT's attention softmax, [{path}]({path})", "", annotate(*gpt), ""]
+            md += [
+                f"# {d.upper()}: the MiniGPT's attention softmax, [{path}]({path})",
+                "",
+                annotate(*gpt),
+                "",
+            ]
     return "\n".join(md)
 
 
@@ -347,7 +365,9 @@ def write(out: str | Path) -> list[Path]:
     out = Path(out)
     runs = load_runs(out)
     if not runs:
-        raise ValueError(f"no recorded run under {out} (expected {out}/cpu/results.json or {out}/cuda/results.json)")
+        raise ValueError(
+            f"no recorded run under {out} (expected {out}/cpu/results.json or {out}/cuda/results.json)"
+        )
     written = []
     for d in DEVICES:
         found = _softmax(out, d, "tinyhead") if d in runs else None
@@ -366,10 +386,14 @@ def manifest(out: Path, runs: dict) -> dict:
     files = {}
     for p in sorted(out.rglob("*")):
         rel = p.relative_to(out).as_posix()
-        if not p.is_file() or rel == "manifest.json" or rel.startswith("."):  # .cuda-partial: a run in progress
+        if (
+            not p.is_file() or rel == "manifest.json" or rel.startswith(".")
+        ):  # .cuda-partial: a run in progress
             continue
         top = rel.split("/", 1)[0]
-        made_by = f"{top} run" if top in DEVICES else "lab inductor report" if rel in GENERATED else "hand-written"
+        made_by = (
+            f"{top} run" if top in DEVICES else "lab inductor report" if rel in GENERATED else "hand-written"
+        )
         files[rel] = {
             "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
             "bytes": p.stat().st_size,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -46,7 +47,9 @@ def minigpt(device: str) -> tuple[nn.Module, tuple]:
         raise ValueError(
             f"target 'minigpt' needs the minigpt_torch package, which does not import here: {exc}"
         ) from exc
-    missing = [f for f in ("load_pretrained", "example_inputs") if not callable(getattr(minigpt_torch, f, None))]
+    missing = [
+        f for f in ("load_pretrained", "example_inputs") if not callable(getattr(minigpt_torch, f, None))
+    ]
     if missing:
         raise ValueError(
             f"target 'minigpt' needs minigpt_torch.load_pretrained() and minigpt_torch.example_inputs(); "
@@ -84,12 +87,16 @@ def resolve(spec: str, device: str) -> tuple[Callable, tuple]:
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"target {spec!r}: cannot import {attr} from {module_name}: {exc}") from exc
         if not callable(factory) or "device" not in inspect.signature(factory).parameters:
-            raise ValueError(f"target {spec!r} must be a function taking `device` and returning (fn_or_module, inputs)")
+            raise ValueError(
+                f"target {spec!r} must be a function taking `device` and returning (fn_or_module, inputs)"
+            )
     else:
         raise ValueError(f"unknown target {spec!r}: use one of {sorted(TARGETS)} or package.module:function")
     got = factory(device=device)
     if not (isinstance(got, tuple) and len(got) == 2 and callable(got[0])):
-        raise ValueError(f"target {spec!r} must return (fn_or_module, example_inputs), got {type(got).__name__}")
+        raise ValueError(
+            f"target {spec!r} must return (fn_or_module, example_inputs), got {type(got).__name__}"
+        )
     fn, inputs = got
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
     wrong = {t.device.type for t in leaves(list(inputs))} - {device}

@@ -1,4 +1,4 @@
-"""kernels_cuda's entry in labtools' registry (entry point `labtools.plugins`: kernels_cuda.bench:register).
+"""kernels_cuda's entry in labtools' registry (entry point `labtools.plugins`: kernels_cuda.plugin:register).
 
 Each softmax variant is registered with the shapes it is designed for, so a sweep (`lab bench
 softmax`) times v1 only on short rows and v4 only on long ones; `cuda.auto` takes every shape.
@@ -31,14 +31,29 @@ def _fits_v3(shape, dtype) -> bool:
 
 # (variant, registry name, label, designed range, note)
 VARIANTS = (
-    ("v1", "cuda.v1_naive", "naive", lambda shape, dtype: shape[-1] <= 1024,
-     "one thread per row, three passes; short rows only (a long row is one thread's serial loop)"),
+    (
+        "v1",
+        "cuda.v1_naive",
+        "naive",
+        lambda shape, dtype: shape[-1] <= 1024,
+        "one thread per row, three passes; short rows only (a long row is one thread's serial loop)",
+    ),
     ("v2", "cuda.v2_shared", "shared mem", None, "one block per row, shared-memory tree reductions"),
     ("v3", "cuda.v3_fused", "fused", _fits_v3, "row in registers, one read + one write, 16-byte accesses"),
-    ("v4", "cuda.v4_cluster", "cluster", lambda shape, dtype: shape[-1] >= 8192,
-     "long rows over a thread-block cluster with DSMEM (sm_90); online two-pass without clusters"),
-    ("v4_online", "cuda.v4_online", "online", lambda shape, dtype: shape[-1] >= 8192,
-     "two passes over DRAM with a running (max, sum): any row length, any GPU"),
+    (
+        "v4",
+        "cuda.v4_cluster",
+        "cluster",
+        lambda shape, dtype: shape[-1] >= 8192,
+        "long rows over a thread-block cluster with DSMEM (sm_90); online two-pass without clusters",
+    ),
+    (
+        "v4_online",
+        "cuda.v4_online",
+        "online",
+        lambda shape, dtype: shape[-1] >= 8192,
+        "two passes over DRAM with a running (max, sum): any row length, any GPU",
+    ),
     ("auto", "cuda.auto", "CUDA auto", None, "v3 or v4 by row length, dtype and compute capability"),
 )
 
@@ -47,9 +62,9 @@ def check_softmax() -> dict:
     """Every variant against the float64 reference at a few shapes, outputs poisoned with NaN."""
     import numpy as np
     import torch
+    from labtools.ops import softmax_ref, tolerance
 
     from kernels_cuda import arrays
-    from labtools.ops import softmax_ref, tolerance
 
     results = []
     shapes = [(7, 600), (33, 1000), (4, 8192 + 8), (3, 40000)]
@@ -63,16 +78,51 @@ def check_softmax() -> dict:
                     y = sm.softmax(x, variant=variant)
                 got, ref = y.double().cpu().numpy(), softmax_ref(x.double().cpu().numpy())
                 ok = bool(np.allclose(got, ref, **tolerance(dtype)))
-                results.append({"impl": name, "shape": list(shape), "dtype": dtype, "passed": ok,
-                                 "max_abs_err": float(np.nanmax(np.abs(got - ref)))})
+                results.append(
+                    {
+                        "impl": name,
+                        "shape": list(shape),
+                        "dtype": dtype,
+                        "passed": ok,
+                        "max_abs_err": float(np.nanmax(np.abs(got - ref))),
+                    }
+                )
     return {"passed": all(r["passed"] for r in results), "cases": results}
 
 
 def register() -> None:
     for variant, name, label, supports, notes in VARIANTS:
-        add(Implementation(_softmax(variant), op="softmax", name=name, backend="cuda-c", label=label, device="cuda",
-                           dtypes=HALF, supports=supports, notes=notes), replace=True)
-    add(Implementation(vector_add, op="vector_add", name="cuda.vector_add", backend="cuda-c", label="vector add",
-                       device="cuda", dtypes=HALF), replace=True)
-    register_check(Check("cuda.softmax.correctness", check_softmax, needs_cuda=True,
-                         doc="kernels_cuda softmax v1..v4 and auto vs the float64 reference, NaN-poisoned outputs"))
+        add(
+            Implementation(
+                _softmax(variant),
+                op="softmax",
+                name=name,
+                backend="cuda-c",
+                label=label,
+                device="cuda",
+                dtypes=HALF,
+                supports=supports,
+                notes=notes,
+            ),
+            replace=True,
+        )
+    add(
+        Implementation(
+            vector_add,
+            op="vector_add",
+            name="cuda.vector_add",
+            backend="cuda-c",
+            label="vector add",
+            device="cuda",
+            dtypes=HALF,
+        ),
+        replace=True,
+    )
+    register_check(
+        Check(
+            "cuda.softmax.correctness",
+            check_softmax,
+            needs_cuda=True,
+            doc="kernels_cuda softmax v1..v4 and auto vs the float64 reference, NaN-poisoned outputs",
+        )
+    )

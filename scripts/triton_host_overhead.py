@@ -8,8 +8,8 @@ a case -- and what a GPU waits for between back-to-back calls.
 It imports `kernels_triton` from wherever Python finds it, so the same script times an
 older checkout too (NOTES.md, "Host time per call"):
 
-    python3 scripts/in_place.py python packages/kernels-triton/scripts/host_overhead.py --references
-    PYTHONPATH=/tmp/before/src:packages/labtools/src python3 packages/kernels-triton/scripts/host_overhead.py \\
+    python3 scripts/in_place.py python scripts/triton_host_overhead.py --references
+    PYTHONPATH=/tmp/before/src:packages/labtools/src python3 scripts/triton_host_overhead.py \\
         --label before
 """
 
@@ -41,7 +41,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--label", default="this checkout")
     parser.add_argument("--references", action="store_true", help="also F.softmax (labtools' registry)")
-    parser.add_argument("--shapes", type=int, default=len(CASES), help="time only the first K cases (default: all)")
+    parser.add_argument(
+        "--shapes", type=int, default=len(CASES), help="time only the first K cases (default: all)"
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     import importlib
@@ -50,28 +52,45 @@ def main() -> int:
 
     launch = importlib.import_module("kernels_triton.softmax")._launch
     rows = []
-    for (m, n), dtype in CASES[:args.shapes]:
+    for (m, n), dtype in CASES[: args.shapes]:
         x = torch.randn(m, n, device="cuda", dtype=dtype)
         dy = torch.randn_like(x)
         what = f"{m}x{n} {str(dtype)[6:]}"
         rows.append((f"Triton forward {what}", issue_us(softmax, x)))
         # where the time goes: the output's allocation, and the launch alone into a given output
         rows.append((f"  of which torch.empty_like {what}", issue_us(torch.empty_like, x)))
-        rows.append((f"  of which the launch (_launch) {what}", issue_us(launch, "softmax_fwd", [x, torch.empty_like(x)], m, n, None)))
-        rows.append((f"Triton forward, x.requires_grad {what}", issue_us(softmax, x.clone().requires_grad_())))
+        rows.append(
+            (
+                f"  of which the launch (_launch) {what}",
+                issue_us(launch, "softmax_fwd", [x, torch.empty_like(x)], m, n, None),
+            )
+        )
+        rows.append(
+            (f"Triton forward, x.requires_grad {what}", issue_us(softmax, x.clone().requires_grad_()))
+        )
         rows.append((f"Triton backward {what}", issue_us(softmax_backward, torch.softmax(x, -1), dy)))
         if args.references:
             from labtools import registry
 
             for name in REFERENCES:
-                rows.append((f"{registry.get(name).label} forward {what}", issue_us(registry.get(name).fn, x)))
+                rows.append(
+                    (f"{registry.get(name).label} forward {what}", issue_us(registry.get(name).fn, x))
+                )
     print(f"host time per call, us ({args.label}; {torch.cuda.get_device_name()}, torch {torch.__version__})")
     for what, us in rows:
         print(f"  {what:48s} {us:8.1f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"label": args.label, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                       "host_us": dict(rows)}, f, indent=1)
+            json.dump(
+                {
+                    "label": args.label,
+                    "device": torch.cuda.get_device_name(),
+                    "torch": torch.__version__,
+                    "host_us": dict(rows),
+                },
+                f,
+                indent=1,
+            )
     return 0
 
 

@@ -1,0 +1,86 @@
+"""labtools plugin: the Triton softmax, forward and backward, for `lab` and the benchmarks.
+
+Declared in pyproject as the `labtools.plugins` entry point `kernels_triton.plugin:register`.
+"""
+
+from labtools.registry import Implementation
+from labtools.registry import register as _register
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def _forward(x):
+    from kernels_triton.softmax import softmax
+
+    return softmax(x, dim=-1)
+
+
+def _backward(y, dy):
+    from kernels_triton.softmax import softmax_backward
+
+    return softmax_backward(y, dy, dim=-1)
+
+
+def _picks(kernel: str):
+    """The configs this process's launches of one kernel ran with (committed picks or the
+    autotuner's), in labtools' convention ([{"key": ..., "config": ...}], see
+    labtools.registry). The key the (512, 600) shape of the manifest's B512 uses comes
+    first, so `lab run` reports the config that shape ran."""
+
+    def picks() -> list[dict]:
+        import torch
+
+        from kernels_triton.softmax import _rows_per_sm, autotune_picks
+
+        b512 = _rows_per_sm(512, torch.device("cuda")) if torch.cuda.is_available() else None
+        found = [p for p in autotune_picks()["used"] if p["kernel"] == kernel]
+        found.sort(key=lambda p: p["rows_per_sm"] != b512)
+        return [
+            {
+                "key": {"N": p["N"], "dtype": p["dtype"], "rows_per_sm": p["rows_per_sm"]},
+                "config": {
+                    "BLOCK": p["block"],
+                    "num_warps": p["num_warps"],
+                    "l2_hints": p.get("l2_hints", False),
+                    "source": p["source"],
+                },
+            }
+            for p in found
+        ]
+
+    return picks
+
+
+def register() -> None:
+    notes = (
+        "one pass with the row in registers up to 32768 (fp32 forward; 16384 backward), else a looped online "
+        "softmax; BLOCK x num_warps autotuned per (N, rows per SM, dtype); picks: kernels_triton.autotune_picks()"
+    )
+    _register(
+        Implementation(
+            _forward,
+            op="softmax",
+            name="triton.softmax",
+            backend="triton",
+            label="Triton",
+            device="cuda",
+            dtypes=DTYPES,
+            notes=notes,
+            meta={"autotune_picks": _picks("softmax_fwd")},
+        ),
+        replace=True,
+    )
+    _register(
+        Implementation(
+            _backward,
+            op="softmax_backward",
+            name="triton.softmax_backward",
+            backend="triton",
+            label="Triton bwd",
+            device="cuda",
+            dtypes=DTYPES,
+            notes=notes,
+            meta={"autotune_picks": _picks("softmax_bwd")},
+        ),
+        replace=True,
+    )
