@@ -41,6 +41,11 @@ def cmd_train(args) -> int:
             meta |= {"torch": torch.__version__, "device": args.device, "world_size": result.world_size}
             checkpoint.save(args.out, np_model, result.corpus.tokenizer, meta)
             print(json.dumps({"out": args.out, **meta}, indent=2))
+        if dist.is_initialized():
+            # Every rank waits for rank 0's checkpoint write: a rank that tears its gloo group
+            # down while another still uses it can abort ("terminate called without an active
+            # exception"). Only on success: after an error the other ranks may never arrive.
+            dist.barrier()
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
