@@ -1,0 +1,23 @@
+"""labtools.atomic: the destination is either the old file or the new one, never a part."""
+
+import pytest
+
+from labtools.atomic import atomic_path, atomic_write_text
+
+
+def test_write_replaces_whole(tmp_path):
+    target = tmp_path / "report.md"
+    atomic_write_text(target, "old")
+    atomic_write_text(target, "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "manifest.json"
+    atomic_write_text(target, "old")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed mid-write")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
