@@ -391,3 +391,22 @@ def test_tables_plain_markdown_and_rich():
         render(("a", "b", "c"), [(1, 2)])
     with pytest.raises(ValueError, match="style must be"):
         render(("a",), [(1,)], style="html")
+
+
+def test_a_run_that_fails_says_so_in_its_record(tmp_path):
+    from labtools import runs
+
+    with pytest.raises(RuntimeError), runs.open_run("bench", root=tmp_path) as run:
+        run.write_text("partial.json", "{}")
+        raise RuntimeError("a bug")
+    record = json.loads((run.path / "run.json").read_text())
+    assert record["status"] == "error: RuntimeError" and record["files"] == ["REPORT.md", "partial.json"]
+    assert not (run.path / ".lab.lock").exists()
+    (listed,) = runs.list_runs(tmp_path)
+    assert listed["status"] == "error: RuntimeError" and listed["command"] == "bench"
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "run.json").write_text("{not json")
+    assert {r["status"] for r in runs.list_runs(tmp_path)} == {
+        "error: RuntimeError",
+        "unreadable run.json: JSONDecodeError",
+    }
