@@ -19,6 +19,9 @@ spends stalled on <reason> per issued instruction), which `profile` requests by 
 `python -m labtools.ncu launch NAME MxN DTYPE` is the target `lab ncu --impl` profiles:
 it warms a registered implementation up (compile, autotune) with the profiler off, then
 runs it once between cudaProfilerStart/Stop (ncu runs with --profile-from-start off).
+
+Length: over 400 lines because the command that makes the CSV, its parser and the verdict
+stay in one file: they agree on metric names and units that ncu versions change.
 """
 
 from __future__ import annotations
@@ -261,46 +264,10 @@ def parse_csv(text: str) -> list[KernelProfile]:
             'no ncu CSV header (a line with "Kernel Name" and "Metric Name") found; '
             "was ncu run with --csv --page details?"
         )
+    reader = csv.reader(io.StringIO("\n".join(lines[start:])), strict=True)
     try:
-        reader = csv.reader(io.StringIO("\n".join(lines[start:])), strict=True)
         header = next(reader)
-        missing = [c for c in _REQUIRED if c not in header]
-        if missing:
-            raise NcuCsvError(f"ncu CSV lacks column(s) {missing} (line {start + 1}); got {header}")
-        if len(set(header)) != len(header):
-            raise NcuCsvError(f"ncu CSV header on line {start + 1} repeats a column name")
-        # ncu leaves out a row's empty trailing fields (the rule columns), but never the metric
-        needed = 1 + max(header.index(c) for c in (*_REQUIRED, "Metric Unit") if c in header)
-        kernels: dict[str, KernelProfile] = {}
-        last_fields = None
-        for fields in reader:
-            last_fields = fields
-            line_no = start + reader.line_num
-            if not fields or fields == header or (len(fields) == 1 and not fields[0].strip()):
-                continue  # blank lines, repeated headers
-            if not needed <= len(fields) <= len(header):
-                raise NcuCsvError(
-                    f"line {line_no}: {len(fields)} fields for {len(header)} columns "
-                    f"(at least {needed} expected; truncated or damaged file)"
-                )
-            row = dict(zip(header, fields + [""] * (len(header) - len(fields)), strict=True))
-            if not row["Metric Name"].strip():
-                continue  # rule-only rows
-            if not (row["ID"].strip().isascii() and row["ID"].strip().isdigit()):
-                raise NcuCsvError(f"line {line_no}, column ID: {row['ID'][:40]!r} is not a launch number")
-            k = kernels.get(row["ID"])
-            if k is None:
-                if not row["Kernel Name"].strip():
-                    raise NcuCsvError(f"line {line_no}, column Kernel Name: empty")
-                info = {c: row[c] for c in _PER_LAUNCH if row.get(c)}
-                k = kernels[row["ID"]] = KernelProfile(row["ID"], row["Kernel Name"], info)
-            text_value = row["Metric Value"]
-            unit = (row.get("Metric Unit") or "").strip()
-            value = _metric_value(
-                text_value, unit, f"line {line_no}, column Metric Value ({row['Metric Name']})"
-            )
-            section = row.get("Section Name") or ""
-            k.metrics.append(Metric(section, row["Metric Name"], unit, value, text_value))
+        kernels, last_fields = _read_rows(reader, header, start)
     except csv.Error as exc:
         raise NcuCsvError(
             f"line {start + reader.line_num}: not CSV ({exc}); truncated or damaged file"
@@ -313,6 +280,49 @@ def parse_csv(text: str) -> list[KernelProfile]:
     if not text.endswith(("\n", "\r")) and (last_short or (quoted and not lines[-1].endswith('"'))):
         raise NcuCsvError(f"line {len(lines)}: the file ends inside a row (truncated file)")
     return list(kernels.values())
+
+
+def _read_rows(reader, header: list[str], start: int) -> tuple[dict[str, KernelProfile], list[str] | None]:
+    """The rows under `header` (on line start + 1) as KernelProfiles by launch ID, and the
+    last row's fields."""
+    missing = [c for c in _REQUIRED if c not in header]
+    if missing:
+        raise NcuCsvError(f"ncu CSV lacks column(s) {missing} (line {start + 1}); got {header}")
+    if len(set(header)) != len(header):
+        raise NcuCsvError(f"ncu CSV header on line {start + 1} repeats a column name")
+    # ncu leaves out a row's empty trailing fields (the rule columns), but never the metric
+    needed = 1 + max(header.index(c) for c in (*_REQUIRED, "Metric Unit") if c in header)
+    kernels: dict[str, KernelProfile] = {}
+    last_fields = None
+    for fields in reader:
+        last_fields = fields
+        line_no = start + reader.line_num
+        if not fields or fields == header or (len(fields) == 1 and not fields[0].strip()):
+            continue  # blank lines, repeated headers
+        if not needed <= len(fields) <= len(header):
+            raise NcuCsvError(
+                f"line {line_no}: {len(fields)} fields for {len(header)} columns "
+                f"(at least {needed} expected; truncated or damaged file)"
+            )
+        row = dict(zip(header, fields + [""] * (len(header) - len(fields)), strict=True))
+        if not row["Metric Name"].strip():
+            continue  # rule-only rows
+        launch = row["ID"].strip()
+        if not (launch.isascii() and launch.isdigit()):
+            raise NcuCsvError(f"line {line_no}, column ID: {row['ID'][:40]!r} is not a launch number")
+        k = kernels.get(row["ID"])
+        if k is None:
+            if not row["Kernel Name"].strip():
+                raise NcuCsvError(f"line {line_no}, column Kernel Name: empty")
+            info = {c: row[c] for c in _PER_LAUNCH if row.get(c)}
+            k = kernels[row["ID"]] = KernelProfile(row["ID"], row["Kernel Name"], info)
+        unit = (row.get("Metric Unit") or "").strip()
+        where = f"line {line_no}, column Metric Value ({row['Metric Name']})"
+        value = _metric_value(row["Metric Value"], unit, where)
+        k.metrics.append(
+            Metric(row.get("Section Name") or "", row["Metric Name"], unit, value, row["Metric Value"])
+        )
+    return kernels, last_fields
 
 
 # --- running ncu -------------------------------------------------------------------

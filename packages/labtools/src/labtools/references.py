@@ -56,93 +56,49 @@ def _compiled_softmax(x):
     return fn(x)
 
 
-def register() -> None:
-    _add(
-        Implementation(
-            softmax_ref,
-            "softmax",
-            "numpy.softmax",
-            "numpy",
-            "NumPy (f64)",
-            device="cpu",
-            dtypes=("float64", "float32", "float16"),
-            is_reference=False,
-        )
-    )
-    _add(
+NUMPY_DTYPES = ("float64", "float32", "float16")
+TORCH_DTYPES = HALF + ("float64",)
+
+
+def implementations() -> list[Implementation]:
+    """The references: NumPy always; torch eager on both devices, and the CUDA-only
+    torch.compile, copy and add, when torch is installed."""
+    impls = [
+        Implementation(softmax_ref, "softmax", "numpy.softmax", "numpy", "NumPy (f64)", "cpu", NUMPY_DTYPES),
         Implementation(
             softmax_backward_ref,
             "softmax_backward",
             "numpy.softmax_backward",
             "numpy",
             "NumPy (f64)",
-            device="cpu",
-            dtypes=("float64", "float32", "float16"),
-        )
-    )
+            "cpu",
+            NUMPY_DTYPES,
+        ),
+    ]
     if importlib.util.find_spec("torch") is None:
-        return
+        return impls
     for device in ("cuda", "cpu"):
-        _add(
+        impls += [
             Implementation(
-                _torch_softmax,
-                "softmax",
-                f"torch.softmax.{device}",
-                "torch",
-                "F.softmax",
-                device=device,
-                dtypes=HALF + ("float64",),
-                is_reference=True,
-            )
-        )
-        _add(
+                _torch_softmax, "softmax", f"torch.softmax.{device}", "torch", "F.softmax", device,
+                TORCH_DTYPES, is_reference=True,
+            ),
             Implementation(
-                _torch_softmax_backward,
-                "softmax_backward",
-                f"torch.softmax_backward.{device}",
-                "torch",
-                "F.softmax bwd",
-                device=device,
-                dtypes=HALF + ("float64",),
-                is_reference=True,
-            )
-        )
-    _add(
+                _torch_softmax_backward, "softmax_backward", f"torch.softmax_backward.{device}", "torch",
+                "F.softmax bwd", device, TORCH_DTYPES, is_reference=True,
+            ),
+        ]  # fmt: skip
+    return impls + [
         Implementation(
-            _compiled_softmax,
-            "softmax",
-            "torch.compile.softmax.cuda",
-            "torch.compile",
-            "torch.compile",
-            device="cuda",
-            dtypes=HALF,
-        )
-    )
-    _add(
-        Implementation(
-            _torch_copy,
-            "copy",
-            "torch.copy.cuda",
-            "torch",
-            "copy",
-            device="cuda",
-            dtypes=HALF,
-            is_reference=True,
-        )
-    )
-    _add(
-        Implementation(
-            _torch_add,
-            "vector_add",
-            "torch.add.cuda",
-            "torch",
-            "a + b",
-            device="cuda",
-            dtypes=HALF,
-            is_reference=True,
-        )
-    )
+            _compiled_softmax, "softmax", "torch.compile.softmax.cuda", "torch.compile", "torch.compile",
+            "cuda", HALF,
+        ),
+        Implementation(_torch_copy, "copy", "torch.copy.cuda", "torch", "copy", "cuda", HALF, is_reference=True),
+        Implementation(_torch_add, "vector_add", "torch.add.cuda", "torch", "a + b", "cuda", HALF, is_reference=True),
+    ]  # fmt: skip
 
 
-def _add(impl: Implementation) -> None:
-    _register_impl(impl, replace=True)  # idempotent: load_plugins(force=True) re-runs this
+def register() -> None:
+    """Register every reference (idempotent: `load_plugins(force=True)` runs it again)."""
+    for impl in implementations():
+        _register_impl(impl, replace=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from labtools import cli
@@ -131,20 +132,13 @@ def check_json_path(path: Path) -> Path:
     return path
 
 
-def main(args) -> int:
-    from labtools import ceilings, runs
-    from labtools.atomic import atomic_write_text
-    from labtools.sweep import (
-        B512,
-        SweepConfig,
-        default_shapes,
-        format_table,
-        run_sweep,
-        shape_str,
-        summarize,
-    )
+def checked_config(args):
+    """The sweep's SweepConfig and the --json path, from arguments checked before any
+    measurement: device, output paths, then the implementations (loading the plugins
+    takes seconds, so it comes last)."""
+    from labtools import runs
+    from labtools.sweep import B512, SweepConfig, default_shapes
 
-    # Everything the user named is checked before the first measurement.
     device = resolve_device(args.device)
     if args.b512:
         shapes, dtypes = (B512,), ("float32",)
@@ -153,23 +147,31 @@ def main(args) -> int:
         dtypes = tuple(args.dtypes)
     json_path = check_json_path(args.json) if args.json else None
     if args.out is not None:
-        runs.check_folder(args.out)  # before loading the plugins, which takes seconds
+        runs.check_folder(args.out)
     impls = tuple(args.impls or ())
     check_impls(args.op, device, impls)
-    run = (
-        None
-        if json_path and args.out is None
-        else runs.open_run("bench", args.out, command_line=args.command_line)
+    cap = args.time_cap or (1.0 if device == "cuda" else 0.5)
+    return SweepConfig(args.op, device, shapes, dtypes, impls, seed=args.seed, time_cap_s=cap), json_path
+
+
+def main(args) -> int:
+    from labtools import ceilings, runs
+    from labtools.atomic import atomic_write_text
+    from labtools.sweep import format_table, run_sweep, shape_str, summarize
+
+    config, json_path = checked_config(args)
+    device, shapes = config.device, config.shapes
+    named_file_only = json_path is not None and args.out is None
+    folder = (
+        nullcontext() if named_file_only else runs.open_run("bench", args.out, command_line=args.command_line)
     )
-    try:
+    with folder as run:
         if device == "cpu" and not args.shapes and not args.b512:
             print(
                 f"lab bench: no CUDA device: CPU implementations only, at small shapes "
                 f"({', '.join(shape_str(s) for s in shapes)})",
                 file=sys.stderr,
             )
-        cap = args.time_cap or (1.0 if device == "cuda" else 0.5)
-        config = SweepConfig(args.op, device, shapes, dtypes, impls, seed=args.seed, time_cap_s=cap)
         ceiling = None
         if not args.no_ceiling:
             print(f"lab bench: measuring the {device} copy ceiling", file=sys.stderr, flush=True)
@@ -190,7 +192,4 @@ def main(args) -> int:
             status = "failed" if sweep.failed else "ok"
             run.finish(device=device, status=status, exit_status=1 if sweep.failed else 0)
             print(f"wrote {path} (run folder {run.path})")
-    finally:
-        if run is not None:
-            run.close()
     return 1 if sweep.failed else 0

@@ -147,7 +147,10 @@ def _stored_nodes(kernel: Kernel) -> dict[str, list[Access]]:
 
 
 def annotate(kernel: Kernel, graph: CompiledGraph | None = None) -> str:
-    """The walkthrough of `kernel` as Markdown; `graph` (its module) adds the wrapper's buffers."""
+    """The walkthrough of `kernel` as Markdown; `graph` (its module) adds the wrapper's buffers.
+
+    Long (the five sections in the order the reader meets them, module docstring) because
+    each section's sentences refer to names the earlier ones introduced."""
     b = kernel.body
     local = {lb.name for lb in b.local_buffers}
     params = {p.name: p for p in b.params}
@@ -297,6 +300,8 @@ def _reduction_text(kernel: Kernel, r) -> str:
 
 
 def _not_there(kernel: Kernel, graph: CompiledGraph | None) -> list[str]:
+    """The section on fused results that never reach a buffer (just over 60 lines: one
+    case per kind of temporary, local buffer, stored node and wrapper buffer)."""
     b = kernel.body
     local = {lb.name: lb for lb in b.local_buffers}
     stored = _stored_nodes(kernel)

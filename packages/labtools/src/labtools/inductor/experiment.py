@@ -92,6 +92,26 @@ def export_graph(fn, inputs, path: Path) -> str | None:
     return None
 
 
+def _minigpt(device: str, folder: Path) -> tuple[dict, tuple | None]:
+    """The MiniGPT's dump into `folder` and its results entry, and (model, inputs) to
+    profile; when there is no MiniGPT or it fails to compile, the entry says why."""
+    try:
+        gpt, gpt_inputs = minigpt(device)
+        with heartbeat(f"{device}: torch.compile minigpt"):
+            g = dump(gpt, *gpt_inputs)
+    except Exception as exc:  # noqa: BLE001 - missing, or failing to compile: recorded, and the report says so
+        return {"available": False, "error": f"{type(exc).__name__}: {exc}"}, None
+    g.write(folder)
+    entry = {
+        "available": True,
+        "max_abs_error": g.max_abs_error,
+        "kernels": [k.name for gr in g.graphs() for k in gr.kernels],
+        **attention_summary(g.graphs()),
+        "export_error": export_graph(gpt, gpt_inputs, folder / "exported_program.txt"),
+    }
+    return entry, (gpt, gpt_inputs)
+
+
 def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
     check_device(device)
     final = Path(out) / device
@@ -124,22 +144,9 @@ def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
     }
     targets = [("tinyhead", tinyhead(device, batch)) for batch in PROFILE_BATCHES]
 
-    try:
-        gpt, gpt_inputs = minigpt(device)
-        with heartbeat(f"{device}: torch.compile minigpt"):
-            g = dump(gpt, *gpt_inputs)
-    except Exception as exc:  # noqa: BLE001 - missing, or failing to compile: recorded, and the report says so
-        results["minigpt"] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
-    else:
-        g.write(root / "minigpt")
-        results["minigpt"] = {
-            "available": True,
-            "max_abs_error": g.max_abs_error,
-            "kernels": [k.name for gr in g.graphs() for k in gr.kernels],
-            **attention_summary(g.graphs()),
-            "export_error": export_graph(gpt, gpt_inputs, root / "minigpt" / "exported_program.txt"),
-        }
-        targets.append(("minigpt", (gpt, gpt_inputs)))
+    results["minigpt"], gpt_target = _minigpt(device, root / "minigpt")
+    if gpt_target is not None:
+        targets.append(("minigpt", gpt_target))
 
     results["profile"], results["profile_errors"] = [], {}
     for name, (fn, inputs) in targets:

@@ -9,6 +9,9 @@ module turns each line into a `Step` (which op it is and which temporaries it us
 each memory access into an `Access` (which pointer, which index expression).
 
 Nothing here imports torch: it reads text.
+
+Length: over 400 lines because the C++ and Triton readers share `Step`, `Access` and the
+operand grammar; split, each half would import the other's helpers.
 """
 
 from __future__ import annotations
@@ -256,6 +259,8 @@ def param_role(name: str) -> str:
 
 
 def read_triton(src: str) -> Body:
+    """A Triton kernel's body, line by line (one long loop: each branch is one line form
+    Inductor emits, and they share the loop's state: the current loop and its masks)."""
     body = Body("triton")
     m = re.search(r"@triton_heuristics\.(\w+)\(", src)
     body.heuristic = m.group(1) if m else None
