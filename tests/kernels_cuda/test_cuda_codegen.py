@@ -8,7 +8,7 @@ import re
 
 import pytest
 from kernels_cuda import codegen
-from kernels_cuda import softmax_variants as softmax
+from kernels_cuda import softmax_variants as variants
 from kernels_cuda.codegen import CompileError, Spec
 
 ARCHS = ("sm_80", "sm_90")
@@ -77,7 +77,7 @@ def test_full_width_kernels_move_16_bytes_per_access_and_never_touch_local_memor
         ops = _ptx_ops(r)
         assert not any(".local" in op for op in ops), (r.spec.name, ops)
         global_ops = {op for op in ops if ".global" in op}
-        if dict(r.spec.constants)["VEC"] == softmax.full_vec(r.spec.dtype):
+        if dict(r.spec.constants)["VEC"] == variants.full_vec(r.spec.dtype):
             assert global_ops and all(".v4." in op for op in global_ops), (r.spec.name, global_ops)
         if r.spec.cluster:
             assert {
@@ -89,7 +89,7 @@ def test_full_width_kernels_move_16_bytes_per_access_and_never_touch_local_memor
 
 
 def test_disk_cache_is_reused_and_keyed_by_everything_that_changes_the_binary(offline, cache):
-    spec = softmax.online_spec("float16", 8)
+    spec = variants.online_spec("float16", 8)
     first = codegen.compile_spec(spec, "sm_90")
     codegen._compiled.clear()  # a new process: only the disk cache is left
     again = codegen.compile_spec(spec, "sm_90")
@@ -98,8 +98,8 @@ def test_disk_cache_is_reused_and_keyed_by_everything_that_changes_the_binary(of
     keys = {
         codegen.cache_key(spec, "sm_90"),
         codegen.cache_key(spec, "sm_80"),
-        codegen.cache_key(softmax.online_spec("bfloat16", 8), "sm_90"),
-        codegen.cache_key(softmax.online_spec("float16", 1), "sm_90"),
+        codegen.cache_key(variants.online_spec("bfloat16", 8), "sm_90"),
+        codegen.cache_key(variants.online_spec("float16", 1), "sm_90"),
     }
     assert len(keys) == 4
 
@@ -118,7 +118,7 @@ def test_compile_errors_carry_the_nvrtc_log(cache):
     with pytest.raises(FileNotFoundError):
         codegen.compile_spec(Spec("99_missing.cu", "k", "float32"), "sm_90")
     with pytest.raises(ValueError, match="architecture"):
-        codegen.compile_spec(softmax.online_spec("float32", 4), "compute_90")
+        codegen.compile_spec(variants.online_spec("float32", 4), "compute_90")
 
 
 def test_parse_resources_reads_ptxas_reports():
