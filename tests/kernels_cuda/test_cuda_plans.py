@@ -3,6 +3,7 @@ stays inside what the kernels were compiled and designed for."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -218,3 +219,67 @@ def test_tune_candidates_start_with_autos_plan_and_each_holds_the_row(M, N, dtyp
             assert (
                 chunk * k["CLUSTER"] >= N and c.launch.shared_mem <= variants.H100.max_shared_per_block - 1024
             )
+
+
+# --- prepare: one input layout -> what its launch needs ---------------------------------------
+
+
+def test_prepare_reads_contiguous_rows_in_place_with_16_byte_packs():
+    p = variants.prepare((512, 600), (600, 1), "float32", -1, "auto", variants.H100)
+    assert (p.dim, p.moved, p.moved_shape, p.M, p.N) == (1, False, (512, 600), 512, 600)
+    assert (p.x_row_stride, p.y_row_stride, p.out_direct) == (600, 600, False)
+    assert p.launch == variants.plan("auto", 512, 600, "float32", 4, variants.H100)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.M = 1
+    assert variants.prepare((512, 600), (600, 1), "float32", 1, "auto", variants.H100) == p
+
+
+def test_prepare_moves_the_softmax_dim_last_and_copies_rows_that_do_not_collapse():
+    p = variants.prepare((6, 8), (8, 1), "float32", 0, "v3", variants.H100)  # softmax down columns
+    assert (p.moved, p.moved_shape, p.M, p.N, p.x_row_stride) == (True, (8, 6), 8, 6, None)
+    p = variants.prepare((2, 3, 8), (40, 10, 1), "bfloat16", -1, "v3", variants.H100)
+    assert (p.moved, p.M, p.N, p.x_row_stride) == (False, 6, 8, None)
+    assert dict(p.launch.spec.constants)["VEC"] == 8  # the contiguous copy is aligned
+    p = variants.prepare((2, 3, 8), (30, 10, 1), "bfloat16", -1, "v3", variants.H100)
+    assert p.x_row_stride == 10 and dict(p.launch.spec.constants)["VEC"] == 1  # 20-byte row stride
+
+
+def test_prepare_takes_element_wide_accesses_for_a_misaligned_input_or_output():
+    args = ((64, 600), (600, 1), "float32", -1, "v3", variants.H100)
+    vec = [
+        dict(variants.prepare(*args, **kw).launch.spec.constants)["VEC"]
+        for kw in ({}, {"x_address": 4}, {"out_strides": (600, 1), "out_address": 8})
+    ]
+    assert vec == [4, 1, 1]
+
+
+def test_prepare_writes_into_out_when_its_rows_are_distinct():
+    args = ((4, 8), (8, 1), "float32", -1, "v2", variants.H100)
+    direct = variants.prepare(*args, out_strides=(16, 1))  # rows of a wider array
+    assert direct.out_direct and direct.y_row_stride == 16
+    for strides in [(0, 1), (1, 4)]:  # a broadcast row, a transposed out: through a temporary
+        p = variants.prepare(*args, out_strides=strides)
+        assert not p.out_direct and p.y_row_stride == 8
+
+
+def test_prepare_empty_and_zero_d_inputs():
+    assert variants.prepare((3, 0), (1, 1), "float32", -1, "auto", variants.H100).launch is None
+    assert variants.prepare((0, 5), (5, 1), "float32", -1, "auto", variants.H100).launch is None
+    p = variants.prepare((), (), "float16", -1, "auto", variants.H100)
+    assert (p.M, p.N, p.launch.spec.dtype) == (1, 1, "float16")
+
+
+def test_prepare_names_what_it_refuses():
+    args = ((4, 5), (5, 1), "float32")
+    with pytest.raises(TypeError, match="dim must be an int, got bool"):
+        variants.prepare(*args, True, "auto", variants.H100)
+    with pytest.raises(ValueError, match="dim 2 is out of range"):
+        variants.prepare(*args, 2, "auto", variants.H100)
+    with pytest.raises(ValueError, match="unknown variant 'v9'"):
+        variants.prepare(*args, -1, "v9", variants.H100)
+    with pytest.raises(TypeError, match="unsupported dtype float64"):
+        variants.prepare((4, 5), (5, 1), "float64", -1, "auto", variants.H100)
+    with pytest.raises(ValueError, match="at most"):
+        variants.prepare((1, variants.MAX_N + 1), (0, 1), "float32", -1, "auto", variants.H100)
+    with pytest.raises(ValueError, match="v3 holds rows of at most"):
+        variants.prepare((1, 40000), (40000, 1), "float32", -1, "v3", variants.H100)
