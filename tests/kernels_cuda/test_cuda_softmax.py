@@ -279,3 +279,45 @@ def test_vector_add_on_cupy_with_a_poisoned_out():
         cupy.asnumpy(a).astype(np.float64) + cupy.asnumpy(b),
         **tolerance("float16"),
     )
+
+
+def test_a_cached_call_follows_each_new_input_and_output():
+    """Same layout, new memory every call (and layouts interleaved): the packed launch must take
+    this call's pointers, never the previous call's."""
+    shapes = [((512, 600), torch.float32), ((64, 50257), torch.bfloat16), ((33, 1000), torch.float16)]
+    for _ in range(3):
+        for shape, dtype in shapes:
+            x = (torch.randn(shape, device="cuda") * 3).to(dtype)
+            with arrays.poison_outputs():
+                y = kernels_cuda.softmax(x)
+            _assert_softmax(y, x, -1, str(dtype).removeprefix("torch."))
+
+
+def test_threads_calling_at_once_each_get_their_own_result():
+    import concurrent.futures
+
+    def work(seed: int) -> bool:
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        ok = True
+        for _ in range(20):
+            x = torch.randn(256, 600, device="cuda", generator=g)
+            ok &= torch.allclose(kernels_cuda.softmax(x), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
+        torch.cuda.synchronize()
+        return ok
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
+
+
+def test_a_thread_that_has_not_touched_cuda_yet_can_launch():
+    import threading
+
+    x = torch.randn(128, 600, device="cuda")
+    kernels_cuda.softmax(x)  # the layout is cached; the new thread takes the fast path at once
+    torch.cuda.synchronize()
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("y", kernels_cuda.softmax(x)))
+    thread.start()
+    thread.join()
+    torch.cuda.synchronize()
+    _assert_softmax(result["y"], x, -1, "float32")

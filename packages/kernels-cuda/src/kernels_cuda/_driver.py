@@ -176,7 +176,7 @@ class PackedLaunch:
     shared, and the driver reads them during the call, with the GIL released.
     """
 
-    __slots__ = ("function", "_args", "_slots", "_argv", "_lock", "_push", "_launch", "_fn")
+    __slots__ = ("function", "_args", "_slots", "_argv", "_argv_address", "_lock", "_push", "_launch", "_fn")
 
     def __init__(self, function: Function, grid, block, shared_mem: int, types, values):
         if shared_mem > DEFAULT_MAX_DYNAMIC_SHARED:
@@ -185,6 +185,7 @@ class PackedLaunch:
         self._fn = function.handle
         self._slots = [t(v) for t, v in zip(types, values, strict=True)]
         self._argv = (_p * len(self._slots))(*(ctypes.addressof(s) for s in self._slots))
+        self._argv_address = ctypes.addressof(self._argv)  # the array stays alive in self._argv
         self._args = (*_dims(grid), *_dims(block), shared_mem)
         self._lock = threading.Lock()
         self._push = device_count() > 1
@@ -197,12 +198,12 @@ class PackedLaunch:
                 slots[i].value = v
             if self._push:
                 with _Current(self.function.device_id):
-                    rc = self._launch(self._fn, *self._args, stream, self._argv, None)
+                    rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
             else:
-                rc = self._launch(self._fn, *self._args, stream, self._argv, None)
+                rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
             if rc == CUDA_ERROR_INVALID_CONTEXT:  # a thread that has not touched CUDA yet
                 check(_lib().cuCtxSetCurrent(primary_context(self.function.device_id)), "cuCtxSetCurrent")
-                rc = self._launch(self._fn, *self._args, stream, self._argv, None)
+                rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
         if rc != CUDA_SUCCESS:
             raise CudaError(f"launching {self.function.name}", rc)
 
@@ -213,7 +214,7 @@ class PackedLaunch:
         with self._lock:
             self._slots[0].value = a
             self._slots[1].value = b
-            rc = self._launch(self._fn, *self._args, stream, self._argv, None)
+            rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
         if rc == CUDA_ERROR_INVALID_CONTEXT:  # __call__ makes the context current and retries
             self(stream, a, b)
         elif rc != CUDA_SUCCESS:

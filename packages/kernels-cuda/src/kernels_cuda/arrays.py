@@ -89,9 +89,7 @@ class _TorchOps:
 
     @staticmethod
     def empty(shape, like):
-        import torch
-
-        out = torch.empty(shape, dtype=like.dtype, device=like.device)
+        out = like.new_empty(shape)  # like's dtype and device; never requires grad
         return out.fill_(math.nan) if _poison else out
 
     @staticmethod
