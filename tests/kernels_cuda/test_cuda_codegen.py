@@ -344,3 +344,17 @@ def test_compile_all_prints_progress_lines_while_it_works(monkeypatch, capsys):
     pattern = re.compile(r"compiling specializations: (\d+)/40, \d+ s elapsed, ETA (\d+ s|\?)")
     counts = [int(pattern.fullmatch(line)[1]) for line in lines]
     assert counts == sorted(counts) and counts[-1] == 40
+
+
+def test_an_nvrtc_log_without_a_resource_report_still_gives_a_cached_cubin(fresh_cache, monkeypatch):
+    def no_report(log, kernel):
+        raise ValueError("no ptxas report")
+
+    monkeypatch.setattr(codegen, "parse_resources", no_report)
+    first = codegen.compile_spec(SMALL, "sm_90")
+    assert first.resources is None and first.cubin.startswith(b"\x7fELF")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = _reload()
+    assert again.from_cache and again.resources is None and again.cubin == first.cubin
+    assert "vector_add.f32  sm_90     ?" in codegen.format_table([again])

@@ -118,7 +118,7 @@ class Compiled:
     arch: str
     cubin_path: Path
     ptx_path: Path  # kept beside the cubin: the first place to check access widths and local memory
-    resources: Resources
+    resources: Resources | None  # None where NVRTC's log carried no ptxas report (see _write_entry)
     log: str
     seconds: float  # NVRTC time; 0.0 when it came from the disk cache
     from_cache: bool
@@ -251,11 +251,12 @@ def _read_entry(folder: Path, key: str, spec: Spec, arch: str) -> Compiled | Non
             raise _BadEntry("file names outside the cache folder")
         cubin, ptx = cubin_path.read_bytes(), ptx_path.read_bytes()
         resources = meta["resources"]
-        if set(resources) != {f.name for f in fields(Resources)} or not all(
-            type(v) is int and v >= 0 for v in resources.values()
-        ):
-            raise _BadEntry("malformed resource report")
-        resources = Resources(**resources)
+        if resources is not None:
+            if set(resources) != {f.name for f in fields(Resources)} or not all(
+                type(v) is int and v >= 0 for v in resources.values()
+            ):
+                raise _BadEntry("malformed resource report")
+            resources = Resources(**resources)
         log = meta["log"]
     except (OSError, KeyError, TypeError) as exc:
         raise _BadEntry(f"incomplete entry ({type(exc).__name__})") from None
@@ -267,7 +268,12 @@ def _read_entry(folder: Path, key: str, spec: Spec, arch: str) -> Compiled | Non
 
 
 def _write_entry(folder: Path, key: str, spec: Spec, arch: str, cubin: bytes, ptx: bytes, log: str, seconds):
-    resources = parse_resources(log, spec.kernel)
+    try:
+        resources = parse_resources(log, spec.kernel)
+    except ValueError:
+        # Some NVRTC builds leave ptxas' -v report out of the program log (seen with the one torch
+        # loads first); the cubin is as good, only the table lacks its row.
+        resources = None
     folder.mkdir(parents=True, exist_ok=True)
     cubin_sha, ptx_sha = _sha256(cubin), _sha256(ptx)
     # Content-named files: a concurrent writer of the same key writes its own files (or the same
@@ -285,7 +291,7 @@ def _write_entry(folder: Path, key: str, spec: Spec, arch: str, cubin: bytes, pt
         "ptx": ptx_path.name,
         "cubin_sha256": cubin_sha,
         "ptx_sha256": ptx_sha,
-        "resources": asdict(resources),
+        "resources": None if resources is None else asdict(resources),
         "log": log,
     }
     meta["digest"] = _digest(meta)
@@ -485,17 +491,19 @@ def format_table(results: list[Compiled]) -> str:
     rows = [("specialization", "arch", "regs", "smem B", "stack B", "spill st B", "spill ld B", "nvrtc s")]
     for r in results:
         res = r.resources
-        rows.append(
-            (
-                r.spec.name,
-                r.arch,
-                str(res.registers),
-                str(res.shared_bytes),
-                str(res.stack_bytes),
-                str(res.spill_store_bytes),
-                str(res.spill_load_bytes),
-                "cached" if r.from_cache else f"{r.seconds:.2f}",
+        numbers = (
+            ("?",) * 5
+            if res is None
+            else (
+                res.registers,
+                res.shared_bytes,
+                res.stack_bytes,
+                res.spill_store_bytes,
+                res.spill_load_bytes,
             )
+        )
+        rows.append(
+            (r.spec.name, r.arch, *map(str, numbers), "cached" if r.from_cache else f"{r.seconds:.2f}")
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
@@ -544,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 1
     print(format_table(results))
-    spilled = [r for r in results if r.resources.spill_bytes]
+    spilled = [r for r in results if r.resources and r.resources.spill_bytes]
     print(
         f"\n{len(results)} specializations for {' '.join(args.arch)} with NVRTC %d.%d in "
         f"{time.perf_counter() - t0:.1f} s; {len(spilled)} spill; cache: {cache_dir()}" % nvrtc_version()
