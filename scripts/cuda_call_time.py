@@ -174,7 +174,9 @@ def launchers(calls: int, repeats: int) -> list[dict]:
 
     packed = codegen.packed(launch.spec, dev, grid, block, smem, types, values)
     xp, yp = x.data_ptr(), y.data_ptr()
-    ways["ctypes cuLaunchKernel, packed (kernels_cuda)"] = lambda: packed.two(stream, xp, yp)
+    from kernels_cuda import _driver
+
+    ways[f"kernels_cuda PackedLaunch ({_driver.launcher_name()})"] = lambda: packed.two(stream, xp, yp)
 
     try:
         import cupy
