@@ -13,6 +13,8 @@ import importlib
 import shlex
 import sys
 
+from labtools import __version__
+
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("labtools.commands.env", "report this machine: versions, CUDA devices, which backends run here"),
@@ -40,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lab", description="kernel-lab: softmax from naive to speed-of-light."
     )
+    parser.add_argument("--version", action="version", version=f"lab (kernel-lab-labtools) {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)
