@@ -12,7 +12,7 @@ For each case below: a new venv (`uv venv`), then `uv pip install --find-links d
   installed with the same hash (so a same-named package from an index fails);
 - the package imports and reports its __version__;
 - its command line, if it has one, runs;
-- the venv's size on disk (apparent size of every file) is reported.
+- the venv's size on disk and the size of the wheels it took (see install_sizes.py).
 Exit status 1 if any case fails; everything is printed either way.
 """
 
@@ -31,6 +31,8 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+
+import install_sizes  # beside this file
 
 OURS = {
     "kernel-lab-labtools": "labtools",
@@ -96,16 +98,6 @@ def file_sha256(path: Path) -> str:
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def venv_size(venv: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(venv):
-        for f in files:
-            p = Path(root, f)
-            if not p.is_symlink():
-                total += p.stat().st_size
-    return total
-
-
 def provenance_errors(python: Path, site: Path, wheels: dict[str, tuple[str, dict[str, str]]]) -> list[str]:
     errors = []
     for d in installed(python):
@@ -131,7 +123,9 @@ def provenance_errors(python: Path, site: Path, wheels: dict[str, tuple[str, dic
     return errors
 
 
-def run_case(requirement: str, module: str, commands: list[list[str]], dist: Path, wheels) -> dict:
+def run_case(
+    requirement: str, module: str, commands: list[list[str]], dist: Path, wheels, lock_wheels
+) -> dict:
     result = {"requirement": requirement, "errors": [], "outputs": []}
     venv = Path(tempfile.mkdtemp(prefix="kernel-lab-alone-")) / "venv"
     python = venv / "bin" / "python"
@@ -178,7 +172,9 @@ def run_case(requirement: str, module: str, commands: list[list[str]], dist: Pat
         )
         if proc.returncode != 0:
             result["errors"].append(f"`{shown}` exited {proc.returncode}:\n{proc.stderr.strip()[-2000:]}")
-    result["venv_bytes"] = venv_size(venv)
+    result["venv_bytes"] = install_sizes.venv_bytes(venv)
+    dists = install_sizes.installed(venv)
+    result["download_bytes"], result["not_in_lock"] = install_sizes.download_bytes(dists, lock_wheels)
     subprocess.run(["rm", "-rf", str(venv.parent)], check=False)
     return result
 
@@ -198,11 +194,15 @@ def main(argv: list[str]) -> int:
             f"check_alone: {dist} holds wheels for {sorted(wheels)}, expected {sorted(OURS)}", file=sys.stderr
         )
         return 1
+    lock_wheels = install_sizes.lock_wheels(Path(__file__).resolve().parents[1] / "uv.lock")
     results, failed = [], 0
     for requirement, module, commands in CASES:
-        r = run_case(requirement, module, commands, dist, wheels)
+        r = run_case(requirement, module, commands, dist, wheels, lock_wheels)
         results.append(r)
-        size = f"{r['venv_bytes'] / 1e6:.0f} MB" if "venv_bytes" in r else "-"
+        size = "-"
+        if "venv_bytes" in r:
+            size = f"{r['venv_bytes'] / 1e6:.0f} MB on disk, {r['download_bytes'] / 1e6:.0f} MB of wheels"
+            size += f" (not in uv.lock: {', '.join(r['not_in_lock'])})" if r["not_in_lock"] else ""
         print(f"\n== {requirement}: venv {size}, installed in {r['install_seconds']} s")
         print("   kernel-lab distributions: " + ", ".join(r.get("distributions", [])))
         for out in r["outputs"]:
