@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from minigpt_np._atomic import atomic_path
 from minigpt_np.model import GPTConfig, MiniGPT, param_shapes
 from minigpt_np.tokenizer import Tokenizer
 
@@ -42,6 +43,8 @@ class Checkpoint:
 
 
 def save(path: str | Path, model: MiniGPT, tokenizer: Tokenizer, meta: dict | None = None) -> None:
+    """Write the checkpoint atomically: a reader (or a kill at any moment) sees the old
+    file whole or the new one whole."""
     if len(tokenizer) != model.config.vocab_size:
         raise ValueError(
             f"tokenizer has {len(tokenizer)} tokens, the model's vocab_size is {model.config.vocab_size}"
@@ -55,7 +58,7 @@ def save(path: str | Path, model: MiniGPT, tokenizer: Tokenizer, meta: dict | No
     arrays = {f"param/{n}": a for n, a in model.params.items()}
     arrays["meta.json"] = np.array(json.dumps(meta, sort_keys=True))
     arrays["vocab"] = np.array(tokenizer.vocab)
-    with open(path, "wb") as f:
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.savez_compressed(f, **arrays)
 
 

@@ -22,7 +22,9 @@ import argparse  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
 import shlex  # noqa: E402
+import signal  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import fields  # noqa: E402
 
@@ -121,16 +123,36 @@ def command_line(prog: str, doc: str, cmd_train: Callable, load: Loader):
     return parser, sub, [t, *add_query_commands(sub, load)]
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like KeyboardInterrupt is for SIGINT, so that
+    a write in progress unwinds (its temporary file removed, the old file untouched)."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated
+
+
 def run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     """Parse and dispatch; a bad prompt or checkpoint is one line on stderr, exit 2."""
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     args.argv = argv
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     try:
         return args.fn(args)
     except (ValueError, OSError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Terminated:
+        print(f"{parser.prog}: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 # --- minigpt-np ----------------------------------------------------------------------
