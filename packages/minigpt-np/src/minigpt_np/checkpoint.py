@@ -15,6 +15,7 @@ mismatch, or a file that is not a readable .npz, raises CheckpointError naming i
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 import zlib
 from dataclasses import asdict, dataclass
@@ -42,6 +43,18 @@ class Checkpoint:
     meta: dict
 
 
+def finite_json(value):
+    """`value` with every NaN or infinite float replaced by None (null): JSON has no NaN,
+    and a bare NaN breaks strict readers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
+
+
 def save(path: str | Path, model: MiniGPT, tokenizer: Tokenizer, meta: dict | None = None) -> None:
     """Write the checkpoint atomically: a reader (or a kill at any moment) sees the old
     file whole or the new one whole."""
@@ -56,7 +69,7 @@ def save(path: str | Path, model: MiniGPT, tokenizer: Tokenizer, meta: dict | No
         "dtype": model.dtype.name,
     }
     arrays = {f"param/{n}": a for n, a in model.params.items()}
-    arrays["meta.json"] = np.array(json.dumps(meta, sort_keys=True))
+    arrays["meta.json"] = np.array(json.dumps(finite_json(meta), sort_keys=True, allow_nan=False))
     arrays["vocab"] = np.array(tokenizer.vocab)
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.savez_compressed(f, **arrays)
