@@ -94,10 +94,29 @@ def test_format_table_and_summaries(fake_registry):
     s = _run()
     table = sweep.format_table(s)
     assert "vs F.ref" in table and "tuned" in table and "8x64" in table and "1.00x" in table
+    headers, rows = sweep.table_rows(s)
+    assert headers[4:7] == ("device us", "IQR %", "call us") and headers[9:11] == (
+        "vs F.ref",
+        "call vs F.ref",
+    )
+    for r, row in zip(s.records, rows):  # on the CPU the call time is the blocked time itself
+        assert row[6] == f"{r.call_us:.1f}" == row[4] and row[10] == f"{r.call_vs_ref:.2f}x"
+        assert row[11] == ("unstable" if r.unstable else "")
+    assert "call us" in table.splitlines()[0]
     lines = sweep.summarize(s.skipped + s.failed)
     assert any(
         line.startswith("fake.short_rows: supports() rejects this shape -- 4x2048 float32") for line in lines
     )
+
+
+def test_unstable_records_are_flagged_in_the_table(fake_registry):
+    s = _run(impls=("tuned",), dtypes=("float32",))
+    noisy = s.records[-1]
+    noisy.unstable, noisy.unstable_why = True, "device time IQR 40% of the median > 10%"
+    table = sweep.format_table(s)
+    flagged = [line for line in table.splitlines() if line.rstrip().endswith("unstable")]
+    assert len(flagged) == sum(r.unstable for r in s.records) and noisy.impl in flagged[-1]
+    assert "above 10%" in table and "not headlined" in table
 
 
 def test_check_output_uses_the_dtype_tolerance():

@@ -26,6 +26,7 @@ from typing import TextIO
 import numpy as np
 
 from labtools import bench, registry
+from labtools.atomic import atomic_write_text
 from labtools.ceilings import Ceilings
 from labtools.ops import tolerance
 from labtools.registry import Implementation
@@ -151,7 +152,7 @@ class Sweep:
     def save(self, path: Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
     @classmethod
@@ -312,26 +313,79 @@ def run_sweep(
 # --- reporting ---------------------------------------------------------------------
 
 
-def format_table(sweep: Sweep) -> str:
-    vs_head = "vs " + next((r.label for r in sweep.records if r.ref == r.impl), "reference")
-    w = max(14, len(vs_head) + 2)
-    head = (
-        f"{'label':<16}{'impl':<30}{'shape':>14} {'dtype':<9}{'median us':>11}{'IQR %':>7}"
-        f"{'GB/s':>9}{'of copy':>9}{vs_head:>{w}}"
-    )
-    lines = [head, "-" * len(head)]
-    group = None
+def _ratio(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}x"
+
+
+TABLE_HEADERS = (
+    "label",
+    "impl",
+    "shape",
+    "dtype",
+    "device us",
+    "IQR %",
+    "call us",
+    "GB/s",
+    "of copy",
+    "vs ref",
+    "call vs ref",
+    "stability",
+)
+
+
+def table_rows(sweep: Sweep) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(headers, rows) of the sweep's table, every cell a string: device time (median,
+    IQR), call time, bandwidth, and both times' ratios to the reference (t(ref)/t(impl));
+    "unstable" when a spread exceeds labtools.bench.UNSTABLE_REL_IQR. The reference's
+    label replaces "ref" in the ratio headers."""
+    ref_label = next((r.label for r in sweep.records if r.ref == r.impl), "reference")
+    headers = tuple(h.replace("ref", ref_label) if "vs ref" in h else h for h in TABLE_HEADERS)
+    rows = []
     for r in sweep.records:
+        rows.append(
+            (
+                r.label,
+                r.impl,
+                shape_str(r.shape),
+                r.dtype,
+                f"{r.median_us:.1f}",
+                f"{100 * r.rel_iqr:.1f}",
+                "" if r.call_us is None else f"{r.call_us:.1f}",
+                f"{r.gbps:.1f}",
+                "" if r.frac_of_copy is None else f"{r.frac_of_copy:.0%}",
+                _ratio(r.vs_ref),
+                _ratio(r.call_vs_ref),
+                "unstable" if r.unstable else "",
+            )
+        )
+    return headers, rows
+
+
+def format_table(sweep: Sweep) -> str:
+    """The sweep as fixed-width text, a blank line between (shape, dtype) groups, and a
+    footnote on the instability bound and on peers that are not installed."""
+    headers, rows = table_rows(sweep)
+    right = {"device us", "IQR %", "call us", "GB/s", "of copy"} | {h for h in headers if " vs " in h}
+    widths = [max([len(h)] + [len(row[k]) for row in rows]) for k, h in enumerate(headers)]
+
+    def line(cells) -> str:
+        return "  ".join(
+            c.rjust(w) if h in right else c.ljust(w) for c, w, h in zip(cells, widths, headers)
+        ).rstrip()
+
+    lines = [line(headers), "-" * len(line(headers))]
+    group = None
+    for r, row in zip(sweep.records, rows):
         if group is not None and group != (tuple(r.shape), r.dtype):
             lines.append("")
         group = (tuple(r.shape), r.dtype)
-        frac = "" if r.frac_of_copy is None else f"{r.frac_of_copy:.0%}"
-        vs = "" if r.vs_ref is None else f"{r.vs_ref:.2f}x"
-        iqr = 100 * r.iqr_us / r.median_us if r.median_us else float("nan")
-        lines.append(
-            f"{r.label[:15]:<16}{r.impl[:29]:<30}{shape_str(r.shape):>14} {r.dtype:<9}"
-            f"{r.median_us:>11.1f}{iqr:>7.1f}{r.gbps:>9.1f}{frac:>9}{vs:>{w}}"
-        )
+        lines.append(line(row))
+    if any(r.unstable for r in sweep.records):
+        lines += [
+            "",
+            f"unstable: IQR / median of device or call time above {bench.UNSTABLE_REL_IQR:.0%}; "
+            "such figures are not headlined",
+        ]
     return "\n".join(lines)
 
 
