@@ -29,6 +29,7 @@ from labtools import manifest, ncu, registry, roofline
 from labtools.atomic import atomic_write_text
 from labtools.bench import UNSTABLE_REL_IQR, BenchRecord
 from labtools.env import collect
+from labtools.progress import Progress
 from labtools.sweep import (
     B512,
     DTYPES,
@@ -37,7 +38,9 @@ from labtools.sweep import (
     default_device,
     default_shapes,
     format_table,
+    plan,
     run_sweep,
+    select,
     shape_str,
     summarize,
 )
@@ -104,6 +107,11 @@ def autotune_picks(impls: list[registry.Implementation]) -> dict[str, list[dict]
         except Exception as exc:  # noqa: BLE001
             out[impl.name] = f"autotune_picks() raised {type(exc).__name__}: {exc}"
     return out
+
+
+def _sweep_progress(config: SweepConfig, log: TextIO) -> Progress:
+    todo, _ = plan(config, select(config))
+    return Progress(len(todo), log, title=f"{config.op} on {config.device}")
 
 
 def b512_from(sweep: Sweep) -> Sweep | None:
@@ -174,7 +182,12 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
         if cfg.ncu:
             notes.append("ncu not run: needs a CUDA device")
 
+    stages = ["checks", "ceilings", *(f"{op} sweep" for op in OPS), "B512"]
+    stages += ["ncu"] * (cfg.ncu and has_cuda) + ["manifest and report"]
+    job = Progress(len(stages), log, title="lab run", interval_s=0.0, plain=True)
+
     # 1. checks
+    job.step("correctness checks")
     checks = run_checks(registry.checks(), has_cuda, log) if cfg.checks else {}
     if not cfg.checks:
         notes.append("checks not run (--no-checks)")
@@ -183,7 +196,7 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     ]
 
     # 2. ceilings
-    print(f"lab run: measuring the {device} copy and matmul ceilings", file=log, flush=True)
+    job.step(f"measuring the {device} copy and matmul ceilings")
     ceilings = ceilings_mod.measure(device, matmul=True)
 
     # 3. sweeps and their plots
@@ -191,11 +204,17 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     files: dict[str, str] = {}
     plots: list[Path] = []
     for op in OPS:
-        print(f"lab run: {op} sweep on {device}", file=log, flush=True)
+        job.step(f"{op} sweep on {device}")
         config = SweepConfig(
             op, device, default_shapes(device, cfg.quick), DTYPES, seed=cfg.seed, time_cap_s=cap
         )
-        sweeps[op] = s = run_sweep(config, ceilings=ceilings, environment=env_dict, command=cfg.command)
+        sweeps[op] = s = run_sweep(
+            config,
+            ceilings=ceilings,
+            environment=env_dict,
+            command=cfg.command,
+            progress=_sweep_progress(config, log),
+        )
         files[op] = s.save(out / f"sweep_{op}.json").name
         if s.records:
             plots += roofline.write_plots(s, out)
@@ -203,14 +222,16 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
             notes.append(f"no {op} implementation ran on {device}: no plots for it")
 
     # 4. B512 (the sweep's own records when it has the point: one figure, measured once)
+    job.step(f"B512 ({shape_str(B512)} float32)")
     b512 = b512_from(sweeps["softmax"])
     if b512 is None:
-        print(f"lab run: B512 ({shape_str(B512)} float32)", file=log, flush=True)
+        b512_config = SweepConfig("softmax", device, (B512,), ("float32",), seed=cfg.seed, time_cap_s=cap)
         b512 = run_sweep(
-            SweepConfig("softmax", device, (B512,), ("float32",), seed=cfg.seed, time_cap_s=cap),
+            b512_config,
             ceilings=ceilings,
             environment=env_dict,
             command=cfg.command,
+            progress=_sweep_progress(b512_config, log),
         )
         broken_b512 = b512.failed
     else:
@@ -221,11 +242,13 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     # 5. ncu
     ncu_summaries = {}
     if cfg.ncu and has_cuda:
+        job.step("Nsight Compute profiles")
         cuda_impls = registry.implementations("softmax", device="cuda")
         ncu_summaries = profile_with_ncu(cuda_impls, cfg.ncu_shape, out, notes, log)
         atomic_write_text(out / "ncu_summary.json", json.dumps(ncu_summaries, indent=1) + "\n")
 
     # 6. manifest and report
+    job.step("manifest.json and REPORT.md")
     doc = manifest.build(
         experiment=cfg.experiment,
         seed=cfg.seed,
@@ -243,6 +266,7 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     report = render_report(doc, sweeps, b512, plots, ncu_summaries)
     atomic_write_text(out / "REPORT.md", report)
 
+    job.close()
     failed = [n for n, c in checks.items() if c["status"] in ("failed", "error")]
     broken = [f for s in sweeps.values() for f in s.failed] + broken_b512
     print(

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import datetime
 import json
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 
@@ -29,6 +27,7 @@ from labtools import bench, registry
 from labtools.atomic import atomic_write_text
 from labtools.ceilings import Ceilings
 from labtools.ops import tolerance
+from labtools.progress import Progress
 from labtools.registry import Implementation
 
 Shape = tuple[int, int]
@@ -239,28 +238,6 @@ def check_output(impl: Implementation, inputs: tuple, output, dtype: str, rows_e
 # --- running -----------------------------------------------------------------------
 
 
-class Progress:
-    """A one-line progress bar on stderr (a line per step when stderr is not a terminal)."""
-
-    def __init__(self, total: int, stream: TextIO | None = None, width: int = 28):
-        self.total, self.done, self.width = total, 0, width
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def step(self, what: str) -> None:
-        self.done += 1
-        if not self.tty:
-            print(f"[{self.done:>{len(str(self.total))}}/{self.total}] {what}", file=self.stream, flush=True)
-            return
-        filled = self.width * self.done // max(self.total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        print(f"\r[{bar}] {self.done}/{self.total} {what[:60]:<60}", end="", file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.tty:
-            print(file=self.stream, flush=True)
-
-
 def run_sweep(
     config: SweepConfig,
     *,
@@ -272,7 +249,7 @@ def run_sweep(
     """Time every selected implementation at every shape and dtype of `config`."""
     impls = select(config)
     todo, skipped = plan(config, impls)
-    progress = progress or Progress(len(todo))
+    progress = progress or Progress(len(todo), title=f"{config.op} on {config.device}")
     copy_gbps = None if ceilings is None else ceilings.copy_gbps
     records, failed = [], []
     refs: dict[tuple[Shape, str], bench.BenchRecord] = {}
