@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from labtools import ceilings as ceilings_mod
-from labtools import manifest, ncu, registry, roofline
+from labtools import manifest, ncu, peers, registry, roofline
 from labtools.atomic import atomic_write_text
 from labtools.bench import UNSTABLE_REL_IQR, BenchRecord
 from labtools.env import collect
@@ -185,6 +185,10 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     stages = ["checks", "ceilings", *(f"{op} sweep" for op in OPS), "B512"]
     stages += ["ncu"] * (cfg.ncu and has_cuda) + ["manifest and report"]
     job = Progress(len(stages), log, title="lab run", interval_s=0.0, plain=True)
+
+    missing = [f"{label} {state}" for label, state in peers.status().items() if state.startswith("not")]
+    if missing:
+        notes.append("peers " + "; ".join(missing))
 
     # 1. checks
     job.step("correctness checks")

@@ -11,7 +11,9 @@ one op on one device, at every shape and dtype, timed by `labtools.bench`.
   dtype. A wrong or crashing implementation is listed as failed and not timed: a fast
   wrong kernel has no time.
 - Implementations that do not offer a dtype, or whose `supports` rejects a shape, are
-  skipped and listed with the reason.
+  skipped and listed with the reason (and the limit, from ``meta["limits"]``). A peer
+  (another project's kernel, `labtools.peers`) that raises at a shape is listed as
+  unsupported there, not failed: its limits are not ours to fix.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from labtools import bench, registry
+from labtools import bench, peers, registry
 from labtools.atomic import atomic_write_text
 from labtools.ceilings import Ceilings
 from labtools.ops import tolerance
@@ -115,6 +117,7 @@ class Sweep:
     date: str = field(
         default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     )
+    peers: dict[str, str] = field(default_factory=dict)  # labtools.peers.status() at run time
 
     def to_dict(self) -> dict:
         return {
@@ -129,6 +132,7 @@ class Sweep:
             "records": [r.to_dict() for r in self.records],
             "skipped": self.skipped,
             "failed": self.failed,
+            "peers": self.peers,
         }
 
     @classmethod
@@ -146,6 +150,7 @@ class Sweep:
             records=[bench.BenchRecord.from_dict(r) for r in d["records"]],
             skipped=d["skipped"],
             failed=d["failed"],
+            peers=d.get("peers", {}),
         )
 
     def save(self, path: Path) -> Path:
@@ -195,6 +200,8 @@ def plan(config: SweepConfig, impls: list[Implementation]) -> tuple[list[Run], l
                     todo.append((impl, shape, dtype))
                     continue
                 why = f"{dtype} not offered" if dtype not in impl.dtypes else "supports() rejects this shape"
+                if dtype in impl.dtypes and impl.meta.get("limits"):
+                    why += f" ({impl.meta['limits']})"
                 skipped.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": why})
     return todo, skipped
 
@@ -271,6 +278,11 @@ def run_sweep(
                 )
         except Exception as exc:  # noqa: BLE001 - one broken kernel must not end the sweep
             problem = f"{type(exc).__name__}: {exc}".strip()
+            if impl.meta.get("peer"):  # another project's kernel: a limit of theirs, not our failure
+                first = problem.splitlines()[0][:200]
+                why = f"unsupported by {impl.meta['peer']} at this shape ({first})"
+                skipped.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": why})
+                continue
         if problem is not None:
             failed.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": problem})
             continue
@@ -284,7 +296,18 @@ def run_sweep(
         environment = collect().to_dict()
     cfg = asdict(config)
     cfg["shapes"] = [list(s) for s in config.shapes]
-    return Sweep(config.op, config.device, records, skipped, failed, ceilings, environment, cfg, command)
+    return Sweep(
+        config.op,
+        config.device,
+        records,
+        skipped,
+        failed,
+        ceilings,
+        environment,
+        cfg,
+        command,
+        peers=peers.status(),
+    )
 
 
 # --- reporting ---------------------------------------------------------------------
@@ -363,6 +386,8 @@ def format_table(sweep: Sweep) -> str:
             f"unstable: IQR / median of device or call time above {bench.UNSTABLE_REL_IQR:.0%}; "
             "such figures are not headlined",
         ]
+    if sweep.peers:
+        lines += ["", "peers: " + "; ".join(f"{label} {state}" for label, state in sweep.peers.items())]
     return "\n".join(lines)
 
 
