@@ -8,6 +8,13 @@ The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen
 (`python -m kernels_cuda.codegen --offline --arch sm_80 sm_90` prints every kernel's resources).
 """
 
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("kernel-lab-kernels-cuda")
+except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
+    __version__ = "0+unknown"
+
 __all__ = ["KERNEL_MODULES", "VARIANTS", "import_kernel_modules", "softmax", "vector_add"]
 
 # The modules that launch kernels; each registers its specializations with the codegen core
