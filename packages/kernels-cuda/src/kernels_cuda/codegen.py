@@ -24,6 +24,10 @@ them. Offline, with no GPU, compile them all and print the table:
 
 The sources are self-contained (common.cuh is handed to NVRTC as an in-memory header), because
 NVRTC on a machine with only the driver has no CUDA include path.
+
+This file is over 400 lines because it is the one path from a Spec to a launched kernel (compile,
+cache glue, load, launch, the offline command), all over the same Spec and Compiled types; the
+disk cache and the driver calls are split out into _diskcache.py and _driver.py.
 """
 
 from __future__ import annotations
