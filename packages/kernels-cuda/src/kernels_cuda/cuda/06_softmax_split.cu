@@ -1,0 +1,127 @@
+// 06 split softmax (sm_90): few long rows, each split over S independent blocks that exchange
+// their (max, sum) pairs through global memory.
+//
+// Why not the cluster kernel: with few rows (256 rows of 1 MB) the cluster kernel needs 16-block
+// clusters of 64 KB chunks, and a 16-block cluster must fit inside one GPC: on an H100 only 21 such
+// clusters are resident at once, 336 of the 396 block slots that shared memory allows, and every
+// block of a cluster waits at the per-row cluster barrier for the slowest of 16 chunks (see
+// experiments/notes/kernels-cuda.md). Here a row is S plain blocks (S up to 64, chunks of 32 KB or
+// less), placed anywhere on the chip, so every SM holds as many chunks as its shared memory allows
+// and no block waits for a GPC to have room.
+//
+// Each block: takes the next ticket from a global counter (ticket t = chunk t % S of row t / S), so
+// the blocks of a row get consecutive tickets and run at the same time; brings its chunk into
+// dynamic shared memory with one bulk copy (TMA) completing on an mbarrier; folds it into a
+// (max, sum of exp) pair; publishes the pair in global memory and counts itself in the row's
+// arrival counter; waits until all S blocks of the row have arrived; merges the S pairs (each block
+// merges them itself: no second pass, no second launch); writes exp(x - max) / sum from shared
+// memory. One read and one write per element, as in the cluster kernel.
+//
+// Why it cannot deadlock: a block takes its ticket only once it is running, and tickets are taken
+// in order. If every running block waited, the lowest unfinished row would have untaken tickets
+// only if no running block held a later ticket, i.e. every running block held one of that row's
+// fewer than S tickets; the host launches this kernel only when more than S blocks fit on the GPU
+// at once, so a slot would be free and the next block would take the next ticket of that row.
+//
+// The workspace (host-allocated, zeroed once) cleans itself: the last block of a row to read the
+// row's pairs zeroes its counters, and the last block of the grid zeroes the ticket, so the next
+// launch finds zeros without a memset. Launches that share a workspace must not overlap (the host
+// keeps one per stream).
+//
+// Workspace layout (32-bit words): [0] ticket, [1] finished blocks, [2, 2 + M) arrivals per row,
+// [2 + M, 2 + 2M) readers done per row, then (8-byte aligned: 2 + 2M is even) M * S Stats.
+//
+// Constants: KL_THREADS, KL_VEC (16-byte packs; N and chunk are multiples of it), KL_SPLIT (S).
+#include "common.cuh"
+
+constexpr int THREADS = KL_THREADS, VEC = KL_VEC, S = KL_SPLIT;
+constexpr int WARPS = THREADS / 32;
+static_assert(Pack<VEC>::BYTES == 16, "bulk copies move whole 16-byte packs");
+
+__device__ __forceinline__ unsigned load_volatile(const unsigned* p) {
+  return *reinterpret_cast<const volatile unsigned*>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+    softmax_split(const elem_t* __restrict__ x, elem_t* __restrict__ y, i64 M, int N, i64 x_stride, i64 y_stride,
+                  int chunk, unsigned* __restrict__ workspace) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const Pack<VEC>* held = reinterpret_cast<const Pack<VEC>*>(smem);  // this block's chunk of the row
+  __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier, one phase
+  __shared__ Stats warp_stats[WARPS];
+  __shared__ Stats row_stats;
+  __shared__ i64 ticket_shared;
+
+  unsigned* ticket = workspace;
+  unsigned* finished = workspace + 1;
+  unsigned* arrived = workspace + 2;
+  unsigned* readers_done = workspace + 2 + M;
+  Stats* pairs = reinterpret_cast<Stats*>(workspace + 2 + 2 * M);
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(&chunk_landed);
+    ticket_shared = atomicAdd(ticket, 1u);
+  }
+  __syncthreads();
+  const i64 row = ticket_shared / S;
+  const int part = static_cast<int>(ticket_shared % S);
+  const int begin = part * chunk;
+  const int packs = max(0, min(chunk, N - begin)) / VEC;  // 0 for a block past the row's end
+  const unsigned bytes = static_cast<unsigned>(packs) * sizeof(Pack<VEC>);
+
+  // DRAM -> shared memory, then the chunk's (max, sum) from shared memory.
+  if (bytes) {
+    if (threadIdx.x == 0) bulk_load(smem, x + row * x_stride + begin, bytes, &chunk_landed);
+    mbarrier_wait(&chunk_landed, 0);
+  }
+  Stats t = stats_empty();
+#pragma unroll 4
+  for (int p = threadIdx.x; p < packs; p += THREADS) t = stats_add<VEC>(t, held[p]);
+  t = block_merge_to_warp0<WARPS>(t, warp_stats);
+
+  // Publish the pair, then count this block in (the fence orders the pair before the count).
+  if (threadIdx.x == 0) {
+    pairs[row * S + part] = t;
+    __threadfence();
+    atomicAdd(&arrived[row], 1u);
+  }
+  // Warp 0 waits for the row's S arrivals, then merges the S pairs (L2 reads: __ldcg skips L1).
+  if (threadIdx.x < 32) {
+    unsigned sleep_ns = 32;
+    while (load_volatile(&arrived[row]) < static_cast<unsigned>(S)) {
+      __nanosleep(sleep_ns);
+      sleep_ns = min(sleep_ns * 2, 1024u);
+    }
+    __threadfence();
+    Stats r = stats_empty();
+    for (int i = threadIdx.x; i < S; i += 32) {
+      const float2 pair = __ldcg(reinterpret_cast<const float2*>(pairs + row * S + i));
+      r = stats_merge(r, {pair.x, pair.y});
+    }
+    r = warp_merge<32>(r);
+    if (threadIdx.x == 0) {
+      row_stats = r;
+      // The last reader of this row's pairs resets its counters for the next launch.
+      if (atomicAdd(&readers_done[row], 1u) == S - 1) {
+        arrived[row] = 0;
+        readers_done[row] = 0;
+      }
+    }
+  }
+  __syncthreads();
+  const float shift = safe_shift(row_stats.m);
+  const float inv_sum = 1.f / row_stats.s;
+
+  // Shared memory -> DRAM.
+  elem_t* yr = y + row * y_stride + begin;
+#pragma unroll 4
+  for (int p = threadIdx.x; p < packs; p += THREADS) {
+    const Pack<VEC> v = held[p];
+    store_pack<VEC>(yr + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(v, k), shift) * inv_sum; }));
+  }
+  // Every block has taken its ticket before it counts itself finished: the last one resets both.
+  if (threadIdx.x == 0 && atomicAdd(finished, 1u) == gridDim.x - 1) {
+    *ticket = 0;
+    *finished = 0;
+  }
+}
