@@ -34,6 +34,12 @@ def _check_launch(
             M, sm.MAX_GRID // spec.cluster
         )
         assert launch.shared_mem == chunk * arrays.ITEMSIZE[dtype] <= device.max_shared_per_block - 1024
+    elif spec.kernel == "softmax_split":
+        chunk, split = launch.extra
+        assert chunk % vec == 0 and split * chunk >= N > (split - 1) * chunk
+        assert split <= sm.SPLIT_MAX_BLOCKS_PER_ROW and launch.grid == M * split
+        assert launch.shared_mem == chunk * arrays.ITEMSIZE[dtype] <= device.max_shared_per_block - 1024
+        assert launch.workspace_bytes == 4 * (2 + 2 * M) + 8 * M * split
     else:
         assert launch.shared_mem == 0 and launch.extra == ()
 
@@ -119,6 +125,8 @@ def test_auto_runs_the_fused_kernel_on_short_rows_and_clusters_on_long_ones_on_h
     row_bytes = N * arrays.ITEMSIZE[dtype]
     if row_bytes <= sm.AUTO.fused_max_row_bytes:
         assert launch.spec.kernel == "softmax_fused"
+    elif M <= sm.AUTO.split_max_rows and row_bytes >= sm.AUTO.split_min_row_bytes:
+        assert launch.spec.kernel == "softmax_split"
     else:
         assert launch.spec.kernel == "softmax_cluster"
         (chunk,) = launch.extra

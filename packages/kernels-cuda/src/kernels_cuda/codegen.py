@@ -44,7 +44,7 @@ DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 _NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 _PORTABLE_CLUSTER = 8
 # Modules whose `specializations()` list every Spec they can launch (for --offline).
-KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants")
+KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants", "kernels_cuda.softmax_backward")
 
 
 @dataclass(frozen=True)

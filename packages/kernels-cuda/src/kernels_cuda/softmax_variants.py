@@ -14,7 +14,10 @@ The variants, one .cu file each under cuda/ (read them in order):
                05_softmax_online.cu   without clusters, past their capacity, or for rows that are not
                                       whole 16-byte packs: two-pass online softmax
     v4_online  05_softmax_online.cu   the online path alone, for comparison
-    auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4
+    v4_split   06_softmax_split.cu    few long rows (sm_90): a row over independent blocks that
+                                      exchange (max, sum) through global memory
+    auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4_split for few long rows
+               (AutoConfig.split_*), else v4
 
 Every function from here to `specializations()` is plain Python over shapes: the launch plans
 can be checked (and every Spec they can produce compiled) without a GPU.
@@ -30,7 +33,7 @@ from functools import cache, lru_cache
 from kernels_cuda import arrays, codegen
 from kernels_cuda.codegen import Spec
 
-VARIANTS = ("auto", "v1", "v2", "v3", "v4", "v4_online")
+VARIANTS = ("auto", "v1", "v2", "v3", "v4", "v4_online", "v4_split")
 DTYPES = arrays.SUPPORTED_DTYPES
 PACK_BYTES = 16  # the widest access a thread can make in one instruction
 MAX_GRID = 2**31 - 1
@@ -43,6 +46,8 @@ FUSED_MAX_TPR = 1024
 CLUSTER_SIZES = (2, 4, 8, 16)
 CLUSTER_THREADS = 256
 ONLINE_THREADS, ONLINE_UNROLL = 512, 2
+SPLIT_THREADS = 256
+SPLIT_MAX_BLOCKS_PER_ROW = 64  # the split kernel needs more blocks than this resident at once
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,10 @@ class AutoConfig:
     cluster_chunk_bytes: v4 picks the smallest cluster whose blocks each hold at most this much of
         a row; if none does, the largest cluster, if its chunk fits a block's shared memory at all.
     max_cluster: the largest cluster v4 uses (16 needs the non-portable cluster attribute, H100).
+    split_max_rows, split_min_row_bytes: auto sends rows of at least split_min_row_bytes to
+        v4_split when there are at most split_max_rows of them (few long rows need large clusters,
+        which leave SMs short of room; many rows keep every SM busy with clusters anyway).
+    split_chunk_bytes: v4_split's chunk per block (more blocks per row when a row is longer).
 
     The defaults are the H100 measurements of `python -m kernels_cuda.tune` (NOTES.md, round 2):
     v3 beat the cluster kernel up to 64 KB rows in bf16 (97% vs 94.5% of copy at 32768) and
@@ -69,6 +78,9 @@ class AutoConfig:
     fused_packs_16bit: int = 4
     cluster_chunk_bytes: int = 64 * 1024
     max_cluster: int = 16
+    split_max_rows: int = 512
+    split_min_row_bytes: int = 256 * 1024
+    split_chunk_bytes: int = 32 * 1024
 
 
 AUTO = AutoConfig()
@@ -91,6 +103,7 @@ class Launch:
     block: int
     shared_mem: int = 0
     extra: tuple[int, ...] = ()
+    workspace_bytes: int = 0  # zeroed device memory kept between launches, passed after `extra`
 
 
 @dataclass(frozen=True)
@@ -232,6 +245,35 @@ def online_spec(dtype: str, vec: int) -> Spec:
     )
 
 
+def split_spec(dtype: str) -> Spec:
+    return Spec(
+        "06_softmax_split.cu", "softmax_split", dtype, (("THREADS", SPLIT_THREADS), ("VEC", full_vec(dtype)))
+    )
+
+
+def plan_split(M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig) -> Launch | None:
+    """None without sm_90 (bulk copies), for rows that are not whole 16-byte packs, or when a row
+    needs more than SPLIT_MAX_BLOCKS_PER_ROW blocks of the largest chunk a block holds."""
+    if device.cc < 90 or vec != full_vec(dtype):
+        return None
+    size = arrays.ITEMSIZE[dtype]
+    split = math.ceil(N * size / cfg.split_chunk_bytes)
+    if split > SPLIT_MAX_BLOCKS_PER_ROW:
+        split = SPLIT_MAX_BLOCKS_PER_ROW
+    chunk = math.ceil(math.ceil(N / split) / vec) * vec
+    split = math.ceil(N / chunk)
+    if chunk * size > device.max_shared_per_block - 1024 or M * split > MAX_GRID:
+        return None
+    return Launch(
+        split_spec(dtype),
+        grid=M * split,
+        block=SPLIT_THREADS,
+        shared_mem=chunk * size,
+        extra=(chunk, split),
+        workspace_bytes=4 * (2 + 2 * M) + 8 * M * split,
+    )
+
+
 def plan(
     variant: str, M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig | None = None
 ) -> Launch:
@@ -251,11 +293,16 @@ def plan(
         )
     if variant == "v4_online":
         return Launch(online_spec(dtype, vec), grid=min(M, MAX_GRID), block=ONLINE_THREADS)
+    if variant == "v4_split":
+        return plan_split(M, N, dtype, vec, device, cfg) or plan("v4", M, N, dtype, vec, device, cfg)
     if variant == "auto":
         fits_v3 = N <= fused_capacity(vec) and (
             N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90
         )
-        return plan("v3" if fits_v3 else "v4", M, N, dtype, vec, device, cfg)
+        if fits_v3:
+            return plan("v3", M, N, dtype, vec, device, cfg)
+        few_long_rows = M <= cfg.split_max_rows and N * arrays.ITEMSIZE[dtype] >= cfg.split_min_row_bytes
+        return plan("v4_split" if few_long_rows else "v4", M, N, dtype, vec, device, cfg)
     raise ValueError(f"softmax: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
@@ -272,6 +319,7 @@ def specializations() -> list[Spec]:
             )
             specs.append(online_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
+        specs.append(split_spec(dtype))
     return specs
 
 
@@ -312,6 +360,8 @@ def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, s
         np.int64(y.row_stride),
         *(np.int32(e) for e in launch.extra),
     )
+    if launch.workspace_bytes:
+        args += (np.uint64(_workspace(device_id, stream, launch.workspace_bytes)),)
     codegen.launch(
         launch.spec,
         (launch.grid,),
@@ -321,6 +371,26 @@ def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, s
         device_id=device_id,
         shared_mem=launch.shared_mem,
     )
+
+
+_workspaces: dict[tuple[int, int], object] = {}
+_retired_workspaces: list[object] = []
+
+
+def _workspace(device_id: int, stream, nbytes: int) -> int:
+    """A zeroed buffer of at least nbytes for kernels that leave their workspace zeroed when they
+    finish (06_softmax_split.cu): one per (device, stream), so launches that share it never overlap."""
+    import cupy
+
+    key = (device_id, stream.ptr)
+    buf = _workspaces.get(key)
+    if buf is None or buf.nbytes < nbytes:
+        if buf is not None:
+            _retired_workspaces.append(buf)  # a launch queued on the stream may still use it
+        with cupy.cuda.Device(device_id), stream:
+            buf = cupy.zeros(max(nbytes, 2 * (0 if buf is None else buf.nbytes)), dtype=cupy.uint8)
+        _workspaces[key] = buf
+    return buf.data.ptr
 
 
 def _run(variant: str, x: arrays.Rows, y: arrays.Rows, dtype: str, device_id: int, stream) -> None:

@@ -1,13 +1,13 @@
 // 06 split softmax (sm_90): few long rows, each split over S independent blocks that exchange
 // their (max, sum) pairs through global memory.
 //
-// Why not the cluster kernel: with few rows (256 rows of 1 MB) the cluster kernel needs 16-block
-// clusters of 64 KB chunks, and a 16-block cluster must fit inside one GPC: on an H100 only 21 such
-// clusters are resident at once, 336 of the 396 block slots that shared memory allows, and every
-// block of a cluster waits at the per-row cluster barrier for the slowest of 16 chunks (see
-// experiments/notes/kernels-cuda.md). Here a row is S plain blocks (S up to 64, chunks of 32 KB or
-// less), placed anywhere on the chip, so every SM holds as many chunks as its shared memory allows
-// and no block waits for a GPC to have room.
+// Why not the cluster kernel: with few rows of 1 MB the cluster kernel needs 16-block clusters of
+// 64 KB chunks, and a 16-block cluster must fit inside one GPC, so fewer clusters are resident
+// than shared memory would allow blocks, and every block of a cluster waits at the per-row
+// cluster barrier for the slowest of 16 chunks (the ncu reading is in
+// experiments/notes/kernels-cuda.md). Here a row is S plain blocks (chunks of 32 KB or less)
+// placed anywhere on the chip, so every SM holds as many chunks as its shared memory allows and
+// no block waits for a GPC to have room.
 //
 // Each block: takes the next ticket from a global counter (ticket t = chunk t % S of row t / S), so
 // the blocks of a row get consecutive tickets and run at the same time; brings its chunk into
@@ -31,10 +31,11 @@
 // Workspace layout (32-bit words): [0] ticket, [1] finished blocks, [2, 2 + M) arrivals per row,
 // [2 + M, 2 + 2M) readers done per row, then (8-byte aligned: 2 + 2M is even) M * S Stats.
 //
-// Constants: KL_THREADS, KL_VEC (16-byte packs; N and chunk are multiples of it), KL_SPLIT (S).
+// Constants: KL_THREADS, KL_VEC (16-byte packs; N and chunk are multiples of it). S (`split`) and
+// the chunk length are launch arguments: one specialization serves every row length.
 #include "common.cuh"
 
-constexpr int THREADS = KL_THREADS, VEC = KL_VEC, S = KL_SPLIT;
+constexpr int THREADS = KL_THREADS, VEC = KL_VEC;
 constexpr int WARPS = THREADS / 32;
 static_assert(Pack<VEC>::BYTES == 16, "bulk copies move whole 16-byte packs");
 
@@ -44,7 +45,8 @@ __device__ __forceinline__ unsigned load_volatile(const unsigned* p) {
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     softmax_split(const elem_t* __restrict__ x, elem_t* __restrict__ y, i64 M, int N, i64 x_stride, i64 y_stride,
-                  int chunk, unsigned* __restrict__ workspace) {
+                  int chunk, int split, unsigned* __restrict__ workspace) {
+  const int S = split;
   extern __shared__ __align__(16) unsigned char smem[];
   const Pack<VEC>* held = reinterpret_cast<const Pack<VEC>*>(smem);  // this block's chunk of the row
   __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier, one phase
@@ -102,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if (threadIdx.x == 0) {
       row_stats = r;
       // The last reader of this row's pairs resets its counters for the next launch.
-      if (atomicAdd(&readers_done[row], 1u) == S - 1) {
+      if (atomicAdd(&readers_done[row], 1u) == static_cast<unsigned>(S - 1)) {
         arrived[row] = 0;
         readers_done[row] = 0;
       }
