@@ -54,7 +54,15 @@ BOUNDARIES = [
     300_000,
 ]
 # The longest row each variant is designed for (v3: any layout; 16-byte packs reach further, below).
-MAX_N = {"v1": 1024, "v2": 300_000, "v3": 16384, "v4": 300_000, "v4_online": 300_000, "v4_split": 300_000, "auto": 300_000}
+MAX_N = {
+    "v1": 1024,
+    "v2": 300_000,
+    "v3": 16384,
+    "v4": 300_000,
+    "v4_online": 300_000,
+    "v4_split": 300_000,
+    "auto": 300_000,
+}
 LAYOUTS = ("contiguous", "dim0", "middle", "sliced", "offset", "broadcast")
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 

@@ -33,6 +33,7 @@ FUSED_SOURCE = "07_softmax_backward.cu"
 CLUSTER_SOURCE = "08_softmax_backward_cluster.cu"
 FUSED_BLOCK = 256  # threads per block when a row needs fewer (RPB rows per block)
 FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 16-byte packs in all)
+FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
 TWOPASS_THREADS, TWOPASS_UNROLL = 512, 2
 CLUSTER_THREADS = 256
 
@@ -59,7 +60,7 @@ AUTO = BackwardConfig()
 
 
 def fused_capacity(vec: int) -> int:
-    return sm.FUSED_MAX_TPR * FUSED_ITEMS_MAX * vec
+    return FUSED_MAX_TPR * FUSED_ITEMS_MAX * vec
 
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
@@ -76,8 +77,8 @@ def fused_ladder(dtype: str, vec: int, cfg: BackwardConfig) -> list[tuple[int, i
     """The forward's (threads per row, packs per thread) ladder, capped at FUSED_ITEMS_MAX packs."""
     packs = (cfg.fused_packs_f32 if arrays.ITEMSIZE[dtype] == 4 else cfg.fused_packs_16bit) if vec > 1 else 4
     ladder = sm.fused_ladder(vec, min(packs, FUSED_ITEMS_MAX))
-    capped = [(t, i) for t, i in ladder if i <= FUSED_ITEMS_MAX]
-    return capped + [(t, FUSED_ITEMS_MAX) for t in (512, 1024)]
+    capped = [(t, i) for t, i in ladder if i <= FUSED_ITEMS_MAX and t <= FUSED_MAX_TPR]
+    return capped + [(FUSED_MAX_TPR, FUSED_ITEMS_MAX)]
 
 
 def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: BackwardConfig) -> sm.Launch | None:
@@ -167,7 +168,9 @@ def specializations() -> list[Spec]:
     specs = []
     for dtype in sm.DTYPES:
         for vec in (sm.full_vec(dtype), 1):
-            specs.extend(fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO)))
+            specs.extend(
+                fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO))
+            )
             specs.append(twopass_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
     return specs
@@ -176,7 +179,9 @@ def specializations() -> list[Spec]:
 # --- running --------------------------------------------------------------------------------
 
 
-def _launch(launch: sm.Launch, y: arrays.Rows, dy: arrays.Rows, dx: arrays.Rows, device_id: int, stream) -> None:
+def _launch(
+    launch: sm.Launch, y: arrays.Rows, dy: arrays.Rows, dx: arrays.Rows, device_id: int, stream
+) -> None:
     import numpy as np
 
     args = (
@@ -226,7 +231,9 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
         dx = softmax_backward(ops.reshape(y, (1,)), ops.reshape(dy, (1,)), 0, variant)
         return ops.reshape(dx, ())
     if y.shape[d] > sm.MAX_N:
-        raise ValueError(f"{fn}: rows of {y.shape[d]} elements along dim {dim}; at most {sm.MAX_N} are supported")
+        raise ValueError(
+            f"{fn}: rows of {y.shape[d]} elements along dim {dim}; at most {sm.MAX_N} are supported"
+        )
     if math.prod(shape) == 0:
         return ops.empty(shape, y)
 

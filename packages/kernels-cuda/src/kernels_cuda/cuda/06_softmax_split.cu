@@ -46,6 +46,9 @@ __device__ __forceinline__ unsigned load_volatile(const unsigned* p) {
 extern "C" __global__ void __launch_bounds__(THREADS)
     softmax_split(const elem_t* __restrict__ x, elem_t* __restrict__ y, i64 M, int N, i64 x_stride, i64 y_stride,
                   int chunk, int split, unsigned* __restrict__ workspace) {
+#if __CUDA_ARCH__ < 900
+  __trap();  // bulk copies need sm_90; the host plans this kernel on sm_90 only
+#else
   const int S = split;
   extern __shared__ __align__(16) unsigned char smem[];
   const Pack<VEC>* held = reinterpret_cast<const Pack<VEC>*>(smem);  // this block's chunk of the row
@@ -126,4 +129,5 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     *ticket = 0;
     *finished = 0;
   }
+#endif
 }
