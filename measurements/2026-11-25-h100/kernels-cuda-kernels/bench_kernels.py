@@ -4,8 +4,9 @@
 
 For each shape and dtype: every candidate is first checked against a float64 reference on fresh
 random inputs with NaN-poisoned outputs (max abs error printed beside torch's on the same input),
-then timed: CUDA events around one launch, L2 flushed (a 256 MiB write) before each, median of
-REPS. Bandwidth = compulsory bytes (forward: read x, write y; backward: read y and dy, write dx) /
+then timed: device time from CUDA events around one call, L2 flushed (a 256 MiB write) and
+~0.2 ms of GPU sleep queued before each (so host work is not counted), median of REPS; and call
+time, wall time per call back to back. Bandwidth = compulsory bytes (forward: read x, write y; backward: read y and dy, write dx) /
 time, as a fraction of a device-to-device copy timed the same way in the same run.
 """
 
@@ -34,6 +35,7 @@ def time_us(fn) -> float:
     times = []
     for _ in range(REPS):
         _flush.fill_(1)
+        torch.cuda._sleep(400_000)  # ~0.2 ms of GPU work queued, so the host's launch work is not timed
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
@@ -41,6 +43,17 @@ def time_us(fn) -> float:
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
     return statistics.median(times)
+
+
+def call_us(fn, n: int = 50) -> float:
+    """Call time: wall time per call, back to back, synchronized once at the end."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n * 1e6
 
 
 def copy_bandwidth() -> float:
@@ -107,9 +120,11 @@ def main(out_path: str) -> int:
                         with arrays.poison_outputs():
                             err = max_err(sm.softmax(x, variant=v), ref)
                         us = time_us(lambda x=x, v=v: sm.softmax(x, variant=v))
+                        call = call_us(lambda x=x, v=v: sm.softmax(x, variant=v))
                     kernel = f"{launch.spec.name} grid={launch.grid} extra={launch.extra}"
                 else:
                     err, us, kernel = torch_err, time_us(lambda fn=fn, x=x: fn(x)), ""
+                    call = call_us(lambda fn=fn, x=x: fn(x))
                 ok = err <= max(2 * torch_err, 1e-6 if dname == "float32" else 8e-3)
                 failures += not ok
                 frac = 2 * M * N * size / (us * 1e-6) / copy
@@ -128,7 +143,7 @@ def main(out_path: str) -> int:
                     )
                 )
                 print(
-                    f"fwd {M}x{N} {dname:8s} {name:24s} {us:9.1f} us {100 * frac:6.1f}% err {err:.2e} "
+                    f"fwd {M}x{N} {dname:8s} {name:24s} {us:9.1f} us {100 * frac:6.1f}% call {call:8.1f} us err {err:.2e} "
                     f"(torch {torch_err:.2e}) {'ok' if ok else 'FAIL'} {kernel}",
                     flush=True,
                 )
@@ -155,6 +170,7 @@ def main(out_path: str) -> int:
                     kernel = f"{launch.spec.name} grid={launch.grid} extra={launch.extra}"
                 else:
                     err, us, kernel = torch_berr, time_us(lambda fn=fn, y=y, dy=dy: fn(y, dy)), ""
+                    call = call_us(lambda fn=fn, y=y, dy=dy: fn(y, dy))
                 ok = err <= max(2 * torch_berr, 1e-6 if dname == "float32" else 8e-3)
                 failures += not ok
                 frac = 3 * M * N * size / (us * 1e-6) / copy
@@ -173,7 +189,7 @@ def main(out_path: str) -> int:
                     )
                 )
                 print(
-                    f"bwd {M}x{N} {dname:8s} {name:24s} {us:9.1f} us {100 * frac:6.1f}% err {err:.2e} "
+                    f"bwd {M}x{N} {dname:8s} {name:24s} {us:9.1f} us {100 * frac:6.1f}% call {call:8.1f} us err {err:.2e} "
                     f"(torch {torch_berr:.2e}) {'ok' if ok else 'FAIL'} {kernel}",
                     flush=True,
                 )
@@ -184,8 +200,12 @@ def main(out_path: str) -> int:
     with arrays.poison_outputs():
         err = max_err(sm.softmax(x, variant="v1"), torch.softmax(x.double(), -1))
     us = time_us(lambda: sm.softmax(x, variant="v1"))
+    call = call_us(lambda: sm.softmax(x, variant="v1"), n=3)
     frac = 2 * x.numel() * 4 / (us * 1e-6) / copy
-    print(f"fwd 16384x4096 float32  cuda.v1_naive {us:9.1f} us {100 * frac:6.1f}% err {err:.2e}", flush=True)
+    print(
+        f"fwd 16384x4096 float32  cuda.v1_naive {us:9.1f} us {100 * frac:6.1f}% call {call:8.1f} us err {err:.2e}",
+        flush=True,
+    )
     rows.append(
         dict(
             op="forward",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kernels_cuda import arrays, codegen
 from kernels_cuda import softmax_variants as sm
@@ -176,6 +177,9 @@ def specializations() -> list[Spec]:
     return specs
 
 
+_plan = lru_cache(maxsize=4096)(plan)
+
+
 # --- running --------------------------------------------------------------------------------
 
 
@@ -248,6 +252,6 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
         (rows_y.ptr, rows_dy.ptr, rows_dx.ptr),
         (rows_y.row_stride, rows_dy.row_stride, rows_dx.row_stride),
     )
-    launch = plan(variant, rows_y.M, rows_y.N, dtype, vec, sm._device(device_id))
+    launch = _plan(variant, rows_y.M, rows_y.N, dtype, vec, sm._device(device_id), AUTO)
     _launch(launch, rows_y, rows_dy, rows_dx, device_id, ops.stream(y))
     return ops.moveaxis(moved, last, d) if d != last else moved

@@ -115,14 +115,16 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   }
   __syncthreads();
   const float shift = safe_shift(row_stats.m);
-  const float inv_sum = 1.f / row_stats.s;
+  const float sum = row_stats.s;
+  const float inv_sum = 1.f / sum;
 
   // Shared memory -> DRAM.
   elem_t* yr = y + row * y_stride + begin;
 #pragma unroll 4
   for (int p = threadIdx.x; p < packs; p += THREADS) {
     const Pack<VEC> v = held[p];
-    store_pack<VEC>(yr + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(v, k), shift) * inv_sum; }));
+    const auto out = [&](int k) { return normalize(exp_shifted(elem(v, k), shift), sum, inv_sum); };
+    store_pack<VEC>(yr + p * VEC, make_pack<VEC>(out));
   }
   // Every block has taken its ticket before it counts itself finished: the last one resets both.
   if (threadIdx.x == 0 && atomicAdd(finished, 1u) == gridDim.x - 1) {

@@ -202,6 +202,17 @@ __device__ __forceinline__ float exp_shifted(float x, float ref) {
   return ex2(t) * fmaf(lost, KL_LN2, 1.f);
 }
 
+// e / sum as an output. fp32 outputs divide (div.rn: one rounding, as torch's division); a
+// multiply by a rounded reciprocal rounds twice, up to a whole ulp on the largest outputs. 16-bit
+// outputs round far more coarsely than either, so they multiply.
+__device__ __forceinline__ float normalize(float e, float sum, float inv_sum) {
+#if KL_DTYPE == KL_F32
+  return e / sum;
+#else
+  return e * inv_sum;
+#endif
+}
+
 // The shift to use for a running max m: m itself, or 0 while everything seen is -inf, so that
 // exp(-inf - shift) is 0 and not NaN. A row that is -inf throughout then ends with sum 0 and
 // 0 * (1/0) = NaN outputs, which is what torch returns.
