@@ -12,14 +12,16 @@ time, as a fraction of a device-to-device copy timed the same way in the same ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from kernels_cuda import arrays
+from kernels_cuda import arrays, codegen
 from kernels_cuda import softmax_backward as bw
 from kernels_cuda import softmax_variants as sm
 
@@ -81,11 +83,31 @@ def with_auto(**changes):
     return Ctx()
 
 
+BASELINE = Path(__file__).parent / "baseline"  # common.cuh, 03 and 04 before the fp32 accuracy changes
+
+
+class baseline_sources:
+    """Within this block, kernels compile from BASELINE's sources (an A/B of the same plans)."""
+
+    def _switch(self, folder):
+        codegen.SOURCE_DIR = folder
+        codegen._headers.cache_clear()
+        codegen._kernels.clear()
+
+    def __enter__(self):
+        self.old = codegen.SOURCE_DIR
+        self._switch(BASELINE)
+
+    def __exit__(self, *exc):
+        self._switch(self.old)
+
+
 def forward_candidates(M, N):
     cands = [("F.softmax", lambda x: F.softmax(x, dim=-1), None), ("cuda.auto", None, ("auto", {}))]
+    cands.append(("cuda.auto baseline", None, ("auto", {"baseline": True})))
     if N >= 32768:
         cands += [("cuda.v4_cluster", None, ("v4", {}))]
-        for kb in (16, 32, 64):
+        for kb in (32, 64):
             cands.append((f"cuda.v4_split {kb}KB", None, ("v4_split", {"split_chunk_bytes": kb * 1024})))
     return cands
 
@@ -95,7 +117,6 @@ def backward_candidates(N):
     cands.append(("cuda.bwd auto", None, {}))
     if N >= 32768:
         cands.append(("cuda.bwd cluster 64KB", None, {"cluster_chunk_bytes": 64 * 1024}))
-        cands.append(("cuda.bwd twopass", None, "twopass"))
     return cands
 
 
@@ -115,7 +136,8 @@ def main(out_path: str) -> int:
             for name, fn, variant in forward_candidates(M, N):
                 if variant is not None:
                     v, changes = variant
-                    with with_auto(**changes):
+                    base = changes.pop("baseline", False)
+                    with with_auto(**changes), baseline_sources() if base else contextlib.nullcontext():
                         launch = sm.plan(v, M, N, dname, sm.full_vec(dname), sm._device(0))
                         with arrays.poison_outputs():
                             err = max_err(sm.softmax(x, variant=v), ref)
@@ -163,6 +185,9 @@ def main(out_path: str) -> int:
                         with arrays.poison_outputs():
                             err = max_err(bw.softmax_backward(y, dy, variant=variant), bref)
                         us = time_us(
+                            lambda y=y, dy=dy, variant=variant: bw.softmax_backward(y, dy, variant=variant)
+                        )
+                        call = call_us(
                             lambda y=y, dy=dy, variant=variant: bw.softmax_backward(y, dy, variant=variant)
                         )
                     finally:

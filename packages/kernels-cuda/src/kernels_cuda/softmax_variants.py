@@ -78,7 +78,7 @@ class AutoConfig:
     fused_packs_16bit: int = 4
     cluster_chunk_bytes: int = 64 * 1024
     max_cluster: int = 16
-    split_max_rows: int = 512
+    split_max_rows: int = 0  # off: the cluster kernel was faster at 256 rows (notes, 2026-11-25)
     split_min_row_bytes: int = 256 * 1024
     split_chunk_bytes: int = 32 * 1024
 
@@ -360,8 +360,13 @@ def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, s
         np.int64(y.row_stride),
         *(np.int32(e) for e in launch.extra),
     )
-    if launch.workspace_bytes:
-        args += (np.uint64(_workspace(device_id, stream, launch.workspace_bytes)),)
+    if launch.workspace_bytes:  # the split kernel's counters (the words before its pairs) start at zero
+        import cupy
+
+        ws = _workspace(device_id, stream, launch.workspace_bytes)
+        with cupy.cuda.Device(device_id):
+            cupy.cuda.runtime.memsetAsync(ws, 0, 4 * (2 + 2 * x.M), stream.ptr)
+        args += (np.uint64(ws),)
     codegen.launch(
         launch.spec,
         (launch.grid,),
@@ -378,8 +383,8 @@ _retired_workspaces: list[object] = []
 
 
 def _workspace(device_id: int, stream, nbytes: int) -> int:
-    """A zeroed buffer of at least nbytes for kernels that leave their workspace zeroed when they
-    finish (06_softmax_split.cu): one per (device, stream), so launches that share it never overlap."""
+    """A buffer of at least nbytes for the split kernel (06_softmax_split.cu): one per (device,
+    stream), so launches that share it never overlap."""
     import cupy
 
     key = (device_id, stream.ptr)

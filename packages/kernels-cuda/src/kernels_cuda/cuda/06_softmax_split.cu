@@ -23,13 +23,12 @@
 // fewer than S tickets; the host launches this kernel only when more than S blocks fit on the GPU
 // at once, so a slot would be free and the next block would take the next ticket of that row.
 //
-// The workspace (host-allocated, zeroed once) cleans itself: the last block of a row to read the
-// row's pairs zeroes its counters, and the last block of the grid zeroes the ticket, so the next
-// launch finds zeros without a memset. Launches that share a workspace must not overlap (the host
-// keeps one per stream).
+// The workspace's counters are zeroed by the host on the launch's stream before each launch.
+// (A self-cleaning version, where the last reader of a row zeroed its counters, left them
+// nonzero on the H100: measurements/2026-11-25-h100/kernels-cuda-kernels/run2-tests-tail.log.)
 //
-// Workspace layout (32-bit words): [0] ticket, [1] finished blocks, [2, 2 + M) arrivals per row,
-// [2 + M, 2 + 2M) readers done per row, then (8-byte aligned: 2 + 2M is even) M * S Stats.
+// Workspace layout (32-bit words): [0] ticket, [1] unused, [2, 2 + M) arrivals per row, [2 + M, 2 + 2M)
+// unused, then (8-byte aligned: 2 + 2M is even) M * S Stats. Words [0, 2 + 2M) are zeroed per launch.
 //
 // Constants: KL_THREADS, KL_VEC (16-byte packs; N and chunk are multiples of it). S (`split`) and
 // the chunk length are launch arguments: one specialization serves every row length.
@@ -58,9 +57,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   __shared__ i64 ticket_shared;
 
   unsigned* ticket = workspace;
-  unsigned* finished = workspace + 1;
   unsigned* arrived = workspace + 2;
-  unsigned* readers_done = workspace + 2 + M;
   Stats* pairs = reinterpret_cast<Stats*>(workspace + 2 + 2 * M);
 
   if (threadIdx.x == 0) {
@@ -104,14 +101,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       r = stats_merge(r, {pair.x, pair.y});
     }
     r = warp_merge<32>(r);
-    if (threadIdx.x == 0) {
-      row_stats = r;
-      // The last reader of this row's pairs resets its counters for the next launch.
-      if (atomicAdd(&readers_done[row], 1u) == static_cast<unsigned>(S - 1)) {
-        arrived[row] = 0;
-        readers_done[row] = 0;
-      }
-    }
+    if (threadIdx.x == 0) row_stats = r;
   }
   __syncthreads();
   const float shift = safe_shift(row_stats.m);
@@ -125,11 +115,6 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const Pack<VEC> v = held[p];
     const auto out = [&](int k) { return normalize(exp_shifted(elem(v, k), shift), sum, inv_sum); };
     store_pack<VEC>(yr + p * VEC, make_pack<VEC>(out));
-  }
-  // Every block has taken its ticket before it counts itself finished: the last one resets both.
-  if (threadIdx.x == 0 && atomicAdd(finished, 1u) == gridDim.x - 1) {
-    *ticket = 0;
-    *finished = 0;
   }
 #endif
 }
