@@ -1,8 +1,7 @@
-"""kernels_cuda.softmax_backward, the split forward (v4_split) and the fp32 accuracy of every
-long-row path.
+"""kernels_cuda.softmax_backward, and the fp32 accuracy of every forward path on long rows.
 
-CPU: every backward plan is a specialization within its kernel's limits, and every backward and
-split Spec compiles with NVRTC offline for sm_90 (and sm_80 where it can) with no spills.
+CPU: every backward plan is a specialization within its kernel's limits, and every backward Spec
+compiles with NVRTC offline for sm_90 (and sm_80 where it can) with no spills.
 GPU (marked `gpu`): results against float64 references on fresh random inputs with NaN-poisoned
 outputs; adversarial rows (the maximum first, last or repeated; finite magnitudes up to FLT_MAX;
 +-inf and NaN); fp32 error no worse than torch's on the same input at 2^17 and 2^18 + 1.
@@ -85,23 +84,9 @@ def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster):
     assert a100 == ("softmax_backward_fused" if fits else "softmax_backward_twopass")
 
 
-def test_split_plans_few_long_rows_and_stays_within_its_limits():
-    assert sm.plan("auto", 256, 262144, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
-    launch = sm.plan("v4_split", 256, 262144, "float32", 4, sm.H100)
-    assert launch.spec.kernel == "softmax_split"
-    chunk, split = launch.extra
-    assert (chunk, split) == (8192, 32) and launch.grid == 256 * 32 and launch.shared_mem == 32 * 1024
-    assert sm.plan("v4_split", 256, 262144, "bfloat16", 8, sm.H100).extra == (16384, 16)
-    assert sm.plan("auto", 1024, 131072, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
-    assert sm.plan("v4_split", 3, 100_003, "float32", 1, sm.H100).spec.kernel == "softmax_online"  # not 16 B
-    assert sm.plan("v4_split", 3, 100_000, "float32", 4, sm.A100).spec.kernel == "softmax_online"
-    huge = sm.plan("v4_split", 2, 10 * 2**20 // 4, "float32", 4, sm.H100)  # 10 MB rows: 64 big chunks
-    assert huge.spec.kernel == "softmax_split" and huge.extra[1] == sm.SPLIT_MAX_BLOCKS_PER_ROW
-
-
-def test_every_backward_and_split_spec_compiles_offline_without_spills(tmp_path, monkeypatch):
+def test_every_backward_spec_compiles_offline_without_spills(tmp_path, monkeypatch):
     monkeypatch.setenv(codegen.CACHE_ENV, str(tmp_path))
-    specs = sorted(BACKWARD_SPECS | {sm.split_spec(d) for d in sm.DTYPES}, key=lambda s: s.name)
+    specs = sorted(BACKWARD_SPECS, key=lambda s: s.name)
     results = codegen.compile_all(["sm_90", "sm_80"], specs=specs)
     assert {(r.spec, r.arch) for r in results} == {
         (s, a) for s in specs for a in ("sm_90", "sm_80") if s.supports_arch(a)
@@ -109,9 +94,7 @@ def test_every_backward_and_split_spec_compiles_offline_without_spills(tmp_path,
     for r in results:
         assert r.resources.spill_bytes == 0 and r.resources.stack_bytes == 0, r.spec.name
         ptx = r.ptx_path.read_text()
-        bulk = bool(r.spec.cluster) or r.spec.kernel == "softmax_split"
-        if bulk and r.arch == "sm_80":
-            continue  # the split kernel traps below sm_90; the plans never launch it there
+        bulk = bool(r.spec.cluster)
         if dict(r.spec.constants).get("VEC", 1) > 1:  # 16-byte stores; 16-byte loads or bulk copies
             assert "st.global.v4" in ptx, r.spec.name
             assert ("cp.async.bulk.shared::cluster.global" if bulk else "ld.global.nc.v4") in ptx, r.spec.name
@@ -262,7 +245,7 @@ def _adversarial_rows(n, kind):
     return x
 
 
-FORWARD_PATHS = ["auto", "v4", "v4_split", "v4_online", "v2", "v1"]
+FORWARD_PATHS = ["auto", "v4", "v4_online", "v2", "v1"]
 
 
 @pytest.mark.gpu
@@ -285,30 +268,6 @@ def test_fp32_forward_error_is_no_worse_than_torch(n, kind, variant):
     assert float((y.double().sum(-1) - 1).abs().max()) <= max(
         4e-6, 2 * float((torch.softmax(x, -1).double().sum(-1) - 1).abs().max())
     )
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("shape", [(3, 2**18 + 8), (256, 262144), (40, 131072), (2, 2**21)])
-def test_split_forward_matches_the_reference_launch_after_launch(dtype, shape):
-    torch = _torch()
-    from labtools.ops import tolerance
-
-    for _ in range(3):  # each launch must find its counters at zero
-        x = (torch.randn(shape, device="cuda") * 4).to(_dtype(dtype))
-        with arrays.poison_outputs():
-            y = sm.softmax(x, variant="v4_split")
-        np.testing.assert_allclose(
-            y.double().cpu().numpy(), torch.softmax(x.double(), -1).cpu().numpy(), **tolerance(dtype)
-        )
-    # special rows: masked, fully masked, +inf, NaN
-    x = (torch.randn(5, 2**18, device="cuda") * 2).to(_dtype(dtype))
-    x[0, ::3] = -math.inf
-    x[1] = -math.inf
-    x[2, 5] = math.inf
-    x[3, 7] = math.nan
-    y = sm.softmax(x, variant="v4_split")
-    assert torch.equal(torch.isnan(y), torch.isnan(torch.softmax(x.double(), -1)))
 
 
 @pytest.mark.gpu

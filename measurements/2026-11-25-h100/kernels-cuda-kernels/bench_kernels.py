@@ -107,8 +107,6 @@ def forward_candidates(M, N):
     cands.append(("cuda.auto baseline", None, ("auto", {"baseline": True})))
     if N >= 32768:
         cands += [("cuda.v4_cluster", None, ("v4", {}))]
-        for kb in (32, 64):
-            cands.append((f"cuda.v4_split {kb}KB", None, ("v4_split", {"split_chunk_bytes": kb * 1024})))
     return cands
 
 

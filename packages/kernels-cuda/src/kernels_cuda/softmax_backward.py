@@ -7,10 +7,13 @@ both torch CUDA tensors of one shape, dtype (float32 / float16 / bfloat16) and d
 The result has y's shape and dtype (fp32 accumulation), the same as
 `torch.ops.aten._softmax_backward_data(dy, y, dim, y.dtype)`.
 
+`kernels_cuda.softmax_backward(y, dy)` works too: this module is callable (it forwards to the
+function), so the package attribute and the function read the same.
+
 The kernels (read them in order, after the forward's):
-    fused     07_softmax_backward.cu          rows in registers: one read of y and dy, one write of dx
-    twopass   07_softmax_backward.cu          any row, any GPU: the dot, then a second pass for dx
-    cluster   08_softmax_backward_cluster.cu  long rows over a thread-block cluster (sm_90): chunks
+    fused     06_softmax_backward.cu          rows in registers: one read of y and dy, one write of dx
+    twopass   06_softmax_backward.cu          any row, any GPU: the dot, then a second pass for dx
+    cluster   07_softmax_backward_cluster.cu  long rows over a thread-block cluster (sm_90): chunks
                                               of y and dy in shared memory by bulk copies, the dot
                                               exchanged through distributed shared memory
     auto      fused up to BackwardConfig.fused_max_row_bytes, else cluster, else twopass
@@ -22,6 +25,8 @@ be tested and every Spec compiled offline.
 from __future__ import annotations
 
 import math
+import sys
+import types
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,8 +35,8 @@ from kernels_cuda import softmax_variants as sm
 from kernels_cuda.codegen import Spec
 
 VARIANTS = ("auto", "fused", "twopass", "cluster")
-FUSED_SOURCE = "07_softmax_backward.cu"
-CLUSTER_SOURCE = "08_softmax_backward_cluster.cu"
+FUSED_SOURCE = "06_softmax_backward.cu"
+CLUSTER_SOURCE = "07_softmax_backward_cluster.cu"
 FUSED_BLOCK = 256  # threads per block when a row needs fewer (RPB rows per block)
 FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 16-byte packs in all)
 FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
@@ -164,6 +169,7 @@ def plan(
     raise ValueError(f"softmax_backward: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
+@codegen.register_specializations
 def specializations() -> list[Spec]:
     """Every Spec `plan` can produce, for the offline compile."""
     specs = []
@@ -255,3 +261,14 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
     launch = _plan(variant, rows_y.M, rows_y.N, dtype, vec, sm._device(device_id), AUTO)
     _launch(launch, rows_y, rows_dy, rows_dx, device_id, ops.stream(y))
     return ops.moveaxis(moved, last, d) if d != last else moved
+
+
+class _CallableModule(types.ModuleType):
+    """`kernels_cuda.softmax_backward` is this module once imported (Python sets the package
+    attribute to it); calling it calls the function of the same name."""
+
+    def __call__(self, y, dy, dim: int = -1, variant: str = "auto"):
+        return softmax_backward(y, dy, dim, variant)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -194,12 +194,17 @@ __device__ __forceinline__ float ex2(float x) {
 // out of the FMA (inf - inf would be NaN) and lets NaN through (the comparison is false for NaN).
 #define KL_LOG2E_LO 1.92596299e-8f  // log2(e) - KL_LOG2E
 #define KL_LN2 0.6931471805599453f
+// 16-bit outputs round far more coarsely than the lost part matters, so they skip it.
 __device__ __forceinline__ float exp_shifted(float x, float ref) {
+#if KL_DTYPE == KL_F32
   float d = x - ref;
   d = d < -128.f ? -128.f : d;
   const float t = d * KL_LOG2E;
   const float lost = fmaf(d, KL_LOG2E, -t) + d * KL_LOG2E_LO;
   return ex2(t) * fmaf(lost, KL_LN2, 1.f);
+#else
+  return ex2((x - ref) * KL_LOG2E);
+#endif
 }
 
 // e / sum as an output. fp32 outputs divide (div.rn: one rounding, as torch's division); a

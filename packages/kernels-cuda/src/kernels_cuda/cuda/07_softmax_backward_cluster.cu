@@ -1,4 +1,4 @@
-// 08 softmax backward over a thread-block cluster (sm_90): rows too long for registers.
+// 07 softmax backward over a thread-block cluster (sm_90): rows too long for registers.
 //
 // dx = y * (dy - sum(y * dy)), each row split over the C blocks of a cluster as in the forward
 // cluster kernel (04): block `rank` owns the contiguous chunk of `chunk` elements starting at

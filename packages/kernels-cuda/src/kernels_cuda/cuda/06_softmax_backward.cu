@@ -1,4 +1,4 @@
-// 07 softmax backward, rows held in registers: dx = y * (dy - sum(y * dy)) along each row.
+// 06 softmax backward, rows held in registers: dx = y * (dy - sum(y * dy)) along each row.
 //
 // The backward of y = softmax(x) needs, per row, one number: the dot product of y and dy. The
 // fastest possible kernel reads y and dy once and writes dx once: 3 accesses per element, and
