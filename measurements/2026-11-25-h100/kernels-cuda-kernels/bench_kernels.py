@@ -93,6 +93,7 @@ class baseline_sources:
         codegen.SOURCE_DIR = folder
         codegen._headers.cache_clear()
         codegen._kernels.clear()
+        sm._clear_caches()  # the per-layout calls hold loaded kernels
 
     def __enter__(self):
         self.old = codegen.SOURCE_DIR
