@@ -87,8 +87,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     // in torch). Otherwise exp is taken again from the raw packs.
     const float row_shift = safe_shift(row_stats.m);
     const float inv_sum = 1.f / row_stats.s;
-    // warp_scale is exactly 1 for the warp that holds the row's max
-    const float warp_scale = EXP_IN_PLACE && WARPS_PER_ROW > 1 ? exp_shifted(m, row_shift) : 1.f;
+    const float scale = EXP_IN_PLACE && WARPS_PER_ROW > 1 ? exp_shifted(m, row_shift) * inv_sum : inv_sum;
 
     if (live) {
 #pragma unroll
@@ -96,8 +95,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         const int p = i * TPR + lane;
         if (p < packs) {
           const Pack<VEC> out = make_pack<VEC>([&](int k) {
-            const float e = EXP_IN_PLACE ? elem(v[i], k) * warp_scale : exp_shifted(elem(v[i], k), row_shift);
-            return normalize(e, row_stats.s, inv_sum);
+            return (EXP_IN_PLACE ? elem(v[i], k) : exp_shifted(elem(v[i], k), row_shift)) * scale;
           });
           store_pack<VEC>(y + row * y_stride + p * VEC, out);
         }

@@ -68,15 +68,14 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const bool last_row = row + cluster_count() >= M;  // the same for the whole cluster
     if (last_row) cluster_arrive_relaxed();  // done with the other blocks' shared memory
     const float shift = safe_shift(row_stats.m);
-    const float sum = row_stats.s, inv_sum = 1.f / sum;
+    const float inv_sum = 1.f / row_stats.s;
 
     // Shared memory -> DRAM.
     elem_t* yr = y + row * y_stride + begin;
 #pragma unroll 4
     for (int p = threadIdx.x; p < packs; p += THREADS) {
       const Pack<VEC> v = held[p];
-      const auto out = [&](int k) { return normalize(exp_shifted(elem(v, k), shift), sum, inv_sum); };
-      store_pack<VEC>(yr + p * VEC, make_pack<VEC>(out));
+      store_pack<VEC>(yr + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(v, k), shift) * inv_sum; }));
     }
     __syncthreads();  // every read of the chunk (and of row_stats) is done before the next row's copy
   }

@@ -39,7 +39,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
     if (threadIdx.x == 0) row_stats = t;
     __syncthreads();  // also orders warp 0's reads of warp_stats before the next row's writes
     const float shift = safe_shift(row_stats.m);
-    const float sum = row_stats.s, inv_sum = 1.f / sum;
+    const float inv_sum = 1.f / row_stats.s;
 
     for (int p0 = 0; p0 < packs; p0 += THREADS * UNROLL) {
       Pack<VEC> v[UNROLL];
@@ -48,8 +48,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
       for (int u = 0; u < UNROLL; ++u) {
         const int p = p0 + u * THREADS + threadIdx.x;
         if (p < packs) {
-          const auto out = [&](int k) { return normalize(exp_shifted(elem(v[u], k), shift), sum, inv_sum); };
-          store_pack<VEC>(yr + p * VEC, make_pack<VEC>(out));
+          store_pack<VEC>(yr + p * VEC,
+                          make_pack<VEC>([&](int k) { return exp_shifted(elem(v[u], k), shift) * inv_sum; }));
         }
       }
     }

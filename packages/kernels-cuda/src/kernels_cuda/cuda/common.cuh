@@ -185,38 +185,8 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
-// exp(x - ref). The subtraction comes first (x near the max loses nothing to rounding, and finite
-// inputs up to FLT_MAX cannot overflow a scaled value). Rounding d * log2(e) to fp32 alone would
-// cost up to half an ulp of a number up to ~180 in the exponent, i.e. a relative error of ~1e-5 in
-// exp for elements far below the max: the part it rounds away (`lost`, from an FMA and the low bits
-// of log2(e)) is put back as a factor 2^lost = 1 + lost * ln 2, so exp is as accurate as ex2.approx
-// itself. d below -128 gives 0 either way (ex2 flushes results under 2^-126); the clamp keeps -inf
-// out of the FMA (inf - inf would be NaN) and lets NaN through (the comparison is false for NaN).
-#define KL_LOG2E_LO 1.92596299e-8f  // log2(e) - KL_LOG2E
-#define KL_LN2 0.6931471805599453f
-// 16-bit outputs round far more coarsely than the lost part matters, so they skip it.
-__device__ __forceinline__ float exp_shifted(float x, float ref) {
-#if KL_DTYPE == KL_F32
-  float d = x - ref;
-  d = d < -128.f ? -128.f : d;
-  const float t = d * KL_LOG2E;
-  const float lost = fmaf(d, KL_LOG2E, -t) + d * KL_LOG2E_LO;
-  return ex2(t) * fmaf(lost, KL_LN2, 1.f);
-#else
-  return ex2((x - ref) * KL_LOG2E);
-#endif
-}
-
-// e / sum as an output. fp32 outputs divide (div.rn: one rounding, as torch's division); a
-// multiply by a rounded reciprocal rounds twice, up to a whole ulp on the largest outputs. 16-bit
-// outputs round far more coarsely than either, so they multiply.
-__device__ __forceinline__ float normalize(float e, float sum, float inv_sum) {
-#if KL_DTYPE == KL_F32
-  return e / sum;
-#else
-  return e * inv_sum;
-#endif
-}
+// exp(x - ref). The subtraction comes first, so x near the max loses nothing to rounding.
+__device__ __forceinline__ float exp_shifted(float x, float ref) { return ex2((x - ref) * KL_LOG2E); }
 
 // The shift to use for a running max m: m itself, or 0 while everything seen is -inf, so that
 // exp(-inf - shift) is 0 and not NaN. A row that is -inf throughout then ends with sum 0 and
