@@ -1,7 +1,7 @@
 """kernels_cuda's entry in labtools' registry (entry point `labtools.plugins`: kernels_cuda.plugin:register).
 
 Each softmax variant is registered with the shapes it is designed for, so a sweep (`lab bench
-softmax`) times v1 only on short rows and v4 only on long ones; `cuda.auto` takes every shape.
+softmax`) times v1 only up to 64 Mi elements and v4 only on long rows; `cuda.auto` takes every shape.
 Each `fn` takes a torch CUDA tensor (M, N) and returns its softmax along the last dim.
 """
 
