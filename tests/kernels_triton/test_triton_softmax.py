@@ -19,7 +19,15 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels_triton import SoftmaxConfig, SoftmaxDimError, autotune_picks, configs, launch, softmax, softmax_backward
+from kernels_triton import (
+    SoftmaxConfig,
+    SoftmaxDimError,
+    autotune_picks,
+    configs,
+    launch,
+    softmax,
+    softmax_backward,
+)
 from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
 
 # The interpreter evaluates masked-off lanes too (rows past M hold -inf - -inf), and numpy warns.

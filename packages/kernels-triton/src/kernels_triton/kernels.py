@@ -148,8 +148,11 @@ def softmax_fwd_kernel(
             # merge the lanes' (max, sum) pairs: each sum rescaled to the row's max. A lane
             # that saw only -inf has d = 0 and contributes 0 (unless the whole row is -inf:
             # then the row's max is -inf, the scale NaN, and so is the row, as in torch).
+            # The fold adds BLOCK partial sums of very different sizes (one lane may hold
+            # the max): it runs in fp64, once per row, so its rounding stays below fp32's.
             m_row = tl.max(m, axis=0)
-            inv_sum = 1.0 / tl.sum(d * tl.exp2((m - m_row) * LOG2E), axis=0)
+            row_sum = tl.sum((d * tl.exp2((m - m_row) * LOG2E)).to(tl.float64), axis=0)
+            inv_sum = (1.0 / row_sum).to(tl.float32)
             # pass 2, back to front (see the module docstring): normalise and write
             if NEEDS_MASK:
                 x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True, DROP)
