@@ -55,57 +55,81 @@ print(imported, first)
 """
 
 
+PROFILED = """import cProfile, pstats, io
+profile = cProfile.Profile()
+y = profile.runcall(kernels_triton.softmax, x)
+stream = io.StringIO()
+pstats.Stats(profile, stream=stream).sort_stats("cumulative").print_stats(40)
+print(stream.getvalue())"""
+
+
 def sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
 
 
-def call_us(fn, calls: int = CALLS) -> float:
-    """Median over REPEATS loops of `calls` back-to-back calls, synchronized at each end."""
-    for _ in range(20):
+def loop_us(fn, calls: int) -> float:
+    """Wall time per call of `calls` back-to-back calls, synchronized at the end."""
+    sync()
+    start = time.perf_counter()
+    for _ in range(calls):
         fn()
     sync()
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        for _ in range(calls):
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def call_us(fns: dict, calls: int = CALLS) -> dict:
+    """Median over REPEATS rounds of loop_us for each function; the functions take turns
+    within a round, so a drift of the host's speed affects them alike."""
+    for fn in fns.values():
+        for _ in range(20):
             fn()
-        sync()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(times)
+    times = {name: [] for name in fns}
+    for _ in range(REPEATS):
+        for name, fn in fns.items():
+            times[name].append(loop_us(fn, calls))
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def call_times() -> list[dict]:
+    return [row for (m, n), dtype in CASES for row in case_times(m, n, dtype)]
+
+
+def case_times(m: int, n: int, dtype: torch.dtype) -> list[dict]:
     from kernels_triton import softmax
 
-    rows = []
-    for (m, n), dtype in CASES:
-        x = torch.randn(m, n, device="cuda", dtype=dtype)
-        dy = torch.randn_like(x)
-        xg = x.clone().requires_grad_()
-        for name, f in (("F.softmax", F.softmax), ("kernels_triton", softmax)):
-            forward = call_us(lambda f=f, x=x: f(x, dim=-1))
-            both = call_us(lambda f=f, xg=xg, dy=dy: torch.autograd.grad(f(xg, dim=-1), xg, dy))
-            rows.append(
-                {
-                    "shape": [m, n],
-                    "dtype": str(dtype)[6:],
-                    "impl": name,
-                    "forward_us": forward,
-                    "forward_backward_us": both,
-                }
-            )
-    for (m, n), _ in CASES:
-        ours, ref = (
-            next(r for r in rows if r["shape"] == [m, n] and r["impl"] == i)
-            for i in ("kernels_triton", "F.softmax")
-        )
-        ours["forward_ratio_to_F.softmax"] = ours["forward_us"] / ref["forward_us"]
-        ours["forward_backward_ratio_to_F.softmax"] = ours["forward_backward_us"] / ref["forward_backward_us"]
+    x = torch.randn(m, n, device="cuda", dtype=dtype)
+    dy = torch.randn_like(x)
+    xg = x.clone().requires_grad_()
+    softmax(x)
+    plan = sys.modules["kernels_triton.softmax"]._FORWARD[
+        (x.shape, -1, x.dtype, x.get_device(), x.data_ptr() % 16, None)
+    ]
+    y = torch.empty_like(x)
+    forward = call_us(
+        {"F.softmax": lambda: F.softmax(x, dim=-1), "kernels_triton": lambda: softmax(x, dim=-1)}
+    )
+    both = call_us(
+        {
+            "F.softmax": lambda: torch.autograd.grad(F.softmax(xg, dim=-1), xg, dy),
+            "kernels_triton": lambda: torch.autograd.grad(softmax(xg, dim=-1), xg, dy),
+        }
+    )
+    parts = call_us(
+        {"torch.empty_like": lambda: torch.empty_like(x), "launch plan alone": lambda: plan(x, y)}
+    )
+    shape = {"shape": [m, n], "dtype": str(dtype)[6:]}
+    rows = [
+        {**shape, "impl": impl, "forward_us": forward[impl], "forward_backward_us": both[impl]}
+        for impl in ("F.softmax", "kernels_triton")
+    ]
+    rows[-1]["forward_ratio_to_F.softmax"] = forward["kernels_triton"] / forward["F.softmax"]
+    rows[-1]["forward_backward_ratio_to_F.softmax"] = both["kernels_triton"] / both["F.softmax"]
+    rows[-1]["parts_us"] = parts
     return rows
 
 
-def first_calls() -> dict:
+def first_calls(profile_out: str | None) -> dict:
     m, n = FIRST_CALL_SHAPE
     code = FIRST_CALL.format(m=m, n=n)
     out = {"shape": [m, n], "dtype": "float32"}
@@ -119,6 +143,13 @@ def first_calls() -> dict:
             imported, first = map(float, run.stdout.split()[-2:])
             out[f"{label}_s"] = first
             out[f"{label}_import_s"] = imported
+        if profile_out:  # where a warm first call spends its time
+            profiled = code.replace("y = kernels_triton.softmax(x)", PROFILED)
+            run = subprocess.run(
+                [sys.executable, "-c", profiled], env=env, capture_output=True, text=True, check=True
+            )
+            with open(profile_out, "w") as f:
+                f.write(run.stdout)
     return out
 
 
@@ -150,11 +181,14 @@ def cpu_mock() -> dict:
         if real_stream is not None:
             torch._C._cuda_getCurrentRawStream = real_stream
     module._FORWARD[key] = plan
-    return {
-        "softmax_forward_launch_mocked_us": call_us(lambda: softmax(x), calls=20000),
-        "torch.empty_like_us": call_us(lambda: torch.empty_like(x), calls=20000),
-        "plan_alone_us": call_us(lambda: plan(x, x), calls=20000),
-    }
+    return call_us(
+        {
+            "softmax forward, launch mocked": lambda: softmax(x),
+            "torch.empty_like": lambda: torch.empty_like(x),
+            "launch plan alone, launch mocked": lambda: plan(x, x),
+        },
+        calls=20000,
+    )
 
 
 def main() -> int:
@@ -164,6 +198,7 @@ def main() -> int:
         "--cpu-mock", action="store_true", help="host time of the eager path, launch mocked (no GPU)"
     )
     parser.add_argument("--skip-first-call", action="store_true")
+    parser.add_argument("--profile-first-call", help="write a cProfile of a warm first call here")
     args = parser.parse_args()
     import triton
 
@@ -187,7 +222,7 @@ def main() -> int:
         doc["gpu"] = torch.cuda.get_device_name()
         doc["call_time"] = call_times()
         if not args.skip_first_call:
-            doc["first_call"] = first_calls()
+            doc["first_call"] = first_calls(args.profile_first_call)
     text = json.dumps(doc, indent=1)
     print(text)
     if args.json:
