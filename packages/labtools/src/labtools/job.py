@@ -252,6 +252,9 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
         atomic_write_text(out / "ncu_summary.json", json.dumps(ncu_summaries, indent=1) + "\n")
 
     # 6. manifest and report
+    seed_roofline = roofline.seed_summary(sweeps["softmax"]) if sweeps["softmax"].records else None
+    if seed_roofline is None:
+        notes.append("seed roofline (naive, smem, fused, Triton): none of the four kernels ran here")
     job.step("manifest.json and REPORT.md")
     doc = manifest.build(
         experiment=cfg.experiment,
@@ -265,6 +268,7 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
         sweeps=files,
         command=cfg.command,
         notes=notes,
+        roofline=seed_roofline,
     )
     manifest.write(doc, out / "manifest.json")
     report = render_report(doc, sweeps, b512, plots, ncu_summaries)
@@ -367,6 +371,28 @@ def render_report(
         for title, entries in (("Skipped", s.skipped), ("Failed", s.failed)):
             if entries:
                 lines += ["", f"{title}:", ""] + [f"- {line}" for line in summarize(entries)]
+    seed = doc.get("roofline")
+    if seed:
+        lines += [
+            "",
+            f"## The lab text's roofline ({seed['file']})",
+            "",
+            f"Shape {'x'.join(map(str, seed['shape']))} {seed['dtype']}: every dot and the reference line "
+            "were measured there.",
+            "",
+            "| dot | implementation | shape | TFLOP/s | of roof | device us | call us |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        line_ref = seed.get("reference_line")
+        rows = list(seed["dots"].items()) + ([(f"{line_ref['label']} (line)", line_ref)] if line_ref else [])
+        for name, d in rows:
+            frac = "" if d["frac_of_roof"] is None else f"{d['frac_of_roof']:.0%}"
+            call = "" if d["call_us"] is None else f"{d['call_us']:.1f}"
+            lines.append(
+                f"| {name} | {d['impl']} | {'x'.join(map(str, d['shape']))} {d['dtype']} | {d['tflops']:.3g} "
+                f"| {frac} | {d['median_us']:.1f} | {call} |"
+            )
+        lines += [f"- not on it: {name}: {why}" for name, why in seed["missing"].items()]
     if b512.failed:
         lines += ["", "B512 failures:", ""] + [f"- {line}" for line in summarize(b512.failed)]
     if ncu_summaries:
