@@ -57,7 +57,12 @@ def test_lab_bench_then_lab_roofline(fake_registry, tmp_path, capsys):
     assert sweep["ceilings"] is None and all(r["frac_of_copy"] is None for r in sweep["records"])
 
     assert main(["roofline", str(sweep_json), "--shape", "16x256", "--out", str(tmp_path / "plots")]) == 0
-    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"roofline.png", "frac_of_copy.png"}
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {
+        "roofline.png",
+        "roofline_16x256.png",
+        "roofline_8x2048.png",
+        "frac_of_copy.png",
+    }
 
 
 def test_lab_bench_reports_failures_in_its_exit_status(fake_registry, tmp_path, capsys):

@@ -99,6 +99,7 @@ class SweepConfig:
     seed: int = 0
     time_cap_s: float = 1.0  # per (impl, shape, dtype): the harness stops earlier once settled
     check_rows: int = 16  # rows compared with the reference at each end of the output
+    cpu_threads: int = bench.DEFAULT_CPU_THREADS  # torch's threads while timing CPU implementations
 
 
 @dataclass
@@ -275,6 +276,7 @@ def run_sweep(
                     reference=refs.get((shape, dtype)),
                     seed=config.seed,
                     time_cap_s=config.time_cap_s,
+                    threads=config.cpu_threads,
                 )
         except Exception as exc:  # noqa: BLE001 - one broken kernel must not end the sweep
             problem = f"{type(exc).__name__}: {exc}".strip()
