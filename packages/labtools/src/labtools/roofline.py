@@ -596,7 +596,8 @@ def plot_seed_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | No
     ]
     if missing:
         notes.append(f"Not at this shape: {', '.join(missing)}.")
-    notes.append(f"Sweep of {sweep.date}: {sweep.command or 'labtools.sweep'}")
+    command = sweep.command or "labtools.sweep"
+    notes.append(f"Sweep of {sweep.date}: {command if len(command) <= 150 else command[:147] + '...'}")
     for k, text in enumerate(notes):
         fig.text(0.01, 0.055 - 0.023 * k, text, fontsize=7.5)
     if path is not None:
