@@ -87,7 +87,7 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
         "## softmax sweep (cpu)",
         "fake.crash: RuntimeError",
         "fake.short_rows: supports() rejects this shape -- 64x4096 float32",
-        "- roofline.png",
+        "- [roofline.png](roofline.png)",
     ):
         assert text in report, text
     assert "implementation run(s) failed" in capsys.readouterr().err

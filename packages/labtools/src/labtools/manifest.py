@@ -301,7 +301,7 @@ def build(
 ) -> dict:
     gpu = (environment.get("devices") or [None])[0] if device == "cuda" else None
     try:
-        produced_by = f"labtools {version('labtools')}: lab run"
+        produced_by = f"labtools {version('kernel-lab-labtools')}: lab run"
     except PackageNotFoundError:
         produced_by = "labtools: lab run"
     return {
