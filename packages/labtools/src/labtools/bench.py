@@ -628,7 +628,13 @@ def into_pytest_benchmark(benchmark, timing: Timing, rec: BenchRecord | None = N
     stats = benchmark._make_stats(1)
     for us in timing.samples_us:
         stats.update(us * 1e-6)
-    benchmark.extra_info.update({"timer": f"labtools ({timing.device})", "flushed_l2": timing.flushed_l2})
+    benchmark.extra_info.update(
+        {
+            "timer": f"labtools ({timing.device})",
+            "flushed_l2": timing.flushed_l2,
+            "calls_per_round": timing.calls_per_sample,  # blocked timing: a round is a block's mean
+        }
+    )
     if rec is not None:
         benchmark.extra_info.update(
             {
