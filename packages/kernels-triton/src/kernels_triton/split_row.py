@@ -83,7 +83,6 @@ FALLBACK_SUB = 1024  # tile width when a missing partial is computed from memory
 # the same numbers as seen from device code (a kernel reads only constexpr globals)
 EPOCH_TL, FINISHED_TL, FALLBACKS_TL = tl.constexpr(EPOCH), tl.constexpr(FINISHED), tl.constexpr(FALLBACKS)
 HEADER_TL, EPOCH_LIMIT_TL = tl.constexpr(HEADER), tl.constexpr(EPOCH_LIMIT)
-FALLBACK_SUB_TL = tl.constexpr(FALLBACK_SUB)
 
 
 @dataclass(frozen=True)
@@ -108,6 +107,7 @@ FORWARD_CONFIG = SplitConfig(chunk=8192, num_warps=8)
 BACKWARD_CONFIG = SplitConfig(chunk=4096, num_warps=4)
 INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
 
+MIN_CHUNK = 1024  # few rows: chunks are halved down to this to give every SM a program
 MIN_COLS = 4096  # below this a row fits one program and the one-pass kernel is already one read
 
 
@@ -220,7 +220,7 @@ def _finish(scratch_ptr, epoch, waves, n_words, CLEAR: tl.constexpr):
         tl.atomic_xchg(scratch_ptr + FINISHED_TL, 0, sem="relaxed")
 
 
-@triton.jit(do_not_specialize=["n_groups", "n_words"])
+@triton.jit(do_not_specialize=["n_groups", "split", "n_words"])
 def _split_fwd_kernel(
     x_ptr,
     y_ptr,
@@ -230,17 +230,18 @@ def _split_fwd_kernel(
     x_row_stride,
     y_row_stride,
     n_groups,
+    split,
     n_words,
     CHUNK: tl.constexpr,
-    SPLIT: tl.constexpr,
     SPLIT_P2: tl.constexpr,
     NEEDS_MASK: tl.constexpr,
     SPIN_LIMIT: tl.constexpr,
+    FALLBACK_TILE: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    group = pid // SPLIT
-    part = pid % SPLIT
-    n_programs = n_groups * SPLIT
+    group = pid // split
+    part = pid % split
+    n_programs = n_groups * split
     epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     lanes = tl.arange(0, SPLIT_P2)
@@ -250,11 +251,11 @@ def _split_fwd_kernel(
         x_row = x_ptr + row * x_row_stride
         x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
         m, e, s = _max_sum(x)
-        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * SPLIT) * 2
+        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, m, tag)
         _publish(words + 2 * part + 1, s, tag)
-        # wait for the peers' (m, s); lanes past SPLIT and the program's own lane count as present
-        theirs = (lanes < SPLIT) & (lanes != part)
+        # wait for the peers' (m, s); lanes past split and the program's own lane count as present
+        theirs = (lanes < split) & (lanes != part)
         m_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
         s_words = tl.load(words + 2 * lanes + 1, mask=theirs, other=0, volatile=True)
         present = ((m_words >> 32) == tag) & ((s_words >> 32) == tag) | (theirs == 0)
@@ -266,12 +267,12 @@ def _split_fwd_kernel(
             present = ((m_words >> 32) == tag) & ((s_words >> 32) == tag) | (theirs == 0)
             missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
             spins += 1
-        m_all = tl.where(lanes == part, m, tl.where(lanes < SPLIT, _value(m_words), float("-inf")))
-        s_all = tl.where(lanes == part, s, tl.where(lanes < SPLIT, _value(s_words), 0.0))
+        m_all = tl.where(lanes == part, m, tl.where(lanes < split, _value(m_words), float("-inf")))
+        s_all = tl.where(lanes == part, s, tl.where(lanes < split, _value(s_words), 0.0))
         if missing > 0:  # a peer is late: compute its partial from memory (see the module docstring)
-            for j in range(SPLIT):
+            for j in range(split):
                 if tl.sum(tl.where(lanes == j, present.to(tl.int32), 0), axis=0) == 0:
-                    m_j, s_j = _max_sum_from_memory(x_row, j * CHUNK, N, CHUNK, FALLBACK_SUB_TL)
+                    m_j, s_j = _max_sum_from_memory(x_row, j * CHUNK, N, CHUNK, FALLBACK_TILE)
                     m_all = tl.where(lanes == j, m_j, m_all)
                     s_all = tl.where(lanes == j, s_j, s_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
@@ -285,7 +286,7 @@ def _split_fwd_kernel(
     _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
 
 
-@triton.jit(do_not_specialize=["n_groups", "n_words"])
+@triton.jit(do_not_specialize=["n_groups", "split", "n_words"])
 def _split_bwd_kernel(
     y_ptr,
     dy_ptr,
@@ -297,17 +298,18 @@ def _split_bwd_kernel(
     dy_row_stride,
     dx_row_stride,
     n_groups,
+    split,
     n_words,
     CHUNK: tl.constexpr,
-    SPLIT: tl.constexpr,
     SPLIT_P2: tl.constexpr,
     NEEDS_MASK: tl.constexpr,
     SPIN_LIMIT: tl.constexpr,
+    FALLBACK_TILE: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    group = pid // SPLIT
-    part = pid % SPLIT
-    n_programs = n_groups * SPLIT
+    group = pid // split
+    part = pid % split
+    n_programs = n_groups * split
     epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     lanes = tl.arange(0, SPLIT_P2)
@@ -319,9 +321,9 @@ def _split_bwd_kernel(
         y = _load_chunk(y_row, cols, N, 0.0, NEEDS_MASK)
         dy = _load_chunk(dy_row, cols, N, 0.0, NEEDS_MASK)
         d = tl.sum(y * dy, axis=0)
-        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * SPLIT) * 2
+        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, d, tag)
-        theirs = (lanes < SPLIT) & (lanes != part)
+        theirs = (lanes < split) & (lanes != part)
         d_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
         present = ((d_words >> 32) == tag) | (theirs == 0)
         missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
@@ -331,11 +333,11 @@ def _split_bwd_kernel(
             present = ((d_words >> 32) == tag) | (theirs == 0)
             missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
             spins += 1
-        d_all = tl.where(lanes == part, d, tl.where(lanes < SPLIT, _value(d_words), 0.0))
+        d_all = tl.where(lanes == part, d, tl.where(lanes < split, _value(d_words), 0.0))
         if missing > 0:
-            for j in range(SPLIT):
+            for j in range(split):
                 if tl.sum(tl.where(lanes == j, present.to(tl.int32), 0), axis=0) == 0:
-                    d_j = _dot_from_memory(y_row, dy_row, j * CHUNK, N, CHUNK, FALLBACK_SUB_TL)
+                    d_j = _dot_from_memory(y_row, dy_row, j * CHUNK, N, CHUNK, FALLBACK_TILE)
                     d_all = tl.where(lanes == j, d_j, d_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
         dx_row = dx_ptr + row * dx_row_stride
@@ -444,10 +446,10 @@ def _meta(N: int, config: SplitConfig, spin_limit: int) -> dict:
     split = _cdiv(N, config.chunk)
     return {
         "CHUNK": config.chunk,
-        "SPLIT": split,
         "SPLIT_P2": _next_pow2(split),
         "NEEDS_MASK": N % config.chunk != 0,
         "SPIN_LIMIT": spin_limit,
+        "FALLBACK_TILE": min(config.chunk, FALLBACK_SUB),  # divides the chunk: tiles stay inside it
         "num_warps": config.num_warps,
         "num_stages": 1,
     }
@@ -473,13 +475,23 @@ def _programs_per_sm(kernel, args: list, meta: dict, config: SplitConfig, device
     return occ
 
 
+def _default_config(direction: str, M: int, N: int, sms: int) -> SplitConfig:
+    """The direction's config; for few rows, halved (chunk and warps, so values a thread
+    stay the same) until the rows' chunks give every SM a program, down to MIN_CHUNK."""
+    if INTERPRET:
+        return INTERPRETER_CONFIG
+    config = FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG
+    chunk, warps = config.chunk, config.num_warps
+    while M * _cdiv(N, chunk) < sms and chunk > MIN_CHUNK:
+        chunk, warps = chunk // 2, max(1, warps // 2)
+    return SplitConfig(chunk, warps)
+
+
 def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | None, spin_limit: int | None):
     x = tensors[0]
     M, N = x.shape
     if config is None:
-        config = (
-            INTERPRETER_CONFIG if INTERPRET else (FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG)
-        )
+        config = _default_config(direction, M, N, _device(x.device).sms)
     spin_limit = SPIN_LIMIT if spin_limit is None else spin_limit
     key = (direction, M, N, x.dtype, x.device, config, spin_limit)
     plan = _PLANS.get(key)
@@ -488,13 +500,14 @@ def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | Non
     kernel = _split_fwd_kernel if direction == "fwd" else _split_bwd_kernel
     meta = _meta(N, config, spin_limit)
     scratch = _scratch(x.device)
-    args = [*tensors, scratch, M, N, *(t.stride(0) for t in tensors), 1, scratch.numel()]
+    split = _cdiv(N, config.chunk)
+    args = [*tensors, scratch, M, N, *(t.stride(0) for t in tensors), 1, split, scratch.numel()]
     max_programs = _device(x.device).sms * _programs_per_sm(kernel, args, meta, config, x.device)
     max_programs = min(max_programs, (scratch.numel() - HEADER) // 4)
-    if meta["SPLIT"] > max_programs:
-        raise ValueError(f"rows of {N} need {meta['SPLIT']} programs at once; at most {max_programs} fit")
-    groups = _choose_groups(M, max_programs // meta["SPLIT"])
-    plan = _Plan(kernel, groups, meta["SPLIT"], meta)
+    if split > max_programs:
+        raise ValueError(f"rows of {N} need {split} programs at once; at most {max_programs} fit")
+    groups = _choose_groups(M, max_programs // split)
+    plan = _Plan(kernel, groups, split, meta)
     if len(_PLANS) > 4096:
         _PLANS.clear()
     _PLANS[key] = plan
@@ -507,7 +520,7 @@ def _run(direction, tensors, config, spin_limit):
     scratch = _scratch(tensors[0].device)
     strides = [t.stride(0) for t in tensors]
     plan.kernel[(plan.groups * plan.split,)](
-        *tensors, scratch, M, N, *strides, plan.groups, scratch.numel(), **plan.meta
+        *tensors, scratch, M, N, *strides, plan.groups, plan.split, scratch.numel(), **plan.meta
     )
 
 
