@@ -103,7 +103,7 @@ class SplitConfig:
 
 # At most 32 fp32 values a thread for each tensor held (x; or y and dy): with 4 to 8 programs
 # an SM this keeps registers, not occupancy, as the limit on what is on chip.
-FORWARD_CONFIG = SplitConfig(chunk=8192, num_warps=8)
+FORWARD_CONFIG = SplitConfig(chunk=8192, num_warps=4)
 BACKWARD_CONFIG = SplitConfig(chunk=4096, num_warps=4)
 INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
 
@@ -391,11 +391,10 @@ def _occupancy(n_regs: int, shared: int, num_warps: int, dev: _Device) -> int:
 
 
 def _choose_groups(M: int, max_groups: int) -> int:
-    """Groups (rows in flight): all rows at once when they fit, else the count in
-    [max/2, max] whose waves waste the fewest row slots (ties: the larger)."""
-    if M <= max_groups:
-        return M
-    return min(range(max(1, max_groups // 2), max_groups + 1), key=lambda g: (_cdiv(M, g) * g, -g))
+    """Groups (rows in flight): as few waves as the co-resident programs allow, and the
+    fewest groups that still give that many waves, so the waves are evenly full."""
+    waves = _cdiv(M, max_groups)
+    return _cdiv(M, waves)
 
 
 _SCRATCH: dict[tuple, torch.Tensor] = {}
@@ -435,6 +434,7 @@ class _Plan:
     kernel: object
     groups: int
     split: int
+    programs_per_sm: int
     meta: dict
 
 
@@ -502,12 +502,13 @@ def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | Non
     scratch = _scratch(x.device)
     split = _cdiv(N, config.chunk)
     args = [*tensors, scratch, M, N, *(t.stride(0) for t in tensors), 1, split, scratch.numel()]
-    max_programs = _device(x.device).sms * _programs_per_sm(kernel, args, meta, config, x.device)
+    per_sm = _programs_per_sm(kernel, args, meta, config, x.device)
+    max_programs = _device(x.device).sms * per_sm
     max_programs = min(max_programs, (scratch.numel() - HEADER) // 4)
     if split > max_programs:
         raise ValueError(f"rows of {N} need {split} programs at once; at most {max_programs} fit")
     groups = _choose_groups(M, max_programs // split)
-    plan = _Plan(kernel, groups, split, meta)
+    plan = _Plan(kernel, groups, split, per_sm, meta)
     if len(_PLANS) > 4096:
         _PLANS.clear()
     _PLANS[key] = plan
