@@ -219,6 +219,9 @@ def test_applies():
     assert sr.applies(8, 8192, torch.float16, dev)  # few rows
     assert not sr.applies(65536, 600, torch.float32, dev)  # short rows
     assert not sr.applies(4 * sms, 8192, torch.float32, dev)  # many rows that fit one program
+    assert not sr.applies(4096, 32768, torch.float32, dev)  # the one-pass forward holds these rows
+    assert sr.applies(4096, 32768, torch.float32, dev, backward=True)  # its fp32 backward loops
+    assert not sr.applies(4096, 32768, torch.bfloat16, dev, backward=True)
     assert not sr.applies(1024, 131072, torch.float64, dev)
     assert not sr.applies(0, 131072, torch.float32, dev)
     assert not sr.applies(4, 10**9, torch.float32, dev)  # more programs a row than fit

@@ -29,7 +29,13 @@ from triton.testing import do_bench
 
 SHAPES = [(1024, 131072), (256, 262144), (4096, 32768)]
 DTYPES = [torch.float32, torch.bfloat16]
-FWD_CONFIGS = [None, sr.SplitConfig(4096, 2), sr.SplitConfig(2048, 1), sr.SplitConfig(8192, 8)]
+FWD_CONFIGS = [
+    None,
+    sr.SplitConfig(4096, 2),
+    sr.SplitConfig(2048, 1),
+    sr.SplitConfig(8192, 8),
+    sr.SplitConfig(16384, 8),
+]
 BWD_CONFIGS = [None, sr.SplitConfig(2048, 2)]
 CALLS = 20
 

@@ -101,9 +101,10 @@ class SplitConfig:
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
 
 
-# At most 32 fp32 values a thread for each tensor held (x; or y and dy): with 4 to 8 programs
-# an SM this keeps registers, not occupancy, as the limit on what is on chip.
-FORWARD_CONFIG = SplitConfig(chunk=8192, num_warps=4)
+# 64 fp32 values a thread in the forward (x), 32 + 32 in the backward (y and dy): the
+# configs that held the most bytes on chip an SM (8 forward programs, 4 backward) and ran
+# fastest among those timed; see measurements/2026-11-25-h100/triton-split-row/.
+FORWARD_CONFIG = SplitConfig(chunk=4096, num_warps=2)
 BACKWARD_CONFIG = SplitConfig(chunk=4096, num_warps=4)
 INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
 
@@ -547,7 +548,8 @@ def _check(tensors: dict[str, torch.Tensor]) -> None:
 
 def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: bool = False) -> bool:
     """Whether this path should be used: rows too long for one program's registers, or
-    rows long enough to split but too few to give every SM work."""
+    rows long enough to split (>= MIN_COLS) but fewer than the SMs, which one program a
+    row would leave idle. `backward` asks for the backward (the thresholds differ)."""
     device = torch.device(device)
     if dtype not in DTYPES or n_rows < 1 or n_cols < MIN_COLS or n_rows >= EPOCH_LIMIT:
         return False
@@ -557,8 +559,14 @@ def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: b
     dev = _device(device)
     if _cdiv(n_cols, config.chunk) > dev.sms:  # a row would need more than one program an SM
         return False
-    one_pass_limit = 16384 if backward else 32768  # the longest row the one-pass kernel holds
-    return n_cols > one_pass_limit or n_rows < dev.sms
+    # Past these row lengths kernels_triton.softmax's own kernels read a row twice; at them
+    # (4096 x 32768) they measured faster than this path, except the fp32 backward
+    # (measurements/2026-11-25-h100/triton-split-row/).
+    if backward:
+        own_limit = 16384 if dtype == torch.float32 else 32768
+    else:
+        own_limit = 32768
+    return n_cols > own_limit or n_rows < dev.sms
 
 
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, *, config=None, spin_limit=None) -> None:
