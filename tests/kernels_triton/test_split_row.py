@@ -241,6 +241,11 @@ def test_bad_inputs_are_refused():
         sr.forward(torch.ones(2, 2, 2, device=DEVICE), torch.ones(2, 2, 2, device=DEVICE))
     with pytest.raises(ValueError, match="2-D"):
         sr.forward(x.t(), x.t())
+    with pytest.raises(ValueError, match="y2d overlaps x2d"):
+        sr.forward(x, x)
+    with pytest.raises(ValueError, match="dx2d overlaps dy2d"):
+        wide = torch.ones(2, 16, device=DEVICE)
+        sr.backward(x, wide[:, :8], wide[:, 4:12])
     with pytest.raises(ValueError, match="power of two"):
         sr.SplitConfig(1000, 4)
 

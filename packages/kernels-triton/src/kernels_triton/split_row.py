@@ -546,6 +546,21 @@ def _check(tensors: dict[str, torch.Tensor]) -> None:
             raise ValueError(f"{name} is on {t.device}; Triton kernels need CUDA (or TRITON_INTERPRET=1)")
 
 
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    start = t.data_ptr()
+    return start, start + ((t.shape[0] - 1) * t.stride(0) + t.shape[1]) * t.element_size()
+
+
+def _check_not_overlapping(out_name: str, out: torch.Tensor, inputs: dict[str, torch.Tensor]) -> None:
+    """An output may not share memory with an input: a program that computes a late peer's
+    partial reads that peer's chunk of the input, which the peer may already have overwritten."""
+    lo, hi = _span(out)
+    for name, t in inputs.items():
+        t_lo, t_hi = _span(t)
+        if lo < t_hi and t_lo < hi:
+            raise ValueError(f"{out_name} overlaps {name} in memory; the output must be a separate tensor")
+
+
 def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: bool = False) -> bool:
     """Whether this path should be used: rows too long for one program's registers, or
     rows long enough to split (>= MIN_COLS) but fewer than the SMs, which one program a
@@ -570,19 +585,21 @@ def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: b
 
 
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, *, config=None, spin_limit=None) -> None:
-    """y2d = softmax(x2d, dim=-1), written in place; x2d and y2d are 2-D, unit column stride,
-    same shape and dtype (fp32, fp16 or bf16; arithmetic in fp32)."""
+    """y2d = softmax(x2d, dim=-1), written into y2d; x2d and y2d are 2-D, unit column stride,
+    same shape and dtype (fp32, fp16 or bf16; arithmetic in fp32), not overlapping."""
     _check({"x2d": x2d, "y2d": y2d})
     if x2d.numel():
+        _check_not_overlapping("y2d", y2d, {"x2d": x2d})
         _run("fwd", [x2d, y2d], config, spin_limit)
 
 
 def backward(
     y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, *, config=None, spin_limit=None
 ) -> None:
-    """dx2d = y2d * (dy2d - sum(y2d * dy2d, dim=-1)), written in place (as forward)."""
+    """dx2d = y2d * (dy2d - sum(y2d * dy2d, dim=-1)), written into dx2d (as forward)."""
     _check({"y2d": y2d, "dy2d": dy2d, "dx2d": dx2d})
     if y2d.numel():
+        _check_not_overlapping("dx2d", dx2d, {"y2d": y2d, "dy2d": dy2d})
         _run("bwd", [y2d, dy2d, dx2d], config, spin_limit)
 
 
