@@ -15,6 +15,7 @@ discovery (labtools' plugin registry) and importlib.metadata work as if installe
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import tomllib
@@ -41,6 +42,12 @@ def write_metadata(dest: Path) -> list[str]:
             )
         )
         names.append(name)
+    # A package renamed since the last run leaves its old folder here: drop it, or its
+    # entry points would load twice.
+    current = {f"{n.replace('-', '_')}-" for n in names}
+    for stale in dest.glob("*.dist-info"):
+        if not any(stale.name.startswith(c) and stale.name[len(c) :][:1].isdigit() for c in current):
+            shutil.rmtree(stale, ignore_errors=True)
     return names
 
 

@@ -1,9 +1,13 @@
 """The lab command line."""
 
+import argparse
 import json
+import os
+import random
 import subprocess
 import sys
 
+import pytest
 from labtools.cli import main
 
 
@@ -57,7 +61,10 @@ def test_lab_bench_then_lab_roofline(fake_registry, tmp_path, capsys):
     assert sweep["ceilings"] is None and all(r["frac_of_copy"] is None for r in sweep["records"])
 
     assert main(["roofline", str(sweep_json), "--shape", "16x256", "--out", str(tmp_path / "plots")]) == 0
-    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"roofline.png", "frac_of_copy.png"}
+    written = {p.name for p in (tmp_path / "plots").iterdir()}
+    assert written == {"roofline.png", "frac_of_copy.png", "run.json", "REPORT.md"}  # the lock is gone
+    report = (tmp_path / "plots" / "REPORT.md").read_text()
+    assert "[roofline.png](roofline.png)" in report and "[frac_of_copy.png](frac_of_copy.png)" in report
 
 
 def test_lab_bench_reports_failures_in_its_exit_status(fake_registry, tmp_path, capsys):
@@ -107,3 +114,253 @@ def test_lab_bench_b512_is_one_point(fake_registry, tmp_path):
     )
     records = json.loads(out.read_text())["records"]
     assert {(tuple(r["shape"]), r["dtype"]) for r in records} == {((512, 600), "float32")}
+
+
+# --- user mistakes: one line, exit 2, no traceback ------------------------------------------
+
+
+def lab(*argv: str, cwd=None, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    """The real CLI in a child process (so argparse's exits and stderr are the user's)."""
+    env = {**os.environ, "LAB_DEBUG": "0", **(env_extra or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "labtools.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def attack_dir(tmp_path):
+    (tmp_path / "empty.json").write_text("")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "no_records.json").write_text(
+        json.dumps(
+            {
+                "kind": "labtools.sweep",
+                "op": "softmax",
+                "device": "cpu",
+                "date": "2026-01-01T00:00:00+00:00",
+                "config": {},
+                "environment": {},
+                "records": [],
+                "skipped": [],
+                "failed": [],
+            }
+        )
+    )
+    (tmp_path / "random.bin").write_bytes(random.Random(7).randbytes(512))
+    (tmp_path / "a_file").write_text("x")
+    return tmp_path
+
+
+ATTACKS = [
+    (["bench", "softmax", "--shapes", "0x5"], ["--shapes", "0x5", ">= 1"]),
+    (["bench", "softmax", "--shapes", "4096"], ["--shapes", "MxN"]),
+    (["bench", "softmax", "--shapes", "100000x100000"], ["--shapes", "at most"]),
+    (["bench", "softmax", "--dtypes", "float128"], ["--dtypes", "float128", "float32, float16, bfloat16"]),
+    (["bench", "softmax", "--time-cap", "nan"], ["--time-cap", "finite number > 0"]),
+    (["bench", "softmax", "--time-cap", "-1"], ["--time-cap", "> 0"]),
+    (["bench", "softmax", "--seed", "x"], ["--seed", "whole number"]),
+    (["bench", "nosuchop"], ["op", "invalid choice"]),
+    (["bench", "softmax", "--device", "tpu"], ["--device", "invalid choice"]),
+    (["run", "--time-cap", "inf"], ["--time-cap", "finite"]),
+    (["run", "--seed", "-3"], ["--seed", ">= 0"]),
+    (["roofline", "empty.json"], ["sweep", "empty.json", "not JSON"]),
+    (["roofline", "list.json"], ["sweep", "not a sweep"]),
+    (["roofline", "no_records.json"], ["sweep", "no records"]),
+    (["roofline", "missing.json"], ["sweep", "missing.json", "no such file"]),
+    (["ncu", "--csv", "random.bin"], ["--csv", "random.bin", "not text"]),
+    (["ncu", "--csv", "missing.csv"], ["--csv", "no such file"]),
+    (["ncu", "--csv", "empty.json"], ["--csv", "no ncu CSV header"]),
+    (["ncu", "--impl", "x", "--shape", "0x1"], ["--shape", ">= 1"]),
+    (["ncu", "--impl", "x", "--launch-count", "0"], ["--launch-count", ">= 1"]),
+    (["inductor", "dump", "tinyhead", "--mode", "fast"], ["--mode", "max-autotune"]),
+    (["inductor", "report", "--out", "nowhere"], ["--out", "no such folder"]),
+    (["nosuchcommand"], ["invalid choice"]),
+    (["bench", "softmax", "--out", "a_file/sub"], ["--out", "cannot create"]),
+    (["bench", "softmax", "--json", "a_file/sub.json"], ["--json", "cannot create"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"), ATTACKS, ids=lambda v: " ".join(v) if isinstance(v[0], str) else ""
+)
+def test_user_mistakes_are_one_line_and_exit_2(fake_registry, attack_dir, monkeypatch, capsys, argv, words):
+    monkeypatch.chdir(attack_dir)
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse's errors exit; the command's are returned
+        rc = exc.code
+    out, err = capsys.readouterr()
+    assert_one_line_error(subprocess.CompletedProcess(argv, rc, out, err), *words)
+
+
+def test_a_mistake_in_a_real_process(attack_dir):
+    """The same through the module a user's `lab` runs, in a process of its own."""
+    assert_one_line_error(lab("bench", "softmax", "--shapes", "0x5", cwd=attack_dir), "--shapes", "0x5")
+    assert_one_line_error(lab("ncu", "--csv", "random.bin", cwd=attack_dir), "--csv", "not text")
+
+
+def test_readme_gpu_impls_on_cpu_say_what_exists_and_what_runs_here(attack_dir):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device: the CUDA implementations are available here")
+    line = assert_one_line_error(lab("bench", "softmax", "--impls", "fused,Triton", cwd=attack_dir))
+    assert "fused, Triton" in line and "cuda only" in line and "available on cpu: " in line
+    assert "F.softmax (torch.softmax.cpu)" in line
+    line = assert_one_line_error(lab("bench", "softmax", "--impls", "Tritan", cwd=attack_dir))
+    assert "no softmax implementation named Tritan" in line and "Triton (triton.softmax)" in line
+    line = assert_one_line_error(lab("bench", "softmax", "--device", "cuda", cwd=attack_dir))
+    assert "--device" in line and "no CUDA device" in line
+
+
+def test_debug_shows_the_traceback(attack_dir):
+    proc = lab("--debug", "roofline", "empty.json", cwd=attack_dir)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr and "UsageError" in proc.stderr
+    proc = lab("roofline", "empty.json", cwd=attack_dir, env_extra={"LAB_DEBUG": "1"})
+    assert "Traceback" in proc.stderr
+    proc = lab("roofline", "empty.json", "--debug", cwd=attack_dir)
+    assert "Traceback" in proc.stderr
+
+
+def test_mistakes_are_found_before_any_work(fake_registry, tmp_path, monkeypatch, capsys):
+    """A bad --impls or --json is refused before the copy ceiling or the sweep starts."""
+    from labtools import ceilings, sweep
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before the arguments were checked")
+
+    monkeypatch.setattr(ceilings, "measure", no_work)
+    monkeypatch.setattr(sweep, "run_sweep", no_work)
+    assert main(["bench", "softmax", "--device", "cpu", "--impls", "gpu"]) == 2
+    assert "--impls: gpu run(s) on cuda only" in capsys.readouterr().err
+    (tmp_path / "d").mkdir()
+    assert main(["bench", "softmax", "--device", "cpu", "--json", str(tmp_path / "d")]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_every_option_has_help_text():
+    from labtools.cli import build_parser
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, [*path, name])
+            elif not isinstance(action, argparse._HelpAction):
+                yield path, action
+
+    missing = [
+        f"lab {' '.join(p)} {'/'.join(a.option_strings) or a.dest}"
+        for p, a in walk(build_parser(), [])
+        if not a.help
+    ]
+    assert not missing, missing
+
+
+# --- run folders -------------------------------------------------------------------------
+
+
+def _bench_args(*extra: str) -> list[str]:
+    return ["bench", "softmax", "--device", "cpu", "--shapes", "8x64", "--dtypes", "float32", "--impls", "tuned",
+            "--time-cap", "0.02", "--no-ceiling", *extra]  # fmt: skip
+
+
+def _snapshot(folder) -> dict:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_each_command_writes_its_own_run_folder(fake_registry, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--quick", "--device", "cpu", "--time-cap", "0.02", "--no-checks"]) in (0, 1)
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert run_dir.name.startswith("run-") and (run_dir / "manifest.json").is_file()
+    before = _snapshot(run_dir)
+    assert main(_bench_args()) == 0
+    assert main(["bench", *_bench_args()[1:]]) == 0
+    sweeps = sorted((tmp_path / "out").glob("bench-*/sweep_softmax.json"))
+    assert len(sweeps) == 2  # two runs of the same command: two folders
+    assert main(["roofline", str(run_dir / "sweep_softmax.json")]) == 0
+    assert _snapshot(run_dir) == before  # byte-identical after bench and roofline
+    (roof,) = (tmp_path / "out").glob("roofline-*")
+    assert {"roofline.png", "frac_of_copy.png", "run.json", "REPORT.md"} <= set(_snapshot(roof))
+    record = json.loads((sweeps[0].parent / "run.json").read_text())
+    assert (
+        record["command"] == "bench"
+        and record["device"] == "cpu"
+        and record["files"]
+        == [
+            "REPORT.md",
+            "sweep_softmax.json",
+        ]
+    )
+    assert "[sweep_softmax.json](sweep_softmax.json)" in (sweeps[0].parent / "REPORT.md").read_text()
+    assert not list((tmp_path / "out").rglob(".lab.lock")) and not list((tmp_path / "out").rglob("*.tmp"))
+
+    capsys.readouterr()
+    assert main(["runs"]) == 0
+    listing = capsys.readouterr().out
+    for name in (run_dir.name, sweeps[0].parent.name, sweeps[1].parent.name, roof.name):
+        assert name in listing
+    assert main(["runs", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert sorted(r["command"] for r in found) == ["bench", "bench", "roofline", "run"]
+    assert all(r["device"].startswith("cpu") for r in found)
+
+
+def test_a_symlinked_out_is_refused(fake_registry, tmp_path, capsys):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "manifest.json").write_text("precious")
+    (tmp_path / "link").symlink_to(real)
+    assert main(_bench_args("--out", str(tmp_path / "link"))) == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert (real / "manifest.json").read_text() == "precious" and len(list(real.iterdir())) == 1
+
+
+def test_a_locked_out_refuses_a_second_run(fake_registry, tmp_path, capsys):
+    from labtools import runs
+
+    out = tmp_path / "shared"
+    with runs.open_run("bench", out, command_line="lab bench (the first run)"):
+        assert main(_bench_args("--out", str(out))) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "in use by another lab run" in err and "the first run" in err
+    assert main(_bench_args("--out", str(out))) == 0  # free again once the first run has ended
+
+
+def test_two_concurrent_processes_on_one_out(tmp_path, synthetic_sweep):
+    """Two real `lab` processes on one --out: exactly one writes, the other fails with one line."""
+    script = (
+        "import sys, time\n"
+        "from labtools import runs\n"
+        "with runs.open_run('bench', sys.argv[1], command_line='holder') as r:\n"
+        "    print('locked', flush=True); time.sleep(30)\n"
+    )
+    sweep = synthetic_sweep().save(tmp_path / "sweep.json")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "o")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        proc = lab("roofline", str(sweep), "--out", str(tmp_path / "o"))
+        assert_one_line_error(proc, "--out", "in use by another lab run", "holder")
+    finally:
+        holder.kill()
+        holder.wait()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from labtools.registry import Check, Implementation, register_check
 from labtools.registry import register as add
 
-from kernels_cuda import softmax_variants as sm
+from kernels_cuda import softmax_variants
 from kernels_cuda.vecadd import vector_add
 
 HALF = ("float32", "float16", "bfloat16")
@@ -18,7 +18,7 @@ HALF = ("float32", "float16", "bfloat16")
 
 def _softmax(variant: str):
     def fn(x):
-        return sm.softmax(x, dim=-1, variant=variant)
+        return softmax_variants.softmax(x, dim=-1, variant=variant)
 
     fn.__name__ = f"softmax_{variant}"
     return fn
@@ -26,11 +26,13 @@ def _softmax(variant: str):
 
 def _fits_v3(shape, dtype) -> bool:
     n = shape[-1]
-    return n <= sm.fused_capacity(sm.pack_width(dtype, n, (0,), (n,)))  # a fresh contiguous tensor
+    return n <= softmax_variants.fused_capacity(
+        softmax_variants.pack_width(dtype, n, (0,), (n,))
+    )  # a fresh contiguous tensor
 
 
-# (variant, registry name, label, designed range, note)
-VARIANTS = (
+# (variant, registry name, label, designed range, note), one per softmax variant
+REGISTRATIONS = (
     (
         "v1",
         "cuda.v1_naive",
@@ -68,14 +70,14 @@ def check_softmax() -> dict:
 
     results = []
     shapes = [(7, 600), (33, 1000), (4, 8192 + 8), (3, 40000)]
-    for variant, name, *_ in VARIANTS:
+    for variant, name, *_ in REGISTRATIONS:
         for shape in shapes:
             if variant == "v1" and shape[-1] > 1024 or variant == "v3" and not _fits_v3(shape, "float32"):
                 continue
             for dtype in HALF:
                 x = torch.randn(shape, device="cuda").to(getattr(torch, dtype)) * 3
                 with arrays.poison_outputs():
-                    y = sm.softmax(x, variant=variant)
+                    y = softmax_variants.softmax(x, variant=variant)
                 got, ref = y.double().cpu().numpy(), softmax_ref(x.double().cpu().numpy())
                 ok = bool(np.allclose(got, ref, **tolerance(dtype)))
                 results.append(
@@ -91,7 +93,7 @@ def check_softmax() -> dict:
 
 
 def register() -> None:
-    for variant, name, label, supports, notes in VARIANTS:
+    for variant, name, label, supports, notes in REGISTRATIONS:
         add(
             Implementation(
                 _softmax(variant),

@@ -32,6 +32,7 @@ import re
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from labtools.atomic import atomic_write_text
 from labtools.bench import BenchRecord
 from labtools.ceilings import Ceilings
 
@@ -51,7 +52,16 @@ _PICK = {
 
 KERNEL_SCHEMA = {
     "type": "object",
-    "required": ["impl", "label", "backend", "device", "us_at_B512", "frac_of_F_softmax"],
+    "required": [
+        "impl",
+        "label",
+        "backend",
+        "device",
+        "us_at_B512",
+        "frac_of_F_softmax",
+        "call_us_at_B512",
+        "call_frac_of_F_softmax",
+    ],
     "additionalProperties": False,
     "properties": {
         "impl": _STR,
@@ -60,6 +70,11 @@ KERNEL_SCHEMA = {
         "device": {"enum": ["cuda", "cpu"]},
         "us_at_B512": {"type": "number", "exclusiveMinimum": 0},
         "frac_of_F_softmax": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "call_us_at_B512": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "call_frac_of_F_softmax": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "threads": {"type": ["integer", "null"], "minimum": 1},
+        "unstable": {"type": "boolean"},
+        "unstable_why": {"type": "string"},
         "autotune_picked": {"type": ["object", "null"]},
         "autotune_picks": {"type": ["array", "string"], "items": _PICK},  # a string: why there are none
     },
@@ -249,7 +264,13 @@ def softmax_kernels(b512: list[BenchRecord], autotune: dict[str, list[dict] | st
             "device": r.device,
             "us_at_B512": r.median_us,
             "frac_of_F_softmax": r.vs_ref,
+            "call_us_at_B512": r.call_us,
+            "call_frac_of_F_softmax": r.call_vs_ref,
+            "threads": r.threads,
+            "unstable": r.unstable,
         }
+        if r.unstable:
+            entry["unstable_why"] = r.unstable_why
         if r.impl in autotune:
             picks = autotune[r.impl]
             entry["autotune_picks"] = picks
@@ -275,7 +296,7 @@ def build(
 ) -> dict:
     gpu = (environment.get("devices") or [None])[0] if device == "cuda" else None
     try:
-        produced_by = f"labtools {version('labtools')}: lab run"
+        produced_by = f"labtools {version('kernel-lab-labtools')}: lab run"
     except PackageNotFoundError:
         produced_by = "labtools: lab run"
     return {
@@ -313,5 +334,5 @@ def write(manifest: dict, path: Path) -> Path:
     if errors:
         raise ValueError("manifest does not match the schema:\n  " + "\n  ".join(errors))
     path = Path(path)
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    atomic_write_text(path, json.dumps(manifest, indent=2) + "\n")
     return path

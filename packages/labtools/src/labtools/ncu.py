@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import shutil
 import subprocess
@@ -214,35 +215,94 @@ class KernelProfile:
 
 _REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Value")
 _PER_LAUNCH = ("Block Size", "Grid Size", "Device", "CC", "Stream", "Context")
+_MISSING = ("", "n/a")  # ncu's words for "not collected"
+
+
+class NcuCsvError(ValueError):
+    """The text is not a whole, sane `ncu --csv --page details` export; the message
+    names the line and column at fault."""
+
+
+def _metric_value(text: str, unit: str, where: str) -> float | None:
+    """A metric's value: None when ncu did not collect it or it is a word
+    ("CachePreferNone") of a unit-less metric; a finite number >= 0 otherwise.
+    Every counter, rate, ratio and percentage ncu reports is >= 0, so a negative, NaN or
+    infinite value means a damaged file, and so does a word where a unit says number."""
+    stripped = text.strip()
+    if stripped.lower() in _MISSING:
+        return None
+    value = number(stripped)
+    if value is None:
+        try:  # number() refuses what is not plainly numeric; float() would take "nan", "inf"
+            value = float(stripped)
+        except ValueError:
+            if unit:
+                raise NcuCsvError(f"{where}: {stripped[:40]!r} is not a number (unit {unit!r})") from None
+            return None
+    if not math.isfinite(value) or value < 0:
+        raise NcuCsvError(f"{where}: {stripped[:40]!r} is not a finite number >= 0")
+    return value
 
 
 def parse_csv(text: str) -> list[KernelProfile]:
-    """`ncu --csv --page details` output (long format) -> one KernelProfile per launch ID."""
+    """`ncu --csv --page details` output (long format) -> one KernelProfile per launch ID.
+
+    Raises NcuCsvError (and nothing else) on text that is not such an export: no header,
+    missing columns, rows with too few or too many fields (a truncated file), or values
+    that cannot be metrics (see `_metric_value`)."""
+    if not isinstance(text, str):
+        raise NcuCsvError(f"expected text, got {type(text).__name__}")
     lines = text.splitlines()
     start = next(
         (k for k, line in enumerate(lines) if '"Kernel Name"' in line and '"Metric Name"' in line), None
     )
     if start is None:
-        raise ValueError(
+        raise NcuCsvError(
             'no ncu CSV header (a line with "Kernel Name" and "Metric Name") found; '
             "was ncu run with --csv --page details?"
         )
-    rows = csv.DictReader(io.StringIO("\n".join(lines[start:])))
-    missing = [c for c in _REQUIRED if c not in (rows.fieldnames or [])]
-    if missing:
-        raise ValueError(f"ncu CSV lacks column(s) {missing}; got {rows.fieldnames}")
-    kernels: dict[str, KernelProfile] = {}
-    for row in rows:
-        if not row.get("ID") or row["ID"] == "ID" or not row.get("Metric Name"):
-            continue  # blank lines, repeated headers, rule-only rows
-        k = kernels.get(row["ID"])
-        if k is None:
-            info = {c: row[c] for c in _PER_LAUNCH if row.get(c)}
-            k = kernels[row["ID"]] = KernelProfile(row["ID"], row["Kernel Name"], info)
-        text_value = row.get("Metric Value") or ""
-        unit = (row.get("Metric Unit") or "").strip()
-        section = row.get("Section Name") or ""
-        k.metrics.append(Metric(section, row["Metric Name"], unit, number(text_value), text_value))
+    try:
+        reader = csv.reader(io.StringIO("\n".join(lines[start:])), strict=True)
+        header = next(reader)
+        missing = [c for c in _REQUIRED if c not in header]
+        if missing:
+            raise NcuCsvError(f"ncu CSV lacks column(s) {missing} (line {start + 1}); got {header}")
+        if len(set(header)) != len(header):
+            raise NcuCsvError(f"ncu CSV header on line {start + 1} repeats a column name")
+        kernels: dict[str, KernelProfile] = {}
+        for fields in reader:
+            line_no = start + reader.line_num
+            if not fields or fields == header or (len(fields) == 1 and not fields[0].strip()):
+                continue  # blank lines, repeated headers
+            if len(fields) != len(header):
+                raise NcuCsvError(
+                    f"line {line_no}: {len(fields)} fields for {len(header)} columns (truncated or damaged file)"
+                )
+            row = dict(zip(header, fields, strict=True))
+            if not row["Metric Name"].strip():
+                continue  # rule-only rows
+            if not (row["ID"].strip().isascii() and row["ID"].strip().isdigit()):
+                raise NcuCsvError(f"line {line_no}, column ID: {row['ID'][:40]!r} is not a launch number")
+            k = kernels.get(row["ID"])
+            if k is None:
+                if not row["Kernel Name"].strip():
+                    raise NcuCsvError(f"line {line_no}, column Kernel Name: empty")
+                info = {c: row[c] for c in _PER_LAUNCH if row.get(c)}
+                k = kernels[row["ID"]] = KernelProfile(row["ID"], row["Kernel Name"], info)
+            text_value = row["Metric Value"]
+            unit = (row.get("Metric Unit") or "").strip()
+            value = _metric_value(
+                text_value, unit, f"line {line_no}, column Metric Value ({row['Metric Name']})"
+            )
+            section = row.get("Section Name") or ""
+            k.metrics.append(Metric(section, row["Metric Name"], unit, value, text_value))
+    except csv.Error as exc:
+        raise NcuCsvError(
+            f"line {start + reader.line_num}: not CSV ({exc}); truncated or damaged file"
+        ) from None
+    quoted = lines[start].startswith('"')  # ncu quotes every field, so each of its rows ends in '"'
+    if quoted and not text.endswith(("\n", "\r")) and not lines[-1].rstrip().endswith('"'):
+        raise NcuCsvError(f"line {len(lines)}: the file ends inside a row (truncated file)")
     return list(kernels.values())
 
 
@@ -283,8 +343,10 @@ def export_command(report: Path, ncu: str = "ncu") -> list[str]:
 
 
 def export_csv(report: Path, csv_path: Path, ncu: str = "ncu") -> str:
+    from labtools.atomic import atomic_write_text
+
     text = subprocess.run(export_command(report, ncu), check=True, capture_output=True, text=True).stdout
-    Path(csv_path).write_text(text)
+    atomic_write_text(csv_path, text)
     return text
 
 
@@ -308,23 +370,30 @@ def launch_target(impl_name: str, shape: str, dtype: str) -> list[str]:
     return [sys.executable, "-m", "labtools.ncu", "launch", impl_name, shape, dtype]
 
 
-def format_table(kernels: list[KernelProfile]) -> str:
-    head = f"{'id':>4}  {'kernel':<40}{'us':>9}{'DRAM %':>8}{'SM %':>7}{'occ %':>7}{'regs':>6}  top stalls"
-    out = [head, "-" * (len(head) + 30)]
+def format_table(kernels: list[KernelProfile], style: str = "auto") -> str:
+    """The kernels' headline numbers as a table, then one verdict line per kernel."""
+    from labtools.tables import render
 
-    def f(v, fmt):
-        return "-" if v is None else format(v, fmt)
+    def rounded(v, digits=1):
+        return None if v is None else round(v, digits)
 
-    for k in kernels:
-        stalls = ", ".join(f"{r} {v:.2g}" for r, v in k.stalls[:3])
-        out.append(
-            f"{k.id:>4}  {k.name[:39]:<40}{f(k.duration_us, '.1f'):>9}{f(k.dram_pct, '.1f'):>8}"
-            f"{f(k.sm_pct, '.1f'):>7}{f(k.achieved_occupancy_pct, '.1f'):>7}"
-            f"{f(k.registers_per_thread, 'd'):>6}  {stalls}"
+    rows = [
+        (
+            k.id,
+            k.name[:40],
+            rounded(k.duration_us),
+            rounded(k.dram_pct),
+            rounded(k.sm_pct),
+            rounded(k.achieved_occupancy_pct),
+            k.registers_per_thread,
+            ", ".join(f"{r} {v:.2g}" for r, v in k.stalls[:3]),
         )
-    out.append("")
-    out += [f"{k.id:>4}  {k.name[:39]}: {k.verdict()}" for k in kernels]
-    return "\n".join(out)
+        for k in kernels
+    ]
+    headers = ("id", "kernel", "us", "DRAM %", "SM %", "occ %", "regs", "top stalls")
+    table = render(headers, rows, style=style, align="rlrrrrrl")
+    verdicts = [f"{k.id:>4}  {k.name[:39]}: {k.verdict()}" for k in kernels]
+    return "\n".join([table, "", *verdicts])
 
 
 def _launch_once(impl_name: str, shape_text: str, dtype: str) -> None:

@@ -150,9 +150,10 @@ def load_plugins(*, force: bool = False) -> list[str]:
         _REGISTRY.clear()
         _CHECKS.clear()
     _plugins_loaded = True
-    from labtools import references
+    from labtools import peers, references
 
     references.register()
+    peers.register()  # other projects' kernels, when installed
     loaded = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:

@@ -6,58 +6,118 @@ import argparse
 import json
 from pathlib import Path
 
+from labtools import cli
+from labtools.cli import UsageError
+
 
 def configure(parser) -> None:
     from labtools.ncu import DEFAULT_SECTIONS
 
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--csv", type=Path, help="parse an existing `ncu --csv --page details` file")
+    src.add_argument("--csv", type=cli.input_file, help="parse an existing `ncu --csv --page details` file")
     src.add_argument(
-        "--import", dest="report", type=Path, help="export and parse an existing .ncu-rep report"
+        "--import",
+        dest="report",
+        type=cli.input_file,
+        help="export and parse an existing .ncu-rep report",
     )
     src.add_argument("--impl", help="profile one registered implementation (one launch, after warm-up)")
     src.add_argument(
         "--cmd", nargs=argparse.REMAINDER, help="profile this command (put it last: --cmd python x.py)"
     )
-    parser.add_argument("--shape", default="16384x4096", help="with --impl (default: %(default)s)")
-    parser.add_argument("--dtype", default="float32", help="with --impl (default: %(default)s)")
+    parser.add_argument(
+        "--shape", type=cli.one_shape, default="16384x4096", help="MxN, with --impl (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--dtype", type=cli.dtype, default="float32", help="storage dtype, with --impl (default: %(default)s)"
+    )
     parser.add_argument(
         "--section", action="append", help=f"ncu section (repeatable; default: {' '.join(DEFAULT_SECTIONS)})"
     )
     parser.add_argument("--metrics", help="comma-separated raw metrics (default: the warp-stall ratios)")
     parser.add_argument("-k", "--kernel", help="only kernels whose name matches this regex")
-    parser.add_argument("--launch-skip", type=int, default=0)
-    parser.add_argument("--launch-count", type=int)
     parser.add_argument(
-        "--out", type=Path, default=Path("out/ncu"), help="report and CSV folder (default: %(default)s)"
+        "--launch-skip", type=cli.nonnegative_int, default=0, help="kernel launches to skip before profiling"
+    )
+    parser.add_argument(
+        "--launch-count", type=cli.positive_int, help="kernel launches to profile (default: all)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="folder for the report and CSV (default: a new out/ncu-<time>-<id>/; locked while profiling)",
     )
     parser.add_argument("--json", action="store_true", help="print per-kernel summaries as JSON")
 
 
-def main(args) -> int:
+def read_csv(path: Path, option: str = "--csv"):
+    """Parse an ncu CSV file, or raise UsageError naming the file and what is wrong."""
     from labtools import ncu
 
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"argument {option}: {path} is not text (not UTF-8 at byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"argument {option}: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return ncu.parse_csv(text)
+    except ncu.NcuCsvError as exc:
+        raise UsageError(f"argument {option}: {path}: {exc}") from None
+
+
+def main(args) -> int:
+    from labtools import ncu, runs
+
     if args.csv:
-        kernels = ncu.parse_csv(args.csv.read_text())
-    elif args.report:
-        args.out.mkdir(parents=True, exist_ok=True)
-        kernels = ncu.parse_csv(ncu.export_csv(args.report, args.out / "ncu_details.csv"))
+        kernels = read_csv(args.csv)
     else:
-        cfg = ncu.NcuConfig(
-            sections=tuple(args.section) if args.section else ncu.DEFAULT_SECTIONS,
-            metrics=tuple(m for m in args.metrics.split(",") if m) if args.metrics else ncu.DEFAULT_METRICS,
-            kernel_regex=args.kernel,
-            launch_skip=args.launch_skip,
-            launch_count=args.launch_count,
-            profile_from_start=not args.impl,
-        )
-        target = ncu.launch_target(args.impl, args.shape, args.dtype) if args.impl else args.cmd
-        if not target:
-            raise SystemExit("lab ncu: --cmd needs a command to profile")
-        kernels, csv_path = ncu.profile(target, args.out, cfg)
-        print(f"wrote {csv_path} and {csv_path.parent / 'ncu.ncu-rep'}")
+        if args.cmd is not None and not args.cmd:
+            raise UsageError("argument --cmd: needs a command to profile, e.g. --cmd python x.py")
+        if args.impl:
+            _check_impl(args.impl)
+        run = runs.open_run("ncu", args.out, command_line=args.command_line)
+        try:
+            if args.report:
+                text = ncu.export_csv(args.report, run.file("ncu_details.csv"))
+                try:
+                    kernels = ncu.parse_csv(text)
+                except ncu.NcuCsvError as exc:
+                    raise UsageError(f"argument --import: {args.report}: {exc}") from None
+            else:
+                cfg = ncu.NcuConfig(
+                    sections=tuple(args.section) if args.section else ncu.DEFAULT_SECTIONS,
+                    metrics=tuple(m for m in args.metrics.split(",") if m)
+                    if args.metrics
+                    else ncu.DEFAULT_METRICS,
+                    kernel_regex=args.kernel,
+                    launch_skip=args.launch_skip,
+                    launch_count=args.launch_count,
+                    profile_from_start=not args.impl,
+                )
+                shape = "x".join(map(str, args.shape))
+                target = ncu.launch_target(args.impl, shape, args.dtype) if args.impl else args.cmd
+                try:
+                    kernels, csv_path = ncu.profile(target, run.path, cfg)
+                except FileNotFoundError as exc:  # no ncu on this machine
+                    raise UsageError(str(exc)) from None
+                print(f"wrote {csv_path} and {csv_path.parent / 'ncu.ncu-rep'}")
+            run.write_json("ncu_summary.json", [k.summary() for k in kernels])
+            run.finish(device="cuda", status="ok" if kernels else "no kernels")
+        finally:
+            run.close()
     if not kernels:
         print("no kernels profiled (check the --kernel filter)")
         return 1
     print(json.dumps([k.summary() for k in kernels], indent=1) if args.json else ncu.format_table(kernels))
     return 0
+
+
+def _check_impl(name: str) -> None:
+    from labtools import registry
+
+    try:
+        registry.get(name)
+    except KeyError:
+        known = ", ".join(i.name for i in registry.implementations()) or "none"
+        raise UsageError(f"argument --impl: no implementation {name!r}; registered: {known}") from None
