@@ -76,7 +76,7 @@ small_configs = st.builds(
 
 @given(
     m=st.integers(1, 5),
-    n=st.integers(1, 3000),
+    n=st.integers(1, 2000),
     dtype=st.sampled_from(DTYPES),
     config=small_configs,
     scale=st.sampled_from([0.1, 1.0, 30.0]),
@@ -89,7 +89,7 @@ def test_forward_matches_reference(m, n, dtype, config, scale, seed):
 
 @given(
     m=st.integers(1, 5),
-    n=st.integers(1, 3000),
+    n=st.integers(1, 2000),
     dtype=st.sampled_from(DTYPES),
     config=small_configs,
     seed=st.integers(0, 2**31 - 1),
@@ -164,7 +164,7 @@ def test_error_no_worse_than_torch():
 def test_rows_of_2_17_and_2_18_plus_1(n):
     x = _randn((2, n), torch.float32, n, 8.0)
     x[0, -1] = 60.0
-    config = None if DEVICE == "cuda" else sr.SplitConfig(8192, 4)
+    config = None if DEVICE == "cuda" else sr.SplitConfig(32768, 4)  # 4 and 9 chunks a row
     y = check_forward(x, config)
     check_backward(y, _randn((2, n), torch.float32, n + 1), config)
 

@@ -521,9 +521,15 @@ def _run(direction, tensors, config, spin_limit):
     M, N = tensors[0].shape
     scratch = _scratch(tensors[0].device)
     strides = [t.stride(0) for t in tensors]
-    plan.kernel[(plan.groups * plan.split,)](
-        *tensors, scratch, M, N, *strides, plan.groups, plan.split, scratch.numel(), **plan.meta
-    )
+    try:
+        plan.kernel[(plan.groups * plan.split,)](
+            *tensors, scratch, M, N, *strides, plan.groups, plan.split, scratch.numel(), **plan.meta
+        )
+    except BaseException:
+        # A launch that stopped part way (the interpreter raising inside a program) leaves the
+        # finished-programs counter mid-count: the next launch on this stream gets a fresh buffer.
+        _SCRATCH.pop(next((k for k, v in _SCRATCH.items() if v is scratch), None), None)
+        raise
 
 
 def _check(tensors: dict[str, torch.Tensor]) -> None:
