@@ -35,6 +35,7 @@ import torch
 import triton
 
 from kernels_triton import configs
+from kernels_triton import split_row as _split_row_module
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2
 from kernels_triton.kernels import KERNELS, STREAMS
 
@@ -51,16 +52,21 @@ _PLANS: dict[tuple, Plan] = {}
 # and where it came from ("given", "tuned", "committed", "heuristic", "interpreter")
 USED: dict[tuple, dict] = {}
 
-# The split-row kernels, when a module providing them is wired in: an object with
-# applies(n_rows, n_cols, dtype, device, *, backward) -> bool, forward(x2d, y2d) and
-# backward(y2d, dy2d, dx2d) (kernels_triton.split_row).
-split_row = None
+# The split-row kernels: applies(n_rows, n_cols, dtype, device, *, backward) -> bool,
+# forward(x2d, y2d) and backward(y2d, dy2d, dx2d). A module attribute so a test can swap it.
+split_row = _split_row_module
 
 
 def split_row_applies(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> bool:
     """Whether a launch of kernel `name` on M rows of N goes to the split-row kernels
     instead of one program per row (decided once per plan)."""
-    return split_row is not None and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
+    # On CUDA only: under the CPU interpreter the exchange waits out every late peer, so the
+    # one-program-a-row kernels stay the tested CPU path (split_row has its own CPU tests).
+    return (
+        split_row is not None
+        and device.type == "cuda"
+        and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
+    )
 
 
 @functools.cache
