@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Call time of kernels_cuda.softmax against F.softmax on a CUDA machine, and what a launch costs.
 
-Three parts, one JSON (GPU, versions, date, command with every record):
+Four parts, one JSON (GPU, versions, date, command with every record):
 
 1. Wall time per call: `calls` calls back to back on one input, synchronized once at the end,
    divided by `calls`; the median of `repeats` such loops. F.softmax and kernels_cuda (auto) at
@@ -14,6 +14,10 @@ Three parts, one JSON (GPU, versions, date, command with every record):
    RawKernel, by ctypes `cuLaunchKernel` on pre-packed arguments (what kernels_cuda uses), by
    cuda-python's `cuLaunchKernel` on the same packed arguments, and by cuda.core's `launch`,
    wherever each is importable. Each launcher's output is checked against F.softmax first.
+   kernels_cuda end to end is also timed with KERNELS_CUDA_LAUNCHER=ctypes (a child process),
+   and the host time of the pieces of a cached call (layout key, allocation, stream handle).
+4. Whether NVRTC's log carries ptxas' resource report in a process that imported torch first,
+   and which libnvrtc each process loaded.
 
     python3 scripts/in_place.py python scripts/cuda_call_time.py --json out/call-time.json
 """
@@ -92,6 +96,48 @@ def first_call(cache: str) -> dict:
     return out
 
 
+def nvrtc_log_check(with_torch: bool) -> dict:
+    """Whether NVRTC's program log carries ptxas' -v report in a process that imported torch
+    first (or not), and which libnvrtc the process loaded."""
+    if with_torch:
+        import torch  # noqa: F401
+
+    from kernels_cuda import codegen
+    from kernels_cuda import softmax_variants as variants
+
+    _, _, log, _ = codegen._nvrtc_compile(variants.online_spec("float32", 4), "sm_90")
+    with open("/proc/self/maps") as maps:
+        libs = sorted({line.split()[-1] for line in maps if "nvrtc" in line and "/" in line})
+    return {"torch_first": with_torch, "log_chars": len(log), "has_report": "Used" in log, "libnvrtc": libs}
+
+
+def breakdown(calls: int, repeats: int) -> dict:
+    """Host time of the pieces of a cached kernels_cuda call, at 512x600 fp32 (no launch)."""
+    import torch
+    from kernels_cuda import arrays
+
+    x = _input(*SHAPES[0])
+    dev = x.get_device()
+    pieces = {
+        "layout key (shape, stride, dtype, device, data_ptr)": lambda x: (
+            x.shape,
+            x.stride(),
+            x.dtype,
+            x.get_device(),
+            x.data_ptr() & 15,
+            -1,
+            "auto",
+        ),
+        "torch.empty_like(x)": torch.empty_like,
+        "x.new_empty(shape)": lambda x: x.new_empty((512, 600)),
+        "current stream handle": lambda x: arrays._torch_stream(dev),
+    }
+    out = {name: wall_us(fn, x, calls, repeats) for name, fn in pieces.items()}
+    for name, us in out.items():
+        print(f"{name:<56} {us:8.2f} us", flush=True)
+    return out
+
+
 def _child(args: list[str], env: dict) -> dict:
     proc = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -128,7 +174,9 @@ def launchers(calls: int, repeats: int) -> list[dict]:
 
     packed = codegen.packed(launch.spec, dev, grid, block, smem, types, values)
     xp, yp = x.data_ptr(), y.data_ptr()
-    ways["ctypes cuLaunchKernel, packed (kernels_cuda)"] = lambda: packed.two(stream, xp, yp)
+    from kernels_cuda import _driver
+
+    ways[f"kernels_cuda PackedLaunch ({_driver.launcher_name()})"] = lambda: packed.two(stream, xp, yp)
 
     try:
         import cupy
@@ -228,11 +276,16 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="timed loops per point; the median is kept")
     parser.add_argument("--before", help="an older checkout's packages/kernels-cuda/src, timed the same way")
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--child", choices=("call-time", "first-call"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", choices=("call-time", "first-call", "nvrtc-log", "nvrtc-log-torch"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.calls < 1 or args.repeats < 1:
         parser.error("--calls and --repeats must be at least 1")
 
+    if args.child in ("nvrtc-log", "nvrtc-log-torch"):
+        print(json.dumps(nvrtc_log_check(with_torch=args.child == "nvrtc-log-torch")))
+        return 0
     import torch
 
     if args.child == "first-call":
@@ -244,19 +297,31 @@ def main() -> int:
         print(json.dumps(call_times([("kernels_cuda", kernels_cuda.softmax)], args.calls, args.repeats)))
         return 0
 
+    from kernels_cuda import _driver
+
     result = {"kind": "cuda_call_time", **environment(), "calls": args.calls, "repeats": args.repeats}
+    result["kernels_cuda_launcher"] = _driver.launcher_name()
     print(json.dumps(result, indent=1), flush=True)
     impls = [("F.softmax", lambda x: torch.softmax(x, -1)), ("kernels_cuda", kernels_cuda.softmax)]
     result["call_time"] = call_times(impls, args.calls, args.repeats)
     if args.before:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([args.before, os.environ.get("PYTHONPATH", "")])}
-        before = _child(
-            ["--child", "call-time", "--calls", str(args.calls), "--repeats", str(args.repeats)], env
-        )
+        with tempfile.TemporaryDirectory() as cache:
+            path = os.pathsep.join([args.before, os.environ.get("PYTHONPATH", "")])
+            env = {**os.environ, "PYTHONPATH": path, "KERNELS_CUDA_CACHE_DIR": cache}
+            # its kernels compiled first, in a process without torch (see nvrtc_log_check)
+            subprocess.run([sys.executable, "-m", "kernels_cuda.codegen"], env=env, capture_output=True)
+            timing = ["--calls", str(args.calls), "--repeats", str(args.repeats)]
+            before = _child(["--child", "call-time", *timing], env)
         for rec in before if isinstance(before, list) else [before]:
             rec["impl"] = "kernels_cuda before"
             result["call_time"].append(rec)
             print(f"before: {rec}", flush=True)
+    timing = ["--calls", str(args.calls), "--repeats", str(args.repeats)]
+    ctypes_run = _child(["--child", "call-time", *timing], {**os.environ, "KERNELS_CUDA_LAUNCHER": "ctypes"})
+    for rec in ctypes_run if isinstance(ctypes_run, list) else [ctypes_run]:
+        rec["impl"] = "kernels_cuda, ctypes launcher"
+        result["call_time"].append(rec)
+        print(f"ctypes launcher: {rec}", flush=True)
     refs = {
         (tuple(r["shape"]), r["dtype"]): r["call_us"] for r in result["call_time"] if r["impl"] == "F.softmax"
     }
@@ -268,6 +333,11 @@ def main() -> int:
         result["first_call"] = {"cold": _child(["--child", "first-call"], env)}
         result["first_call"]["warm_disk_cache"] = _child(["--child", "first-call"], env)
     print(json.dumps(result["first_call"], indent=1), flush=True)
+    result["nvrtc_log_check"] = [
+        _child(["--child", c], dict(os.environ)) for c in ("nvrtc-log", "nvrtc-log-torch")
+    ]
+    print(json.dumps(result["nvrtc_log_check"]), flush=True)
+    result["breakdown_us"] = breakdown(args.calls, args.repeats)
     result["launchers"] = launchers(args.calls, args.repeats)
     if args.json:
         from kernels_cuda import _atomic

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels_cuda import codegen
+from kernels_cuda import _diskcache, codegen
 from kernels_cuda import softmax_variants as variants
 from kernels_cuda.codegen import CompileError, Spec
 
@@ -182,14 +182,21 @@ def _meta(folder):
 
 def _forge_resources(folder):
     path, meta = _meta(folder)
-    meta["resources"]["registers"] = 1  # a report that no longer matches the digest
+    meta["fields"]["resources"]["registers"] = 1  # a report that no longer matches the digest
+    path.write_text(json.dumps(meta))
+
+
+def _forge_valid_digest(folder):
+    path, meta = _meta(folder)
+    meta["fields"]["resources"]["registers"] = -1
+    meta["digest"] = _diskcache.digest(meta)
     path.write_text(json.dumps(meta))
 
 
 def _forge_file_name(folder):
     path, meta = _meta(folder)
     meta["cubin"] = "../elsewhere.cubin"
-    meta["digest"] = codegen._digest(meta)
+    meta["digest"] = _diskcache.digest(meta)
     path.write_text(json.dumps(meta))
 
 
@@ -202,6 +209,7 @@ CORRUPTIONS = {
     "missing cubin": lambda f: next(f.glob("*.cubin")).unlink(),
     "garbage PTX": lambda f: next(f.glob("*.ptx")).write_text(".version 1.0"),
     "forged resources": _forge_resources,
+    "resources malformed under a valid digest": _forge_valid_digest,
     "a file name outside the cache": _forge_file_name,
 }
 
@@ -344,3 +352,17 @@ def test_compile_all_prints_progress_lines_while_it_works(monkeypatch, capsys):
     pattern = re.compile(r"compiling specializations: (\d+)/40, \d+ s elapsed, ETA (\d+ s|\?)")
     counts = [int(pattern.fullmatch(line)[1]) for line in lines]
     assert counts == sorted(counts) and counts[-1] == 40
+
+
+def test_an_nvrtc_log_without_a_resource_report_still_gives_a_cached_cubin(fresh_cache, monkeypatch):
+    def no_report(log, kernel):
+        raise ValueError("no ptxas report")
+
+    monkeypatch.setattr(codegen, "parse_resources", no_report)
+    first = codegen.compile_spec(SMALL, "sm_90")
+    assert first.resources is None and first.cubin.startswith(b"\x7fELF")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = _reload()
+    assert again.from_cache and again.resources is None and again.cubin == first.cubin
+    assert "vector_add.f32  sm_90     ?" in codegen.format_table([again])

@@ -68,6 +68,7 @@ def host_launch(monkeypatch):
     monkeypatch.setattr(codegen, "packed", _HostLaunch)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
     monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: CALLERS_STREAM))
+    monkeypatch.setattr(arrays, "_torch_stream", lambda device_index: CALLERS_STREAM)
     monkeypatch.setattr(variants, "_device", lambda device_id: variants.H100)
     variants._clear_caches()  # cached calls hold the stand-in: none outlives this test
     _HostLaunch.calls = []

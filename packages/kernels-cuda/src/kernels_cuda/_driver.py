@@ -2,8 +2,11 @@
 
 Kernels are launched with `cuLaunchKernel` on arguments packed once: a `PackedLaunch` keeps the
 grid, block, dynamic shared memory and every argument in ctypes slots, and a call rewrites only
-the slots that change (the data pointers) before the one driver call. That is the least Python
-work a launch can take; the launchers compared for this are timed by scripts/cuda_call_time.py.
+the slots that change (the data pointers) before the one driver call. The call goes through
+cuda-python's compiled binding (`cuda.bindings.driver`) where it is installed, else through
+ctypes, whose per-call argument conversion costs more; scripts/cuda_call_time.py times both
+(and CuPy's RawKernel, and cuda.core) and measurements/2026-11-25-h100/kernels-cuda-host/ holds
+the numbers. KERNELS_CUDA_LAUNCHER=ctypes forces the ctypes path.
 
 Modules are loaded into the device's primary context, the one torch and CuPy use. With one
 device that context is current on any thread that has touched CUDA; a thread that has not gets
@@ -14,6 +17,7 @@ the device's context and pops it after, since the caller's current device need n
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 import threading
 from functools import cache
@@ -69,6 +73,37 @@ def _lib():
         getattr(lib, fn).restype = _i
     check(lib.cuInit(0), "cuInit")
     return lib
+
+
+@cache
+def _bindings():
+    """cuda-python's driver module, or None (not installed, or KERNELS_CUDA_LAUNCHER=ctypes)."""
+    if os.environ.get("KERNELS_CUDA_LAUNCHER") == "ctypes":
+        return None
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        try:
+            from cuda import cuda as driver
+        except ImportError:
+            return None
+    return driver
+
+
+def launcher_name() -> str:
+    return "ctypes" if _bindings() is None else "cuda.bindings"
+
+
+_streams: dict[int, object] = {}  # CUstream handle -> cuda-python's CUstream object
+
+
+def _cu_stream(handle: int):
+    stream = _streams.get(handle)
+    if stream is None:
+        if len(_streams) > 256:
+            _streams.clear()
+        stream = _streams[handle] = _bindings().CUstream(handle)
+    return stream
 
 
 def error_name(code: int) -> str:
@@ -176,20 +211,40 @@ class PackedLaunch:
     shared, and the driver reads them during the call, with the GIL released.
     """
 
-    __slots__ = ("function", "_args", "_slots", "_argv", "_argv_address", "_lock", "_push", "_launch", "_fn")
+    __slots__ = (
+        "function",
+        "_args",
+        "_slots",
+        "_argv",
+        "_argv_address",
+        "_lock",
+        "_push",
+        "_launch",
+        "_fn",
+        "_cu",
+    )
 
     def __init__(self, function: Function, grid, block, shared_mem: int, types, values):
         if shared_mem > DEFAULT_MAX_DYNAMIC_SHARED:
             function.allow_shared(shared_mem)
         self.function = function
-        self._fn = function.handle
         self._slots = [t(v) for t, v in zip(types, values, strict=True)]
         self._argv = (_p * len(self._slots))(*(ctypes.addressof(s) for s in self._slots))
         self._argv_address = ctypes.addressof(self._argv)  # the array stays alive in self._argv
         self._args = (*_dims(grid), *_dims(block), shared_mem)
         self._lock = threading.Lock()
         self._push = device_count() > 1
-        self._launch = _lib().cuLaunchKernel
+        self._cu = _bindings()
+        if self._cu is None:
+            self._fn, self._launch = function.handle, _lib().cuLaunchKernel
+        else:
+            self._fn, self._launch = self._cu.CUfunction(function.handle), self._cu.cuLaunchKernel
+
+    def _raw(self, stream: int) -> int:
+        """One cuLaunchKernel on the packed slots; the driver's result code."""
+        if self._cu is None:
+            return self._launch(self._fn, *self._args, stream, self._argv_address, None)
+        return int(self._launch(self._fn, *self._args, _cu_stream(stream), self._argv_address, 0)[0])
 
     def __call__(self, stream: int, *leading: int) -> None:
         with self._lock:
@@ -198,12 +253,12 @@ class PackedLaunch:
                 slots[i].value = v
             if self._push:
                 with _Current(self.function.device_id):
-                    rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
+                    rc = self._raw(stream)
             else:
-                rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
+                rc = self._raw(stream)
             if rc == CUDA_ERROR_INVALID_CONTEXT:  # a thread that has not touched CUDA yet
                 check(_lib().cuCtxSetCurrent(primary_context(self.function.device_id)), "cuCtxSetCurrent")
-                rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
+                rc = self._raw(stream)
         if rc != CUDA_SUCCESS:
             raise CudaError(f"launching {self.function.name}", rc)
 
@@ -214,8 +269,11 @@ class PackedLaunch:
         with self._lock:
             self._slots[0].value = a
             self._slots[1].value = b
-            rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
-        if rc == CUDA_ERROR_INVALID_CONTEXT:  # __call__ makes the context current and retries
+            if self._cu is None:
+                rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
+            else:
+                rc = self._launch(self._fn, *self._args, _cu_stream(stream), self._argv_address, 0)[0]
+        if rc:  # CUresult 0 is success; __call__ makes a missing context current and retries
+            if int(rc) != CUDA_ERROR_INVALID_CONTEXT:
+                raise CudaError(f"launching {self.function.name}", int(rc))
             self(stream, a, b)
-        elif rc != CUDA_SUCCESS:
-            raise CudaError(f"launching {self.function.name}", rc)

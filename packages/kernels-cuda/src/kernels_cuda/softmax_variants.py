@@ -11,9 +11,9 @@ The variants, one .cu file each under cuda/ (read them in order):
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
     v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): bulk copies into
                                       shared memory, DSMEM exchange;
-               04_softmax_online.cu   without clusters, past their capacity, or for rows that are not
+               05_softmax_online.cu   without clusters, past their capacity, or for rows that are not
                                       whole 16-byte packs: two-pass online softmax
-    v4_online  04_softmax_online.cu   the online path alone, for comparison
+    v4_online  05_softmax_online.cu   the online path alone, for comparison
     auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4
 
 The host path, in the order a call takes it:
@@ -233,7 +233,7 @@ def plan_cluster(M: int, N: int, dtype: str, vec: int, device: Device, cfg: Auto
 
 def online_spec(dtype: str, vec: int) -> Spec:
     return Spec(
-        "04_softmax_online.cu",
+        "05_softmax_online.cu",
         "softmax_online",
         dtype,
         (("THREADS", ONLINE_THREADS), ("VEC", vec), ("UNROLL", ONLINE_UNROLL)),
@@ -406,7 +406,7 @@ class _Call:
     """A `Prepared` call bound to one device's kernel, its arguments packed: what the per-layout
     caches hold. Calling it does the view, copy, allocation and launch the plan says."""
 
-    __slots__ = ("prepared", "ops", "run", "fresh_rows")
+    __slots__ = ("prepared", "ops", "run", "fresh_rows", "dense")
 
     def __init__(self, prepared: Prepared, ops, device_id: int):
         p = self.prepared = prepared
@@ -414,6 +414,18 @@ class _Call:
         x_stride = p.N if p.x_row_stride is None else p.x_row_stride
         self.run = _packed(p.launch, device_id, x_stride, p.y_row_stride, p.M, p.N).two
         self.fresh_rows = not p.moved and p.x_row_stride is not None  # the common case, no views
+        # x's rows are back to back (x is dense): an output like x has rows of stride N too.
+        self.dense = self.fresh_rows and p.x_row_stride == p.N
+
+    def torch(self, x, x_ptr: int, device_index: int):
+        """The call for a torch tensor without out=, with the least Python for the dense case."""
+        if self.dense:
+            y = _empty_like(x)
+            if arrays._poison:
+                y.fill_(math.nan)
+            self.run(arrays._torch_stream(device_index), x_ptr, y.data_ptr())
+            return y
+        return self(x, x_ptr)
 
     def __call__(self, x, x_ptr: int, out=None):
         p, ops = self.prepared, self.ops
@@ -445,7 +457,16 @@ MAX_CACHED_CALLS = 4096  # past this many layouts, the caches start over
 
 
 def _torch_key(x, ptr: int, dim: int, variant: str) -> tuple:
+    """The layout key `softmax` looks a torch call up by (built inline there, for speed)."""
     return (x.shape, x.stride(), x.dtype, x.get_device(), ptr & 15, dim, variant)
+
+
+def _empty_like(x):
+    global _empty_like
+    import torch
+
+    _empty_like = torch.empty_like  # bound on first use: importing this module needs no torch
+    return _empty_like(x)
 
 
 def softmax(x, dim: int = -1, variant: str = "auto", *, out=None):
@@ -460,12 +481,12 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None):
     output's allocation and one driver call."""
     if out is None and dim.__class__ is int and variant.__class__ is str:
         try:
-            ptr = x.data_ptr()
-            call = _torch_calls.get(_torch_key(x, ptr, dim, variant))
+            ptr, device_index = x.data_ptr(), x.get_device()
+            call = _torch_calls.get((x.shape, x.stride(), x.dtype, device_index, ptr & 15, dim, variant))
         except AttributeError:  # not a torch tensor
             call = None
         if call is not None:
-            return call(x, ptr)
+            return call.torch(x, ptr, device_index)
     return _softmax(x, dim, variant, out)
 
 
