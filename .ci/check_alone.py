@@ -11,7 +11,7 @@ For each case below: a new venv (`uv venv`), then `uv pip install --find-links d
   five wheels in dist/: same name and version, and every file that wheel's RECORD lists
   installed with the same hash (so a same-named package from an index fails);
 - the package imports and reports its __version__;
-- its command line, if it has one, runs;
+- its command line, if it has one, runs; with a CUDA extra, one kernel compiles (NVRTC);
 - the venv's size on disk and the size of the wheels it took (see install_sizes.py).
 Exit status 1 if any case fails; everything is printed either way.
 """
@@ -44,6 +44,14 @@ OURS = {
 # The names these packages had before they were prefixed; on PyPI some belong to others.
 OLD_NAMES = {"labtools", "kernels-cuda", "kernels-triton", "minigpt-np", "minigpt-torch"}
 
+COMPILE_ONE = [
+    "python",
+    "-c",
+    "from kernels_cuda import codegen, vecadd; s = vecadd.specializations()[0]; "
+    "c = codegen.compile_spec(s, 'sm_90'); "
+    "print(s.name, 'for sm_90 by NVRTC %d.%d:' % codegen.nvrtc_version(), c.resources.registers, 'registers')",
+]
+
 # (requirement to install, import name, commands run with the venv's bin/ first on PATH)
 CASES = [
     ("kernel-lab-minigpt-np", "minigpt_np", [["minigpt-np", "topk", "Yesterday I", "-k", "5", "--json"]]),
@@ -55,8 +63,14 @@ CASES = [
         "minigpt_torch",
         [["minigpt-torch", "--help"], ["minigpt-torch", "topk", "Yesterday I", "-k", "5", "--json"]],
     ),
-    # An extra that brings a sibling: labtools must come from dist/ here too.
-    ("kernel-lab-kernels-cuda[cuda13,lab]", "kernels_cuda", [["lab", "--version"], ["lab", "env"]]),
+    # An extra that brings a sibling (labtools must come from dist/ here too), and one that
+    # brings CuPy and NVRTC: a kernel compiles, no GPU needed.
+    (
+        "kernel-lab-kernels-cuda[cuda13,lab]",
+        "kernels_cuda",
+        [["lab", "--version"], ["lab", "env"], COMPILE_ONE],
+    ),
+    ("kernel-lab-kernels-cuda[cuda12]", "kernels_cuda", [COMPILE_ONE]),
 ]
 
 
@@ -160,6 +174,7 @@ def run_case(
     )
     env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     env.pop("VIRTUAL_ENV", None)
+    env["KERNELS_CUDA_CACHE_DIR"] = str(venv.parent / "kernels-cuda-cache")  # compile, do not reuse
     steps = [
         [str(python), "-c", f"import {module}; print('import {module}:', {module}.__version__)"],
         *commands,

@@ -19,7 +19,15 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels_triton import SoftmaxConfig, SoftmaxDimError, autotune_picks, configs, launch, softmax, softmax_backward
+from kernels_triton import (
+    SoftmaxConfig,
+    SoftmaxDimError,
+    autotune_picks,
+    configs,
+    launch,
+    softmax,
+    softmax_backward,
+)
 from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
 
 # The interpreter evaluates masked-off lanes too (rows past M hold -inf - -inf), and numpy warns.
@@ -477,7 +485,7 @@ def test_autotune_picks_report_the_config_each_launch_used():
     from labtools.manifest import pick_for
 
     n = 600 + 8 * np.random.default_rng().integers(1, 50)  # a row length no other test launches
-    softmax(torch.randn(3, int(n)))
+    softmax(torch.randn(3, int(n), device=DEVICE))
     used = [p for p in autotune_picks()["used"] if p["N"] == n and p["kernel"] == "softmax_fwd"]
     assert len(used) == 1 and used[0]["source"] in ("interpreter", "tuned", "committed", "heuristic")
     picks = registry.get("triton.softmax").meta["autotune_picks"]()
@@ -488,14 +496,14 @@ def test_traces_as_one_opaque_op_under_compile_and_export():
     """torch.compile and torch.export see kernels_triton::softmax (forward and backward),
     never the launch inside it; the compiled result and gradient equal the reference."""
     x64 = np.random.default_rng().standard_normal((4, 37)) * 3
-    x = torch.tensor(x64, dtype=torch.float32, requires_grad=True)
-    dy = torch.randn(4, 37)
+    x = torch.tensor(x64, dtype=torch.float32, device=DEVICE, requires_grad=True)
+    dy = torch.randn(4, 37, device=DEVICE)
     compiled = torch.compile(lambda t: softmax(t, dim=-1), backend="aot_eager", fullgraph=True)
     y = compiled(x)
     y.backward(dy)
-    np.testing.assert_allclose(y.detach().numpy(), softmax_ref(x64), **tolerance("float32"))
-    expect_dx = softmax_backward_ref(softmax_ref(x64), dy.double().numpy())
-    np.testing.assert_allclose(x.grad.numpy(), expect_dx, **tolerance("float32"))
+    np.testing.assert_allclose(y.detach().cpu().numpy(), softmax_ref(x64), **tolerance("float32"))
+    expect_dx = softmax_backward_ref(softmax_ref(x64), dy.cpu().double().numpy())
+    np.testing.assert_allclose(x.grad.cpu().numpy(), expect_dx, **tolerance("float32"))
 
     class Head(torch.nn.Module):
         def forward(self, t):

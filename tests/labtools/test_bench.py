@@ -92,6 +92,7 @@ def test_into_pytest_benchmark_stores_harness_samples_in_seconds():
     assert iterations == 1 and stats.values == [pytest.approx(1e-5), pytest.approx(2e-5)]
     assert fx.extra_info["timer"] == "labtools (cuda)" and fx.extra_info["flushed_l2"] is True
     assert fx.extra_info["call_us"] == 40.0 and fx.extra_info["unstable"] is True  # 10 vs 20 us
+    assert fx.extra_info["calls_per_round"] == 1
 
 
 def test_lead_cycles_cover_twice_the_slowest_issue():

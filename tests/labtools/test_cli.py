@@ -62,7 +62,8 @@ def test_lab_bench_then_lab_roofline(fake_registry, tmp_path, capsys):
 
     assert main(["roofline", str(sweep_json), "--shape", "16x256", "--out", str(tmp_path / "plots")]) == 0
     written = {p.name for p in (tmp_path / "plots").iterdir()}
-    assert written == {"roofline.png", "frac_of_copy.png", "run.json", "REPORT.md"}  # the lock is gone
+    plots = {"roofline.png", "roofline_16x256.png", "roofline_8x2048.png", "frac_of_copy.png"}
+    assert written == plots | {"run.json", "REPORT.md"}  # the lock is gone
     report = (tmp_path / "plots" / "REPORT.md").read_text()
     assert "[roofline.png](roofline.png)" in report and "[frac_of_copy.png](frac_of_copy.png)" in report
 
@@ -364,3 +365,49 @@ def test_two_concurrent_processes_on_one_out(tmp_path, synthetic_sweep):
     finally:
         holder.kill()
         holder.wait()
+
+
+# --- the table renderer ------------------------------------------------------------------------
+
+
+def test_tables_plain_markdown_and_rich():
+    from labtools.tables import render
+
+    rows = [("fused", 12.5, None), None, ("F.softmax | ref", 3, "x")]
+    plain = render(("impl", "us", "note"), rows, style="plain").splitlines()
+    assert plain[0] == "impl" + " " * 11 + "    us  note" and set(plain[1]) == {"-"}
+    assert plain[2] == "fused" + " " * 10 + "  12.5  -"  # numbers to the right, None as "-"
+    assert plain[3] == ""  # the group break
+    assert plain[4] == "F.softmax | ref     3  x"
+    md = render(("impl", "us", "note"), rows, style="markdown").splitlines()
+    assert md == [
+        "| impl | us | note |",
+        "|---|---:|---|",
+        "| fused | 12.5 | - |",
+        "| F.softmax \\| ref | 3 | x |",
+    ]
+    rich = render(("impl", "us", "note"), rows, style="rich")  # rich if installed, else the plain table
+    assert "fused" in rich and "12.5" in rich and "F.softmax | ref" in rich
+    with pytest.raises(ValueError, match="2 cells for 3 columns"):
+        render(("a", "b", "c"), [(1, 2)])
+    with pytest.raises(ValueError, match="style must be"):
+        render(("a",), [(1,)], style="html")
+
+
+def test_a_run_that_fails_says_so_in_its_record(tmp_path):
+    from labtools import runs
+
+    with pytest.raises(RuntimeError), runs.open_run("bench", root=tmp_path) as run:
+        run.write_text("partial.json", "{}")
+        raise RuntimeError("a bug")
+    record = json.loads((run.path / "run.json").read_text())
+    assert record["status"] == "error: RuntimeError" and record["files"] == ["REPORT.md", "partial.json"]
+    assert not (run.path / ".lab.lock").exists()
+    (listed,) = runs.list_runs(tmp_path)
+    assert listed["status"] == "error: RuntimeError" and listed["command"] == "bench"
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "run.json").write_text("{not json")
+    assert {r["status"] for r in runs.list_runs(tmp_path)} == {
+        "error: RuntimeError",
+        "unreadable run.json: JSONDecodeError",
+    }

@@ -31,7 +31,10 @@ from labtools.inductor.targets import TinyHead, resolve  # noqa: E402
 from labtools.ops import softmax_ref, tolerance  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "inductor"
-CUDA_SAMPLE = DATA / "tinyhead_cuda"
+# The TinyHead dumps of experiment 25 are the parser's samples too: one copy, in the experiment.
+EXPERIMENT = Path(__file__).parents[2] / "experiments" / "25-compile"
+CPU_SAMPLE = EXPERIMENT / "cpu" / "tinyhead"
+CUDA_SAMPLE = EXPERIMENT / "cuda" / "tinyhead"
 
 
 def _only_softmax(graphs):
@@ -99,7 +102,7 @@ def test_capture_leaves_torch_logging_as_it_was(tiny):
 
 
 def test_cpu_sample_parse():
-    (graph,) = read_dump_dir(DATA / "tinyhead_cpu")
+    (graph,) = read_dump_dir(CPU_SAMPLE)
     (k,) = graph.kernels
     assert (k.name, k.language, k.kind) == ("cpp_fused_amax_exp_sub_sum_1_div_0", "cpp", "cpp")
     assert k.fused_nodes == ["amax", "sub", "exp", "sum_1", "div"]
@@ -135,7 +138,7 @@ def test_cpu_sample_parse():
 
 
 def test_cpu_sample_annotation_walks_through_the_five_questions():
-    (graph,) = read_dump_dir(DATA / "tinyhead_cpu")
+    (graph,) = read_dump_dir(CPU_SAMPLE)
     k = graph.kernels[0]
     text = annotate(k, graph)
     for heading in (
@@ -190,8 +193,8 @@ def test_triton_looped_reduction_sample_stores_exp():
 
 @pytest.mark.skipif(
     not CUDA_SAMPLE.is_dir(),
-    reason=f"no H100 dump yet: the lead adds {CUDA_SAMPLE.relative_to(DATA.parents[3])} "
-    "with `lab inductor dump tinyhead --device cuda --out tests/labtools/data/inductor/tinyhead_cuda`",
+    reason=f"no CUDA dump in {CUDA_SAMPLE}: `lab inductor experiment --out experiments/25-compile --device cuda` "
+    "on a GPU machine records it",
 )
 def test_cuda_sample_from_the_h100():
     graphs = read_dump_dir(CUDA_SAMPLE)
@@ -326,10 +329,21 @@ def test_cuda_target_on_a_machine_without_cuda_is_a_clear_error(capsys):
 # --- CLI, profile, experiment documents ---------------------------------------------
 
 
-def test_cli_dump_end_to_end(tmp_path, capsys):
-    out = tmp_path / "dump"
-    assert main(["inductor", "dump", "tinyhead", "--device", "cpu", "--out", str(out)]) == 0
-    assert "softmax" in capsys.readouterr().out
+def test_cli_dump_end_to_end(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["inductor", "dump", "tinyhead", "--device", "cpu"]) == 0
+    (out,) = (tmp_path / "out").iterdir()  # a run folder of its own
+    assert out.name.startswith("inductor-dump-")
+    stdout, stderr = capsys.readouterr()
+    assert "softmax" in stdout and f"written to out/{out.name}" in stdout
+    # progress: when each slow step starts and ends, with its time (on stderr, terminal or not)
+    assert "lab inductor: torch.compile tinyhead (mode default): started" in stderr
+    assert re.search(r"lab inductor: torch.compile tinyhead \(mode default\): done in \d+\.\d s", stderr)
+    record = json.loads((out / "run.json").read_text())
+    assert (
+        record["command"] == "inductor dump" and record["device"] == "cpu" and "parse.json" in record["files"]
+    )
+    assert "[parse.json](parse.json)" in (out / "REPORT.md").read_text()
     parsed = json.loads((out / "parse.json").read_text())
     assert parsed["max_abs_error"] < 1e-6 and parsed["versions"]["torch"] == torch.__version__
     (kernel,) = parsed["graphs"][0]["kernels"]
@@ -350,7 +364,7 @@ def test_cli_profile_times_eager_and_compiled_through_the_harness(tmp_path, monk
     (rec,) = json.loads(capsys.readouterr().out)
     assert rec["mode"] == "default" and rec["device"] == "cpu" and rec["shapes"] == [[64, 128]]
     assert rec["max_abs_error"] < 1e-6 and rec["compile_s"] > 0
-    assert rec["eager"]["median_us"] > 0 and rec["compiled"]["median_us"] > 0 and rec["eager"]["reps"] >= 10
+    assert rec["eager"]["median_us"] > 0 and rec["compiled"]["median_us"] > 0 and rec["eager"]["reps"] >= 3
     assert rec["speedup"] == pytest.approx(rec["eager"]["median_us"] / rec["compiled"]["median_us"])
 
 
@@ -402,23 +416,25 @@ def _record(device: str, torch_threads: int, eager_us: float, compiled_us: float
 
 def test_report_regenerates_from_recorded_runs_and_a_cuda_run_leaves_the_cpu_half(tmp_path):
     out = tmp_path / "25-compile"
-    shutil.copytree(DATA / "tinyhead_cpu", out / "cpu" / "tinyhead")
+    shutil.copytree(CPU_SAMPLE, out / "cpu" / "tinyhead")
     (out / "cpu" / "results.json").write_text(json.dumps(_record("cpu", 2, 123.0, 246.0)))
     (out / "DISTRIBUTED.md").write_text("hand-written\n")
     report.write(out)
     text = (out / "REPORT.md").read_text()
     assert "3.25e-10" in text and "123" in text and "246" in text and "2.00x slower" in text
     assert "max-autotune compiles in 17.5 s against 4.2 s" in text
-    assert "cuda | not recorded yet" in text and not (out / "kernel.py").exists()
-    kernel_cpp = (out / "kernel.cpp").read_text()
-    assert kernel_cpp == read_dump_dir(out / "cpu" / "tinyhead")[0].kernels[0].source
+    assert "cuda | not recorded yet" in text
+    cpp = "cpu/tinyhead/kernels/cpp_fused_amax_exp_sub_sum_1_div_0.cpp"
+    assert f"[{cpp}]({cpp})" in text and (out / cpp).is_file()
+    assert not (out / "kernel.cpp").exists() and not (out / "kernel.py").exists()  # no second copy
 
     shutil.copytree(DATA / "triton_codegen_tinyhead", out / "cuda" / "tinyhead")  # stands in for an H100 dump
     (out / "cuda" / "results.json").write_text(json.dumps(_record("cuda", 16, 50.0, 25.0)))
     report.write(out)
     text = (out / "REPORT.md").read_text()
     assert "123" in text and "2.00x faster" in text and "not recorded yet" not in text
-    assert (out / "kernel.cpp").read_text() == kernel_cpp and (out / "kernel.py").exists()
+    assert not (out / "kernel.cpp").exists() and not (out / "kernel.py").exists()
+    assert "(cuda/tinyhead/kernels/triton_per_fused_amax_exp_sub_sum_1_div_0.py)" in text
     annotation = (out / "KERNEL_ANNOTATION.md").read_text()
     assert "cpp_fused_amax_exp_sub_sum_1_div_0" in annotation and "triton_per_fused" in annotation
     manifest = json.loads((out / "manifest.json").read_text())
@@ -432,7 +448,7 @@ def test_experiment_run_replaces_only_its_own_device(tmp_path, monkeypatch):
     """run() with dump and profile stubbed by the committed CPU dump: what it writes, and where."""
     out = tmp_path / "25-compile"
     shutil.copytree(DATA / "triton_codegen_tinyhead", out / "cuda" / "tinyhead")
-    sample = DATA / "tinyhead_cpu"
+    sample = CPU_SAMPLE
 
     def recorded_dump(model, x):
         y = model(x)
@@ -474,3 +490,23 @@ def test_is_softmax_accepts_inductors_online_softmax_node():
     online = SimpleNamespace(fused_ops=["prepare_softmax_online", "sub", "exp", "div", "getitem"])
     no_div = SimpleNamespace(fused_ops=["prepare_softmax_online", "sub", "exp"])
     assert is_softmax(two_reductions) and is_softmax(online) and not is_softmax(no_div)
+
+
+def test_heartbeat_prints_while_a_step_runs_and_when_it_ends():
+    import io
+    import time
+
+    from labtools.inductor.heartbeat import heartbeat
+
+    log = io.StringIO()  # not a terminal: the lines must come anyway
+    with heartbeat("a slow step", every_s=0.05, expected_s=10, stream=log):
+        time.sleep(0.3)
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "lab inductor: a slow step: started (usually about 10 s)"
+    beats = [line for line in lines if "elapsed" in line]
+    assert len(beats) >= 2 and "left" in beats[0]
+    assert re.fullmatch(r"lab inductor: a slow step: done in 0\.\d s", lines[-1])
+    log = io.StringIO()
+    with pytest.raises(KeyError), heartbeat("a failing step", every_s=10, stream=log):
+        raise KeyError("x")
+    assert log.getvalue().splitlines()[-1].startswith("lab inductor: a failing step: failed after")

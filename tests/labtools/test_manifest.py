@@ -105,6 +105,15 @@ def test_built_manifest_is_valid_and_carries_the_seed_fields():
     assert m["produced_by"].startswith("labtools")
 
 
+def test_manifest_names_the_seed_roofline_and_its_shapes():
+    dots = {"naive": {"impl": "cuda.v1_naive", "shape": [4096, 600], "dtype": "float32"}}
+    m = _manifest(roofline={"file": "roofline.png", "shape": [4096, 600], "dtype": "float32", "dots": dots})
+    assert manifest.validate(m) == [] and m["roofline"]["dots"]["naive"]["shape"] == [4096, 600]
+    assert _manifest()["roofline"] is None and manifest.validate(_manifest()) == []
+    bad = _manifest(roofline={"file": "roofline.png", "dots": dots})
+    assert any("missing required key 'shape'" in e for e in manifest.validate(bad))
+
+
 def test_cpu_manifest_without_checks_is_valid_and_says_not_run():
     m = _manifest(device="cpu", checks={}, autotune={})
     assert manifest.validate(m) == []

@@ -6,10 +6,16 @@ commas); the exact-value tests below are about it. Captures from a real GPU go n
 it as data/ncu_<gpu>.csv (`lab ncu --impl ... --out DIR` writes DIR/ncu_details.csv):
 every data/ncu_*.csv must parse into sane numbers and a verdict."""
 
+import csv
+import io
 import json
+import math
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from labtools import ncu
 from labtools.cli import main
 
@@ -110,10 +116,120 @@ def test_other_column_layouts_parse():
 
 
 def test_bad_csv_is_a_clear_error():
-    with pytest.raises(ValueError, match="no ncu CSV header"):
+    with pytest.raises(ncu.NcuCsvError, match="no ncu CSV header"):
         ncu.parse_csv("==PROF== nothing profiled\n")
-    with pytest.raises(ValueError, match="lacks column"):
+    with pytest.raises(ncu.NcuCsvError, match="lacks column"):
         ncu.parse_csv('"Kernel Name","Metric Name","Metric Value"\n"k","Duration","1"\n')  # no ID
+
+
+def _replace_value(text: str, metric: str, value: str) -> str:
+    """The sample with the first value of `metric` replaced by `value`."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if f'"{metric}"' in line:
+            fields = next(csv.reader([line]))
+            fields[fields.index(metric) + 2] = value
+            buf = io.StringIO()
+            csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(fields)
+            lines[i] = buf.getvalue()
+            return "".join(lines)
+    raise AssertionError(metric)
+
+
+@pytest.mark.parametrize(
+    ("metric", "value", "why"),
+    [
+        ("DRAM Throughput", "-500", "finite number >= 0"),
+        ("DRAM Throughput", "nan", "finite number >= 0"),
+        ("Duration", "inf", "finite number >= 0"),
+        ("Achieved Occupancy", "-0.5", "finite number >= 0"),
+        ("Duration", "fast", "not a number (unit 'usecond')"),
+        ("Registers Per Thread", "1e999", "finite number >= 0"),
+    ],
+)
+def test_damaged_values_name_the_line_and_column(metric, value, why):
+    text = _replace_value(SAMPLE.read_text(), metric, value)
+    with pytest.raises(ncu.NcuCsvError, match="line \\d+, column Metric Value") as err:
+        ncu.parse_csv(text)
+    assert why in str(err.value) and metric in str(err.value)
+
+
+def test_truncated_files_are_refused_or_read_correctly():
+    """Cut anywhere in the body, the file is refused, or (cut between whole metrics, or in
+    the empty rule fields after one) read with exactly the values the whole file has."""
+    text = SAMPLE.read_text()
+    whole = {k.id: k.metrics for k in ncu.parse_csv(text)}
+    cuts = range(text.index('"0","41207"') + 1, len(text) - 1, 37)
+    refused = 0
+    for cut in cuts:
+        try:
+            kernels = ncu.parse_csv(text[:cut])
+        except ncu.NcuCsvError as exc:
+            assert re.search(r"line \d+", str(exc))
+            refused += 1
+            continue
+        for k in kernels:
+            assert k.metrics == whole[k.id][: len(k.metrics)]
+    assert refused > 0.8 * len(cuts)
+
+
+def test_wrong_columns_are_refused():
+    header = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+    with pytest.raises(ncu.NcuCsvError, match="line 2: 4 fields for 5 columns \\(at least 5"):
+        ncu.parse_csv(header + '"0","k","Duration","usecond"\n')
+    with pytest.raises(ncu.NcuCsvError, match="line 2: 6 fields for 5 columns"):
+        ncu.parse_csv(header + '"0","k","Duration","usecond","1","x"\n')
+    with pytest.raises(ncu.NcuCsvError, match="column ID"):
+        ncu.parse_csv(header + '"zero","k","Duration","usecond","1"\n')
+    with pytest.raises(ncu.NcuCsvError, match="repeats a column"):
+        ncu.parse_csv('"ID","Kernel Name","Metric Name","Metric Value","ID"\n"0","k","Duration","1","0"\n')
+    (k,) = ncu.parse_csv(header + '"0","k","Function Cache Configuration","","CachePreferNone"\n')
+    assert k.metrics[0].value is None  # a word where no unit asks for a number is a value, not damage
+
+
+def test_lab_ncu_refuses_a_damaged_csv_in_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(_replace_value(SAMPLE.read_text(), "DRAM Throughput", "-500"))
+    assert main(["ncu", "--csv", str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"lab ncu: argument --csv: {bad}: line ") and "DRAM Throughput" in err
+
+
+_SAMPLE_TEXT = SAMPLE.read_text()
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=400) | st.binary(max_size=400).map(lambda b: b.decode("latin-1")))
+def test_fuzz_random_text_is_parsed_or_refused_with_the_parsers_error(text):
+    _parsed_or_refused(text)
+    _parsed_or_refused(_SAMPLE_TEXT.splitlines()[4] + "\n" + text)  # behind a real header
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cut=st.integers(0, len(_SAMPLE_TEXT)),
+    at=st.integers(0, len(_SAMPLE_TEXT) - 1),
+    junk=st.text(max_size=8),
+)
+def test_fuzz_damaged_samples_are_parsed_or_refused_with_the_parsers_error(cut, at, junk):
+    _parsed_or_refused(_SAMPLE_TEXT[:cut])
+    _parsed_or_refused(_SAMPLE_TEXT[:at] + junk + _SAMPLE_TEXT[at + 1 :])
+
+
+def _parsed_or_refused(text: str) -> None:
+    """parse_csv raises only NcuCsvError; what it accepts is sane: finite values >= 0."""
+    try:
+        kernels = ncu.parse_csv(text)
+    except ncu.NcuCsvError as exc:
+        assert str(exc) and "\n" not in str(exc).strip()
+        return
+    for k in kernels:
+        assert k.id.isdigit() and k.name.strip()
+        for m in k.metrics:
+            assert m.value is None or (math.isfinite(m.value) and m.value >= 0)
+        k.verdict()
+        k.summary()
 
 
 def test_profile_command():

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from labtools import registry
@@ -86,3 +87,27 @@ def test_compiled_reference_compiles_every_shape_past_the_recompile_limit(monkey
             x = torch.randn(2, n)
             torch.testing.assert_close(references._compiled_softmax(x), torch.softmax(x, -1))
     assert counters["stats"]["unique_graphs"] - before == 5
+
+
+def _labtools_imports(module: str) -> set[str]:
+    """The labtools modules `module` imports anywhere in its source (function bodies too)."""
+    import ast
+    import importlib.util
+
+    tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return {name for name in found if name.startswith("labtools")}
+
+
+def test_registry_and_references_import_in_one_direction():
+    assert "labtools.registry" in _labtools_imports("labtools.references")
+    assert not {"labtools.references"} & _labtools_imports("labtools.registry")
+    # the references still arrive, as a built-in plugin named by string
+    registry.load_plugins(force=True)
+    assert {"numpy.softmax", "torch.softmax.cpu"} <= {i.name for i in registry.implementations()}

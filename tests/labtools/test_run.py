@@ -26,7 +26,11 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
         "frac_of_copy.png",
         "roofline_softmax_backward.png",
         "frac_of_copy_softmax_backward.png",
+        "roofline_512x600.png",  # one roofline per swept shape
+        "roofline_64x4096.png",
+        "roofline_softmax_backward_512x600.png",
     } <= names
+    assert not [n for n in names if n.endswith(".tmp")]  # every file written atomically
 
     m = json.loads((out / "manifest.json").read_text())
     assert manifest.validate(m) == []
@@ -61,6 +65,8 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
         and "minigpt_torch.kernel_swap skipped" in notes
     )
     assert m["sweeps"]["softmax"] == "sweep_softmax.json"
+    # no seed kernel (naive, smem, fused, Triton) among the fakes: no seed figure, and a note says so
+    assert m["roofline"] is None and "seed roofline" in notes
 
     s = Sweep.load(out / "sweep_softmax.json")
     assert s.device == "cpu" and {tuple(r.shape) for r in s.records} == {(512, 600), (64, 4096)}
@@ -81,7 +87,7 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
         "## softmax sweep (cpu)",
         "fake.crash: RuntimeError",
         "fake.short_rows: supports() rejects this shape -- 64x4096 float32",
-        "- roofline.png",
+        "- [roofline.png](roofline.png)",
     ):
         assert text in report, text
     assert "implementation run(s) failed" in capsys.readouterr().err

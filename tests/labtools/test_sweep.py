@@ -59,6 +59,8 @@ def test_sweep_times_correct_implementations_and_lists_the_rest(fake_registry):
     assert "row 7" in failed["fake.tail_bug"] or "row 3" in failed["fake.tail_bug"]  # the last row
     assert failed["fake.crash"].startswith("RuntimeError: launch failed")
     assert not {"fake.identity", "fake.tail_bug", "fake.crash"} & {r.impl for r in s.records}
+    # CPU figures are taken with one torch thread (the default), recorded in each record
+    assert {r.threads for r in s.records} == {1}
     # only this device's implementations
     assert "fake.gpu_only" not in {r.impl for r in s.records} | set(failed) | {e["impl"] for e in s.skipped}
 

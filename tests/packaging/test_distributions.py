@@ -82,3 +82,15 @@ def test_lab_version():
         [sys.executable, "-m", "labtools.cli", "--version"], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == f"lab (kernel-lab-labtools) {metadata.version('kernel-lab-labtools')}"
+
+
+def test_kernel_packages_import_without_labtools_or_matplotlib():
+    """Importing them loads neither (labtools is their optional [lab] extra), so they also
+    import where neither is installed; .ci/check_alone.py checks that case for real."""
+    pytest.importorskip("torch")
+    code = (
+        "import sys, kernels_cuda, kernels_triton, minigpt_np, minigpt_torch; "
+        "print(sorted(m for m in ('labtools', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -2,6 +2,7 @@
 
     kernels_cuda.softmax(x, dim=-1, variant="auto")   # v1 naive ... v4 long rows: softmax_variants.py
     kernels_cuda.vector_add(a, b)                      # the hello-CUDA warm-up: vecadd.py
+    kernels_cuda.softmax_backward(y, dy, dim=-1)       # dx = y * (dy - sum(y * dy)): softmax_backward.py
 
 Both take CuPy arrays or torch CUDA tensors, zero-copy, and run on the caller's current stream.
 The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen.py compiles them
@@ -15,11 +16,11 @@ try:
 except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
     __version__ = "0+unknown"
 
-__all__ = ["KERNEL_MODULES", "VARIANTS", "import_kernel_modules", "softmax", "vector_add"]
+__all__ = ["KERNEL_MODULES", "VARIANTS", "import_kernel_modules", "softmax", "softmax_backward", "vector_add"]
 
 # The modules that launch kernels; each registers its specializations with the codegen core
 # (codegen.register_specializations) when imported, so the offline compile covers them.
-KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants")
+KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants", "kernels_cuda.softmax_backward")
 
 
 def import_kernel_modules() -> None:
@@ -35,6 +36,10 @@ def __getattr__(name: str):
         from kernels_cuda import softmax_variants
 
         return getattr(softmax_variants, name)
+    if name == "softmax_backward":  # the module, which is callable (see softmax_backward.py)
+        import kernels_cuda.softmax_backward
+
+        return kernels_cuda.softmax_backward
     if name == "vector_add":
         from kernels_cuda.vecadd import vector_add
 

@@ -1,11 +1,13 @@
 """kernels_cuda's entry in labtools' registry (entry point `labtools.plugins`: kernels_cuda.plugin:register).
 
 Each softmax variant is registered with the shapes it is designed for, so a sweep (`lab bench
-softmax`) times v1 only on short rows and v4 only on long ones; `cuda.auto` takes every shape.
+softmax`) times v1 only up to 64 Mi elements and v4 only on long rows; `cuda.auto` takes every shape.
 Each `fn` takes a torch CUDA tensor (M, N) and returns its softmax along the last dim.
 """
 
 from __future__ import annotations
+
+import math
 
 from labtools.registry import Check, Implementation, register_check
 from labtools.registry import register as add
@@ -24,6 +26,12 @@ def _softmax(variant: str):
     return fn
 
 
+def _softmax_backward(y, dy):
+    from kernels_cuda.softmax_backward import softmax_backward
+
+    return softmax_backward(y, dy, dim=-1)
+
+
 def _fits_v3(shape, dtype) -> bool:
     n = shape[-1]
     return n <= softmax_variants.fused_capacity(
@@ -37,8 +45,8 @@ REGISTRATIONS = (
         "v1",
         "cuda.v1_naive",
         "naive",
-        lambda shape, dtype: shape[-1] <= 1024,
-        "one thread per row, three passes; short rows only (a long row is one thread's serial loop)",
+        lambda shape, dtype: math.prod(shape) <= 1 << 26,
+        "one thread per row, three passes; any N, timed up to 64 Mi elements (a row is one thread's serial loop)",
     ),
     ("v2", "cuda.v2_shared", "shared mem", None, "one block per row, shared-memory tree reductions"),
     ("v3", "cuda.v3_fused", "fused", _fits_v3, "row in registers, one read + one write, 16-byte accesses"),
@@ -108,6 +116,19 @@ def register() -> None:
             ),
             replace=True,
         )
+    add(
+        Implementation(
+            _softmax_backward,
+            op="softmax_backward",
+            name="cuda.softmax_backward",
+            backend="cuda-c",
+            label="CUDA bwd",
+            device="cuda",
+            dtypes=HALF,
+            notes="fused: rows in registers; long rows over a cluster (sm_90); else two passes",
+        ),
+        replace=True,
+    )
     add(
         Implementation(
             vector_add,

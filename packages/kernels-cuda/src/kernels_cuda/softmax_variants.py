@@ -11,9 +11,9 @@ The variants, one .cu file each under cuda/ (read them in order):
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
     v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): bulk copies into
                                       shared memory, DSMEM exchange;
-               04_softmax_online.cu   without clusters, past their capacity, or for rows that are not
+               05_softmax_online.cu   without clusters, past their capacity, or for rows that are not
                                       whole 16-byte packs: two-pass online softmax
-    v4_online  04_softmax_online.cu   the online path alone, for comparison
+    v4_online  05_softmax_online.cu   the online path alone, for comparison
     auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4
 
 The host path, in the order a call takes it:
@@ -233,7 +233,7 @@ def plan_cluster(M: int, N: int, dtype: str, vec: int, device: Device, cfg: Auto
 
 def online_spec(dtype: str, vec: int) -> Spec:
     return Spec(
-        "04_softmax_online.cu",
+        "05_softmax_online.cu",
         "softmax_online",
         dtype,
         (("THREADS", ONLINE_THREADS), ("VEC", vec), ("UNROLL", ONLINE_UNROLL)),

@@ -27,8 +27,8 @@ once); configs.py says which BLOCK a launch gets, launch.py derives the rest:
 Accuracy. Every exponential is exp2((x - max) * log2(e)): the maximum is subtracted first,
 so the argument is <= 0 for every finite input, however large (x = 3e38 gives 0, not
 inf - inf), and x - max is exact whenever x is within a factor of two of the max, the
-elements that carry the weight. The normalisation is a multiplication by 1 / sum, one
-rounding, never folded into the exponent (log2(sum) added to the exponent would cost
+elements that carry the weight. The normalisation is a multiplication by 1 / sum, an
+IEEE-rounded division once per row, never folded into the exponent (log2(sum) added to the exponent would cost
 ulp(log2 N + max * log2 e) of relative error, growing with N and the max). The looped
 path merges each lane's (max, sum) by rescaling the sum to the row's max, so its error
 does not grow with the number of tiles beyond the per-lane sums.
@@ -124,7 +124,7 @@ def softmax_fwd_kernel(
         x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK, "")  # -inf: no weight
         m = tl.max(x, axis=1)  # [ROWS]
         e = tl.exp2((x - m[:, None]) * LOG2E)
-        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        y = e * tl.math.div_rn(1.0, tl.sum(e, axis=1))[:, None]  # IEEE division: `/` may be approximate
         y_ptrs = _row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :]
         _store(y_ptrs, y, mask, NEEDS_MASK, "")
     else:
@@ -148,8 +148,11 @@ def softmax_fwd_kernel(
             # merge the lanes' (max, sum) pairs: each sum rescaled to the row's max. A lane
             # that saw only -inf has d = 0 and contributes 0 (unless the whole row is -inf:
             # then the row's max is -inf, the scale NaN, and so is the row, as in torch).
+            # The fold adds BLOCK partial sums of very different sizes (one lane may hold
+            # the max): it runs in fp64, once per row, so its rounding stays below fp32's.
             m_row = tl.max(m, axis=0)
-            inv_sum = 1.0 / tl.sum(d * tl.exp2((m - m_row) * LOG2E), axis=0)
+            row_sum = tl.sum((d * tl.exp2((m - m_row) * LOG2E)).to(tl.float64), axis=0)
+            inv_sum = (1.0 / row_sum).to(tl.float32)
             # pass 2, back to front (see the module docstring): normalise and write
             if NEEDS_MASK:
                 x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True, DROP)

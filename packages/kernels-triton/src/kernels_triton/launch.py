@@ -35,6 +35,7 @@ import torch
 import triton
 
 from kernels_triton import configs
+from kernels_triton import split_row as _split_row_module
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2
 from kernels_triton.kernels import KERNELS, STREAMS
 
@@ -51,15 +52,21 @@ _PLANS: dict[tuple, Plan] = {}
 # and where it came from ("given", "tuned", "committed", "heuristic", "interpreter")
 USED: dict[tuple, dict] = {}
 
-# The split-row kernels, when a module providing them is wired in: an object with
-# applies(n_rows, n_cols, dtype, device) -> bool, forward(x2d, y2d), backward(y2d, dy2d, dx2d).
-split_row = None
+# The split-row kernels: applies(n_rows, n_cols, dtype, device, *, backward) -> bool,
+# forward(x2d, y2d) and backward(y2d, dy2d, dx2d). A module attribute so a test can swap it.
+split_row = _split_row_module
 
 
-def split_row_applies(m: int, n: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether a launch of M rows of N goes to the split-row kernels instead of one program
-    per row (decided once per plan)."""
-    return split_row is not None and split_row.applies(m, n, dtype, device)
+def split_row_applies(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether a launch of kernel `name` on M rows of N goes to the split-row kernels
+    instead of one program per row (decided once per plan)."""
+    # On CUDA only: under the CPU interpreter the exchange waits out every late peer, so the
+    # one-program-a-row kernels stay the tested CPU path (split_row has its own CPU tests).
+    return (
+        split_row is not None
+        and device.type == "cuda"
+        and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
+    )
 
 
 @functools.cache
@@ -132,7 +139,7 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
     """Plan a launch on tensors like these (and launch it once, which compiles), then
     return the plan for the next launch on tensors with the same key."""
     x = tensors[0]
-    if split_row_applies(m, n, x.dtype, x.device):
+    if split_row_applies(name, m, n, x.dtype, x.device):
         split = split_row.forward if name == "softmax_fwd" else split_row.backward
         split(*(t if t.dim() == 2 else t.view(m, n) for t in tensors))
         return lambda *ts: split(*(t if t.dim() == 2 else t.view(m, n) for t in ts))

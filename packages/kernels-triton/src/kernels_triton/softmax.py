@@ -136,8 +136,14 @@ def _(y, dy, dim):
 
 class _Softmax(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, dim, config):
-        y = _softmax_op(x, dim) if torch.compiler.is_compiling() else _forward(x, dim, config)
+    def forward(ctx, x, dim, config, plan):
+        if plan is not None:  # the cached plan softmax() found for this x
+            y = torch.empty_like(x)
+            plan(x, y)
+        elif torch.compiler.is_compiling():
+            y = _softmax_op(x, dim)
+        else:
+            y = _forward(x, dim, config)
         ctx.save_for_backward(y)
         ctx.dim, ctx.config = dim, config
         return y
@@ -146,8 +152,8 @@ class _Softmax(torch.autograd.Function):
     def backward(ctx, dy):
         (y,) = ctx.saved_tensors
         if torch.compiler.is_compiling():
-            return _softmax_backward_op(y, dy, ctx.dim), None, None
-        return softmax_backward(y, dy, ctx.dim, config=ctx.config), None, None
+            return _softmax_backward_op(y, dy, ctx.dim), None, None, None
+        return softmax_backward(y, dy, ctx.dim, config=ctx.config), None, None, None
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
@@ -163,11 +169,12 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
         not torch.compiler.is_compiling()
         and type(x) is torch.Tensor
         and type(dim) is int
-        and (not x.requires_grad or not torch.is_grad_enabled())
         and x.is_contiguous()
     ):
         plan = _FORWARD.get((x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
-        if plan is not None:
+        if plan is not None:  # this key passed the checks below before
+            if x.requires_grad and torch.is_grad_enabled():
+                return _Softmax.apply(x, dim, config, plan)
             y = torch.empty_like(x)
             plan(x, y)
             return y
@@ -175,9 +182,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     if torch.compiler.is_compiling():
         if config is not None:
             raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
-        return _Softmax.apply(x, dim, None)
+        return _Softmax.apply(x, dim, None, None)
     if x.requires_grad and torch.is_grad_enabled():
-        return _Softmax.apply(x, dim, config)
+        return _Softmax.apply(x, dim, config, None)
     return _forward(x, dim, config)
 
 

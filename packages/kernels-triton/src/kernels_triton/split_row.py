@@ -83,7 +83,6 @@ FALLBACK_SUB = 1024  # tile width when a missing partial is computed from memory
 # the same numbers as seen from device code (a kernel reads only constexpr globals)
 EPOCH_TL, FINISHED_TL, FALLBACKS_TL = tl.constexpr(EPOCH), tl.constexpr(FINISHED), tl.constexpr(FALLBACKS)
 HEADER_TL, EPOCH_LIMIT_TL = tl.constexpr(HEADER), tl.constexpr(EPOCH_LIMIT)
-FALLBACK_SUB_TL = tl.constexpr(FALLBACK_SUB)
 
 
 @dataclass(frozen=True)
@@ -102,12 +101,14 @@ class SplitConfig:
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
 
 
-# At most 32 fp32 values a thread for each tensor held (x; or y and dy): with 4 to 8 programs
-# an SM this keeps registers, not occupancy, as the limit on what is on chip.
-FORWARD_CONFIG = SplitConfig(chunk=8192, num_warps=8)
+# 64 fp32 values a thread in the forward (x), 32 + 32 in the backward (y and dy): the
+# configs that held the most bytes on chip an SM (8 forward programs, 4 backward) and ran
+# fastest among those timed; see measurements/2026-11-25-h100/triton-split-row/.
+FORWARD_CONFIG = SplitConfig(chunk=4096, num_warps=2)
 BACKWARD_CONFIG = SplitConfig(chunk=4096, num_warps=4)
 INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
 
+MIN_CHUNK = 1024  # few rows: chunks are halved down to this to give every SM a program
 MIN_COLS = 4096  # below this a row fits one program and the one-pass kernel is already one read
 
 
@@ -220,7 +221,7 @@ def _finish(scratch_ptr, epoch, waves, n_words, CLEAR: tl.constexpr):
         tl.atomic_xchg(scratch_ptr + FINISHED_TL, 0, sem="relaxed")
 
 
-@triton.jit(do_not_specialize=["n_groups", "n_words"])
+@triton.jit(do_not_specialize=["n_groups", "split", "n_words"])
 def _split_fwd_kernel(
     x_ptr,
     y_ptr,
@@ -230,17 +231,18 @@ def _split_fwd_kernel(
     x_row_stride,
     y_row_stride,
     n_groups,
+    split,
     n_words,
     CHUNK: tl.constexpr,
-    SPLIT: tl.constexpr,
     SPLIT_P2: tl.constexpr,
     NEEDS_MASK: tl.constexpr,
     SPIN_LIMIT: tl.constexpr,
+    FALLBACK_TILE: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    group = pid // SPLIT
-    part = pid % SPLIT
-    n_programs = n_groups * SPLIT
+    group = pid // split
+    part = pid % split
+    n_programs = n_groups * split
     epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     lanes = tl.arange(0, SPLIT_P2)
@@ -250,11 +252,11 @@ def _split_fwd_kernel(
         x_row = x_ptr + row * x_row_stride
         x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
         m, e, s = _max_sum(x)
-        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * SPLIT) * 2
+        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, m, tag)
         _publish(words + 2 * part + 1, s, tag)
-        # wait for the peers' (m, s); lanes past SPLIT and the program's own lane count as present
-        theirs = (lanes < SPLIT) & (lanes != part)
+        # wait for the peers' (m, s); lanes past split and the program's own lane count as present
+        theirs = (lanes < split) & (lanes != part)
         m_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
         s_words = tl.load(words + 2 * lanes + 1, mask=theirs, other=0, volatile=True)
         present = ((m_words >> 32) == tag) & ((s_words >> 32) == tag) | (theirs == 0)
@@ -266,12 +268,12 @@ def _split_fwd_kernel(
             present = ((m_words >> 32) == tag) & ((s_words >> 32) == tag) | (theirs == 0)
             missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
             spins += 1
-        m_all = tl.where(lanes == part, m, tl.where(lanes < SPLIT, _value(m_words), float("-inf")))
-        s_all = tl.where(lanes == part, s, tl.where(lanes < SPLIT, _value(s_words), 0.0))
+        m_all = tl.where(lanes == part, m, tl.where(lanes < split, _value(m_words), float("-inf")))
+        s_all = tl.where(lanes == part, s, tl.where(lanes < split, _value(s_words), 0.0))
         if missing > 0:  # a peer is late: compute its partial from memory (see the module docstring)
-            for j in range(SPLIT):
+            for j in range(split):
                 if tl.sum(tl.where(lanes == j, present.to(tl.int32), 0), axis=0) == 0:
-                    m_j, s_j = _max_sum_from_memory(x_row, j * CHUNK, N, CHUNK, FALLBACK_SUB_TL)
+                    m_j, s_j = _max_sum_from_memory(x_row, j * CHUNK, N, CHUNK, FALLBACK_TILE)
                     m_all = tl.where(lanes == j, m_j, m_all)
                     s_all = tl.where(lanes == j, s_j, s_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
@@ -285,7 +287,7 @@ def _split_fwd_kernel(
     _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
 
 
-@triton.jit(do_not_specialize=["n_groups", "n_words"])
+@triton.jit(do_not_specialize=["n_groups", "split", "n_words"])
 def _split_bwd_kernel(
     y_ptr,
     dy_ptr,
@@ -297,17 +299,18 @@ def _split_bwd_kernel(
     dy_row_stride,
     dx_row_stride,
     n_groups,
+    split,
     n_words,
     CHUNK: tl.constexpr,
-    SPLIT: tl.constexpr,
     SPLIT_P2: tl.constexpr,
     NEEDS_MASK: tl.constexpr,
     SPIN_LIMIT: tl.constexpr,
+    FALLBACK_TILE: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    group = pid // SPLIT
-    part = pid % SPLIT
-    n_programs = n_groups * SPLIT
+    group = pid // split
+    part = pid % split
+    n_programs = n_groups * split
     epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     lanes = tl.arange(0, SPLIT_P2)
@@ -319,9 +322,9 @@ def _split_bwd_kernel(
         y = _load_chunk(y_row, cols, N, 0.0, NEEDS_MASK)
         dy = _load_chunk(dy_row, cols, N, 0.0, NEEDS_MASK)
         d = tl.sum(y * dy, axis=0)
-        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * SPLIT) * 2
+        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, d, tag)
-        theirs = (lanes < SPLIT) & (lanes != part)
+        theirs = (lanes < split) & (lanes != part)
         d_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
         present = ((d_words >> 32) == tag) | (theirs == 0)
         missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
@@ -331,11 +334,11 @@ def _split_bwd_kernel(
             present = ((d_words >> 32) == tag) | (theirs == 0)
             missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
             spins += 1
-        d_all = tl.where(lanes == part, d, tl.where(lanes < SPLIT, _value(d_words), 0.0))
+        d_all = tl.where(lanes == part, d, tl.where(lanes < split, _value(d_words), 0.0))
         if missing > 0:
-            for j in range(SPLIT):
+            for j in range(split):
                 if tl.sum(tl.where(lanes == j, present.to(tl.int32), 0), axis=0) == 0:
-                    d_j = _dot_from_memory(y_row, dy_row, j * CHUNK, N, CHUNK, FALLBACK_SUB_TL)
+                    d_j = _dot_from_memory(y_row, dy_row, j * CHUNK, N, CHUNK, FALLBACK_TILE)
                     d_all = tl.where(lanes == j, d_j, d_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
         dx_row = dx_ptr + row * dx_row_stride
@@ -389,11 +392,10 @@ def _occupancy(n_regs: int, shared: int, num_warps: int, dev: _Device) -> int:
 
 
 def _choose_groups(M: int, max_groups: int) -> int:
-    """Groups (rows in flight): all rows at once when they fit, else the count in
-    [max/2, max] whose waves waste the fewest row slots (ties: the larger)."""
-    if M <= max_groups:
-        return M
-    return min(range(max(1, max_groups // 2), max_groups + 1), key=lambda g: (_cdiv(M, g) * g, -g))
+    """Groups (rows in flight): as few waves as the co-resident programs allow, and the
+    fewest groups that still give that many waves, so the waves are evenly full."""
+    waves = _cdiv(M, max_groups)
+    return _cdiv(M, waves)
 
 
 _SCRATCH: dict[tuple, torch.Tensor] = {}
@@ -433,6 +435,7 @@ class _Plan:
     kernel: object
     groups: int
     split: int
+    programs_per_sm: int
     meta: dict
 
 
@@ -444,10 +447,10 @@ def _meta(N: int, config: SplitConfig, spin_limit: int) -> dict:
     split = _cdiv(N, config.chunk)
     return {
         "CHUNK": config.chunk,
-        "SPLIT": split,
         "SPLIT_P2": _next_pow2(split),
         "NEEDS_MASK": N % config.chunk != 0,
         "SPIN_LIMIT": spin_limit,
+        "FALLBACK_TILE": min(config.chunk, FALLBACK_SUB),  # divides the chunk: tiles stay inside it
         "num_warps": config.num_warps,
         "num_stages": 1,
     }
@@ -473,13 +476,23 @@ def _programs_per_sm(kernel, args: list, meta: dict, config: SplitConfig, device
     return occ
 
 
+def _default_config(direction: str, M: int, N: int, sms: int) -> SplitConfig:
+    """The direction's config; for few rows, halved (chunk and warps, so values a thread
+    stay the same) until the rows' chunks give every SM a program, down to MIN_CHUNK."""
+    if INTERPRET:
+        return INTERPRETER_CONFIG
+    config = FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG
+    chunk, warps = config.chunk, config.num_warps
+    while M * _cdiv(N, chunk) < sms and chunk > MIN_CHUNK:
+        chunk, warps = chunk // 2, max(1, warps // 2)
+    return SplitConfig(chunk, warps)
+
+
 def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | None, spin_limit: int | None):
     x = tensors[0]
     M, N = x.shape
     if config is None:
-        config = (
-            INTERPRETER_CONFIG if INTERPRET else (FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG)
-        )
+        config = _default_config(direction, M, N, _device(x.device).sms)
     spin_limit = SPIN_LIMIT if spin_limit is None else spin_limit
     key = (direction, M, N, x.dtype, x.device, config, spin_limit)
     plan = _PLANS.get(key)
@@ -488,13 +501,15 @@ def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | Non
     kernel = _split_fwd_kernel if direction == "fwd" else _split_bwd_kernel
     meta = _meta(N, config, spin_limit)
     scratch = _scratch(x.device)
-    args = [*tensors, scratch, M, N, *(t.stride(0) for t in tensors), 1, scratch.numel()]
-    max_programs = _device(x.device).sms * _programs_per_sm(kernel, args, meta, config, x.device)
+    split = _cdiv(N, config.chunk)
+    args = [*tensors, scratch, M, N, *(t.stride(0) for t in tensors), 1, split, scratch.numel()]
+    per_sm = _programs_per_sm(kernel, args, meta, config, x.device)
+    max_programs = _device(x.device).sms * per_sm
     max_programs = min(max_programs, (scratch.numel() - HEADER) // 4)
-    if meta["SPLIT"] > max_programs:
-        raise ValueError(f"rows of {N} need {meta['SPLIT']} programs at once; at most {max_programs} fit")
-    groups = _choose_groups(M, max_programs // meta["SPLIT"])
-    plan = _Plan(kernel, groups, meta["SPLIT"], meta)
+    if split > max_programs:
+        raise ValueError(f"rows of {N} need {split} programs at once; at most {max_programs} fit")
+    groups = _choose_groups(M, max_programs // split)
+    plan = _Plan(kernel, groups, split, per_sm, meta)
     if len(_PLANS) > 4096:
         _PLANS.clear()
     _PLANS[key] = plan
@@ -506,9 +521,15 @@ def _run(direction, tensors, config, spin_limit):
     M, N = tensors[0].shape
     scratch = _scratch(tensors[0].device)
     strides = [t.stride(0) for t in tensors]
-    plan.kernel[(plan.groups * plan.split,)](
-        *tensors, scratch, M, N, *strides, plan.groups, scratch.numel(), **plan.meta
-    )
+    try:
+        plan.kernel[(plan.groups * plan.split,)](
+            *tensors, scratch, M, N, *strides, plan.groups, plan.split, scratch.numel(), **plan.meta
+        )
+    except BaseException:
+        # A launch that stopped part way (the interpreter raising inside a program) leaves the
+        # finished-programs counter mid-count: the next launch on this stream gets a fresh buffer.
+        _SCRATCH.pop(next((k for k, v in _SCRATCH.items() if v is scratch), None), None)
+        raise
 
 
 def _check(tensors: dict[str, torch.Tensor]) -> None:
@@ -531,9 +552,25 @@ def _check(tensors: dict[str, torch.Tensor]) -> None:
             raise ValueError(f"{name} is on {t.device}; Triton kernels need CUDA (or TRITON_INTERPRET=1)")
 
 
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    start = t.data_ptr()
+    return start, start + ((t.shape[0] - 1) * t.stride(0) + t.shape[1]) * t.element_size()
+
+
+def _check_not_overlapping(out_name: str, out: torch.Tensor, inputs: dict[str, torch.Tensor]) -> None:
+    """An output may not share memory with an input: a program that computes a late peer's
+    partial reads that peer's chunk of the input, which the peer may already have overwritten."""
+    lo, hi = _span(out)
+    for name, t in inputs.items():
+        t_lo, t_hi = _span(t)
+        if lo < t_hi and t_lo < hi:
+            raise ValueError(f"{out_name} overlaps {name} in memory; the output must be a separate tensor")
+
+
 def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: bool = False) -> bool:
     """Whether this path should be used: rows too long for one program's registers, or
-    rows long enough to split but too few to give every SM work."""
+    rows long enough to split (>= MIN_COLS) but fewer than the SMs, which one program a
+    row would leave idle. `backward` asks for the backward (the thresholds differ)."""
     device = torch.device(device)
     if dtype not in DTYPES or n_rows < 1 or n_cols < MIN_COLS or n_rows >= EPOCH_LIMIT:
         return False
@@ -543,24 +580,32 @@ def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: b
     dev = _device(device)
     if _cdiv(n_cols, config.chunk) > dev.sms:  # a row would need more than one program an SM
         return False
-    one_pass_limit = 16384 if backward else 32768  # the longest row the one-pass kernel holds
-    return n_cols > one_pass_limit or n_rows < dev.sms
+    # Past these row lengths kernels_triton.softmax's own kernels read a row twice; at them
+    # (4096 x 32768) they measured faster than this path, except the fp32 backward
+    # (measurements/2026-11-25-h100/triton-split-row/).
+    if backward:
+        own_limit = 16384 if dtype == torch.float32 else 32768
+    else:
+        own_limit = 32768
+    return n_cols > own_limit or n_rows < dev.sms
 
 
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, *, config=None, spin_limit=None) -> None:
-    """y2d = softmax(x2d, dim=-1), written in place; x2d and y2d are 2-D, unit column stride,
-    same shape and dtype (fp32, fp16 or bf16; arithmetic in fp32)."""
+    """y2d = softmax(x2d, dim=-1), written into y2d; x2d and y2d are 2-D, unit column stride,
+    same shape and dtype (fp32, fp16 or bf16; arithmetic in fp32), not overlapping."""
     _check({"x2d": x2d, "y2d": y2d})
     if x2d.numel():
+        _check_not_overlapping("y2d", y2d, {"x2d": x2d})
         _run("fwd", [x2d, y2d], config, spin_limit)
 
 
 def backward(
     y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, *, config=None, spin_limit=None
 ) -> None:
-    """dx2d = y2d * (dy2d - sum(y2d * dy2d, dim=-1)), written in place (as forward)."""
+    """dx2d = y2d * (dy2d - sum(y2d * dy2d, dim=-1)), written into dx2d (as forward)."""
     _check({"y2d": y2d, "dy2d": dy2d, "dx2d": dx2d})
     if y2d.numel():
+        _check_not_overlapping("dx2d", dx2d, {"y2d": y2d, "dy2d": dy2d})
         _run("bwd", [y2d, dy2d, dx2d], config, spin_limit)
 
 

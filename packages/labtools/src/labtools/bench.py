@@ -16,7 +16,7 @@ Two times are taken of every implementation at every point, because users feel b
 
 On the CPU there is no asynchronous device, so one measurement gives both: the blocked
 method below (`time_blocks`), the same for every CPU figure. The thread count of torch's
-intra-op pool is fixed for the measurement and recorded; blocks of calls are sized so one
+intra-op pool is fixed for the measurement (`measure`: DEFAULT_CPU_THREADS) and recorded; blocks of calls are sized so one
 block takes at least `min_block_s` (timer and scheduler noise averaged over many calls);
 warm-up blocks run until two in a row agree within `WARM_TOLERANCE`; then blocks repeat
 until their spread is within `rel_iqr_target` or the time cap. The median of the
@@ -48,6 +48,11 @@ from labtools.registry import Implementation
 DEFAULT_FLUSH_BYTES = 256 * 1024**2  # > 4x the L2 of any current GPU (H100: 50 MB)
 UNSTABLE_REL_IQR = 0.10  # IQR / median above this: the figure is marked unstable, never headlined
 WARM_TOLERANCE = 0.10  # warm-up ends when two blocks in a row agree within this (relative)
+# torch's intra-op threads while `measure` times a CPU implementation. One thread: on a
+# machine whose cores are shared (CI, a laptop running other work) an OpenMP region waits
+# at its barrier for a descheduled sibling thread and one call can take 100x longer; a
+# single thread gives the same figure wherever the point appears. Recorded in each record.
+DEFAULT_CPU_THREADS = 1
 
 
 # --- statistics --------------------------------------------------------------------
@@ -326,7 +331,7 @@ def time_cpu(
     fn: Callable,
     arg_sets: Sequence[tuple],
     *,
-    min_reps: int = 5,
+    min_reps: int = 10,
     max_reps: int = 200,
     time_cap_s: float = 1.0,
     rel_iqr_target: float = 0.05,
@@ -570,19 +575,17 @@ def _inputs(impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int)
     return [make_inputs(impl, shape, dtype, seed=seed + k) for k in range(sets)]
 
 
-def _time_impl(impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int, **timing_kw) -> Timing:
-    """Device time of `impl` (on the CPU: the blocked time, which is also its call time)."""
-    return time_fn(impl.fn, _inputs(impl, shape, dtype, seed), impl.device, **timing_kw)
-
-
 def _time_both(
     impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int, call_time: bool, **timing_kw
 ) -> tuple[Timing, Timing | None]:
     """(device time, call time) on the same inputs; on the CPU one measurement is both."""
     arg_sets = _inputs(impl, shape, dtype, seed)
-    timing = time_fn(impl.fn, arg_sets, impl.device, **timing_kw)
     if impl.device != "cuda":
+        timing_kw.setdefault("threads", DEFAULT_CPU_THREADS)
+        timing = time_fn(impl.fn, arg_sets, impl.device, **timing_kw)
         return timing, timing
+    timing_kw.pop("threads", None)  # a CPU setting: the host thread pool does not time kernels
+    timing = time_fn(impl.fn, arg_sets, impl.device, **timing_kw)
     if not call_time:
         return timing, None
     cap = timing_kw.get("time_cap_s")
@@ -625,7 +628,13 @@ def into_pytest_benchmark(benchmark, timing: Timing, rec: BenchRecord | None = N
     stats = benchmark._make_stats(1)
     for us in timing.samples_us:
         stats.update(us * 1e-6)
-    benchmark.extra_info.update({"timer": f"labtools ({timing.device})", "flushed_l2": timing.flushed_l2})
+    benchmark.extra_info.update(
+        {
+            "timer": f"labtools ({timing.device})",
+            "flushed_l2": timing.flushed_l2,
+            "calls_per_round": timing.calls_per_sample,  # blocked timing: a round is a block's mean
+        }
+    )
     if rec is not None:
         benchmark.extra_info.update(
             {

@@ -126,22 +126,30 @@ def collect() -> Environment:
     )
 
 
-def format_table(env: Environment) -> str:
-    rows = [("python", env.python), ("platform", env.platform)]
-    rows += [(k, v or "not installed") for k, v in env.versions.items()]
-    lines = [f"{k:<22} {v}" for k, v in rows]
-    lines.append("")
+def format_table(env: Environment, style: str = "auto") -> str:
+    """Versions, CUDA devices and backends as three tables (labtools.tables)."""
+    from labtools.tables import key_values, render
+
+    pairs = [("python", env.python), ("platform", env.platform)]
+    pairs += [(k, v or "not installed") for k, v in env.versions.items()]
+    parts = [key_values(pairs, style=style)]
     if env.devices:
-        lines.append(f"{'#':<3}{'CUDA device':<28}{'cc':<6}{'memory':>10}{'SMs':>6}{'L2':>10}")
-        for d in env.devices:
-            l2 = "?" if d.l2_mib is None else f"{d.l2_mib:g} MiB"
-            lines.append(
-                f"{d.index:<3}{d.name:<28}{d.compute_capability:<6}{d.memory_gib:>6.1f} GiB{d.sm_count:>6}{l2:>10}"
+        rows = [
+            (
+                d.index,
+                d.name,
+                d.compute_capability,
+                f"{d.memory_gib:.1f} GiB",
+                d.sm_count,
+                "?" if d.l2_mib is None else f"{d.l2_mib:g} MiB",
             )
+            for d in env.devices
+        ]
+        parts.append(
+            render(("#", "CUDA device", "cc", "memory", "SMs", "L2"), rows, style=style, align="rllrrr")
+        )
     else:
-        lines.append("CUDA devices           none")
-    lines.append("")
-    lines.append(f"{'backend':<22} {'runs here':<10} why")
-    for name, (ok, why) in env.backends.items():
-        lines.append(f"{name:<22} {'yes' if ok else 'no':<10} {why}")
-    return "\n".join(lines)
+        parts.append(key_values([("CUDA devices", "none")], style=style))
+    rows = [(name, "yes" if ok else "no", why) for name, (ok, why) in env.backends.items()]
+    parts.append(render(("backend", "runs here", "why"), rows, style=style))
+    return "\n\n".join(parts)

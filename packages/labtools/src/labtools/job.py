@@ -44,6 +44,7 @@ from labtools.sweep import (
     shape_str,
     summarize,
 )
+from labtools.tables import render
 
 EXPERIMENTS = {"24": "24-triton-and-pytorch"}
 OPS = ("softmax", "softmax_backward")
@@ -252,6 +253,9 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
         atomic_write_text(out / "ncu_summary.json", json.dumps(ncu_summaries, indent=1) + "\n")
 
     # 6. manifest and report
+    seed_roofline = roofline.seed_summary(sweeps["softmax"]) if sweeps["softmax"].records else None
+    if seed_roofline is None:
+        notes.append("seed roofline (naive, smem, fused, Triton): none of the four kernels ran here")
     job.step("manifest.json and REPORT.md")
     doc = manifest.build(
         experiment=cfg.experiment,
@@ -265,6 +269,7 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
         sweeps=files,
         command=cfg.command,
         notes=notes,
+        roofline=seed_roofline,
     )
     manifest.write(doc, out / "manifest.json")
     report = render_report(doc, sweeps, b512, plots, ncu_summaries)
@@ -343,30 +348,70 @@ def render_report(
         "vs F.softmax = t(F.softmax) / t(implementation), for each. "
         f"unstable: IQR above {UNSTABLE_REL_IQR:.0%} of the median.",
         "",
-        "| implementation | label | device us | call us | device vs F.softmax | call vs F.softmax "
-        "| threads | stability | autotune pick |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, k in doc["softmax_kernels"].items():
-        pick = k.get("autotune_picked") or ""
-        call = "" if k.get("call_us_at_B512") is None else f"{k['call_us_at_B512']:.1f}"
-        flag = f"unstable ({k['unstable_why']})" if k.get("unstable") else ""
-        lines.append(
-            f"| {name} | {k['label']} | {k['us_at_B512']:.1f} | {call} | {_x(k['frac_of_F_softmax'])} "
-            f"| {_x(k.get('call_frac_of_F_softmax'))} | {k.get('threads') or ''} | {flag} | {pick} |"
+    b512_rows = [
+        (
+            name,
+            k["label"],
+            f"{k['us_at_B512']:.1f}",
+            None if k.get("call_us_at_B512") is None else f"{k['call_us_at_B512']:.1f}",
+            _x(k["frac_of_F_softmax"]),
+            _x(k.get("call_frac_of_F_softmax")),
+            k.get("threads"),
+            f"unstable ({k['unstable_why']})" if k.get("unstable") else "",
+            str(k.get("autotune_picked") or ""),
         )
+        for name, k in doc["softmax_kernels"].items()
+    ]
+    headers = (
+        "implementation",
+        "label",
+        "device us",
+        "call us",
+        "device vs F.softmax",
+        "call vs F.softmax",
+        "threads",
+        "stability",
+        "autotune pick",
+    )
+    lines.append(render(headers, b512_rows, style="markdown", align="llrrrrrll"))
     for op, s in sweeps.items():
         lines += [
             "",
             f"## {op} sweep ({s.device})",
             "",
-            "```",
-            format_table(s) if s.records else "(no records)",
-            "```",
+            format_table(s, style="markdown") if s.records else "(no records)",
         ]
         for title, entries in (("Skipped", s.skipped), ("Failed", s.failed)):
             if entries:
                 lines += ["", f"{title}:", ""] + [f"- {line}" for line in summarize(entries)]
+    seed = doc.get("roofline")
+    if seed:
+        lines += [
+            "",
+            f"## The lab text's roofline ({seed['file']})",
+            "",
+            f"Shape {'x'.join(map(str, seed['shape']))} {seed['dtype']}: every dot and the reference line "
+            "were measured there.",
+            "",
+        ]
+        line_ref = seed.get("reference_line")
+        dots = list(seed["dots"].items()) + ([(f"{line_ref['label']} (line)", line_ref)] if line_ref else [])
+        seed_rows = [
+            (
+                name,
+                d["impl"],
+                f"{'x'.join(map(str, d['shape']))} {d['dtype']}",
+                f"{d['tflops']:.3g}",
+                None if d["frac_of_roof"] is None else f"{d['frac_of_roof']:.0%}",
+                f"{d['median_us']:.1f}",
+                None if d["call_us"] is None else f"{d['call_us']:.1f}",
+            )
+            for name, d in dots
+        ]
+        headers = ("dot", "implementation", "shape", "TFLOP/s", "of roof", "device us", "call us")
+        lines.append(render(headers, seed_rows, style="markdown", align="lllrrrr"))
+        lines += [f"- not on it: {name}: {why}" for name, why in seed["missing"].items()]
     if b512.failed:
         lines += ["", "B512 failures:", ""] + [f"- {line}" for line in summarize(b512.failed)]
     if ncu_summaries:
@@ -374,9 +419,11 @@ def render_report(
         for impl, kernels in ncu_summaries.items():
             lines += [f"- {impl} / {k['kernel'][:60]}: {k['verdict']}" for k in kernels]
     lines += (
-        ["", "## Files", ""] + [f"- {p.name}" for p in plots] + [f"- {f}" for f in doc["sweeps"].values()]
+        ["", "## Files", ""]
+        + [f"- [{p.name}]({p.name})" for p in plots]
+        + [f"- [{f}]({f})" for f in doc["sweeps"].values()]
     )
-    lines += ["- manifest.json", ""]
+    lines += ["- [manifest.json](manifest.json)", ""]
     return "\n".join(lines)
 
 

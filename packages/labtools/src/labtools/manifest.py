@@ -18,6 +18,9 @@ measure besides:
   Anything not run is "not run" / null, and ``checks`` says why.
 - ``ceilings``, ``sweeps`` (op -> sweep JSON next to the manifest), ``checks``,
   ``command``, ``notes`` (what this machine could not run, and why).
+- ``roofline``: the lab text's four-dot figure (`labtools.roofline.seed_summary`): its
+  file, shape and dtype, each dot with its implementation, shape and dtype, the
+  reference line, and the seed kernels missing with the reason; null when none ran.
 
 The schema is a small subset of JSON Schema (type, enum, properties, required,
 additionalProperties, items, minimum, exclusiveMinimum, minLength, pattern), checked by
@@ -167,6 +170,7 @@ SCHEMA = {
         "command": _STR,
         "produced_by": _STR,
         "notes": {"type": "array", "items": {"type": "string"}},
+        "roofline": {"type": ["object", "null"], "required": ["file", "shape", "dtype", "dots"]},
     },
 }
 
@@ -293,6 +297,7 @@ def build(
     command: str,
     notes: list[str],
     date: str | None = None,
+    roofline: dict | None = None,
 ) -> dict:
     gpu = (environment.get("devices") or [None])[0] if device == "cuda" else None
     try:
@@ -314,6 +319,7 @@ def build(
         "command": command,
         "produced_by": produced_by,
         "notes": notes,
+        "roofline": roofline,
     }
 
 

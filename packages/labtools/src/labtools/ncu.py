@@ -269,16 +269,21 @@ def parse_csv(text: str) -> list[KernelProfile]:
             raise NcuCsvError(f"ncu CSV lacks column(s) {missing} (line {start + 1}); got {header}")
         if len(set(header)) != len(header):
             raise NcuCsvError(f"ncu CSV header on line {start + 1} repeats a column name")
+        # ncu leaves out a row's empty trailing fields (the rule columns), but never the metric
+        needed = 1 + max(header.index(c) for c in (*_REQUIRED, "Metric Unit") if c in header)
         kernels: dict[str, KernelProfile] = {}
+        last_fields = None
         for fields in reader:
+            last_fields = fields
             line_no = start + reader.line_num
             if not fields or fields == header or (len(fields) == 1 and not fields[0].strip()):
                 continue  # blank lines, repeated headers
-            if len(fields) != len(header):
+            if not needed <= len(fields) <= len(header):
                 raise NcuCsvError(
-                    f"line {line_no}: {len(fields)} fields for {len(header)} columns (truncated or damaged file)"
+                    f"line {line_no}: {len(fields)} fields for {len(header)} columns "
+                    f"(at least {needed} expected; truncated or damaged file)"
                 )
-            row = dict(zip(header, fields, strict=True))
+            row = dict(zip(header, fields + [""] * (len(header) - len(fields)), strict=True))
             if not row["Metric Name"].strip():
                 continue  # rule-only rows
             if not (row["ID"].strip().isascii() and row["ID"].strip().isdigit()):
@@ -300,8 +305,12 @@ def parse_csv(text: str) -> list[KernelProfile]:
         raise NcuCsvError(
             f"line {start + reader.line_num}: not CSV ({exc}); truncated or damaged file"
         ) from None
-    quoted = lines[start].startswith('"')  # ncu quotes every field, so each of its rows ends in '"'
-    if quoted and not text.endswith(("\n", "\r")) and not lines[-1].rstrip().endswith('"'):
+    # ncu ends its output with a newline. Without one, the last row must be whole: every
+    # column present (ncu omits empty trailing ones only on rows a newline ends) and, as
+    # ncu quotes every field, a closing quote last.
+    quoted = lines[start].startswith('"')
+    last_short = last_fields is not None and len(last_fields) < len(header)
+    if not text.endswith(("\n", "\r")) and (last_short or (quoted and not lines[-1].endswith('"'))):
         raise NcuCsvError(f"line {len(lines)}: the file ends inside a row (truncated file)")
     return list(kernels.values())
 

@@ -32,6 +32,7 @@ What `lab run` reads from plugins (conventions other packages follow):
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ from importlib.metadata import entry_points
 from labtools.ops import Op, get_op
 
 ENTRY_POINT_GROUP = "labtools.plugins"
+# Plugins that ship with labtools (the NumPy and torch references), loaded before the
+# entry points and the same way: named, not imported here, so registry.py depends on no
+# plugin while every plugin depends on registry.py.
+BUILTIN_PLUGINS = ("labtools.references:register", "labtools.peers:register")  # peers: when installed
 
 
 @dataclass(frozen=True)
@@ -150,10 +155,9 @@ def load_plugins(*, force: bool = False) -> list[str]:
         _REGISTRY.clear()
         _CHECKS.clear()
     _plugins_loaded = True
-    from labtools import peers, references
-
-    references.register()
-    peers.register()  # other projects' kernels, when installed
+    for spec in BUILTIN_PLUGINS:  # by name, as entry points are: the registry imports no plugin
+        module, _, function = spec.partition(":")
+        getattr(importlib.import_module(module), function)()
     loaded = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:

@@ -139,6 +139,14 @@ class Run:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        # A run that ends by an exception (a bug, Ctrl-C) still says so in its run.json,
+        # so `lab runs` shows it and nobody mistakes its files for a finished run's.
+        if exc_type is not None and self._lock_fd is not None:
+            status = (
+                "interrupted" if issubclass(exc_type, KeyboardInterrupt) else f"error: {exc_type.__name__}"
+            )
+            with contextlib.suppress(Exception):
+                self.finish(device=None, status=status, exit_status=130 if status == "interrupted" else 1)
         self.close()
 
 

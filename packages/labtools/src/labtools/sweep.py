@@ -99,6 +99,7 @@ class SweepConfig:
     seed: int = 0
     time_cap_s: float = 1.0  # per (impl, shape, dtype): the harness stops earlier once settled
     check_rows: int = 16  # rows compared with the reference at each end of the output
+    cpu_threads: int = bench.DEFAULT_CPU_THREADS  # torch's threads while timing CPU implementations
 
 
 @dataclass
@@ -275,6 +276,7 @@ def run_sweep(
                     reference=refs.get((shape, dtype)),
                     seed=config.seed,
                     time_cap_s=config.time_cap_s,
+                    threads=config.cpu_threads,
                 )
         except Exception as exc:  # noqa: BLE001 - one broken kernel must not end the sweep
             problem = f"{type(exc).__name__}: {exc}".strip()
@@ -361,25 +363,24 @@ def table_rows(sweep: Sweep) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     return headers, rows
 
 
-def format_table(sweep: Sweep) -> str:
-    """The sweep as fixed-width text, a blank line between (shape, dtype) groups, and a
-    footnote on the instability bound and on peers that are not installed."""
+TABLE_ALIGN = "llllrrrrrrrl"  # text columns left, figures right
+
+
+def format_table(sweep: Sweep, style: str = "auto") -> str:
+    """The sweep's table through the one renderer (`labtools.tables`: rich on a terminal,
+    plain text otherwise, "markdown" for reports), a break between (shape, dtype) groups,
+    then footnotes on the instability bound and on peers."""
+    from labtools.tables import render
+
     headers, rows = table_rows(sweep)
-    right = {"device us", "IQR %", "call us", "GB/s", "of copy"} | {h for h in headers if " vs " in h}
-    widths = [max([len(h)] + [len(row[k]) for row in rows]) for k, h in enumerate(headers)]
-
-    def line(cells) -> str:
-        return "  ".join(
-            c.rjust(w) if h in right else c.ljust(w) for c, w, h in zip(cells, widths, headers)
-        ).rstrip()
-
-    lines = [line(headers), "-" * len(line(headers))]
+    grouped: list[tuple[str, ...] | None] = []
     group = None
     for r, row in zip(sweep.records, rows):
         if group is not None and group != (tuple(r.shape), r.dtype):
-            lines.append("")
+            grouped.append(None)
         group = (tuple(r.shape), r.dtype)
-        lines.append(line(row))
+        grouped.append(row)
+    lines = [render(headers, grouped, style=style, align=TABLE_ALIGN)]
     if any(r.unstable for r in sweep.records):
         lines += [
             "",

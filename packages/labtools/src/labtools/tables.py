@@ -2,7 +2,7 @@
 
 `render(headers, rows)` returns the table as text in one of three styles:
 
-- ``"rich"``: a `rich` table, when rich is installed and the output is a terminal;
+- ``"rich"``: a `rich` table, when rich is installed (plain text otherwise);
 - ``"plain"``: aligned columns under a rule, for logs and pipes (and without rich);
 - ``"markdown"``: a pipe table, for REPORT.md files.
 
@@ -14,6 +14,7 @@ when every cell in it is a number, unless `align` says otherwise ("l" or "r" per
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import sys
 from collections.abc import Sequence
@@ -69,6 +70,8 @@ def render(
     aligns = _alignments(headers, body, align)
     if style == "auto":
         style = "rich" if _rich_available(stream or sys.stdout) else "plain"
+    if style == "rich" and importlib.util.find_spec("rich") is None:
+        style = "plain"  # rich is optional: the same table without its frame
     if style == "markdown":
         return _markdown(headers, body, aligns, title)
     if style == "rich":

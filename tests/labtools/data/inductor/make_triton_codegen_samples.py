@@ -6,7 +6,7 @@ there is none, so this script replaces that hash by a constant (it only keys cac
 The kernel then cannot be launched, but Inductor has already generated and logged the
 module by then. The result is Inductor's real Triton output format (persistent and
 looped reductions, in/out pointers, index expressions, the source-node comments) for a
-CPU device: what the parser is tested on until the H100 sample (tinyhead_cuda/) exists.
+CPU device: Triton in both reduction forms, beside the GPU dump of experiment 25.
 
     uv run python tests/labtools/data/inductor/make_triton_codegen_samples.py
 """

@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 
+from labtools.atomic import atomic_write_text
 from labtools.inductor.annotation import annotate_all
 from labtools.inductor.parse import CompiledGraph, parse_module
 
@@ -162,24 +163,27 @@ class Dump:
         written = []
         for i, text in enumerate(self.modules):
             written.append(out / f"output_code_{i}.py")
-            written[-1].write_text(text)
+            atomic_write_text(written[-1], text)
         for i, text in enumerate(self.post_grad_graphs):
             written.append(out / f"post_grad_{i}.txt")
-            written[-1].write_text(text)
+            atomic_write_text(written[-1], text)
         graphs = self.graphs()
         for g in graphs:
             for k in g.kernels:
                 written.append(out / "kernels" / f"{k.name}.{'py' if k.language == 'triton' else 'cpp'}")
-                written[-1].write_text(k.source)
+                atomic_write_text(written[-1], k.source)
         error = (
             self.max_abs_error if self.eager is not None else None
         )  # None: the code was generated, not run
         meta = {"device": self.device, "mode": self.mode, "versions": self.versions, "max_abs_error": error}
         written.append(out / "parse.json")
-        written[-1].write_text(json.dumps({**meta, "graphs": [g.to_dict() for g in graphs]}, indent=1) + "\n")
+        atomic_write_text(
+            written[-1], json.dumps({**meta, "graphs": [g.to_dict() for g in graphs]}, indent=1) + "\n"
+        )
         written.append(out / "ANNOTATION.md")
-        written[-1].write_text(
-            annotate_all(graphs, f"{self.device}, mode {self.mode!r}, torch {self.versions['torch']}")
+        atomic_write_text(
+            written[-1],
+            annotate_all(graphs, f"{self.device}, mode {self.mode!r}, torch {self.versions['torch']}"),
         )
         return written
 

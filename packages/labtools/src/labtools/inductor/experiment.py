@@ -20,8 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from labtools.atomic import atomic_write_text
 from labtools.inductor.annotation import is_softmax
 from labtools.inductor.capture import dump, versions
+from labtools.inductor.heartbeat import heartbeat
 from labtools.inductor.parse import CompiledGraph
 from labtools.inductor.profiling import MODES, profile
 from labtools.inductor.targets import check_device, minigpt, tinyhead
@@ -86,7 +88,7 @@ def export_graph(fn, inputs, path: Path) -> str | None:
         program = torch.export.export(fn, inputs)
     except Exception as exc:  # noqa: BLE001 - an unexportable model is a result worth recording
         return f"{type(exc).__name__}: {exc}"
-    path.write_text(str(program))
+    atomic_write_text(path, str(program))
     return None
 
 
@@ -107,7 +109,8 @@ def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
     }
 
     model, (x,) = tinyhead(device)
-    d = dump(model, x)
+    with heartbeat(f"{device}: torch.compile tinyhead"):
+        d = dump(model, x)
     d.write(root / "tinyhead")
     graphs = d.graphs()
     softmax = next((k.name for g in graphs for k in g.kernels if is_softmax(k)), None)
@@ -123,7 +126,8 @@ def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
 
     try:
         gpt, gpt_inputs = minigpt(device)
-        g = dump(gpt, *gpt_inputs)
+        with heartbeat(f"{device}: torch.compile minigpt"):
+            g = dump(gpt, *gpt_inputs)
     except Exception as exc:  # noqa: BLE001 - missing, or failing to compile: recorded, and the report says so
         results["minigpt"] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
     else:
@@ -140,12 +144,15 @@ def run(out: str | Path, device: str, command: str, modes=MODES) -> dict:
     results["profile"], results["profile_errors"] = [], {}
     for name, (fn, inputs) in targets:
         try:
-            results["profile"] += [r.to_dict() for r in profile(fn, *inputs, target=name, modes=modes)]
+            shapes = [list(t.shape) for t in inputs]
+            with heartbeat(f"{device}: eager vs compiled, {name} {shapes}, modes {', '.join(modes)}"):
+                records = profile(fn, *inputs, target=name, modes=modes)
+            results["profile"] += [r.to_dict() for r in records]
         except Exception as exc:  # noqa: BLE001 - e.g. a mode that fails on this machine: recorded
             results["profile_errors"][f"{name} {[list(t.shape) for t in inputs]}"] = (
                 f"{type(exc).__name__}: {exc}"
             )
-    (root / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    atomic_write_text(root / "results.json", json.dumps(results, indent=1) + "\n")
     if final.exists():
         shutil.rmtree(final)
     root.rename(final)

@@ -1,8 +1,8 @@
 """Experiment 25's documents, regenerated from the recorded runs.
 
 `write(out)` reads `out/cpu/results.json` and `out/cuda/results.json` (whichever exist)
-and the dumps next to them, and writes REPORT.md, KERNEL_ANNOTATION.md, kernel.cpp (the
-CPU softmax kernel), kernel.py (the CUDA one) and manifest.json. Every number comes from
+and the dumps next to them, and writes REPORT.md, KERNEL_ANNOTATION.md and manifest.json;
+the documents link each kernel's one copy, in its dump's kernels/ folder. Every number comes from
 a results file; every walkthrough from parsing the captured output code again. Files
 it does not generate (DISTRIBUTED.md) are listed in the manifest as hand-written.
 """
@@ -13,12 +13,12 @@ import hashlib
 import json
 from pathlib import Path
 
+from labtools.atomic import atomic_write_text
 from labtools.inductor.annotation import annotate, is_softmax
 from labtools.inductor.capture import read_dump_dir
 
 DEVICES = ("cpu", "cuda")
-KERNEL_FILE = {"cpu": "kernel.cpp", "cuda": "kernel.py"}
-GENERATED = ("REPORT.md", "KERNEL_ANNOTATION.md", "kernel.cpp", "kernel.py", "manifest.json")
+GENERATED = ("REPORT.md", "KERNEL_ANNOTATION.md", "manifest.json")
 TOLERANCE = 1e-6
 
 
@@ -39,6 +39,12 @@ def _softmax(out: Path, device: str, target: str):
     found = [(k, g) for g in read_dump_dir(folder) for k in g.kernels if is_softmax(k)]
     found.sort(key=lambda kg: "where" not in kg[0].fused_ops)
     return found[0] if found else None
+
+
+def kernel_path(device: str, target: str, kernel) -> str:
+    """Where the dump keeps `kernel`'s source, relative to the experiment folder (the one
+    copy the documents link to)."""
+    return f"{device}/{target}/kernels/{kernel.name}.{'py' if kernel.language == 'triton' else 'cpp'}"
 
 
 def _us(x: float) -> str:
@@ -114,16 +120,18 @@ def _match(runs: dict) -> list[str]:
     return md
 
 
-def _kernels(runs: dict) -> list[str]:
+def _kernels(out: Path, runs: dict) -> list[str]:
     md = []
     for d in DEVICES:
-        if d not in runs:
-            md.append(f"- {d.upper()}: `{KERNEL_FILE[d]}` {_rerun(d)}.")
+        found = _softmax(out, d, "tinyhead") if d in runs else None
+        if not found:
+            md.append(f"- {d.upper()}: the TinyHead softmax kernel {_rerun(d)}.")
             continue
         name = runs[d]["tinyhead"]["softmax_kernel"]
+        path = kernel_path(d, "tinyhead", found[0])
         kernels = ", ".join(f"`{k}`" for k in runs[d]["tinyhead"]["kernels"])
         md.append(
-            f"- {d.upper()}: [{KERNEL_FILE[d]}]({KERNEL_FILE[d]}) is `{name}`, the whole softmax in one "
+            f"- {d.upper()}: [{path}]({path}) is `{name}`, the whole softmax in one "
             f"generated kernel (the graph's generated kernels: {kernels}; the linear layer stays a library "
             f"call). The module Inductor wrote: [{d}/tinyhead/output_code_0.py]({d}/tinyhead/output_code_0.py); "
             f"its parse: [{d}/tinyhead/parse.json]({d}/tinyhead/parse.json)."
@@ -310,7 +318,7 @@ def report(out: Path, runs: dict) -> str:
         "",
         "## 2. The kernel and its annotation",
         "",
-        *_kernels(runs),
+        *_kernels(out, runs),
         "",
         "## 3. The full MiniGPT: where attention's softmax went",
         "",
@@ -346,11 +354,16 @@ def annotation(out: Path, runs: dict) -> str:
     ]
     for d in DEVICES:
         found = _softmax(out, d, "tinyhead") if d in runs else None
-        md.append(f"# {d.upper()}: TinyHead's softmax, [{KERNEL_FILE[d]}]({KERNEL_FILE[d]})")
+        title = (
+            f"[{kernel_path(d, 'tinyhead', found[0])}]({kernel_path(d, 'tinyhead', found[0])})"
+            if found
+            else ""
+        )
+        md.append(f"# {d.upper()}: TinyHead's softmax" + (f", {title}" if title else ""))
         md += ["", annotate(*found) if found else f"{_rerun(d)}.", ""]
         gpt = _softmax(out, d, "minigpt") if d in runs else None
         if gpt:
-            path = f"{d}/minigpt/kernels/{gpt[0].name}.{'py' if gpt[0].language == 'triton' else 'cpp'}"
+            path = kernel_path(d, "minigpt", gpt[0])
             md += [
                 f"# {d.upper()}: the MiniGPT's attention softmax, [{path}]({path})",
                 "",
@@ -369,16 +382,11 @@ def write(out: str | Path) -> list[Path]:
             f"no recorded run under {out} (expected {out}/cpu/results.json or {out}/cuda/results.json)"
         )
     written = []
-    for d in DEVICES:
-        found = _softmax(out, d, "tinyhead") if d in runs else None
-        if found:
-            written.append(out / KERNEL_FILE[d])
-            written[-1].write_text(found[0].source)
     for name, text in (("REPORT.md", report(out, runs)), ("KERNEL_ANNOTATION.md", annotation(out, runs))):
         written.append(out / name)
-        written[-1].write_text(text)
+        atomic_write_text(written[-1], text)
     written.append(out / "manifest.json")
-    written[-1].write_text(json.dumps(manifest(out, runs), indent=1) + "\n")
+    atomic_write_text(written[-1], json.dumps(manifest(out, runs), indent=1) + "\n")
     return written
 
 
