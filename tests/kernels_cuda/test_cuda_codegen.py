@@ -4,11 +4,21 @@ cache and resource report behave."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
 
 import pytest
-from kernels_cuda import codegen
-from kernels_cuda import softmax_variants as softmax
+from hypothesis import given
+from hypothesis import strategies as st
+from kernels_cuda import _diskcache, codegen
+from kernels_cuda import softmax_variants as variants
 from kernels_cuda.codegen import CompileError, Spec
 
 ARCHS = ("sm_80", "sm_90")
@@ -77,7 +87,7 @@ def test_full_width_kernels_move_16_bytes_per_access_and_never_touch_local_memor
         ops = _ptx_ops(r)
         assert not any(".local" in op for op in ops), (r.spec.name, ops)
         global_ops = {op for op in ops if ".global" in op}
-        if dict(r.spec.constants)["VEC"] == softmax.full_vec(r.spec.dtype):
+        if dict(r.spec.constants)["VEC"] == variants.full_vec(r.spec.dtype):
             assert global_ops and all(".v4." in op for op in global_ops), (r.spec.name, global_ops)
         if r.spec.cluster:
             assert {
@@ -89,7 +99,7 @@ def test_full_width_kernels_move_16_bytes_per_access_and_never_touch_local_memor
 
 
 def test_disk_cache_is_reused_and_keyed_by_everything_that_changes_the_binary(offline, cache):
-    spec = softmax.online_spec("float16", 8)
+    spec = variants.online_spec("float16", 8)
     first = codegen.compile_spec(spec, "sm_90")
     codegen._compiled.clear()  # a new process: only the disk cache is left
     again = codegen.compile_spec(spec, "sm_90")
@@ -98,8 +108,8 @@ def test_disk_cache_is_reused_and_keyed_by_everything_that_changes_the_binary(of
     keys = {
         codegen.cache_key(spec, "sm_90"),
         codegen.cache_key(spec, "sm_80"),
-        codegen.cache_key(softmax.online_spec("bfloat16", 8), "sm_90"),
-        codegen.cache_key(softmax.online_spec("float16", 1), "sm_90"),
+        codegen.cache_key(variants.online_spec("bfloat16", 8), "sm_90"),
+        codegen.cache_key(variants.online_spec("float16", 1), "sm_90"),
     }
     assert len(keys) == 4
 
@@ -118,7 +128,7 @@ def test_compile_errors_carry_the_nvrtc_log(cache):
     with pytest.raises(FileNotFoundError):
         codegen.compile_spec(Spec("99_missing.cu", "k", "float32"), "sm_90")
     with pytest.raises(ValueError, match="architecture"):
-        codegen.compile_spec(softmax.online_spec("float32", 4), "compute_90")
+        codegen.compile_spec(variants.online_spec("float32", 4), "compute_90")
 
 
 def test_parse_resources_reads_ptxas_reports():
@@ -145,3 +155,214 @@ def test_offline_command_prints_the_resource_table(offline, capsys):
     out = capsys.readouterr().out
     assert "spill st B" in out and "softmax_cluster.bf16[CLUSTER=16" in out and "vector_add.f32" in out
     assert re.search(r"\d+ specializations for sm_90 with NVRTC \d+\.\d+ .*; 0 spill", out)
+
+
+# --- the disk cache verifies what it serves ---------------------------------------------------
+
+SMALL = Spec("00_vector_add.cu", "vector_add", "float32")
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch, tmp_path):
+    """An empty disk cache and an empty memory cache; `reload()` is a new process's compile."""
+    monkeypatch.setenv(codegen.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(codegen, "_compiled", {})
+    return tmp_path
+
+
+def _reload(spec=SMALL):
+    codegen._compiled.clear()
+    return codegen.compile_spec(spec, "sm_90")
+
+
+def _meta(folder):
+    (path,) = folder.glob("*.json")
+    return path, json.loads(path.read_text())
+
+
+def _forge_resources(folder):
+    path, meta = _meta(folder)
+    meta["fields"]["resources"]["registers"] = 1  # a report that no longer matches the digest
+    path.write_text(json.dumps(meta))
+
+
+def _forge_valid_digest(folder):
+    path, meta = _meta(folder)
+    meta["fields"]["resources"]["registers"] = -1
+    meta["digest"] = _diskcache.digest(meta)
+    path.write_text(json.dumps(meta))
+
+
+def _forge_file_name(folder):
+    path, meta = _meta(folder)
+    meta["cubin"] = "../elsewhere.cubin"
+    meta["digest"] = _diskcache.digest(meta)
+    path.write_text(json.dumps(meta))
+
+
+CORRUPTIONS = {
+    "corrupt JSON": lambda f: _meta(f)[0].write_text("{not json"),
+    "truncated JSON": lambda f: _meta(f)[0].write_bytes(_meta(f)[0].read_bytes()[:100]),
+    "JSON of another shape": lambda f: _meta(f)[0].write_text("[1, 2, 3]"),
+    "garbage cubin": lambda f: next(f.glob("*.cubin")).write_bytes(os.urandom(4096)),
+    "cubin with a flipped byte": lambda f: _flip(next(f.glob("*.cubin"))),
+    "missing cubin": lambda f: next(f.glob("*.cubin")).unlink(),
+    "garbage PTX": lambda f: next(f.glob("*.ptx")).write_text(".version 1.0"),
+    "forged resources": _forge_resources,
+    "resources malformed under a valid digest": _forge_valid_digest,
+    "a file name outside the cache": _forge_file_name,
+}
+
+
+def _flip(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_bad_cache_entry_is_discarded_with_one_warning_and_rebuilt(fresh_cache, corruption):
+    good = codegen.compile_spec(SMALL, "sm_90")
+    CORRUPTIONS[corruption](fresh_cache)
+    with pytest.warns(codegen.CacheWarning) as caught:
+        rebuilt = _reload()
+    assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    assert "vector_add.f32" in str(caught[0].message) and "rebuilding" in str(caught[0].message)
+    assert not rebuilt.from_cache and rebuilt.resources == good.resources
+    assert rebuilt.cubin.startswith(b"\x7fELF") and rebuilt.cubin_path.read_bytes() == rebuilt.cubin
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        served = _reload()
+    assert served.from_cache and served.cubin == rebuilt.cubin and served.resources == good.resources
+
+
+@given(data=st.data())
+def test_random_damage_to_an_entry_is_served_only_if_the_entry_is_intact(data):
+    """Random truncations and byte changes of the JSON or cubin: the entry is either served
+    unchanged or discarded with one warning; never served changed. NVRTC runs once."""
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as mp:
+        mp.setenv(codegen.CACHE_ENV, folder)
+        mp.setattr(codegen, "_compiled", {})
+        good = codegen.compile_spec(SMALL, "sm_90")
+        compiled = (good.cubin, good.ptx_path.read_bytes(), good.log, 0.1)
+        mp.setattr(codegen, "_nvrtc_compile", lambda spec, arch: compiled)
+        path = data.draw(
+            st.sampled_from([good.cubin_path, Path(folder) / f"{good.cubin_path.name[:32]}.json"])
+        )
+        before = path.read_bytes()
+        blob = bytearray(before)
+        if data.draw(st.booleans()):
+            blob = blob[: data.draw(st.integers(0, len(blob)))]
+        for _ in range(data.draw(st.integers(0, 3))):
+            if blob:
+                blob[data.draw(st.integers(0, len(blob) - 1))] = data.draw(st.integers(0, 255))
+        path.write_bytes(bytes(blob))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            again = _reload()
+        cache_warnings = [w for w in caught if issubclass(w.category, codegen.CacheWarning)]
+        if bytes(blob) == before:
+            assert again.from_cache and not cache_warnings
+        else:
+            assert len(cache_warnings) == 1 and not again.from_cache
+        assert again.cubin == good.cubin and again.resources == good.resources
+
+
+_CHILD = """
+import sys, warnings
+from kernels_cuda import codegen, softmax_variants as v
+warnings.simplefilter("error", codegen.CacheWarning)
+specs = [v.online_spec(d, 1) for d in v.DTYPES] + [v.fused_spec(d, 32, 1, 1) for d in v.DTYPES]
+for spec in specs:
+    r = codegen.compile_spec(spec, "sm_90")
+    assert r.cubin.startswith(b"\\x7fELF")
+print(len(specs), "ok")
+"""
+
+
+def test_two_processes_filling_one_cache_at_once_leave_every_entry_whole(fresh_cache):
+    env = {**os.environ, codegen.CACHE_ENV: str(fresh_cache)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    for child in children:
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0 and out.strip() == b"6 ok", err.decode()
+    assert not list(fresh_cache.glob(".*.tmp"))  # no write left a part behind
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        served = [
+            _reload(s)
+            for s in (variants.online_spec("float32", 1), variants.fused_spec("bfloat16", 32, 1, 1))
+        ]
+    assert all(r.from_cache for r in served)
+
+
+def test_without_cupy_the_error_is_one_line_naming_the_extras(monkeypatch):
+    for name in (
+        "cupy_backends",
+        "cupy_backends.cuda",
+        "cupy_backends.cuda.libs",
+        "cupy_backends.cuda.libs.nvrtc",
+    ):
+        monkeypatch.setitem(sys.modules, name, None)
+    codegen._nvrtc.cache_clear()
+    try:
+        with pytest.raises(ImportError) as info:
+            codegen.nvrtc_version()
+    finally:
+        codegen._nvrtc.cache_clear()
+    message = str(info.value)
+    assert "\n" not in message and "kernel-lab-kernels-cuda[cuda13]" in message and "[cuda12]" in message
+
+
+# --- registration and progress --------------------------------------------------------------
+
+
+def test_kernel_modules_register_their_specializations_and_the_core_names_none_of_them():
+    source = Path(codegen.__file__).read_text()
+    assert "kernels_cuda.vecadd" not in source and "softmax_variants" not in source
+    extra = Spec("00_vector_add.cu", "vector_add", "float16", (("UNUSED", 1),))
+
+    def provider():
+        return [extra]
+
+    codegen.register_specializations(provider)
+    try:
+        specs = codegen.all_specs()
+    finally:
+        del codegen._providers[f"{provider.__module__}.{provider.__qualname__}"]
+    assert extra in specs and set(variants.specializations()) <= set(specs)
+    assert extra not in codegen.all_specs()
+
+
+def test_compile_all_prints_progress_lines_while_it_works(monkeypatch, capsys):
+    def slow(spec, arch):
+        time.sleep(0.03)
+        return spec
+
+    monkeypatch.setattr(codegen, "compile_spec", slow)
+    specs = [Spec("00_vector_add.cu", "vector_add", "float32", (("I", i),)) for i in range(40)]
+    assert codegen.compile_all(["sm_90"], specs, jobs=1, progress=0.2) == specs
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 3, lines  # ~1.2 s of work: a line at least every 0.2 s, and the last
+    pattern = re.compile(r"compiling specializations: (\d+)/40, \d+ s elapsed, ETA (\d+ s|\?)")
+    counts = [int(pattern.fullmatch(line)[1]) for line in lines]
+    assert counts == sorted(counts) and counts[-1] == 40
+
+
+def test_an_nvrtc_log_without_a_resource_report_still_gives_a_cached_cubin(fresh_cache, monkeypatch):
+    def no_report(log, kernel):
+        raise ValueError("no ptxas report")
+
+    monkeypatch.setattr(codegen, "parse_resources", no_report)
+    first = codegen.compile_spec(SMALL, "sm_90")
+    assert first.resources is None and first.cubin.startswith(b"\x7fELF")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = _reload()
+    assert again.from_cache and again.resources is None and again.cubin == first.cubin
+    assert "vector_add.f32  sm_90     ?" in codegen.format_table([again])

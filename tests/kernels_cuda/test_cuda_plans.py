@@ -3,35 +3,36 @@ stays inside what the kernels were compiled and designed for."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kernels_cuda import arrays
-from kernels_cuda import softmax_variants as sm
+from kernels_cuda import softmax_variants as variants
 
-DEVICES = {"H100": sm.H100, "A100": sm.A100}
-ALL_SPECS = set(sm.specializations())
+DEVICES = {"H100": variants.H100, "A100": variants.A100}
+ALL_SPECS = set(variants.specializations())
 
 
 def _check_launch(
-    launch: sm.Launch, variant: str, M: int, N: int, dtype: str, vec: int, device: sm.Device
+    launch: variants.Launch, variant: str, M: int, N: int, dtype: str, vec: int, device: variants.Device
 ) -> None:
     spec = launch.spec
     c = dict(spec.constants)
     assert spec in ALL_SPECS, spec.name  # so the offline compile covers it
     assert spec.dtype == dtype and spec.min_cc <= device.cc
-    assert 1 <= launch.block <= 1024 and 1 <= launch.grid <= sm.MAX_GRID
+    assert 1 <= launch.block <= 1024 and 1 <= launch.grid <= variants.MAX_GRID
     assert c.get("VEC", vec) == vec
     if spec.kernel == "softmax_fused":
         assert c["TPR"] * c["ITEMS"] * vec >= N  # the whole row fits the registers
-        assert launch.block == c["TPR"] * c["RPB"] and launch.grid * c["RPB"] >= min(M, sm.MAX_GRID)
+        assert launch.block == c["TPR"] * c["RPB"] and launch.grid * c["RPB"] >= min(M, variants.MAX_GRID)
     elif spec.kernel == "softmax_cluster":
         (chunk,) = launch.extra
         assert chunk == math.ceil(math.ceil(N / spec.cluster) / vec) * vec  # the smallest chunk that covers N
         assert launch.grid % spec.cluster == 0 and launch.grid // spec.cluster == min(
-            M, sm.MAX_GRID // spec.cluster
+            M, variants.MAX_GRID // spec.cluster
         )
         assert launch.shared_mem == chunk * arrays.ITEMSIZE[dtype] <= device.max_shared_per_block - 1024
     else:
@@ -41,19 +42,19 @@ def _check_launch(
 @given(
     M=st.integers(1, 10**7),
     N=st.integers(1, 4 * 10**6),
-    dtype=st.sampled_from(sm.DTYPES),
+    dtype=st.sampled_from(variants.DTYPES),
     aligned=st.booleans(),
     device=st.sampled_from(sorted(DEVICES)),
-    variant=st.sampled_from(sm.VARIANTS),
+    variant=st.sampled_from(variants.VARIANTS),
 )
 def test_every_plan_is_a_compiled_specialization_within_its_limits(M, N, dtype, aligned, device, variant):
-    vec = sm.full_vec(dtype) if aligned and N % sm.full_vec(dtype) == 0 else 1
+    vec = variants.full_vec(dtype) if aligned and N % variants.full_vec(dtype) == 0 else 1
     dev = DEVICES[device]
-    if variant == "v3" and N > sm.fused_capacity(vec):
+    if variant == "v3" and N > variants.fused_capacity(vec):
         with pytest.raises(ValueError, match="v3 holds rows of at most"):
-            sm.plan(variant, M, N, dtype, vec, dev)
+            variants.plan(variant, M, N, dtype, vec, dev)
         return
-    _check_launch(sm.plan(variant, M, N, dtype, vec, dev), variant, M, N, dtype, vec, dev)
+    _check_launch(variants.plan(variant, M, N, dtype, vec, dev), variant, M, N, dtype, vec, dev)
 
 
 @pytest.mark.parametrize(
@@ -83,13 +84,13 @@ def test_every_plan_is_a_compiled_specialization_within_its_limits(M, N, dtype, 
         32768,
     ],
 )
-@pytest.mark.parametrize("dtype", sm.DTYPES)
+@pytest.mark.parametrize("dtype", variants.DTYPES)
 def test_fused_ladder_covers_every_row_up_to_its_capacity(N, dtype):
-    for vec in (sm.full_vec(dtype), 1):
-        if N % vec or N > sm.fused_capacity(vec):
+    for vec in (variants.full_vec(dtype), 1):
+        if N % vec or N > variants.fused_capacity(vec):
             continue
-        launch = sm.plan("v3", 1000, N, dtype, vec, sm.H100)
-        _check_launch(launch, "v3", 1000, N, dtype, vec, sm.H100)
+        launch = variants.plan("v3", 1000, N, dtype, vec, variants.H100)
+        _check_launch(launch, "v3", 1000, N, dtype, vec, variants.H100)
         c = dict(launch.spec.constants)
         assert (
             c["ITEMS"] == 1 or c["TPR"] * c["ITEMS"] * vec < 2 * N + c["TPR"] * vec
@@ -113,52 +114,54 @@ TARGETS = [
 @pytest.mark.parametrize("M,N", TARGETS)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_auto_runs_the_fused_kernel_on_short_rows_and_clusters_on_long_ones_on_hopper(M, N, dtype):
-    vec = sm.pack_width(dtype, N, (0, 0), (N, N))
-    assert vec == sm.full_vec(dtype)  # every target row is a whole number of 16-byte packs
-    launch = sm.plan("auto", M, N, dtype, vec, sm.H100)
+    vec = variants.pack_width(dtype, N, (0, 0), (N, N))
+    assert vec == variants.full_vec(dtype)  # every target row is a whole number of 16-byte packs
+    launch = variants.plan("auto", M, N, dtype, vec, variants.H100)
     row_bytes = N * arrays.ITEMSIZE[dtype]
-    if row_bytes <= sm.AUTO.fused_max_row_bytes:
+    if row_bytes <= variants.AUTO.fused_max_row_bytes:
         assert launch.spec.kernel == "softmax_fused"
     else:
         assert launch.spec.kernel == "softmax_cluster"
         (chunk,) = launch.extra
         assert chunk * arrays.ITEMSIZE[dtype] <= 64 * 1024  # several chunks share an SM
     # Without clusters (A100) the same shapes run v3 up to its capacity, then the online kernel.
-    a100 = sm.plan("auto", M, N, dtype, vec, sm.A100).spec.kernel
-    assert a100 == ("softmax_fused" if N <= sm.fused_capacity(vec) else "softmax_online")
+    a100 = variants.plan("auto", M, N, dtype, vec, variants.A100).spec.kernel
+    assert a100 == ("softmax_fused" if N <= variants.fused_capacity(vec) else "softmax_online")
 
 
 def test_v4_falls_back_to_the_online_kernel_without_clusters_or_beyond_their_capacity():
-    assert sm.plan("v4", 64, 100_000, "float32", 4, sm.A100).spec.kernel == "softmax_online"
-    assert sm.plan("v4", 64, 100_000, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
-    huge = 16 * sm.H100.max_shared_per_block // 4 + 4096  # past 16 blocks x 227 KB of fp32
-    assert sm.plan("v4", 1, huge, "float32", 4, sm.H100).spec.kernel == "softmax_online"
+    assert variants.plan("v4", 64, 100_000, "float32", 4, variants.A100).spec.kernel == "softmax_online"
+    assert variants.plan("v4", 64, 100_000, "float32", 4, variants.H100).spec.kernel == "softmax_cluster"
+    huge = 16 * variants.H100.max_shared_per_block // 4 + 4096  # past 16 blocks x 227 KB of fp32
+    assert variants.plan("v4", 1, huge, "float32", 4, variants.H100).spec.kernel == "softmax_online"
     # a device that refused 16-block clusters gets at most 8, with chunks up to a block's limit
-    eight = sm.Device(cc=90, max_shared_per_block=227 * 1024, max_cluster=8)
-    assert sm.plan("v4", 1, 262144, "float32", 4, eight).spec.cluster == 8
+    eight = variants.Device(cc=90, max_shared_per_block=227 * 1024, max_cluster=8)
+    assert variants.plan("v4", 1, 262144, "float32", 4, eight).spec.cluster == 8
 
 
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     try:
-        sm.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)
-        assert sm._plan("auto", 100, 32768, "float32", 4, sm.H100).spec.kernel == "softmax_fused"
-        assert dict(sm._plan("auto", 100, 600, "float32", 4, sm.H100).spec.constants)["ITEMS"] == 8
-    finally:
-        sm.set_auto_config(
-            fused_max_row_bytes=sm.AutoConfig.fused_max_row_bytes,
-            fused_packs_f32=sm.AutoConfig.fused_packs_f32,
+        variants.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)
+        assert variants._plan("auto", 100, 32768, "float32", 4, variants.H100).spec.kernel == "softmax_fused"
+        assert (
+            dict(variants._plan("auto", 100, 600, "float32", 4, variants.H100).spec.constants)["ITEMS"] == 8
         )
-    assert sm._plan("auto", 100, 32768, "float32", 4, sm.H100).spec.kernel == "softmax_cluster"
-    assert dict(sm._plan("auto", 100, 600, "float32", 4, sm.H100).spec.constants)["ITEMS"] == 2
+    finally:
+        variants.set_auto_config(
+            fused_max_row_bytes=variants.AutoConfig.fused_max_row_bytes,
+            fused_packs_f32=variants.AutoConfig.fused_packs_f32,
+        )
+    assert variants._plan("auto", 100, 32768, "float32", 4, variants.H100).spec.kernel == "softmax_cluster"
+    assert dict(variants._plan("auto", 100, 600, "float32", 4, variants.H100).spec.constants)["ITEMS"] == 2
 
 
 def test_pack_width_uses_16_bytes_only_when_every_row_start_is_16_byte_aligned():
-    assert sm.pack_width("float32", 600, (256, 512), (600, 600)) == 4  # 2400 B rows
-    assert sm.pack_width("bfloat16", 600, (256, 512), (600, 600)) == 8  # 1200 B rows
-    assert sm.pack_width("float32", 602, (256, 512), (602, 602)) == 1  # N not a multiple of 4
-    assert sm.pack_width("float16", 600, (256 + 2, 512), (600, 600)) == 1  # an offset view
-    assert sm.pack_width("float32", 600, (256, 512), (602, 600)) == 1  # a 2408 B row stride
-    assert sm.pack_width("float32", 600, (256, 512), (0, 600)) == 4  # a broadcast row (stride 0)
+    assert variants.pack_width("float32", 600, (256, 512), (600, 600)) == 4  # 2400 B rows
+    assert variants.pack_width("bfloat16", 600, (256, 512), (600, 600)) == 8  # 1200 B rows
+    assert variants.pack_width("float32", 602, (256, 512), (602, 602)) == 1  # N not a multiple of 4
+    assert variants.pack_width("float16", 600, (256 + 2, 512), (600, 600)) == 1  # an offset view
+    assert variants.pack_width("float32", 600, (256, 512), (602, 600)) == 1  # a 2408 B row stride
+    assert variants.pack_width("float32", 600, (256, 512), (0, 600)) == 4  # a broadcast row (stride 0)
 
 
 @pytest.mark.parametrize(
@@ -188,11 +191,14 @@ def test_normalize_dim():
 
 
 def test_cluster_split_prefers_small_clusters_with_chunks_that_share_an_sm():
-    cfg = sm.AutoConfig()
-    assert sm.cluster_split(16384, "float32", 4, sm.H100, cfg) == (2, 8192)
-    assert sm.cluster_split(32768, "bfloat16", 8, sm.H100, cfg) == (2, 16384)
-    assert sm.cluster_split(262144, "float32", 4, sm.H100, cfg) == (16, 16384)  # 64 KB: none reaches 32 KB
-    c, chunk = sm.cluster_split(40001, "float32", 1, sm.H100, cfg)
+    cfg = variants.AutoConfig()
+    assert variants.cluster_split(16384, "float32", 4, variants.H100, cfg) == (2, 8192)
+    assert variants.cluster_split(32768, "bfloat16", 8, variants.H100, cfg) == (2, 16384)
+    assert variants.cluster_split(262144, "float32", 4, variants.H100, cfg) == (
+        16,
+        16384,
+    )  # 64 KB: none reaches 32 KB
+    c, chunk = variants.cluster_split(40001, "float32", 1, variants.H100, cfg)
     assert c * chunk >= 40001 and math.ceil(40001 / c) == chunk
 
 
@@ -201,13 +207,79 @@ def test_cluster_split_prefers_small_clusters_with_chunks_that_share_an_sm():
 def test_tune_candidates_start_with_autos_plan_and_each_holds_the_row(M, N, dtype):
     from kernels_cuda import tune
 
-    cands = tune.candidates(M, N, dtype, sm.H100)
-    assert cands[0].launch == sm.plan("auto", M, N, dtype, sm.full_vec(dtype), sm.H100)
+    cands = tune.candidates(M, N, dtype, variants.H100)
+    assert cands[0].launch == variants.plan("auto", M, N, dtype, variants.full_vec(dtype), variants.H100)
     assert len({c.launch for c in cands}) == len(cands) >= 2
     for c in cands:
         k = dict(c.launch.spec.constants)
         if c.launch.spec.kernel == "softmax_fused":
-            assert k["TPR"] * k["ITEMS"] * k["VEC"] >= N and k["ITEMS"] <= sm.fused_items_max(k["VEC"])
+            assert k["TPR"] * k["ITEMS"] * k["VEC"] >= N and k["ITEMS"] <= variants.fused_items_max(k["VEC"])
         elif c.launch.spec.kernel == "softmax_cluster":
             (chunk,) = c.launch.extra
-            assert chunk * k["CLUSTER"] >= N and c.launch.shared_mem <= sm.H100.max_shared_per_block - 1024
+            assert (
+                chunk * k["CLUSTER"] >= N and c.launch.shared_mem <= variants.H100.max_shared_per_block - 1024
+            )
+
+
+# --- prepare: one input layout -> what its launch needs ---------------------------------------
+
+
+def test_prepare_reads_contiguous_rows_in_place_with_16_byte_packs():
+    p = variants.prepare((512, 600), (600, 1), "float32", -1, "auto", variants.H100)
+    assert (p.dim, p.moved, p.moved_shape, p.M, p.N) == (1, False, (512, 600), 512, 600)
+    assert (p.x_row_stride, p.y_row_stride, p.out_direct) == (600, 600, False)
+    assert p.launch == variants.plan("auto", 512, 600, "float32", 4, variants.H100)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.M = 1
+    assert variants.prepare((512, 600), (600, 1), "float32", 1, "auto", variants.H100) == p
+
+
+def test_prepare_moves_the_softmax_dim_last_and_copies_rows_that_do_not_collapse():
+    p = variants.prepare((6, 8), (8, 1), "float32", 0, "v3", variants.H100)  # softmax down columns
+    assert (p.moved, p.moved_shape, p.M, p.N, p.x_row_stride) == (True, (8, 6), 8, 6, None)
+    p = variants.prepare((2, 3, 8), (40, 10, 1), "bfloat16", -1, "v3", variants.H100)
+    assert (p.moved, p.M, p.N, p.x_row_stride) == (False, 6, 8, None)
+    assert dict(p.launch.spec.constants)["VEC"] == 8  # the contiguous copy is aligned
+    p = variants.prepare((2, 3, 8), (30, 10, 1), "bfloat16", -1, "v3", variants.H100)
+    assert p.x_row_stride == 10 and dict(p.launch.spec.constants)["VEC"] == 1  # 20-byte row stride
+
+
+def test_prepare_takes_element_wide_accesses_for_a_misaligned_input_or_output():
+    args = ((64, 600), (600, 1), "float32", -1, "v3", variants.H100)
+    vec = [
+        dict(variants.prepare(*args, **kw).launch.spec.constants)["VEC"]
+        for kw in ({}, {"x_address": 4}, {"out_strides": (600, 1), "out_address": 8})
+    ]
+    assert vec == [4, 1, 1]
+
+
+def test_prepare_writes_into_out_when_its_rows_are_distinct():
+    args = ((4, 8), (8, 1), "float32", -1, "v2", variants.H100)
+    direct = variants.prepare(*args, out_strides=(16, 1))  # rows of a wider array
+    assert direct.out_direct and direct.y_row_stride == 16
+    for strides in [(0, 1), (1, 4)]:  # a broadcast row, a transposed out: through a temporary
+        p = variants.prepare(*args, out_strides=strides)
+        assert not p.out_direct and p.y_row_stride == 8
+
+
+def test_prepare_empty_and_zero_d_inputs():
+    assert variants.prepare((3, 0), (1, 1), "float32", -1, "auto", variants.H100).launch is None
+    assert variants.prepare((0, 5), (5, 1), "float32", -1, "auto", variants.H100).launch is None
+    p = variants.prepare((), (), "float16", -1, "auto", variants.H100)
+    assert (p.M, p.N, p.launch.spec.dtype) == (1, 1, "float16")
+
+
+def test_prepare_names_what_it_refuses():
+    args = ((4, 5), (5, 1), "float32")
+    with pytest.raises(TypeError, match="dim must be an int, got bool"):
+        variants.prepare(*args, True, "auto", variants.H100)
+    with pytest.raises(ValueError, match="dim 2 is out of range"):
+        variants.prepare(*args, 2, "auto", variants.H100)
+    with pytest.raises(ValueError, match="unknown variant 'v9'"):
+        variants.prepare(*args, -1, "v9", variants.H100)
+    with pytest.raises(TypeError, match="unsupported dtype float64"):
+        variants.prepare((4, 5), (5, 1), "float64", -1, "auto", variants.H100)
+    with pytest.raises(ValueError, match="at most"):
+        variants.prepare((1, variants.MAX_N + 1), (0, 1), "float32", -1, "auto", variants.H100)
+    with pytest.raises(ValueError, match="v3 holds rows of at most"):
+        variants.prepare((1, 40000), (40000, 1), "float32", -1, "v3", variants.H100)

@@ -18,7 +18,7 @@ import torch
 from hypothesis import given, note
 from hypothesis import strategies as st
 from kernels_cuda import arrays
-from kernels_cuda import softmax_variants as sm
+from kernels_cuda import softmax_variants as variants
 from labtools.ops import softmax_ref, tolerance
 
 pytestmark = pytest.mark.gpu
@@ -113,7 +113,7 @@ def problems(draw, variant: str):
     )
 
 
-@pytest.mark.parametrize("variant", sm.VARIANTS)
+@pytest.mark.parametrize("variant", variants.VARIANTS)
 @given(data=st.data())
 def test_softmax_matches_the_float64_reference(variant, data):
     layout, m, n, dtype, scale, explicit_out = data.draw(problems(variant))
@@ -132,8 +132,8 @@ def test_softmax_matches_the_float64_reference(variant, data):
 @pytest.mark.parametrize("n", [16392, 20000, 24576, 32768, 40008, 65536])
 @pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
 def test_v3_holds_rows_up_to_8_packs_a_thread_with_16_byte_packs(n, dtype):
-    vec = sm.full_vec(dtype)
-    if n > sm.fused_capacity(vec):  # 32768 fp32, 65536 16-bit elements
+    vec = variants.full_vec(dtype)
+    if n > variants.fused_capacity(vec):  # 32768 fp32, 65536 16-bit elements
         with pytest.raises(ValueError, match="v3 holds rows of at most"):
             kernels_cuda.softmax(_randn((2, n), dtype, 1.0), variant="v3")
         return
@@ -162,8 +162,8 @@ def test_v3_holds_rows_up_to_8_packs_a_thread_with_16_byte_packs(n, dtype):
 )
 def test_v4_runs_every_cluster_size(dtype, n, cluster):
     x = _randn((3, n), dtype, 4.0)
-    vec = sm.pack_width(dtype, n, (x.data_ptr(), 0), (n, n))
-    assert sm.plan("v4", 3, n, dtype, vec, sm._device(0)).spec.cluster == cluster
+    vec = variants.pack_width(dtype, n, (x.data_ptr(), 0), (n, n))
+    assert variants.plan("v4", 3, n, dtype, vec, variants._device(0)).spec.cluster == cluster
     with arrays.poison_outputs():
         y = kernels_cuda.softmax(x, variant="v4")
     _assert_softmax(y, x, -1, dtype)
@@ -172,13 +172,13 @@ def test_v4_runs_every_cluster_size(dtype, n, cluster):
 @pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
 def test_v4_rows_that_are_not_whole_16_byte_packs_take_the_online_kernel(dtype):
     x = _randn((3, 40001), dtype, 4.0)  # the bulk copy moves whole 16-byte packs only
-    assert sm.plan("v4", 3, 40001, dtype, 1, sm._device(0)).spec.kernel == "softmax_online"
+    assert variants.plan("v4", 3, 40001, dtype, 1, variants._device(0)).spec.kernel == "softmax_online"
     with arrays.poison_outputs():
         y = kernels_cuda.softmax(x, variant="v4")
     _assert_softmax(y, x, -1, dtype)
 
 
-@pytest.mark.parametrize("variant", sm.VARIANTS)
+@pytest.mark.parametrize("variant", variants.VARIANTS)
 @pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
 def test_masked_infinite_and_nan_rows_behave_like_torch(variant, dtype):
     n = 700 if variant == "v1" else 20000
@@ -195,7 +195,7 @@ def test_masked_infinite_and_nan_rows_behave_like_torch(variant, dtype):
     _assert_softmax(y[[0, 4, 5]], x[[0, 4, 5]], -1, dtype)
 
 
-@pytest.mark.parametrize("variant", sm.VARIANTS)
+@pytest.mark.parametrize("variant", variants.VARIANTS)
 def test_empty_scalar_and_single_element_inputs(variant):
     for shape, dim in [((0, 5), -1), ((5, 0), -1), ((2, 0, 3), 0), ((3, 4, 0), 1)]:
         y = kernels_cuda.softmax(torch.randn(shape, device="cuda"), dim=dim, variant=variant)
@@ -279,3 +279,45 @@ def test_vector_add_on_cupy_with_a_poisoned_out():
         cupy.asnumpy(a).astype(np.float64) + cupy.asnumpy(b),
         **tolerance("float16"),
     )
+
+
+def test_a_cached_call_follows_each_new_input_and_output():
+    """Same layout, new memory every call (and layouts interleaved): the packed launch must take
+    this call's pointers, never the previous call's."""
+    shapes = [((512, 600), torch.float32), ((64, 50257), torch.bfloat16), ((33, 1000), torch.float16)]
+    for _ in range(3):
+        for shape, dtype in shapes:
+            x = (torch.randn(shape, device="cuda") * 3).to(dtype)
+            with arrays.poison_outputs():
+                y = kernels_cuda.softmax(x)
+            _assert_softmax(y, x, -1, str(dtype).removeprefix("torch."))
+
+
+def test_threads_calling_at_once_each_get_their_own_result():
+    import concurrent.futures
+
+    def work(seed: int) -> bool:
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        ok = True
+        for _ in range(20):
+            x = torch.randn(256, 600, device="cuda", generator=g)
+            ok &= torch.allclose(kernels_cuda.softmax(x), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
+        torch.cuda.synchronize()
+        return ok
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
+
+
+def test_a_thread_that_has_not_touched_cuda_yet_can_launch():
+    import threading
+
+    x = torch.randn(128, 600, device="cuda")
+    kernels_cuda.softmax(x)  # the layout is cached; the new thread takes the fast path at once
+    torch.cuda.synchronize()
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("y", kernels_cuda.softmax(x)))
+    thread.start()
+    thread.join()
+    torch.cuda.synchronize()
+    _assert_softmax(result["y"], x, -1, "float32")

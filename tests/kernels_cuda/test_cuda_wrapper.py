@@ -19,10 +19,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from kernels_cuda import arrays, codegen
-from kernels_cuda import softmax_variants as sm
+from kernels_cuda import softmax_variants as variants
 from labtools.ops import softmax_ref, tolerance, vector_add_ref
 
 NP_DTYPES = {"float32": np.float32, "float16": np.float16}
+CALLERS_STREAM = 0xC0FFEE  # the CUstream handle the stand-in expects every launch on
 
 
 def _view(ptr: int, dtype: str, shape: tuple[int, int], row_stride: int) -> np.ndarray:
@@ -34,24 +35,45 @@ def _view(ptr: int, dtype: str, shape: tuple[int, int], row_stride: int) -> np.n
     return np.lib.stride_tricks.as_strided(flat, shape, (row_stride * item, item))
 
 
-def _host_launch(spec, grid, block, args, *, stream, device_id, shared_mem=0):
-    assert stream == "caller's stream" and device_id == 0
-    if spec.kernel == "vector_add":
-        a, b, c, n = (int(v) for v in args)
-        cols = [_view(p, spec.dtype, (1, n), n) for p in (a, b, c)]
-        cols[2][...] = vector_add_ref(cols[0], cols[1])
-        return
-    x, y, m, n, xs, ys = (int(v) for v in args[:6])
-    assert isinstance(args[3], np.int32) and isinstance(args[2], np.int64)  # the kernels' int N, i64 M
-    _view(y, spec.dtype, (m, n), ys)[...] = softmax_ref(_view(x, spec.dtype, (m, n), xs), axis=-1)
+class _HostLaunch:
+    """Stands in for codegen.packed's PackedLaunch: computes what the kernel would, from the
+    arguments exactly as packed (leading pointers given per call), over CPU memory."""
+
+    calls: list = []
+
+    def __init__(self, spec, device_id, grid, block, shared_mem, types, values):
+        assert device_id == 0
+        self.spec, self.types, self.values = spec, types, list(values)
+
+    def __call__(self, stream, *pointers):
+        assert stream == CALLERS_STREAM
+        args = [*pointers, *self.values[len(pointers) :]]
+        _HostLaunch.calls.append(tuple(args))
+        if self.spec.kernel == "vector_add":
+            a, b, c, n = (int(v) for v in args)
+            cols = [_view(p, self.spec.dtype, (1, n), n) for p in (a, b, c)]
+            cols[2][...] = vector_add_ref(cols[0], cols[1])
+            return
+        x, y, m, n, xs, ys = (int(v) for v in args[:6])
+        assert self.types[3] is ctypes.c_int32 and self.types[2] is ctypes.c_int64  # int N, i64 M
+        _view(y, self.spec.dtype, (m, n), ys)[...] = softmax_ref(
+            _view(x, self.spec.dtype, (m, n), xs), axis=-1
+        )
+
+    two = __call__
 
 
 @pytest.fixture(autouse=True)
 def host_launch(monkeypatch):
-    monkeypatch.setattr(codegen, "launch", _host_launch)
+    monkeypatch.setattr(codegen, "packed", _HostLaunch)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
-    monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: "caller's stream"))
-    monkeypatch.setattr(sm, "_device", lambda device_id: sm.H100)
+    monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: CALLERS_STREAM))
+    monkeypatch.setattr(arrays, "_torch_stream", lambda device_index: CALLERS_STREAM)
+    monkeypatch.setattr(variants, "_device", lambda device_id: variants.H100)
+    variants._clear_caches()  # cached calls hold the stand-in: none outlives this test
+    _HostLaunch.calls = []
+    yield
+    variants._clear_caches()
 
 
 def _input(shape, dtype, layout):
@@ -71,7 +93,7 @@ def _input(shape, dtype, layout):
     dtype=st.sampled_from(sorted(NP_DTYPES)),
     layout=st.sampled_from(["contiguous", "sliced", "offset", "transposed"]),
     with_out=st.sampled_from([None, "contiguous", "transposed"]),
-    variant=st.sampled_from(sm.VARIANTS),
+    variant=st.sampled_from(variants.VARIANTS),
 )
 def test_softmax_reaches_every_element_through_any_layout(shape, dim, dtype, layout, with_out, variant):
     x = _input(shape, dtype, layout)
@@ -91,15 +113,33 @@ def test_softmax_reaches_every_element_through_any_layout(shape, dim, dtype, lay
     np.testing.assert_allclose(y.double().numpy(), ref, **tolerance(dtype))
 
 
-def test_inputs_that_are_already_rows_are_not_copied(monkeypatch):
-    seen = []
-    monkeypatch.setattr(
-        sm, "_run", lambda variant, x, y, *a: seen.append((x.ptr, x.row_stride, y.row_stride))
-    )
+def test_inputs_that_are_already_rows_are_not_copied():
     base = torch.randn(6, 10)
     kernels_cuda.softmax(base[:, 2:7])  # rows of 5 inside rows of 10: zero-copy, stride 10
     kernels_cuda.softmax(base[1].expand(4, 10))  # one row broadcast: zero-copy, stride 0
+    seen = [(x, xs, ys) for x, _, _, _, xs, ys, *_ in _HostLaunch.calls]
     assert seen == [(base.data_ptr() + 2 * 4, 10, 5), (base.data_ptr() + 10 * 4, 0, 10)]
+
+
+def test_a_layout_seen_before_skips_the_checks_and_reuses_the_packed_launch(monkeypatch):
+    x = torch.randn(8, 600)
+    first = kernels_cuda.softmax(x)
+    monkeypatch.setattr(variants, "_softmax", None)  # any call that is not served from the cache fails
+    again = kernels_cuda.softmax(x.clone())
+    assert torch.equal(first, again) and len(_HostLaunch.calls) == 2
+    assert _HostLaunch.calls[0][2:] == _HostLaunch.calls[1][2:]  # same M, N, strides
+    with pytest.raises(TypeError):  # dim=True equals 1 as a key, but is never served from the cache
+        kernels_cuda.softmax(x, dim=True)
+    with pytest.raises(TypeError):  # another layout, dtype or variant is a miss: the checked path
+        kernels_cuda.softmax(x.half())
+
+
+def test_a_bool_dim_is_refused_even_where_an_int_dim_was_cached():
+    x = torch.randn(4, 5)
+    kernels_cuda.softmax(x, dim=1)
+    for dim in (True, False):
+        with pytest.raises(TypeError, match="dim must be an int, got bool"):
+            kernels_cuda.softmax(x, dim=dim)
 
 
 def test_a_zero_d_input_and_empty_inputs():

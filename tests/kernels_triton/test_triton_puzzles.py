@@ -46,8 +46,17 @@ def test_names_and_signatures_are_the_seeds():
         assert puzzle.idea and puzzle.spec.__doc__
 
 
+def test_help_prints_help_and_runs_nothing(capsys, monkeypatch):
+    import kernels_triton.puzzles as puzzles
+
+    monkeypatch.setattr(puzzles, "run", lambda puzzle: pytest.fail("a puzzle ran"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0 and "usage: python -m kernels_triton.puzzles" in capsys.readouterr().out
+
+
 def test_command_line_checks_all_twelve_at_the_seeds_sizes(capsys):
-    assert main() == 0
+    assert main([]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == "12/12 puzzles match their specs"
     assert sum(" ok " in line for line in lines) == 12
@@ -57,7 +66,7 @@ def test_command_line_fails_on_a_wrong_kernel(monkeypatch, capsys):
     import kernels_triton.puzzles as puzzles
 
     monkeypatch.setattr(puzzles, "PUZZLES", [BROKEN])
-    assert main() == 1
+    assert main([]) == 1
     assert "0/1 puzzles match" in capsys.readouterr().out
 
 
@@ -68,7 +77,7 @@ def test_command_line_restarts_under_the_interpreter(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET")
     monkeypatch.setattr(os, "execve", lambda exe, argv, env: calls.append((argv, env)) or _stop())
     with pytest.raises(_Stopped):
-        main()
+        main([])
     ((argv, env),) = calls
     assert argv[1:3] == ["-m", "kernels_triton.puzzles"] and env["TRITON_INTERPRET"] == "1"
 
@@ -156,7 +165,7 @@ def test_puzzle_at_drawn_sizes(number, data, seed):
 
 @pytest.mark.gpu
 def test_gpu_puzzles_at_the_seeds_sizes(capsys):
-    assert main() == 0
+    assert main([]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"Triton Puzzles on {torch.cuda.get_device_name()}"
     assert lines[-1] == "12/12 puzzles match their specs"

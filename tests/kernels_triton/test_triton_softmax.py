@@ -9,7 +9,6 @@ Kernel-level tests launch into outputs filled with NaN, so an element a kernel d
 write fails the comparison.
 """
 
-import importlib
 import json
 import os
 import subprocess
@@ -20,13 +19,19 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels_triton import SoftmaxConfig, SoftmaxDimError, autotune_picks, softmax, softmax_backward
+from kernels_triton import (
+    SoftmaxConfig,
+    SoftmaxDimError,
+    autotune_picks,
+    configs,
+    launch,
+    softmax,
+    softmax_backward,
+)
 from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
 
 # The interpreter evaluates masked-off lanes too (rows past M hold -inf - -inf), and numpy warns.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
-
-sm = importlib.import_module("kernels_triton.softmax")  # the module; `kernels_triton.softmax` is the function
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])
@@ -59,7 +64,7 @@ def assert_close(got: torch.Tensor, expected: np.ndarray, dtype):
 def launch_poisoned(name, inputs, config):
     """Run one kernel on 2D inputs into a NaN-filled output; returns the output."""
     out = torch.full_like(inputs[0], float("nan"))
-    sm._launch(name, [*inputs, out], *inputs[0].shape, config)
+    launch.launch(name, [*inputs, out], *inputs[0].shape, config)
     return out
 
 
@@ -67,7 +72,7 @@ def launch_poisoned(name, inputs, config):
 
 # Blocks from 16 (many looped tiles) to 2048 (one pass, several short rows a program),
 # with and without the looped path's L2 eviction hints.
-configs = st.builds(
+launch_configs = st.builds(
     SoftmaxConfig,
     block=st.sampled_from([16, 32, 64, 128, 256, 1024, 2048]),
     num_warps=st.sampled_from([2, 4]),
@@ -79,7 +84,7 @@ configs = st.builds(
     m=st.integers(1, 6),
     n=st.integers(1, 700),
     dtype=st.sampled_from(DTYPES),
-    config=st.none() | configs,
+    config=st.none() | launch_configs,
     scale=st.sampled_from([0.1, 1.0, 20.0]),
     seed=st.integers(0, 2**31 - 1),
 )
@@ -94,7 +99,7 @@ def test_forward_kernel_matches_reference(m, n, dtype, config, scale, seed):
     m=st.integers(1, 6),
     n=st.integers(1, 700),
     dtype=st.sampled_from(DTYPES),
-    config=st.none() | configs,
+    config=st.none() | launch_configs,
     seed=st.integers(0, 2**31 - 1),
 )
 def test_backward_kernel_matches_reference(m, n, dtype, config, seed):
@@ -124,7 +129,7 @@ def test_strided_rows():
     out = torch.full((5, 400), float("nan"), device=DEVICE)[:, :200]
     for config in (SoftmaxConfig(256), SoftmaxConfig(64)):
         out.fill_(float("nan"))
-        sm._launch("softmax_fwd", [x, out], 5, 200, config)
+        launch.launch("softmax_fwd", [x, out], 5, 200, config)
         assert_close(out, softmax_ref(x.cpu().double().numpy()), torch.float32)
 
 
@@ -281,7 +286,7 @@ def test_config_space():
     seed_grid = {(b, w) for b in (256, 512, 1024, 2048) for w in (2, 4, 8)}
 
     def pruned(streams, n):
-        return {(c.kwargs["BLOCK"], c.num_warps) for c in sm._pruner(streams)(sm.GPU_CONFIGS, {"N": n})}
+        return {(c.block, c.num_warps) for c in configs.candidates(streams, n) if not c.l2_hints}
 
     assert pruned(1, 600) == seed_grid  # the seed's autotune grid, exactly
     assert seed_grid < pruned(1, 4096) and {b for b, _ in pruned(1, 4096)} == {256, 512, 1024, 2048, 4096}
@@ -289,14 +294,10 @@ def test_config_space():
     assert max(b for b, _ in pruned(2, 32768)) < 32768  # backward (two tiles) loops there
     assert max(b for b, _ in pruned(1, 262144)) < 262144  # long rows: looped tiles only
     for b, w in pruned(2, 16384) - seed_grid:
-        assert sm._fits_in_registers(b, w, 2 if b >= 16384 else 3)
+        assert configs.fits_in_registers(b, w, 2 if b >= 16384 else 3)
 
     def hinted(n):  # configs with the looped path's L2 hints
-        return {
-            (c.kwargs["BLOCK"], c.num_warps)
-            for c in sm._pruner(1)(sm.GPU_CONFIGS, {"N": n})
-            if c.kwargs["L2_HINTS"]
-        }
+        return {(c.block, c.num_warps) for c in configs.candidates(1, n) if c.l2_hints}
 
     assert not hinted(2048)  # every hinted block holds the row: one pass, nothing to hint
     assert hinted(262144) and all(b < 262144 for b, _ in hinted(262144))
@@ -305,15 +306,15 @@ def test_config_space():
 def test_autotune_picks_report():
     softmax(_randn((3, 50), torch.float32, 0))
     picks = autotune_picks()
-    assert set(picks) == {"mode", "committed", "autotuned", "used"}
+    assert set(picks) == {"mode", "committed", "tuned", "used"}
     assert "picks" in picks["committed"]
-    if sm.INTERPRET:
+    if configs.INTERPRET:
         assert "interpreter" in picks["mode"] and "1024" in picks["mode"]
-        assert picks["autotuned"] == []
+        assert picks["tuned"] == []
 
 
 def test_committed_picks_file_is_well_formed():
-    doc = sm._committed()
+    doc = configs.committed()
     assert {"gpu", "date", "command", "versions", "picks"} <= set(doc)
     for p in doc["picks"]:
         assert {"kernel", "N", "rows_per_sm", "dtype", "block", "num_warps"} <= set(p)
@@ -351,7 +352,7 @@ def test_tune_needs_a_gpu(capsys):
 # --- GPU: bf16, large sweeps, the benchmark shapes, autotuning -----------------------------
 
 
-gpu_configs = st.sampled_from(sm.GPU_CONFIGS).map(SoftmaxConfig.of)
+gpu_configs = st.sampled_from(configs.SPACE)
 
 
 @pytest.mark.gpu
@@ -376,7 +377,7 @@ def test_gpu_kernels_sweep(n, data, dtype, config, seed):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("shape", SWEEP, ids=[f"{m}x{n}" for m, n in SWEEP])
 def test_gpu_benchmark_shapes(shape, dtype):
-    """The autotuned path at every benchmark shape: every element written (poisoned
+    """The default configs at every benchmark shape: every element written (poisoned
     outputs, none left NaN), 64 sampled rows against the float64 reference."""
     m, n = shape
     x = _randn(shape, dtype, m + n, 4.0)
@@ -392,42 +393,59 @@ def test_gpu_benchmark_shapes(shape, dtype):
 
 
 @pytest.mark.gpu
-def test_gpu_autotune_picks_are_recorded():
-    n = 777  # no committed pick for this N
-    softmax(_randn((100, n), torch.bfloat16, 0))
-    entries = [p for p in autotune_picks()["autotuned"] if p["kernel"] == "softmax_fwd" and p["N"] == n]
-    assert entries and entries[0]["dtype"] == "bfloat16"
-    assert "autotune" in autotune_picks()["mode"]
+def test_gpu_unseen_row_length_launches_without_timing(monkeypatch, tmp_path):
+    """A row length no pick names launches at once with its bucket's pick or the heuristic:
+    nothing is timed (do_bench would fail the test here)."""
+    import triton.testing
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no tuned picks
+    configs.forget()
+    monkeypatch.setattr(triton.testing, "do_bench", lambda *a, **k: pytest.fail("timed on the call path"))
+    for n in (777, 50257, 70001):
+        x = _randn((100, n), torch.bfloat16, n)
+        assert_close(softmax(x), softmax_ref(x.cpu().double().numpy()), torch.bfloat16)
+        used = [p for p in autotune_picks()["used"] if p["kernel"] == "softmax_fwd" and p["N"] == n]
+        assert used and used[0]["source"] in ("committed", "heuristic")
+    configs.forget()
 
 
 @pytest.mark.gpu
-def test_gpu_committed_picks_are_used():
-    doc = sm._committed()
+def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no tuned picks
+    configs.forget()
+    doc = configs.committed()
     if doc["gpu"] != torch.cuda.get_device_name():
         pytest.skip(f"autotune_picks.json was tuned on {doc['gpu']}, this is {torch.cuda.get_device_name()}")
     for pick in doc["picks"]:
         m, n = pick["tuned_at"]
         x = torch.rand(m, n, device="cuda", dtype=getattr(torch, pick["dtype"]))
-        autotuner = sm.KERNELS[pick["kernel"]][1]
-        before = dict(autotuner.cache)
         out = launch_poisoned(pick["kernel"], [x] if pick["kernel"] == "softmax_fwd" else [x, x], None)
         assert not out.isnan().any()
-        assert autotuner.cache == before  # launched with the committed pick: the autotuner did not run
+        rows = configs.rows_per_sm(m, launch.num_sms(x.get_device()))
+        used = launch.USED[(pick["kernel"], n, rows, pick["dtype"])]
+        assert used["source"] == "committed", (pick, used)
+    configs.forget()
 
 
 @pytest.mark.gpu
-def test_gpu_tune(tmp_path):
-    import json
-
+def test_gpu_tune(tmp_path, monkeypatch):
     from kernels_triton.tune import main
 
-    out = tmp_path / "picks.json"
-    assert main(["--out", str(out), "--shape", "256", "600"]) == 0
-    doc = json.loads(out.read_text())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    packaged = configs.PICKS_FILE.read_bytes()
+    assert main(["--shape", "256", "600", "--dtype", "float32", "--dtype", "bfloat16"]) == 0
+    path = configs.user_picks_path(torch.cuda.get_device_name())
+    doc = json.loads(path.read_text())
     assert doc["gpu"] == torch.cuda.get_device_name()
+    assert doc["sha256"] == configs.digest(doc["gpu"], doc["picks"])
     assert {(p["kernel"], p["dtype"]) for p in doc["picks"]} == {
-        (k, d) for k in ("softmax_fwd", "softmax_bwd") for d in ("float32", "float16", "bfloat16")
+        (k, d) for k in ("softmax_fwd", "softmax_bwd") for d in ("float32", "bfloat16")
     }
+    assert configs.PICKS_FILE.read_bytes() == packaged
+    softmax(torch.randn(256, 1000, device="cuda"))  # the same bucket: the tuned pick serves
+    used = [p for p in autotune_picks()["used"] if p["N"] == 1000 and p["kernel"] == "softmax_fwd"]
+    assert used[0]["source"] == "tuned"
+    configs.forget()
 
 
 @pytest.mark.gpu
@@ -467,9 +485,9 @@ def test_autotune_picks_report_the_config_each_launch_used():
     from labtools.manifest import pick_for
 
     n = 600 + 8 * np.random.default_rng().integers(1, 50)  # a row length no other test launches
-    softmax(torch.randn(3, int(n)))
+    softmax(torch.randn(3, int(n), device=DEVICE))
     used = [p for p in autotune_picks()["used"] if p["N"] == n and p["kernel"] == "softmax_fwd"]
-    assert len(used) == 1 and used[0]["source"] in ("interpreter", "autotuned", "committed")
+    assert len(used) == 1 and used[0]["source"] in ("interpreter", "tuned", "committed", "heuristic")
     picks = registry.get("triton.softmax").meta["autotune_picks"]()
     assert pick_for(picks, int(n), "float32")["BLOCK"] == used[0]["block"]
 
@@ -478,14 +496,14 @@ def test_traces_as_one_opaque_op_under_compile_and_export():
     """torch.compile and torch.export see kernels_triton::softmax (forward and backward),
     never the launch inside it; the compiled result and gradient equal the reference."""
     x64 = np.random.default_rng().standard_normal((4, 37)) * 3
-    x = torch.tensor(x64, dtype=torch.float32, requires_grad=True)
-    dy = torch.randn(4, 37)
+    x = torch.tensor(x64, dtype=torch.float32, device=DEVICE, requires_grad=True)
+    dy = torch.randn(4, 37, device=DEVICE)
     compiled = torch.compile(lambda t: softmax(t, dim=-1), backend="aot_eager", fullgraph=True)
     y = compiled(x)
     y.backward(dy)
-    np.testing.assert_allclose(y.detach().numpy(), softmax_ref(x64), **tolerance("float32"))
-    expect_dx = softmax_backward_ref(softmax_ref(x64), dy.double().numpy())
-    np.testing.assert_allclose(x.grad.numpy(), expect_dx, **tolerance("float32"))
+    np.testing.assert_allclose(y.detach().cpu().numpy(), softmax_ref(x64), **tolerance("float32"))
+    expect_dx = softmax_backward_ref(softmax_ref(x64), dy.cpu().double().numpy())
+    np.testing.assert_allclose(x.grad.cpu().numpy(), expect_dx, **tolerance("float32"))
 
     class Head(torch.nn.Module):
         def forward(self, t):

@@ -1,7 +1,6 @@
 """labtools.atomic: the destination is either the old file or the new one, never a part."""
 
 import pytest
-
 from labtools.atomic import atomic_path, atomic_write_text
 
 

@@ -1,5 +1,7 @@
 """The timing harness: statistics, stopping rule, records, pytest-benchmark storage."""
 
+import math
+
 import numpy as np
 import pytest
 from labtools import bench
@@ -82,10 +84,15 @@ class _FakeFixture:
 
 def test_into_pytest_benchmark_stores_harness_samples_in_seconds():
     fx = _FakeFixture()
-    bench.into_pytest_benchmark(fx, bench.Timing((10.0, 20.0), "cuda", flushed_l2=True))
+    impl = Implementation(lambda x: x, "softmax", "t.x", "numpy", "x", device="cuda")
+    timing = bench.Timing((10.0, 20.0), "cuda", flushed_l2=True)
+    rec = bench.record(impl, (8, 8), "float32", timing, call=bench.Timing((40.0, 40.0), "cuda-call"))
+    bench.into_pytest_benchmark(fx, timing, rec)
     ((iterations, stats),) = fx.made
     assert iterations == 1 and stats.values == [pytest.approx(1e-5), pytest.approx(2e-5)]
     assert fx.extra_info["timer"] == "labtools (cuda)" and fx.extra_info["flushed_l2"] is True
+    assert fx.extra_info["call_us"] == 40.0 and fx.extra_info["unstable"] is True  # 10 vs 20 us
+    assert fx.extra_info["calls_per_round"] == 1
 
 
 def test_lead_cycles_cover_twice_the_slowest_issue():
@@ -111,3 +118,145 @@ def test_time_cuda_reports_device_time_not_host_issue_time():
 
     t = bench.time_cuda(slow_to_issue, [(x,)], min_reps=10, time_cap_s=1.0)
     assert t.median_us < 100, t.median_us
+    call = bench.time_call(slow_to_issue, [(x,)], "cuda", time_cap_s=0.5)
+    assert call.median_us > 300, call.median_us  # call time holds the host's 300 us
+
+
+# --- blocked timing (call time, and every CPU figure) ----------------------------------
+
+
+class _FakeClock:
+    """A clock that only moves when the timed function says it spent time."""
+
+    def __init__(self):
+        self.t = 0.0
+        self.calls = 0
+        self.syncs = []  # number of calls made when each synchronize happened
+
+    def __call__(self):
+        return self.t
+
+    def fn(self, cost_s):
+        def call():
+            self.calls += 1
+            self.t += cost_s(self.calls)
+
+        return call
+
+    def sync(self):
+        self.syncs.append(self.calls)
+
+
+def test_time_blocks_sizes_blocks_and_reports_wall_per_call():
+    clock = _FakeClock()
+    t = bench.time_blocks(
+        clock.fn(lambda k: 20e-6), [()], min_block_s=0.01, min_reps=5, time_cap_s=1.0, clock=clock
+    )
+    assert t.calls_per_sample == 512  # 1, 2, 4, ... until a block takes >= 10 ms (512 x 20 us)
+    assert t.n >= 5 and t.median_us == pytest.approx(20.0) and t.rel_iqr == pytest.approx(0.0, abs=1e-9)
+
+
+def test_time_blocks_warms_up_until_two_blocks_agree():
+    clock = _FakeClock()
+    # calls start 5x slower and speed up over the first thousands (caches, a JIT, clocks):
+    # warm-up goes on while successive blocks still differ by more than WARM_TOLERANCE
+    t = bench.time_blocks(
+        clock.fn(lambda k: 20e-6 * (1 + 4 * math.exp(-k / 800))),
+        [()],
+        min_block_s=0.01,
+        min_reps=5,
+        time_cap_s=100.0,
+        clock=clock,
+    )
+    assert t.warmup_blocks >= 2
+    assert t.median_us == pytest.approx(20.0, rel=0.05)
+
+
+def test_time_blocks_synchronizes_only_at_block_ends():
+    clock = _FakeClock()
+    t = bench.time_blocks(
+        clock.fn(lambda k: 1e-3),
+        [()],
+        device="cuda-call",
+        synchronize=clock.sync,
+        calls_per_block=4,
+        min_reps=3,
+        max_reps=3,
+        clock=clock,
+    )
+    assert t.calls_per_sample == 4 and t.n == 3 and t.median_us == pytest.approx(1000.0)
+    # two synchronizes per block (before and after), every one at a multiple of 4 calls
+    assert len(clock.syncs) % 2 == 0 and all(n % 4 == 0 for n in clock.syncs)
+    assert t.threads is None  # a CUDA call time records no CPU thread count
+
+
+def test_time_blocks_with_warmup_zero_times_the_first_call():
+    clock = _FakeClock()
+    t = bench.time_blocks(
+        clock.fn(lambda k: 0.5 if k == 1 else 1e-3), [()], warmup=0, min_reps=1, max_reps=1, clock=clock
+    )
+    assert t.samples_us == (pytest.approx(0.5e6),) and clock.calls == 1
+
+
+def test_time_cpu_fixes_and_records_the_thread_count():
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    seen = []
+    t = bench.time_cpu(lambda: seen.append(torch.get_num_threads()), [()], threads=1, time_cap_s=0.05)
+    assert set(seen) == {1} and t.threads == 1
+    assert torch.get_num_threads() == before  # restored
+
+
+def test_unstable_figures_are_marked_with_the_reason():
+    impl = Implementation(lambda x: x, "softmax", "t.x", "numpy", "x", device="cpu")
+    steady = bench.Timing((100.0, 101.0, 99.0, 100.0), "cpu")
+    noisy = bench.Timing((50.0, 100.0, 200.0, 400.0), "cpu")
+    assert not bench.record(impl, (8, 8), "float32", steady).unstable
+    rec = bench.record(impl, (8, 8), "float32", noisy)
+    assert rec.unstable and "device time IQR" in rec.unstable_why and "> 10%" in rec.unstable_why
+    cuda_steady = bench.Timing((10.0, 10.1, 9.9), "cuda")
+    rec = bench.record(impl, (8, 8), "float32", cuda_steady, call=noisy)
+    assert rec.unstable and rec.unstable_why.startswith("call time IQR")
+
+
+def test_cpu_record_is_its_own_call_time_and_ratios_cover_both():
+    impl = Implementation(lambda x: x, "softmax", "t.x", "numpy", "x", device="cpu")
+    ref = bench.record(impl, (8, 8), "float32", bench.Timing((100.0,) * 3, "cpu", threads=2))
+    assert ref.call_us == ref.median_us == 100.0 and ref.threads == 2
+    gpu = bench.record(
+        impl,
+        (8, 8),
+        "float32",
+        bench.Timing((10.0,) * 3, "cuda"),
+        call=bench.Timing((25.0,) * 3, "cuda-call"),
+    )
+    assert gpu.median_us == 10.0 and gpu.call_us == 25.0 and gpu.threads is None
+    gpu.with_reference(ref)
+    assert gpu.vs_ref == pytest.approx(10.0) and gpu.call_vs_ref == pytest.approx(4.0)
+    back = bench.BenchRecord.from_dict(gpu.to_dict())
+    assert back == gpu and back.call_rel_iqr == 0.0
+
+
+def test_measure_on_cuda_times_device_and_call_time_on_the_same_inputs(monkeypatch):
+    impl = Implementation(abs, "softmax", "t.gpu", "torch", "g", device="cuda", dtypes=("float32",))
+    arg_sets = [("x0",), ("x1",)]
+    seen = {}
+    monkeypatch.setattr(bench, "_inputs", lambda *a: arg_sets)
+
+    def fake_time_fn(fn, sets, device, **kw):
+        seen["device"] = (sets, device)
+        return bench.Timing((10.0, 10.0, 10.0), "cuda", flushed_l2=True, n_input_sets=2)
+
+    def fake_time_call(fn, sets, device, **kw):
+        seen["call"] = (sets, device, kw)
+        return bench.Timing((30.0, 31.0, 29.0), "cuda-call", calls_per_sample=500)
+
+    monkeypatch.setattr(bench, "time_fn", fake_time_fn)
+    monkeypatch.setattr(bench, "time_call", fake_time_call)
+    rec = bench.measure(impl, (4, 8), "float32", time_cap_s=0.5)
+    assert seen["device"] == (arg_sets, "cuda") and seen["call"][:2] == (arg_sets, "cuda")
+    assert seen["call"][2] == {"time_cap_s": 0.5}
+    assert rec.median_us == 10.0 and rec.call_us == 30.0 and rec.extra["calls_per_call_sample"] == 500
+    seen.clear()
+    rec = bench.measure(impl, (4, 8), "float32", call_time=False)
+    assert "call" not in seen and rec.call_us is None

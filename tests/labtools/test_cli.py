@@ -62,7 +62,8 @@ def test_lab_bench_then_lab_roofline(fake_registry, tmp_path, capsys):
 
     assert main(["roofline", str(sweep_json), "--shape", "16x256", "--out", str(tmp_path / "plots")]) == 0
     written = {p.name for p in (tmp_path / "plots").iterdir()}
-    assert written == {"roofline.png", "frac_of_copy.png", "run.json", "REPORT.md"}  # the lock is gone
+    plots = {"roofline.png", "roofline_16x256.png", "roofline_8x2048.png", "frac_of_copy.png"}
+    assert written == plots | {"run.json", "REPORT.md"}  # the lock is gone
     report = (tmp_path / "plots" / "REPORT.md").read_text()
     assert "[roofline.png](roofline.png)" in report and "[frac_of_copy.png](frac_of_copy.png)" in report
 

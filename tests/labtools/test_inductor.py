@@ -364,7 +364,7 @@ def test_cli_profile_times_eager_and_compiled_through_the_harness(tmp_path, monk
     (rec,) = json.loads(capsys.readouterr().out)
     assert rec["mode"] == "default" and rec["device"] == "cpu" and rec["shapes"] == [[64, 128]]
     assert rec["max_abs_error"] < 1e-6 and rec["compile_s"] > 0
-    assert rec["eager"]["median_us"] > 0 and rec["compiled"]["median_us"] > 0 and rec["eager"]["reps"] >= 10
+    assert rec["eager"]["median_us"] > 0 and rec["compiled"]["median_us"] > 0 and rec["eager"]["reps"] >= 3
     assert rec["speedup"] == pytest.approx(rec["eager"]["median_us"] / rec["compiled"]["median_us"])
 
 

@@ -26,9 +26,22 @@ PICKS = [{"key": {"N": 600, "dtype": "float32"}, "config": {"BLOCK": 1024, "num_
 def _b512():
     ref_impl = Implementation(abs, "softmax", "torch.softmax.cuda", "torch", "F.softmax", is_reference=True)
     tri_impl = Implementation(abs, "softmax", "triton.softmax", "triton", "Triton")
-    ref = bench.record(ref_impl, (512, 600), "float32", bench.Timing((10.0, 10.0, 10.0), "cuda"))
+    ref = bench.record(
+        ref_impl,
+        (512, 600),
+        "float32",
+        bench.Timing((10.0, 10.0, 10.0), "cuda"),
+        call=bench.Timing((11.0, 11.0), "cuda-call"),
+    )
     ref.with_reference(ref)
-    tri = bench.record(tri_impl, (512, 600), "float32", bench.Timing((12.5, 12.5), "cuda"), reference=ref)
+    tri = bench.record(
+        tri_impl,
+        (512, 600),
+        "float32",
+        bench.Timing((12.5, 12.5), "cuda"),
+        call=bench.Timing((22.0, 22.0), "cuda-call"),
+        reference=ref,
+    )
     return [ref, tri]
 
 
@@ -80,6 +93,8 @@ def test_built_manifest_is_valid_and_carries_the_seed_fields():
     tri = m["softmax_kernels"]["triton.softmax"]
     assert tri["us_at_B512"] == 12.5 and tri["frac_of_F_softmax"] == pytest.approx(0.8)  # 10 / 12.5
     assert tri["autotune_picked"] == {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    assert tri["call_us_at_B512"] == 22.0 and tri["call_frac_of_F_softmax"] == pytest.approx(0.5)  # 11 / 22
+    assert tri["unstable"] is False and tri["threads"] is None and "unstable_why" not in tri
     assert m["softmax_kernels"]["torch.softmax.cuda"]["frac_of_F_softmax"] == 1.0
     assert m["torch_port"] == {
         "byte_equivalence_at_fp32_cpu": "passed",
@@ -88,6 +103,15 @@ def test_built_manifest_is_valid_and_carries_the_seed_fields():
         "kernel_swap_changes_top1_token": False,
     }
     assert m["produced_by"].startswith("labtools")
+
+
+def test_manifest_names_the_seed_roofline_and_its_shapes():
+    dots = {"naive": {"impl": "cuda.v1_naive", "shape": [4096, 600], "dtype": "float32"}}
+    m = _manifest(roofline={"file": "roofline.png", "shape": [4096, 600], "dtype": "float32", "dots": dots})
+    assert manifest.validate(m) == [] and m["roofline"]["dots"]["naive"]["shape"] == [4096, 600]
+    assert _manifest()["roofline"] is None and manifest.validate(_manifest()) == []
+    bad = _manifest(roofline={"file": "roofline.png", "dots": dots})
+    assert any("missing required key 'shape'" in e for e in manifest.validate(bad))
 
 
 def test_cpu_manifest_without_checks_is_valid_and_says_not_run():
@@ -117,6 +141,8 @@ def test_cpu_manifest_without_checks_is_valid_and_says_not_run():
             "missing required key 'config'",
         ),
         (("softmax_kernels", "triton.softmax", "speedup"), 2.0, "unexpected key 'speedup'"),
+        (("softmax_kernels", "triton.softmax", "call_us_at_B512"), -3.0, "exclusive minimum"),
+        (("softmax_kernels", "triton.softmax", "unstable"), "no", "expected boolean"),
         (("checks", "minigpt_torch.port", "status"), "ok", "is not one of"),
         (("ceilings", "copy_gbps"), 0, "exclusive minimum"),
         (("versions", "torch"), 2.11, "expected string or null"),

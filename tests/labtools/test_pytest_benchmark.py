@@ -63,3 +63,8 @@ def test_benchmark_json_holds_the_harness_samples(tmp_path):
     assert stats["data"] == pytest.approx([us * 1e-6 for us in harness["samples_us"]], rel=1e-12)
     assert stats["median"] == pytest.approx(harness["median_us"] * 1e-6)
     assert entry["extra_info"]["timer"] == "labtools (cpu)" and entry["extra_info"]["impl"] == "t.exp"
+    # on the CPU one blocked measurement is both times: call_us is the rounds' median
+    assert entry["extra_info"]["call_us"] == pytest.approx(harness["median_us"])
+    assert isinstance(entry["extra_info"]["unstable"], bool)
+    assert entry["extra_info"]["calls_per_round"] >= 1
+    assert entry["extra_info"]["threads"] is None  # NumPy alone: torch is not loaded, no pool to fix

@@ -163,11 +163,123 @@ def test_colors_are_stable_and_the_reference_is_black():
 def test_write_plots_writes_pngs(synthetic_sweep, tmp_path):
     s = synthetic_sweep(shapes=(SHAPE, (1024, 131072)))
     paths = roofline.write_plots(s, tmp_path)
-    assert [p.name for p in paths] == ["roofline.png", "frac_of_copy.png"]
+    assert [p.name for p in paths] == [
+        "roofline.png",  # no seed kernel among the synthetic names: every implementation at one shape
+        "roofline_16384x4096.png",
+        "roofline_1024x131072.png",
+        "frac_of_copy.png",
+    ]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 20_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporaries left
     assert roofline.plot_names("softmax_backward") == (
         "roofline_softmax_backward.png",
         "frac_of_copy_softmax_backward.png",
     )
     assert not math.isnan(s.records[0].tflops)
+
+
+# --- the lab text's four-dot figure ------------------------------------------------------
+
+REAL_NAMES = {
+    "F.softmax": "torch.softmax.cuda",
+    "naive": "cuda.v1_naive",
+    "smem": "cuda.v2_shared",
+    "fused": "cuda.v3_fused",
+    "Triton": "triton.softmax",
+    "torch.compile": "torch.compile.softmax.cuda",
+    "long-row": "cuda.v4_cluster",
+}
+
+
+def _seed_sweep(synthetic_sweep, naive_max_n=1024):
+    """A synthetic sweep under the registry's names, where naive runs only up to naive_max_n."""
+    s = synthetic_sweep(shapes=((4096, 600), (16384, 4096), (1024, 131072)))
+    for r in s.records:
+        r.impl = REAL_NAMES[r.label]
+        r.ref = "torch.softmax.cuda"
+    dropped = [r for r in s.records if r.impl == "cuda.v1_naive" and r.shape[-1] > naive_max_n]
+    s.records = [r for r in s.records if r not in dropped]
+    s.skipped = [
+        {"impl": r.impl, "shape": list(r.shape), "dtype": r.dtype, "why": "supports() rejects this shape"}
+        for r in dropped
+    ]
+    return s
+
+
+def test_seed_shape_is_where_all_four_kernels_ran(synthetic_sweep):
+    assert roofline.seed_shape(_seed_sweep(synthetic_sweep)) == (4096, 600)  # naive: N <= 1024
+    assert roofline.seed_shape(_seed_sweep(synthetic_sweep, naive_max_n=10**9)) == SHAPE  # v1 at any N
+    s = _seed_sweep(synthetic_sweep, naive_max_n=0)  # naive nowhere: the shape with most seed dots
+    assert roofline.seed_shape(s) == SHAPE
+    s.records = [r for r in s.records if r.impl in ("torch.softmax.cuda", "cuda.v4_cluster")]
+    assert roofline.seed_shape(s) is None
+
+
+def test_seed_summary_names_the_shape_of_every_dot(synthetic_sweep):
+    s = _seed_sweep(synthetic_sweep)
+    summary = roofline.seed_summary(s)
+    assert (
+        summary["file"] == "roofline.png"
+        and summary["shape"] == [4096, 600]
+        and summary["dtype"] == "float32"
+    )
+    assert list(summary["dots"]) == ["naive", "smem", "fused", "triton", "torch.compile"]
+    for d in summary["dots"].values():
+        rec = next(r for r in s.at((4096, 600), "float32") if r.impl == d["impl"])
+        assert d["shape"] == [4096, 600] and d["dtype"] == "float32" and d["tflops"] == rec.tflops
+        assert d["frac_of_roof"] == pytest.approx(rec.frac_of_copy)
+    assert summary["reference_line"]["impl"] == "torch.softmax.cuda" and summary["missing"] == {}
+    forced = roofline.seed_summary(s, SHAPE)
+    assert forced["missing"] == {"naive": "supports() rejects this shape"} and "naive" not in forced["dots"]
+
+
+def test_seed_figure_has_four_dots_compile_and_the_reference_line(synthetic_sweep):
+    s = _seed_sweep(synthetic_sweep)
+    fig = roofline.plot_seed_roofline(s)
+    try:
+        ax = fig.axes[0]
+        assert "4096x600 float32" in ax.get_title()
+        recs = {r.impl: r for r in s.at((4096, 600), "float32")}
+        offsets = sorted(
+            tuple(map(float, c.get_offsets()[0])) for c in ax.collections if len(c.get_offsets())
+        )
+        want = sorted(
+            (recs[n].intensity, recs[n].tflops)
+            for n in (
+                "cuda.v1_naive",
+                "cuda.v2_shared",
+                "cuda.v3_fused",
+                "triton.softmax",
+                "torch.compile.softmax.cuda",
+            )
+        )
+        assert [v for xy in offsets for v in xy] == pytest.approx(
+            [v for xy in want for v in xy]
+        )  # no F.softmax dot
+        ref = recs["torch.softmax.cuda"]
+        (line,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("F.softmax (reference)")]
+        assert list(line.get_ydata()) == pytest.approx([ref.tflops, ref.tflops])  # horizontal, at its TFLOP/s
+        labels = {t.get_text().split(" (")[0].split("  ")[0] for t in ax.texts}
+        assert labels == {"naive", "smem", "fused", "triton", "torch.compile"}
+        naive = recs["cuda.v1_naive"]
+        assert f"naive  {naive.frac_of_copy:.0%}" in {t.get_text() for t in ax.texts}
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any(t.startswith("measured copy") for t in legend)
+    finally:
+        plt.close(fig)
+
+
+def test_write_plots_draws_the_seed_figure_and_one_roofline_per_shape(synthetic_sweep, tmp_path):
+    s = _seed_sweep(synthetic_sweep)
+    paths = roofline.write_plots(s, tmp_path)
+    assert [p.name for p in paths] == [
+        "roofline.png",
+        "roofline_4096x600.png",
+        "roofline_16384x4096.png",
+        "roofline_1024x131072.png",
+        "frac_of_copy.png",
+    ]
+    with pytest.raises(ValueError, match="no seed kernel"):
+        s.records = [r for r in s.records if r.impl == "torch.softmax.cuda"]
+        roofline.plot_seed_roofline(s)

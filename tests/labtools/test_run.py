@@ -26,7 +26,11 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
         "frac_of_copy.png",
         "roofline_softmax_backward.png",
         "frac_of_copy_softmax_backward.png",
+        "roofline_512x600.png",  # one roofline per swept shape
+        "roofline_64x4096.png",
+        "roofline_softmax_backward_512x600.png",
     } <= names
+    assert not [n for n in names if n.endswith(".tmp")]  # every file written atomically
 
     m = json.loads((out / "manifest.json").read_text())
     assert manifest.validate(m) == []
@@ -36,6 +40,14 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
     kernels = m["softmax_kernels"]
     assert set(kernels) == {"fake.ref", "fake.tuned", "fake.short_rows"}  # the broken ones are not timed
     assert kernels["fake.ref"]["frac_of_F_softmax"] == 1.0 and kernels["fake.tuned"]["us_at_B512"] > 0
+    assert (
+        kernels["fake.ref"]["call_frac_of_F_softmax"] == 1.0 and kernels["fake.tuned"]["call_us_at_B512"] > 0
+    )
+    # B512 is the sweep's own point (512x600 float32 is a CPU sweep shape): the same figures
+    swept = {r.impl: r for r in Sweep.load(out / "sweep_softmax.json").at((512, 600), "float32")}
+    for name, k in kernels.items():
+        assert k["us_at_B512"] == swept[name].median_us and k["call_us_at_B512"] == swept[name].call_us
+        assert k["unstable"] == swept[name].unstable and k["threads"] == swept[name].threads
     assert kernels["fake.tuned"]["autotune_picked"] == {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
     assert len(kernels["fake.tuned"]["autotune_picks"]) == 2
     assert m["torch_port"] == {
@@ -53,6 +65,8 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
         and "minigpt_torch.kernel_swap skipped" in notes
     )
     assert m["sweeps"]["softmax"] == "sweep_softmax.json"
+    # no seed kernel (naive, smem, fused, Triton) among the fakes: no seed figure, and a note says so
+    assert m["roofline"] is None and "seed roofline" in notes
 
     s = Sweep.load(out / "sweep_softmax.json")
     assert s.device == "cpu" and {tuple(r.shape) for r in s.records} == {(512, 600), (64, 4096)}
@@ -64,16 +78,24 @@ def test_lab_run_on_cpu_writes_every_artifact(fake_registry, tmp_path, capsys):
         "## Not run here",
         "no CUDA device",
         "minigpt_torch.port | passed",
+        "## Headline",
+        "- B512",
         "## softmax at B512",
+        "| implementation | label | device us | call us | device vs F.softmax | call vs F.softmax",
         "| fake.tuned | tuned |",
         "{'BLOCK': 1024",
         "## softmax sweep (cpu)",
         "fake.crash: RuntimeError",
         "fake.short_rows: supports() rejects this shape -- 64x4096 float32",
-        "- roofline.png",
+        "- [roofline.png](roofline.png)",
     ):
         assert text in report, text
     assert "implementation run(s) failed" in capsys.readouterr().err
+    # the headline names no unstable figure (this shared machine may make any figure unstable)
+    head = report.split("## Headline")[1].split("\n## ")[0]
+    for r in Sweep.load(out / "b512_softmax.json").records:
+        if r.unstable:
+            assert f"fastest {r.label} ({r.impl})" not in head
 
 
 def test_lab_run_exits_zero_when_everything_passes(fake_registry, tmp_path, monkeypatch):
@@ -89,6 +111,19 @@ def test_lab_run_exits_zero_when_everything_passes(fake_registry, tmp_path, monk
     assert job.run(cfg, log=io.StringIO()) == 0
     m = json.loads((tmp_path / "manifest.json").read_text())
     assert m["ceilings"]["device"] == "cpu: fake" and m["command"] == "lab run (test)"
+
+
+def test_headline_skips_unstable_figures(synthetic_sweep):
+    s = synthetic_sweep(shapes=((512, 600),), dtypes=("float32",))
+    fastest = min((r for r in s.records if r.ref != r.impl), key=lambda r: r.median_us)
+    lines = job.headline(s.records, {"softmax": s})
+    assert fastest.label in lines[0] and "x F.softmax" in lines[0]
+    fastest.unstable, fastest.unstable_why = True, "device time IQR 30% of the median > 10%"
+    lines = job.headline(s.records, {"softmax": s})
+    assert fastest.label not in lines[0]
+    assert "1 of 7 figures unstable" in lines[-1]
+    s.records[0].unstable, s.records[0].unstable_why = True, "call time IQR 50% of the median > 10%"
+    assert "no ratio headlined" in job.headline(s.records, {})[0]
 
 
 def test_run_checks_records_failures_errors_and_skips():

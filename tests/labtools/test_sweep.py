@@ -8,6 +8,7 @@ import pytest
 from labtools import bench, sweep
 from labtools.ceilings import Ceilings
 from labtools.ops import softmax_ref, tolerance
+from labtools.progress import Progress, clock_str
 from labtools.registry import Implementation
 
 SMALL = ((8, 64), (4, 2048))
@@ -58,6 +59,8 @@ def test_sweep_times_correct_implementations_and_lists_the_rest(fake_registry):
     assert "row 7" in failed["fake.tail_bug"] or "row 3" in failed["fake.tail_bug"]  # the last row
     assert failed["fake.crash"].startswith("RuntimeError: launch failed")
     assert not {"fake.identity", "fake.tail_bug", "fake.crash"} & {r.impl for r in s.records}
+    # CPU figures are taken with one torch thread (the default), recorded in each record
+    assert {r.threads for r in s.records} == {1}
     # only this device's implementations
     assert "fake.gpu_only" not in {r.impl for r in s.records} | set(failed) | {e["impl"] for e in s.skipped}
 
@@ -94,10 +97,29 @@ def test_format_table_and_summaries(fake_registry):
     s = _run()
     table = sweep.format_table(s)
     assert "vs F.ref" in table and "tuned" in table and "8x64" in table and "1.00x" in table
+    headers, rows = sweep.table_rows(s)
+    assert headers[4:7] == ("device us", "IQR %", "call us") and headers[9:11] == (
+        "vs F.ref",
+        "call vs F.ref",
+    )
+    for r, row in zip(s.records, rows):  # on the CPU the call time is the blocked time itself
+        assert row[6] == f"{r.call_us:.1f}" == row[4] and row[10] == f"{r.call_vs_ref:.2f}x"
+        assert row[11] == ("unstable" if r.unstable else "")
+    assert "call us" in table.splitlines()[0]
     lines = sweep.summarize(s.skipped + s.failed)
     assert any(
         line.startswith("fake.short_rows: supports() rejects this shape -- 4x2048 float32") for line in lines
     )
+
+
+def test_unstable_records_are_flagged_in_the_table(fake_registry):
+    s = _run(impls=("tuned",), dtypes=("float32",))
+    noisy = s.records[-1]
+    noisy.unstable, noisy.unstable_why = True, "device time IQR 40% of the median > 10%"
+    table = sweep.format_table(s)
+    flagged = [line for line in table.splitlines() if line.rstrip().endswith("unstable")]
+    assert len(flagged) == sum(r.unstable for r in s.records) and noisy.impl in flagged[-1]
+    assert "above 10%" in table and "not headlined" in table
 
 
 def test_check_output_uses_the_dtype_tolerance():
@@ -133,19 +155,67 @@ class _Tty(io.StringIO):
         return True
 
 
-def test_progress_bar_on_a_terminal_and_in_a_log():
-    log = io.StringIO()
-    p = sweep.Progress(3, log)
-    for k in range(3):
+class _Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_progress_in_a_log_prints_a_line_every_few_seconds_with_elapsed_and_eta():
+    log, clock = io.StringIO(), _Clock()
+    p = Progress(10, log, title="softmax on cpu", interval_s=5.0, clock=clock)
+    for k in range(10):
         p.step(f"impl{k}")
+        clock.t += 2.0  # each step takes 2 s
     p.close()
-    assert log.getvalue().splitlines() == ["[1/3] impl0", "[2/3] impl1", "[3/3] impl2"]
-    tty = _Tty()
-    p = sweep.Progress(4, tty, width=8)
+    lines = log.getvalue().splitlines()
+    # steps start at t = 0, 2, 4, ...: a line at 0, then the first step >= 5 s later (6), 12, 18
+    assert lines[:4] == [
+        "softmax on cpu: [ 1/10] 0:00 elapsed, ETA ? -- impl0",
+        "softmax on cpu: [ 4/10] 0:06 elapsed, ETA 0:14 -- impl3",  # 3 done in 6 s, 7 left
+        "softmax on cpu: [ 7/10] 0:12 elapsed, ETA 0:08 -- impl6",
+        "softmax on cpu: [10/10] 0:18 elapsed, ETA 0:02 -- impl9",
+    ]
+    assert lines[4:] == ["softmax on cpu: 10 of 10 steps in 0:20"]
+
+
+def test_progress_bar_on_a_terminal_redraws_one_line():
+    tty, clock = _Tty(), _Clock()
+    p = Progress(4, tty, width=8, clock=clock, use_rich=False)
     p.step("a")
+    clock.t += 3
     p.step("b")
+    clock.t += 3
     p.close()
-    assert "\r[####....] 2/4 b" in tty.getvalue() and tty.getvalue().endswith("\n")
+    out = tty.getvalue()
+    assert "\r[##......] [2/4] 0:03 elapsed, ETA 0:09 -- b" in out  # 1 step done in 3 s, 3 left
+    assert out.count("\n") == 1 and out.endswith("\n") and "2 of 4 steps in 0:06" in out
+
+
+def test_progress_plain_mode_and_clock_format():
+    tty, clock = _Tty(), _Clock()
+    with Progress(2, tty, title="lab run", interval_s=0.0, clock=clock, plain=True) as p:
+        p.step("checks")
+        clock.t += 3725
+        p.step("sweep")
+    assert tty.getvalue().splitlines() == [
+        "lab run: [1/2] 0:00 elapsed, ETA ? -- checks",
+        "lab run: [2/2] 1:02:05 elapsed, ETA 1:02:05 -- sweep",
+        "lab run: 2 of 2 steps in 1:02:05",
+    ]
+    assert clock_str(None) == "?" and clock_str(59.6) == "1:00"
+
+
+def test_progress_with_rich_on_a_terminal():
+    pytest.importorskip("rich")
+    tty = _Tty()
+    with Progress(3, tty, title="softmax on cuda") as p:
+        assert p._rich is not None
+        for k in range(3):
+            p.step(f"impl{k}")
+    assert "3/3" in tty.getvalue()
 
 
 @pytest.mark.gpu

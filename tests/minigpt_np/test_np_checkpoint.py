@@ -106,7 +106,20 @@ def test_damaged_member_is_a_clear_error(saved, tmp_path):
 def test_object_arrays_are_refused(saved):
     path, _ = saved
     rewrite(path, lambda a: a.update({"vocab": np.array(list(a["vocab"]), dtype=object)}))
-    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+    with pytest.raises(CheckpointError, match="dtype object is not a plain"):
+        checkpoint.load(path)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_non_finite_weights_are_refused_with_the_tensor_name(saved, value):
+    path, _ = saved
+
+    def poison(arrays):
+        w = arrays["param/blocks.1.mlp.fc.w"]
+        w.flat[np.random.default_rng().integers(w.size)] = value
+
+    rewrite(path, poison)
+    with pytest.raises(CheckpointError, match=r"parameter blocks\.1\.mlp\.fc\.w is not finite"):
         checkpoint.load(path)
 
 

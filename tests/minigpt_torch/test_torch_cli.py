@@ -1,8 +1,11 @@
 """`minigpt-torch`: same answers as `minigpt-np`, and the labtools checks."""
 
 import json
+import subprocess
+import sys
 
 import pytest
+import torch
 from labtools import registry
 from minigpt_np.cli import main as np_main
 from minigpt_np.lexicon import PAST_SIMPLE
@@ -65,3 +68,127 @@ def test_entry_point_is_declared():
 
     eps = {ep.name: ep.value for ep in entry_points(group=registry.ENTRY_POINT_GROUP)}
     assert eps.get("minigpt_torch") == "minigpt_torch.checks:register"
+
+
+TINY = ["--steps", "2", "--batch-size", "2", "--block-size", "8", "--n-train-sentences", "100",
+        "--n-val-sentences", "10", "--eval-every", "1"]  # fmt: skip
+
+
+def exit_code(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    return lines[0]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="tests the message on a machine without a GPU")
+@pytest.mark.parametrize("command", [["topk", "Yesterday I"], ["generate", "Yesterday I"], ["evaluate"],
+                                     ["train", "--out", "m.npz"]])  # fmt: skip
+def test_cuda_without_a_gpu_is_one_line(command, capsys):
+    assert exit_code([*command, "--device", "cuda"]) == 2
+    assert "argument --device: 'cuda' asked for, but this machine has no CUDA device" in one_error_line(
+        capsys
+    )
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", "meta", "cuda:99"])
+def test_bad_device_is_one_line(device, capsys):
+    assert exit_code(["topk", "Yesterday I", "--device", device]) == 2
+    assert "argument --device" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["train", "--out", "X", "--lr", "nan"], "argument --lr: must be a finite number > 0"),
+    (["train", "--out", "X", "--eval-every", "0"], "argument --eval-every"),
+    (["generate", "Yesterday I", "--sample", "--temperature", "0"], "argument --temperature"),
+    (["topk", "Yesterday I", "-k", "0"], "argument -k"),
+    (["topk", "Yesterday I", "--lm-head-softmax", "numpy"], "argument --lm-head-softmax"),
+    (["train", "--out", "/no/such/folder/m.npz", "--steps", "1000000000"], "argument --out"),
+])  # fmt: skip
+def test_bad_arguments_are_one_line(argv, named, capsys):
+    assert exit_code(argv) == 2
+    assert named in one_error_line(capsys)
+
+
+def test_triton_head_on_cpu_needs_the_interpreter(monkeypatch, capsys):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert exit_code(["topk", "Yesterday I", "--lm-head-softmax", "triton"]) == 2
+    assert "TRITON_INTERPRET=1" in one_error_line(capsys)
+
+
+def test_lm_head_softmax_choices_agree(capsys):
+    """Both heads give the same top-k: on CUDA when there is a GPU, else on the CPU under
+    Triton's interpreter (which conftest turns on there)."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tops = {}
+    for impl in ("triton", "torch"):
+        assert (
+            main(["topk", "Yesterday I", "-k", "5", "--json", "--lm-head-softmax", impl, "--device", device])
+            == 0
+        )
+        tops[impl] = json.loads(capsys.readouterr().out)
+    assert [t["token"] for t in tops["triton"]] == [t["token"] for t in tops["torch"]]
+    for a, b in zip(tops["triton"], tops["torch"]):
+        assert a["prob"] == pytest.approx(b["prob"], rel=1e-5)
+
+
+def test_evaluate_matches_numpy(tmp_path, capsys):
+    out = tmp_path / "m.npz"
+    assert np_main(["train", "--out", str(out), *TINY]) == 0
+    capsys.readouterr()
+    assert np_main(["evaluate", "--checkpoint", str(out)]) == 0
+    np_report = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", "--checkpoint", str(out)]) == 0
+    torch_report = json.loads(capsys.readouterr().out)
+    assert torch_report.pop("device") == "cpu" and torch_report.pop("lm_head_softmax") == "torch"
+    assert set(torch_report) == set(np_report)
+    assert torch_report["val_loss"] == pytest.approx(np_report["val_loss"], rel=1e-5)
+    assert torch_report["grammar_entropy"] == np_report["grammar_entropy"]
+    assert torch_report["top5"]["Tomorrow I"][0][0] == np_report["top5"]["Tomorrow I"][0][0]
+
+
+def test_model_runs_on_cpu_without_kernels_triton():
+    """A process where kernels_triton cannot be imported: the model loads, runs, and the
+    CUDA-side lookup falls back to torch's softmax with one warning."""
+    code = """
+import sys, warnings
+sys.modules["kernels_triton"] = None  # import kernels_triton -> ImportError
+import torch, minigpt_torch
+from minigpt_torch import model as m
+probs = minigpt_torch.load_pretrained()(minigpt_torch.example_inputs())
+assert torch.allclose(probs.sum(-1), torch.ones(()), atol=1e-5)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    assert m._triton_softmax() is None and m._triton_softmax() is None
+assert len(caught) == 1 and "kernels_triton is not importable" in str(caught[0].message), caught
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+def test_train_refuses_an_unwritable_out_before_training(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    assert exit_code(["train", "--out", str(tmp_path / "file" / "m.npz"), "--steps", "1000000000"]) == 2
+    assert "argument --out" in one_error_line(capsys)
+
+
+def test_every_option_has_help():
+    import argparse
+
+    from minigpt_torch.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(sub) == {"train", "generate", "topk", "evaluate"}
+    for name, p in [("minigpt-torch", parser), *sub.items()]:
+        for action in p._actions:
+            if not isinstance(action, argparse._SubParsersAction):
+                assert action.help, (name, action.option_strings or action.dest)

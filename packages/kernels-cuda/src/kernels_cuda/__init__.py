@@ -1,22 +1,45 @@
-"""kernels_cuda: CUDA C kernels compiled at run time by NVRTC and launched through CuPy.
+"""kernels_cuda: CUDA C kernels compiled at run time by NVRTC and launched through the CUDA driver.
 
     kernels_cuda.softmax(x, dim=-1, variant="auto")   # v1 naive ... v4 long rows: softmax_variants.py
     kernels_cuda.vector_add(a, b)                      # the hello-CUDA warm-up: vecadd.py
+    kernels_cuda.softmax_backward(y, dy, dim=-1)       # dx = y * (dy - sum(y * dy)): softmax_backward.py
 
 Both take CuPy arrays or torch CUDA tensors, zero-copy, and run on the caller's current stream.
 The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen.py compiles them
 (`python -m kernels_cuda.codegen --offline --arch sm_80 sm_90` prints every kernel's resources).
 """
 
-__all__ = ["VARIANTS", "softmax", "vector_add"]
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("kernel-lab-kernels-cuda")
+except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
+    __version__ = "0+unknown"
+
+__all__ = ["KERNEL_MODULES", "VARIANTS", "import_kernel_modules", "softmax", "softmax_backward", "vector_add"]
+
+# The modules that launch kernels; each registers its specializations with the codegen core
+# (codegen.register_specializations) when imported, so the offline compile covers them.
+KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants", "kernels_cuda.softmax_backward")
+
+
+def import_kernel_modules() -> None:
+    import importlib
+
+    for module in KERNEL_MODULES:
+        importlib.import_module(module)
 
 
 def __getattr__(name: str):
-    # Imported on first use, so that `python -m kernels_cuda.codegen` does not import codegen twice.
+    # Imported on first use: `import kernels_cuda` stays cheap and needs no GPU library.
     if name in ("softmax", "VARIANTS"):
         from kernels_cuda import softmax_variants
 
         return getattr(softmax_variants, name)
+    if name == "softmax_backward":  # the module, which is callable (see softmax_backward.py)
+        import kernels_cuda.softmax_backward
+
+        return kernels_cuda.softmax_backward
     if name == "vector_add":
         from kernels_cuda.vecadd import vector_add
 

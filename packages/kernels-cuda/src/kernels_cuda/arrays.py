@@ -2,8 +2,8 @@
 
 Kernels get `data_ptr()` / `.data.ptr` and element strides; nothing is copied unless the layout
 asks for it (a softmax dim that is not the innermost, or leading dims that do not collapse into
-one row stride). Launches go on the caller's current stream: torch's
-`torch.cuda.current_stream()` wrapped in a `cupy.cuda.ExternalStream`, or CuPy's current stream.
+one row stride). Launches go on the caller's current stream, as a raw CUstream handle: torch's
+current stream of the tensor's device, or CuPy's current stream.
 
 Each checker raises TypeError or ValueError naming the problem, and checks run in an order that
 needs no GPU until the last one (kind, dtype, dim, then device), so bad input is caught the same
@@ -89,9 +89,7 @@ class _TorchOps:
 
     @staticmethod
     def empty(shape, like):
-        import torch
-
-        out = torch.empty(shape, dtype=like.dtype, device=like.device)
+        out = like.new_empty(shape)  # like's dtype and device; never requires grad
         return out.fill_(math.nan) if _poison else out
 
     @staticmethod
@@ -99,10 +97,8 @@ class _TorchOps:
         dst.copy_(src)
 
     @staticmethod
-    def stream(x):
-        import torch
-
-        return _external_stream(torch.cuda.current_stream(x.device).cuda_stream, x.device.index)
+    def stream(x) -> int:
+        return _torch_stream(x.get_device())
 
 
 class _CupyOps:
@@ -167,24 +163,27 @@ class _CupyOps:
         dst[...] = src
 
     @staticmethod
-    def stream(x):
+    def stream(x) -> int:
         import cupy
 
         with x.device:
-            return cupy.cuda.get_current_stream()
+            return cupy.cuda.get_current_stream().ptr
 
 
-_last_stream: tuple[tuple[int, int], Any] | None = None
+_raw_stream = None
 
 
-def _external_stream(ptr: int, device_id: int):
-    """A cupy.cuda.ExternalStream over torch's stream, reused while the stream stays the same."""
-    global _last_stream
-    if _last_stream is None or _last_stream[0] != (ptr, device_id):
-        import cupy
+def _torch_stream(device_index: int) -> int:
+    """torch's current stream on a device, as a CUstream handle (the private getter skips
+    building a torch.cuda.Stream object; the public API is the fallback)."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
 
-        _last_stream = ((ptr, device_id), cupy.cuda.ExternalStream(ptr, device_id))
-    return _last_stream[1]
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda i: torch.cuda.current_stream(i).cuda_stream
+        )
+    return _raw_stream(device_index)
 
 
 def backend(x, fn: str):
@@ -213,7 +212,10 @@ def check_device(ops, x, fn: str) -> int:
 
 
 def normalize_dim(dim, ndim: int, fn: str) -> int:
-    """dim in [-ndim, ndim) -> [0, ndim); a 0-d input counts as 1-d, as in torch."""
+    """dim in [-ndim, ndim) -> [0, ndim); a 0-d input counts as 1-d, as in torch. A bool is not
+    a dim (torch and Triton refuse it too), though Python counts it as an int."""
+    if isinstance(dim, bool):
+        raise TypeError(f"{fn}: dim must be an int, got bool")
     try:
         d = operator.index(dim)
     except TypeError:

@@ -1,50 +1,64 @@
-"""The codegen core: CUDA C in this package -> NVRTC -> cubin -> a CuPy kernel on the caller's stream.
+"""The codegen core: CUDA C in this package -> NVRTC -> cubin -> a kernel launched on the caller's stream.
 
 Every CUDA kernel of kernels_cuda goes through here. A `Spec` names one specialization: a .cu
 file under `kernels_cuda/cuda/`, its entry point, the element dtype and the compile-time
 constants the file reads (block size, vector width, rows per block, cluster size, ...), which
-become `-DKL_<NAME>=<value>` options. `compile_spec(spec, arch)` runs NVRTC for one real
-architecture (`sm_90` on Hopper) and returns a cubin plus the resource report ptxas prints with
-`-Xptxas=-v` (registers, shared memory, stack, spill stores/loads). Cubins are cached in memory
-and on disk, keyed by a hash of the sources, the options, the architecture and the NVRTC
-version; the cache folder is $KERNELS_CUDA_CACHE_DIR, else ~/.cache/kernels-cuda.
-`launch(spec, grid, block, args, stream=...)` loads the cubin with `cupy.RawModule(path=...)`
-for the current device and launches on the given stream.
+become `-DKL_<NAME>=<value>` options. `compile_spec(spec, arch)` runs NVRTC (through CuPy's
+binding) for one real architecture (`sm_90` on Hopper) and returns a cubin plus the resource
+report ptxas prints with `-Xptxas=-v` (registers, shared memory, stack, spill stores/loads).
 
-The sources are self-contained (common.cuh is handed to NVRTC as an in-memory header), because
-NVRTC on the GPU machine has no CUDA include path.
+Cubins are cached in memory and on disk ($KERNELS_CUDA_CACHE_DIR, else ~/.cache/kernels-cuda),
+keyed by a hash of the sources, the options, the architecture and the NVRTC version. The disk
+cache (_diskcache.py) verifies what it serves; an entry that fails verification is discarded
+with one warning line (CacheWarning) and rebuilt.
 
-Offline, with no GPU, compile every specialization the kernels can ask for and print the table:
+`kernel(spec, device_id)` loads the cubin through the driver (`_driver.Function`);
+`packed(spec, device_id, grid, block, shared_mem, types, values)` packs a launch once for a
+caller that launches it many times; `launch(...)` packs and launches in one call.
+
+Kernel modules register the specializations they can launch with `register_specializations`;
+`all_specs()` imports the modules the package lists (`kernels_cuda.KERNEL_MODULES`) and collects
+them. Offline, with no GPU, compile them all and print the table:
 
     python -m kernels_cuda.codegen --offline --arch sm_80 sm_90
+
+The sources are self-contained (common.cuh is handed to NVRTC as an in-memory header), because
+NVRTC on a machine with only the driver has no CUDA include path.
+
+This file is over 400 lines because it is the one path from a Spec to a launched kernel (compile,
+cache glue, load, launch, the offline command), all over the same Spec and Compiled types; the
+disk cache and the driver calls are split out into _diskcache.py and _driver.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import hashlib
-import json
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+import warnings
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from pathlib import Path
+
+from kernels_cuda import _diskcache
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 CACHE_ENV = "KERNELS_CUDA_CACHE_DIR"
 OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas=-v")
 DTYPE_CODES = {"float32": "KL_F32", "float16": "KL_F16", "bfloat16": "KL_BF16"}
 DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-# CUfunction_attribute values CuPy does not name (cuda.h).
-_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 _PORTABLE_CLUSTER = 8
-# Modules whose `specializations()` list every Spec they can launch (for --offline).
-KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants")
+INSTALL_HINT = (
+    "kernels_cuda compiles its kernels with NVRTC through CuPy, which is not installed: "
+    "pip install 'kernel-lab-kernels-cuda[cuda13]' (or '[cuda12]' for a CUDA 12 driver)"
+)
 
 
 @dataclass(frozen=True)
@@ -104,14 +118,19 @@ class Compiled:
     arch: str
     cubin_path: Path
     ptx_path: Path  # kept beside the cubin: the first place to check access widths and local memory
-    resources: Resources
+    resources: Resources | None  # None where NVRTC's log carried no ptxas report (see _write_entry)
     log: str
     seconds: float  # NVRTC time; 0.0 when it came from the disk cache
     from_cache: bool
+    cubin: bytes = field(default=b"", repr=False)  # the verified bytes the kernel is loaded from
 
 
 class CompileError(RuntimeError):
     pass
+
+
+class CacheWarning(UserWarning):
+    """A disk-cache entry failed verification and is rebuilt."""
 
 
 def arch_cc(arch: str) -> int:
@@ -128,8 +147,10 @@ def cache_dir() -> Path:
 
 @cache
 def _nvrtc():
-    from cupy_backends.cuda.libs import nvrtc
-
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+    except ImportError:
+        raise ImportError(INSTALL_HINT) from None
     return nvrtc
 
 
@@ -194,6 +215,46 @@ def parse_resources(log: str, kernel: str) -> Resources:
     )
 
 
+# --- compiling, through the verified disk cache (_diskcache) ----------------------------------
+
+
+def _read_entry(folder: Path, key: str, spec: Spec, arch: str) -> Compiled | None:
+    """The cached compile of `key`, None if there is none; _diskcache.BadEntry if it is unusable."""
+    entry = _diskcache.read(folder, key)
+    if entry is None:
+        return None
+    try:
+        resources, log = entry.fields["resources"], entry.fields["log"]
+        if resources is not None:
+            if set(resources) != {f.name for f in fields(Resources)} or not all(
+                type(v) is int and v >= 0 for v in resources.values()
+            ):
+                raise _diskcache.BadEntry("malformed resource report")
+            resources = Resources(**resources)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise _diskcache.BadEntry(f"incomplete fields ({type(exc).__name__})") from None
+    return Compiled(spec, arch, entry.cubin_path, entry.ptx_path, resources, log, 0.0, True, entry.cubin)
+
+
+def _write_entry(folder: Path, key: str, spec: Spec, arch: str, cubin: bytes, ptx: bytes, log: str, seconds):
+    try:
+        resources = parse_resources(log, spec.kernel)
+    except ValueError:
+        # Some NVRTC runs leave ptxas' -v report out of the program log (measurements/
+        # 2026-11-25-h100/kernels-cuda-host/README.md); the cubin is as good, only the table
+        # lacks its row.
+        resources = None
+    fields_ = {
+        "spec": spec.name,
+        "arch": arch,
+        "nvrtc": list(nvrtc_version()),
+        "resources": None if resources is None else asdict(resources),
+        "log": log,
+    }
+    entry = _diskcache.write(folder, key, cubin, ptx, fields_)
+    return Compiled(spec, arch, entry.cubin_path, entry.ptx_path, resources, log, seconds, False, cubin)
+
+
 _compiled: dict[str, Compiled] = {}
 _compile_lock = threading.Lock()
 
@@ -206,29 +267,18 @@ def compile_spec(spec: Spec, arch: str) -> Compiled:
     if key in _compiled:
         return _compiled[key]
     folder = cache_dir()
-    cubin_path, ptx_path, meta_path = (folder / f"{key}.{ext}" for ext in ("cubin", "ptx", "json"))
-    if all(p.is_file() for p in (cubin_path, ptx_path, meta_path)):
-        meta = json.loads(meta_path.read_text())
-        result = Compiled(
-            spec, arch, cubin_path, ptx_path, Resources(**meta["resources"]), meta["log"], 0.0, True
+    try:
+        result = _read_entry(folder, key, spec, arch)
+    except _diskcache.BadEntry as exc:
+        warnings.warn(
+            f"kernels_cuda: discarding cache entry {folder / key}.json for {spec.name} ({exc}); rebuilding",
+            CacheWarning,
+            stacklevel=2,
         )
-    else:
+        result = None
+    if result is None:
         cubin, ptx, log, seconds = _nvrtc_compile(spec, arch)
-        resources = parse_resources(log, spec.kernel)
-        folder.mkdir(parents=True, exist_ok=True)
-        _write_atomic(cubin_path, cubin)
-        _write_atomic(ptx_path, ptx)
-        meta = {
-            "spec": spec.name,
-            "arch": arch,
-            "nvrtc": list(nvrtc_version()),
-            "resources": asdict(resources),
-            "log": log,
-        }
-        _write_atomic(
-            meta_path, json.dumps(meta, indent=1).encode()
-        )  # last: its presence marks a complete entry
-        result = Compiled(spec, arch, cubin_path, ptx_path, resources, log, seconds, False)
+        result = _write_entry(folder, key, spec, arch, cubin, ptx, log, seconds)
     with _compile_lock:
         return _compiled.setdefault(key, result)
 
@@ -251,42 +301,64 @@ def _nvrtc_compile(spec: Spec, arch: str) -> tuple[bytes, bytes, str, float]:
         nvrtc.destroyProgram(prog)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 # --- loading and launching (needs a GPU) ----------------------------------------------------
 
 
 @cache
 def device_arch(device_id: int) -> str:
-    import cupy
+    from kernels_cuda import _driver
 
-    return f"sm_{cupy.cuda.Device(device_id).compute_capability}"
+    major = _driver.device_attribute(device_id, _driver.DEV_COMPUTE_CAPABILITY_MAJOR)
+    minor = _driver.device_attribute(device_id, _driver.DEV_COMPUTE_CAPABILITY_MINOR)
+    return f"sm_{major}{minor}"
 
 
 _kernels: dict[tuple[Spec, int], object] = {}
+_kernel_lock = threading.Lock()
 
 
-def kernel(spec: Spec, device_id: int | None = None):
-    """The loaded `cupy.RawKernel` of `spec` on a device (default: CuPy's current one)."""
-    import cupy
-
-    device_id = cupy.cuda.Device().id if device_id is None else device_id
+def kernel(spec: Spec, device_id: int):
+    """The loaded `_driver.Function` of `spec` on a device (compiled for the device's arch)."""
     fn = _kernels.get((spec, device_id))
     if fn is None:
-        compiled = compile_spec(spec, device_arch(device_id))
-        with cupy.cuda.Device(device_id):
-            fn = cupy.RawModule(path=str(compiled.cubin_path)).get_function(spec.kernel)
-            if spec.cluster > _PORTABLE_CLUSTER:
-                from cupy_backends.cuda.api import driver
+        from kernels_cuda import _driver
 
-                driver.funcSetAttribute(fn.kernel.ptr, _NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
-        _kernels[(spec, device_id)] = fn
+        compiled = compile_spec(spec, device_arch(device_id))
+        with _kernel_lock:
+            fn = _kernels.get((spec, device_id))
+            if fn is None:
+                fn = _driver.Function(compiled.cubin, spec.kernel, device_id)
+                if spec.cluster > _PORTABLE_CLUSTER:
+                    fn.set_attribute(_driver.FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+                _kernels[(spec, device_id)] = fn
     return fn
+
+
+def packed(spec: Spec, device_id: int, grid, block, shared_mem: int, types, values):
+    """A `_driver.PackedLaunch` of `spec`: call it with (stream handle, *leading pointers)."""
+    from kernels_cuda import _driver
+
+    return _driver.PackedLaunch(kernel(spec, device_id), grid, block, shared_mem, types, values)
+
+
+_CTYPES = {
+    "uint64": ctypes.c_uint64,
+    "int64": ctypes.c_int64,
+    "int32": ctypes.c_int32,
+    "uint32": ctypes.c_uint32,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+
+def stream_handle(stream) -> int:
+    """A CUstream handle from an int or anything with `.ptr` (CuPy) or `.cuda_stream` (torch)."""
+    if isinstance(stream, int):
+        return stream
+    for attr in ("ptr", "cuda_stream"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise TypeError(f"not a CUDA stream: {stream!r}")
 
 
 def launch(
@@ -299,54 +371,95 @@ def launch(
     device_id: int,
     shared_mem: int = 0,
 ) -> None:
-    """Launch `spec` on `stream` (a cupy Stream or ExternalStream) of `device_id`.
+    """Launch `spec` once on `stream` (a CUstream handle, or a CuPy / torch stream) of `device_id`.
 
-    Dynamic shared memory over the default 48 KB is allowed by raising the kernel's
-    max_dynamic_shared_size_bytes first (up to the device's opt-in limit)."""
-    import cupy
-
-    fn = kernel(spec, device_id)
-    with cupy.cuda.Device(device_id), stream:
-        if shared_mem > 48 * 1024 and fn.max_dynamic_shared_size_bytes < shared_mem:
-            fn.max_dynamic_shared_size_bytes = shared_mem
-        fn(grid, block, args, shared_mem=shared_mem)
+    `args` are NumPy scalars (np.uint64 for pointers, np.int64, np.int32, ...), whose types say
+    how each is passed. A caller that launches the same thing often packs it once with `packed`.
+    """
+    types = [_CTYPES[type(a).__name__] for a in args]
+    packed(spec, device_id, grid, block, shared_mem, types, [a.item() for a in args])(stream_handle(stream))
 
 
 # --- every specialization, offline ----------------------------------------------------------
 
+_providers: dict[str, Callable[[], Iterable[Spec]]] = {}
+
+
+def register_specializations(provider: Callable[[], Iterable[Spec]]) -> Callable[[], Iterable[Spec]]:
+    """Register a kernel module's function that lists every Spec it can launch (for the offline
+    compile); usable as a decorator. Registering the same function again replaces it."""
+    _providers[f"{provider.__module__}.{provider.__qualname__}"] = provider
+    return provider
+
 
 def all_specs() -> list[Spec]:
     """Every Spec the kernel modules can launch, in a stable order."""
-    import importlib
+    import kernels_cuda
 
+    kernels_cuda.import_kernel_modules()
     specs: list[Spec] = []
-    for module in KERNEL_MODULES:
-        specs.extend(importlib.import_module(module).specializations())
+    for name in sorted(_providers):
+        specs.extend(_providers[name]())
     return list(dict.fromkeys(specs))
 
 
-def compile_all(archs, specs=None, jobs: int | None = None) -> list[Compiled]:
-    """Compile every (spec, arch) pair the spec supports; NVRTC releases the GIL, so threads help."""
+class _Progress:
+    """A line on stderr every `every` seconds at most (and at the end): count, elapsed, ETA.
+    Plain lines, so that a log that is not a terminal shows it too."""
+
+    def __init__(self, total: int, label: str, every: float = 2.0, stream=None):
+        self.total, self.label, self.every = total, label, every
+        self.stream = stream or sys.stderr
+        self.t0 = self.last = time.perf_counter()
+        self.done = 0
+
+    def update(self, done: int, force: bool = False) -> None:
+        self.done = done
+        now = time.perf_counter()
+        if not force and now - self.last < self.every:
+            return
+        self.last = now
+        elapsed = now - self.t0
+        eta = f"{elapsed / done * (self.total - done):.0f} s" if done else "?"
+        print(
+            f"{self.label}: {done}/{self.total}, {elapsed:.0f} s elapsed, ETA {eta}",
+            file=self.stream,
+            flush=True,
+        )
+
+
+def compile_all(archs, specs=None, jobs: int | None = None, progress: float | None = None) -> list[Compiled]:
+    """Compile every (spec, arch) pair the spec supports; NVRTC releases the GIL, so threads help.
+    With `progress` (seconds), a progress line goes to stderr at least that often."""
     pairs = [(s, a) for a in archs for s in (all_specs() if specs is None else specs) if s.supports_arch(a)]
     with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
-        return list(pool.map(lambda p: compile_spec(*p), pairs))
+        futures = [pool.submit(compile_spec, *p) for p in pairs]
+        if progress is not None:
+            bar = _Progress(len(futures), "compiling specializations", every=progress)
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=progress, return_when=FIRST_COMPLETED)
+                bar.update(len(futures) - len(pending), force=not pending)
+        return [f.result() for f in futures]
 
 
 def format_table(results: list[Compiled]) -> str:
     rows = [("specialization", "arch", "regs", "smem B", "stack B", "spill st B", "spill ld B", "nvrtc s")]
     for r in results:
         res = r.resources
-        rows.append(
-            (
-                r.spec.name,
-                r.arch,
-                str(res.registers),
-                str(res.shared_bytes),
-                str(res.stack_bytes),
-                str(res.spill_store_bytes),
-                str(res.spill_load_bytes),
-                "cached" if r.from_cache else f"{r.seconds:.2f}",
+        numbers = (
+            ("?",) * 5
+            if res is None
+            else (
+                res.registers,
+                res.shared_bytes,
+                res.stack_bytes,
+                res.spill_store_bytes,
+                res.spill_load_bytes,
             )
+        )
+        rows.append(
+            (r.spec.name, r.arch, *map(str, numbers), "cached" if r.from_cache else f"{r.seconds:.2f}")
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
@@ -368,23 +481,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--arch", nargs="+", default=None, help="real architectures, e.g. sm_80 sm_90")
     parser.add_argument("--jobs", type=int, default=None, help="parallel NVRTC compiles (default: CPU count)")
+    parser.add_argument(
+        "--progress-every",
+        type=float,
+        default=2.0,
+        help="seconds between progress lines on stderr (default: 2)",
+    )
     args = parser.parse_args(argv)
     if args.arch is None:
         if args.offline:
             parser.error("--offline needs --arch (e.g. --arch sm_80 sm_90)")
-        import cupy
-
-        args.arch = [device_arch(cupy.cuda.Device().id)]
+        args.arch = [device_arch(0)]
     for arch in args.arch:
-        arch_cc(arch)
+        try:
+            arch_cc(arch)
+        except ValueError as exc:
+            parser.error(f"--arch: {exc}")
+    if args.jobs is not None and args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if not args.progress_every > 0:
+        parser.error(f"--progress-every must be a positive number of seconds, got {args.progress_every}")
     t0 = time.perf_counter()
     try:
-        results = compile_all(args.arch, jobs=args.jobs)
+        results = compile_all(args.arch, jobs=args.jobs, progress=args.progress_every)
     except CompileError as exc:
         print(exc, file=sys.stderr)
         return 1
     print(format_table(results))
-    spilled = [r for r in results if r.resources.spill_bytes]
+    spilled = [r for r in results if r.resources and r.resources.spill_bytes]
     print(
         f"\n{len(results)} specializations for {' '.join(args.arch)} with NVRTC %d.%d in "
         f"{time.perf_counter() - t0:.1f} s; {len(spilled)} spill; cache: {cache_dir()}" % nvrtc_version()
@@ -393,4 +517,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main: kernel modules register with `kernels_cuda.codegen`, which
+    # is a different module object from this `__main__`.
+    from kernels_cuda.codegen import main as _main
+
+    sys.exit(_main())

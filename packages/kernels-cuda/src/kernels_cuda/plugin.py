@@ -1,16 +1,18 @@
 """kernels_cuda's entry in labtools' registry (entry point `labtools.plugins`: kernels_cuda.plugin:register).
 
 Each softmax variant is registered with the shapes it is designed for, so a sweep (`lab bench
-softmax`) times v1 only on short rows and v4 only on long ones; `cuda.auto` takes every shape.
+softmax`) times v1 only up to 64 Mi elements and v4 only on long rows; `cuda.auto` takes every shape.
 Each `fn` takes a torch CUDA tensor (M, N) and returns its softmax along the last dim.
 """
 
 from __future__ import annotations
 
+import math
+
 from labtools.registry import Check, Implementation, register_check
 from labtools.registry import register as add
 
-from kernels_cuda import softmax_variants as sm
+from kernels_cuda import softmax_variants
 from kernels_cuda.vecadd import vector_add
 
 HALF = ("float32", "float16", "bfloat16")
@@ -18,25 +20,33 @@ HALF = ("float32", "float16", "bfloat16")
 
 def _softmax(variant: str):
     def fn(x):
-        return sm.softmax(x, dim=-1, variant=variant)
+        return softmax_variants.softmax(x, dim=-1, variant=variant)
 
     fn.__name__ = f"softmax_{variant}"
     return fn
 
 
+def _softmax_backward(y, dy):
+    from kernels_cuda.softmax_backward import softmax_backward
+
+    return softmax_backward(y, dy, dim=-1)
+
+
 def _fits_v3(shape, dtype) -> bool:
     n = shape[-1]
-    return n <= sm.fused_capacity(sm.pack_width(dtype, n, (0,), (n,)))  # a fresh contiguous tensor
+    return n <= softmax_variants.fused_capacity(
+        softmax_variants.pack_width(dtype, n, (0,), (n,))
+    )  # a fresh contiguous tensor
 
 
-# (variant, registry name, label, designed range, note)
-VARIANTS = (
+# (variant, registry name, label, designed range, note), one per softmax variant
+REGISTRATIONS = (
     (
         "v1",
         "cuda.v1_naive",
         "naive",
-        lambda shape, dtype: shape[-1] <= 1024,
-        "one thread per row, three passes; short rows only (a long row is one thread's serial loop)",
+        lambda shape, dtype: math.prod(shape) <= 1 << 26,
+        "one thread per row, three passes; any N, timed up to 64 Mi elements (a row is one thread's serial loop)",
     ),
     ("v2", "cuda.v2_shared", "shared mem", None, "one block per row, shared-memory tree reductions"),
     ("v3", "cuda.v3_fused", "fused", _fits_v3, "row in registers, one read + one write, 16-byte accesses"),
@@ -68,14 +78,14 @@ def check_softmax() -> dict:
 
     results = []
     shapes = [(7, 600), (33, 1000), (4, 8192 + 8), (3, 40000)]
-    for variant, name, *_ in VARIANTS:
+    for variant, name, *_ in REGISTRATIONS:
         for shape in shapes:
             if variant == "v1" and shape[-1] > 1024 or variant == "v3" and not _fits_v3(shape, "float32"):
                 continue
             for dtype in HALF:
                 x = torch.randn(shape, device="cuda").to(getattr(torch, dtype)) * 3
                 with arrays.poison_outputs():
-                    y = sm.softmax(x, variant=variant)
+                    y = softmax_variants.softmax(x, variant=variant)
                 got, ref = y.double().cpu().numpy(), softmax_ref(x.double().cpu().numpy())
                 ok = bool(np.allclose(got, ref, **tolerance(dtype)))
                 results.append(
@@ -91,7 +101,7 @@ def check_softmax() -> dict:
 
 
 def register() -> None:
-    for variant, name, label, supports, notes in VARIANTS:
+    for variant, name, label, supports, notes in REGISTRATIONS:
         add(
             Implementation(
                 _softmax(variant),
@@ -106,6 +116,19 @@ def register() -> None:
             ),
             replace=True,
         )
+    add(
+        Implementation(
+            _softmax_backward,
+            op="softmax_backward",
+            name="cuda.softmax_backward",
+            backend="cuda-c",
+            label="CUDA bwd",
+            device="cuda",
+            dtypes=HALF,
+            notes="fused: rows in registers; long rows over a cluster (sm_90); else two passes",
+        ),
+        replace=True,
+    )
     add(
         Implementation(
             vector_add,

@@ -11,17 +11,27 @@ The variants, one .cu file each under cuda/ (read them in order):
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
     v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): bulk copies into
                                       shared memory, DSMEM exchange;
-               04_softmax_online.cu   without clusters, past their capacity, or for rows that are not
+               05_softmax_online.cu   without clusters, past their capacity, or for rows that are not
                                       whole 16-byte packs: two-pass online softmax
-    v4_online  04_softmax_online.cu   the online path alone, for comparison
+    v4_online  05_softmax_online.cu   the online path alone, for comparison
     auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4
 
-Every function from here to `specializations()` is plain Python over shapes: the launch plans
-can be checked (and every Spec they can produce compiled) without a GPU.
+The host path, in the order a call takes it:
+    planning   plan(variant, M, N, dtype, vec, device) -> Launch: which kernel, grid, block
+    prepare    prepare(shape, strides, dtype, dim, variant, device, ...) -> Prepared: the views,
+               copies and the Launch one input layout needs
+    running    softmax(): checks, then a `_Call` cached per layout (the Prepared call bound to
+               the device's kernel, its arguments packed) does the allocation and one launch
+Planning and prepare are plain Python over shapes: every plan can be checked (and every Spec it
+can produce compiled) without a GPU.
+
+This file is over 400 lines because planning and the call path of one op belong together: the
+call path is the planning's only caller, and each part is short.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -57,11 +67,9 @@ class AutoConfig:
         a row; if none does, the largest cluster, if its chunk fits a block's shared memory at all.
     max_cluster: the largest cluster v4 uses (16 needs the non-portable cluster attribute, H100).
 
-    The defaults are the H100 measurements of `python -m kernels_cuda.tune` (NOTES.md, round 2):
-    v3 beat the cluster kernel up to 64 KB rows in bf16 (97% vs 94.5% of copy at 32768) and
-    lost to it at 128 KB rows in fp32 (97.4% vs 98.5%); 64 KB chunks beat 32 KB ones on every long
-    row (fewer blocks per cluster: C = 16 clusters leave SMs idle, 21 fit on an H100 at 3 blocks an
-    SM); fp32 rows of 600 ran 1.3-1.6% faster with 2 packs a thread than with 5, bf16 ones best with 3-4.
+    The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows while
+    it keeps enough rows in flight per SM, and 64 KB chunks keep clusters small enough for several
+    to share the GPU. The measurements are in experiments/notes/kernels-cuda.md.
     """
 
     fused_max_row_bytes: int = 64 * 1024
@@ -77,7 +85,7 @@ AUTO = AutoConfig()
 def set_auto_config(**changes) -> AutoConfig:
     global AUTO
     AUTO = replace(AUTO, **changes)
-    _plan.cache_clear()
+    _clear_caches()
     return AUTO
 
 
@@ -225,7 +233,7 @@ def plan_cluster(M: int, N: int, dtype: str, vec: int, device: Device, cfg: Auto
 
 def online_spec(dtype: str, vec: int) -> Spec:
     return Spec(
-        "04_softmax_online.cu",
+        "05_softmax_online.cu",
         "softmax_online",
         dtype,
         (("THREADS", ONLINE_THREADS), ("VEC", vec), ("UNROLL", ONLINE_UNROLL)),
@@ -259,6 +267,7 @@ def plan(
     raise ValueError(f"softmax: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
+@codegen.register_specializations
 def specializations() -> list[Spec]:
     """Every Spec `plan` can produce, for the offline compile."""
     specs = []
@@ -275,16 +284,106 @@ def specializations() -> list[Spec]:
     return specs
 
 
+# --- preparing a call: one input layout -> what its launch needs (no GPU) -------------------
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a softmax call does for one input layout, decided before any GPU work.
+
+    x is viewed with the softmax dim last (`moved`) as M rows of N. Rows that sit at one stride
+    from each other are read in place (`x_row_stride`); otherwise (None) they are first copied to
+    a contiguous buffer. Without out=, the result is allocated in `moved_shape` and returned as a
+    view in x's dim order. With out=, the kernel writes straight into out's rows when they are
+    distinct and collapse to one stride (`out_direct`), else into a temporary copied into out.
+    `launch` is None when there is nothing to compute (an empty input).
+    """
+
+    dim: int
+    moved: bool
+    moved_shape: tuple[int, ...]
+    M: int
+    N: int
+    x_row_stride: int | None
+    y_row_stride: int  # of the rows the kernel writes: out's, or N for a fresh buffer
+    out_direct: bool
+    launch: Launch | None
+
+
+def _moved(values: tuple[int, ...], d: int) -> tuple[int, ...]:
+    return values[:d] + values[d + 1 :] + (values[d],)
+
+
+def prepare(
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    dtype: str,
+    dim: int,
+    variant: str,
+    device: Device,
+    *,
+    x_address: int = 0,
+    out_strides: tuple[int, ...] | None = None,
+    out_address: int = 0,
+    cfg: AutoConfig | None = None,
+) -> Prepared:
+    """The `Prepared` call for x of `shape`/`strides` (elements) at byte address `x_address`
+    (only its alignment matters), with out= of `out_strides` at `out_address` if given.
+
+    Raises ValueError for a dim out of range, an unknown variant, rows too long for any kernel,
+    or rows too long for the variant asked for. A 0-d input is prepared as shape (1,)."""
+    fn = "kernels_cuda.softmax"
+    if dtype not in DTYPES:
+        raise TypeError(f"{fn}: unsupported dtype {dtype}; supported: {', '.join(DTYPES)}")
+    if not isinstance(variant, str) or variant not in VARIANTS:
+        raise ValueError(f"{fn}: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    d = arrays.normalize_dim(dim, len(shape), fn)
+    if not shape:
+        shape, strides, out_strides = (1,), (1,), None if out_strides is None else (1,)
+    moved = d != len(shape) - 1
+    moved_shape = _moved(tuple(shape), d)
+    N, M = moved_shape[-1], math.prod(moved_shape[:-1])
+    if N > MAX_N:
+        raise ValueError(f"{fn}: rows of {N} elements along dim {dim}; at most {MAX_N} are supported")
+    x_rows = arrays.row_stride(moved_shape, _moved(tuple(strides), d))
+    x_stride, x_address = (N, 0) if x_rows is None else (x_rows, x_address)  # a copy is aligned
+    y_stride, y_address, direct = N, 0, False
+    if out_strides is not None:
+        out_rows = arrays.row_stride(moved_shape, _moved(tuple(out_strides), d))
+        if out_rows is not None and out_rows >= N:  # distinct rows: write straight into them
+            y_stride, y_address, direct = out_rows, out_address, True
+    launch = None
+    if M * N:
+        vec = pack_width(dtype, N, (x_address, y_address), (x_stride, y_stride))
+        launch = _plan(variant, M, N, dtype, vec, device, cfg or AUTO)
+    return Prepared(d, moved, moved_shape, M, N, x_rows, y_stride, direct, launch)
+
+
+_plan = lru_cache(maxsize=4096)(plan)
+_prepare = lru_cache(maxsize=4096)(prepare)
+
+
+def _clear_caches() -> None:
+    _plan.cache_clear()
+    _prepare.cache_clear()
+    _calls.clear()
+    _torch_calls.clear()
+
+
 # --- running --------------------------------------------------------------------------------
+
+ARG_TYPES = (ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64)
 
 
 @cache
 def _device_props(device_id: int) -> Device:
-    import cupy
+    from kernels_cuda import _driver
 
-    dev = cupy.cuda.Device(device_id)
     return Device(
-        cc=int(dev.compute_capability), max_shared_per_block=dev.attributes["MaxSharedMemoryPerBlockOptin"]
+        cc=int(codegen.device_arch(device_id).removeprefix("sm_")),
+        max_shared_per_block=_driver.device_attribute(
+            device_id, _driver.DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        ),
     )
 
 
@@ -296,48 +395,78 @@ def _device(device_id: int) -> Device:
     return replace(d, max_cluster=8) if device_id in _refused_cluster16 else d
 
 
-_plan = lru_cache(maxsize=4096)(plan)
+def _packed(launch: Launch, device_id: int, x_stride: int, y_stride: int, M: int, N: int):
+    """The launch packed with every argument but the two pointers (x, y, M, N, strides, *extra)."""
+    types = ARG_TYPES + (ctypes.c_int32,) * len(launch.extra)
+    values = (0, 0, M, N, x_stride, y_stride, *launch.extra)
+    return codegen.packed(launch.spec, device_id, launch.grid, launch.block, launch.shared_mem, types, values)
 
 
-def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, stream) -> None:
-    """One planned launch over rows x -> y (same M and N; vec of the plan must suit both)."""
-    import numpy as np
+class _Call:
+    """A `Prepared` call bound to one device's kernel, its arguments packed: what the per-layout
+    caches hold. Calling it does the view, copy, allocation and launch the plan says."""
 
-    args = (
-        np.uint64(x.ptr),
-        np.uint64(y.ptr),
-        np.int64(x.M),
-        np.int32(x.N),
-        np.int64(x.row_stride),
-        np.int64(y.row_stride),
-        *(np.int32(e) for e in launch.extra),
-    )
-    codegen.launch(
-        launch.spec,
-        (launch.grid,),
-        (launch.block,),
-        args,
-        stream=stream,
-        device_id=device_id,
-        shared_mem=launch.shared_mem,
-    )
+    __slots__ = ("prepared", "ops", "run", "fresh_rows", "dense")
+
+    def __init__(self, prepared: Prepared, ops, device_id: int):
+        p = self.prepared = prepared
+        self.ops = ops
+        x_stride = p.N if p.x_row_stride is None else p.x_row_stride
+        self.run = _packed(p.launch, device_id, x_stride, p.y_row_stride, p.M, p.N).two
+        self.fresh_rows = not p.moved and p.x_row_stride is not None  # the common case, no views
+        # x's rows are back to back (x is dense): an output like x has rows of stride N too.
+        self.dense = self.fresh_rows and p.x_row_stride == p.N
+
+    def torch(self, x, x_ptr: int, device_index: int):
+        """The call for a torch tensor without out=, with the least Python for the dense case."""
+        if self.dense:
+            y = _empty_like(x)
+            if arrays._poison:
+                y.fill_(math.nan)
+            self.run(arrays._torch_stream(device_index), x_ptr, y.data_ptr())
+            return y
+        return self(x, x_ptr)
+
+    def __call__(self, x, x_ptr: int, out=None):
+        p, ops = self.prepared, self.ops
+        if self.fresh_rows and out is None:
+            y = ops.empty(p.moved_shape, x)
+            self.run(ops.stream(x), x_ptr, ops.ptr(y))
+            return y
+        xm = ops.moveaxis(x, p.dim, -1) if p.moved else x
+        if p.x_row_stride is None:
+            xm = ops.contiguous(xm)
+            x_ptr = ops.ptr(xm)
+        if out is None:
+            y = ops.empty(p.moved_shape, x)
+            self.run(ops.stream(x), x_ptr, ops.ptr(y))
+            return ops.moveaxis(y, -1, p.dim) if p.moved else y
+        out_m = ops.moveaxis(out, p.dim, -1) if p.moved else out
+        if p.out_direct:
+            self.run(ops.stream(x), x_ptr, ops.ptr(out_m))
+        else:
+            tmp = ops.empty(p.moved_shape, x)
+            self.run(ops.stream(x), x_ptr, ops.ptr(tmp))
+            ops.copy_(out_m, tmp)
+        return out
 
 
-def _run(variant: str, x: arrays.Rows, y: arrays.Rows, dtype: str, device_id: int, stream) -> None:
-    vec = pack_width(dtype, x.N, (x.ptr, y.ptr), (x.row_stride, y.row_stride))
-    launch = _plan(variant, x.M, x.N, dtype, vec, _device(device_id))
-    try:
-        run_launch(launch, x, y, device_id, stream)
-    except Exception as exc:  # noqa: BLE001 - a refused 16-block cluster is retried with 8; all else raises
-        if launch.spec.cluster <= 8 or "CLUSTER" not in str(exc).upper():
-            raise
-        warnings.warn(
-            f"device {device_id} refused a 16-block cluster ({exc}); v4 uses clusters of at most 8",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        _refused_cluster16.add(device_id)
-        _run(variant, x, y, dtype, device_id, stream)
+_calls: dict[tuple, _Call] = {}  # (Prepared, backend, device) -> _Call
+_torch_calls: dict[tuple, _Call] = {}  # a torch call's layout key (`_torch_key`) -> _Call
+MAX_CACHED_CALLS = 4096  # past this many layouts, the caches start over
+
+
+def _torch_key(x, ptr: int, dim: int, variant: str) -> tuple:
+    """The layout key `softmax` looks a torch call up by (built inline there, for speed)."""
+    return (x.shape, x.stride(), x.dtype, x.get_device(), ptr & 15, dim, variant)
+
+
+def _empty_like(x):
+    global _empty_like
+    import torch
+
+    _empty_like = torch.empty_like  # bound on first use: importing this module needs no torch
+    return _empty_like(x)
 
 
 def softmax(x, dim: int = -1, variant: str = "auto", *, out=None):
@@ -345,42 +474,74 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None):
 
     Without `out`, the result is allocated with the softmax dim innermost and returned as a view in
     x's dim order (contiguous when dim is the last one). With `out`, it is written into `out`
-    directly when out's layout allows, else through a temporary."""
+    directly when out's layout allows, else through a temporary.
+
+    A torch tensor whose layout (shape, strides, dtype, device, 16-byte alignment) was seen before
+    with the same dim and variant goes straight to its cached call: one dictionary lookup, the
+    output's allocation and one driver call."""
+    if out is None and dim.__class__ is int and variant.__class__ is str:
+        try:
+            ptr, device_index = x.data_ptr(), x.get_device()
+            call = _torch_calls.get((x.shape, x.stride(), x.dtype, device_index, ptr & 15, dim, variant))
+        except AttributeError:  # not a torch tensor
+            call = None
+        if call is not None:
+            return call.torch(x, ptr, device_index)
+    return _softmax(x, dim, variant, out)
+
+
+def _softmax(x, dim, variant, out):
+    """The checked path: validates everything, then prepares (cached by layout) and runs."""
     fn = "kernels_cuda.softmax"
     ops = arrays.backend(x, fn)
     dtype = arrays.check_dtype(ops, x, fn)
-    d = arrays.normalize_dim(dim, x.ndim, fn)
-    if variant not in VARIANTS:
+    arrays.normalize_dim(dim, x.ndim, fn)
+    if not isinstance(variant, str) or variant not in VARIANTS:
         raise ValueError(f"{fn}: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     device_id = arrays.check_device(ops, x, fn)
     shape = tuple(x.shape)
     if out is not None:
         _check_out(ops, out, shape, dtype, device_id, fn)
     if x.ndim == 0:  # one element: softmax over a 1-element row
-        y = softmax(ops.reshape(x, (1,)), 0, variant, out=None if out is None else ops.reshape(out, (1,)))
+        y = _softmax(ops.reshape(x, (1,)), 0, variant, None if out is None else ops.reshape(out, (1,)))
         return out if out is not None else ops.reshape(y, ())
-    if x.shape[d] > MAX_N:
-        raise ValueError(
-            f"{fn}: rows of {x.shape[d]} elements along dim {dim}; at most {MAX_N} are supported"
-        )
-    if math.prod(shape) == 0:
+    x_ptr = ops.ptr(x)
+    prepared = _prepare(
+        shape,
+        ops.strides(x),
+        dtype,
+        dim,
+        variant,
+        _device(device_id),
+        x_address=x_ptr % 16,
+        out_strides=None if out is None else ops.strides(out),
+        out_address=0 if out is None else ops.ptr(out) % 16,
+    )
+    if prepared.launch is None:
         return out if out is not None else ops.empty(shape, x)
-
-    last = x.ndim - 1
-    rows_x = arrays.as_rows(ops, ops.moveaxis(x, d, last) if d != last else x)
-    if out is None:
-        moved = ops.empty(tuple(s for i, s in enumerate(shape) if i != d) + (shape[d],), x)
-        _run(variant, rows_x, arrays.as_rows(ops, moved), dtype, device_id, ops.stream(x))
-        return ops.moveaxis(moved, last, d) if d != last else moved
-    out_moved = ops.moveaxis(out, d, last) if d != last else out
-    stride = arrays.row_stride(tuple(out_moved.shape), ops.strides(out_moved))
-    if stride is not None and stride >= rows_x.N:  # out's rows are distinct: write straight into them
-        _run(variant, rows_x, arrays.as_rows(ops, out_moved), dtype, device_id, ops.stream(x))
-    else:
-        tmp = ops.empty(tuple(out_moved.shape), x)
-        _run(variant, rows_x, arrays.as_rows(ops, tmp), dtype, device_id, ops.stream(x))
-        ops.copy_(out_moved, tmp)
-    return out
+    try:
+        key = (prepared, ops.kind, device_id)
+        call = _calls.get(key)
+        if call is None:
+            call = _calls[key] = _Call(prepared, ops, device_id)
+        result = call(x, x_ptr, out)
+    except Exception as exc:  # noqa: BLE001 - a refused 16-block cluster is retried with 8; all else raises
+        if prepared.launch.spec.cluster <= 8 or "CLUSTER" not in str(exc).upper():
+            raise
+        warnings.warn(
+            f"device {device_id} refused a 16-block cluster ({exc}); v4 uses clusters of at most 8",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        _refused_cluster16.add(device_id)
+        _clear_caches()
+        return _softmax(x, dim, variant, out)
+    if out is None and ops is arrays._TorchOps and dim.__class__ is int:
+        if len(_torch_calls) >= MAX_CACHED_CALLS or len(_calls) >= MAX_CACHED_CALLS:
+            _torch_calls.clear()
+            _calls.clear()
+        _torch_calls[_torch_key(x, x_ptr, dim, variant)] = call
+    return result
 
 
 def _check_out(ops, out, shape, dtype, device_id, fn) -> None:
@@ -392,3 +553,11 @@ def _check_out(ops, out, shape, dtype, device_id, fn) -> None:
         )
     if arrays.check_device(ops, out, fn) != device_id:
         raise ValueError(f"{fn}: out is on device {ops.device_id(out)}, x on device {device_id}")
+
+
+def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, stream) -> None:
+    """One planned launch over rows x -> y (same M and N; the plan's pack width must suit both),
+    on `stream` (a CUstream handle or a CuPy / torch stream). For tuning and tests: unpacked."""
+    _packed(launch, device_id, x.row_stride, y.row_stride, x.M, x.N)(
+        codegen.stream_handle(stream), x.ptr, y.ptr
+    )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernels_cuda import arrays, codegen
-from kernels_cuda import softmax_variants as sm
+from kernels_cuda import softmax_variants as variants
 
 CHECK_ROWS = 8  # rows compared with the float64 reference per candidate (first, last, spread between)
 
@@ -32,7 +32,7 @@ CHECK_ROWS = 8  # rows compared with the float64 reference per candidate (first,
 @dataclass(frozen=True)
 class Candidate:
     name: str
-    launch: sm.Launch
+    launch: variants.Launch
 
 
 def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> list[Candidate]:
@@ -42,9 +42,9 @@ def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> lis
     out = []
     for tpr in (1 << k for k in range(11)):
         items = math.ceil(packs / tpr)
-        if items <= sm.fused_items_max(vec) and len(out) < keep:
-            rpb = max(1, sm.FUSED_BLOCK // tpr)
-            spec = sm.Spec(
+        if items <= variants.fused_items_max(vec) and len(out) < keep:
+            rpb = max(1, variants.FUSED_BLOCK // tpr)
+            spec = variants.Spec(
                 "03_softmax_fused.cu",
                 "softmax_fused",
                 dtype,
@@ -52,22 +52,25 @@ def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> lis
             )
             out.append(
                 Candidate(
-                    f"v3 TPR={tpr} ITEMS={items}", sm.Launch(spec, grid=math.ceil(M / rpb), block=tpr * rpb)
+                    f"v3 TPR={tpr} ITEMS={items}",
+                    variants.Launch(spec, grid=math.ceil(M / rpb), block=tpr * rpb),
                 )
             )
     return out
 
 
-def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: sm.Device) -> list[Candidate]:
+def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.Device) -> list[Candidate]:
     """v4 with each cluster size whose chunk (8 KB or more) fits a block; 64 KB chunks or more also
     with 512 threads a block (half the passes over shared memory per thread)."""
     size = arrays.ITEMSIZE[dtype]
     out = []
-    for c in sm.CLUSTER_SIZES:
+    for c in variants.CLUSTER_SIZES:
         chunk = math.ceil(math.ceil(N / c) / vec) * vec
         if 8 * 1024 <= chunk * size <= device.max_shared_per_block - 1024 and chunk < N:
-            for threads in (sm.CLUSTER_THREADS, 512) if chunk * size >= 64 * 1024 else (sm.CLUSTER_THREADS,):
-                spec = sm.Spec(
+            for threads in (
+                (variants.CLUSTER_THREADS, 512) if chunk * size >= 64 * 1024 else (variants.CLUSTER_THREADS,)
+            ):
+                spec = variants.Spec(
                     "04_softmax_cluster.cu",
                     "softmax_cluster",
                     dtype,
@@ -76,21 +79,23 @@ def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: sm.Device) 
                 out.append(
                     Candidate(
                         f"v4 C={c} chunk={chunk * size // 1024}KB threads={threads}",
-                        sm.Launch(spec, grid=c * M, block=threads, shared_mem=chunk * size, extra=(chunk,)),
+                        variants.Launch(
+                            spec, grid=c * M, block=threads, shared_mem=chunk * size, extra=(chunk,)
+                        ),
                     )
                 )
     return out
 
 
-def candidates(M: int, N: int, dtype: str, device: sm.Device) -> list[Candidate]:
+def candidates(M: int, N: int, dtype: str, device: variants.Device) -> list[Candidate]:
     """Every candidate for a contiguous (M, N) input, auto's own plan first."""
-    vec = sm.full_vec(dtype)
+    vec = variants.full_vec(dtype)
     found = fused_candidates(M, N, dtype, vec)
     if device.cc >= 90 and N * arrays.ITEMSIZE[dtype] > 16 * 1024:
         found += cluster_candidates(M, N, dtype, vec, device)
     if N * arrays.ITEMSIZE[dtype] > 32 * 1024:
-        found.append(Candidate("v4 online", sm.plan("v4_online", M, N, dtype, vec, device)))
-    auto = sm.plan("auto", M, N, dtype, vec, device)
+        found.append(Candidate("v4 online", variants.plan("v4_online", M, N, dtype, vec, device)))
+    auto = variants.plan("auto", M, N, dtype, vec, device)
     return [Candidate(f"auto = {auto.spec.name.split('.', 1)[1]}", auto)] + [
         c for c in found if c.launch != auto
     ]
@@ -117,7 +122,7 @@ def tune(shapes, dtypes, time_cap_s: float) -> dict:
     from labtools.ceilings import measure_copy
 
     device_id = torch.cuda.current_device()
-    device = sm._device(device_id)
+    device = variants._device(device_id)
     arch = codegen.device_arch(device_id)
     plans = {(s, d): candidates(*s, d, device) for s in shapes for d in dtypes}
     t0 = time.perf_counter()
@@ -139,7 +144,7 @@ def tune(shapes, dtypes, time_cap_s: float) -> dict:
         for cand in cands:
 
             def run(x, y, launch=cand.launch, stream=stream):
-                sm.run_launch(
+                variants.run_launch(
                     launch,
                     arrays.as_rows(arrays._TorchOps, x),
                     arrays.as_rows(arrays._TorchOps, y),

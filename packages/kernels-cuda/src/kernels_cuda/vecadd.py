@@ -21,6 +21,7 @@ def spec(dtype: str) -> Spec:
     return Spec("00_vector_add.cu", "vector_add", dtype)
 
 
+@codegen.register_specializations
 def specializations() -> list[Spec]:
     return [spec(dtype) for dtype in arrays.SUPPORTED_DTYPES]
 

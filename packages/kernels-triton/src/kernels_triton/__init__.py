@@ -1,6 +1,14 @@
-"""kernels_triton: the Triton softmax (forward and backward, autotuned, any row length) and
-the twelve Triton Puzzles (kernels_triton.puzzles; `python -m kernels_triton.puzzles`)."""
+"""kernels_triton: the Triton softmax (forward and backward, any row length) and the twelve
+Triton Puzzles (kernels_triton.puzzles; `python -m kernels_triton.puzzles`)."""
 
-from kernels_triton.softmax import SoftmaxConfig, SoftmaxDimError, autotune_picks, softmax, softmax_backward
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("kernel-lab-kernels-triton")
+except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
+    __version__ = "0+unknown"
+
+from kernels_triton.configs import SoftmaxConfig
+from kernels_triton.softmax import SoftmaxDimError, autotune_picks, softmax, softmax_backward
 
 __all__ = ["SoftmaxConfig", "SoftmaxDimError", "autotune_picks", "softmax", "softmax_backward"]

@@ -1,8 +1,8 @@
 """Compile the softmax kernels for a GPU without one, to read what a launch would run.
 
 The kernel is specialised as a launch on contiguous (M, N) tensors would specialise it
-(16-byte aligned pointers, integers divisible by 16 marked so, the meta-parameters of
-kernels_triton.softmax._tile_meta) and compiled by Triton for the target (sm_90 by
+(16-byte aligned pointers, integers divisible by 16 marked so, the constexprs of
+kernels_triton.launch.tile_meta) and compiled by Triton for the target (sm_90 by
 default) with its bundled ptxas. The interpreter never compiles: this is how a CPU
 machine checks the GPU-only side -- vector widths, L2 hints, spills -- before a GPU does.
 
@@ -22,9 +22,10 @@ import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from triton.runtime.jit import MockTensor
 
-from kernels_triton.softmax import INTERPRET, KERNELS, STREAMS, SoftmaxConfig, _tile_meta
+from kernels_triton.configs import INTERPRET, SoftmaxConfig
+from kernels_triton.kernels import KERNELS, STREAMS
+from kernels_triton.launch import tile_meta
 
 POINTER_TYPES = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
 
@@ -34,18 +35,18 @@ def compile_for(name: str, M: int, N: int, dtype: torch.dtype, config: SoftmaxCo
     launch of KERNELS[name] on contiguous (M, N) tensors with `config` would use."""
     if INTERPRET:
         raise RuntimeError("compiling needs the kernels as Triton compiles them: unset TRITON_INTERPRET")
-    fn = KERNELS[name][0].fn
+    fn = KERNELS[name]
     n_tensors = STREAMS[name] + 1
-    named = dict(zip(fn.arg_names, [MockTensor(dtype)] * n_tensors + [N] * n_tensors + [M, N, 1]))
-    meta = _tile_meta({**named, "BLOCK": config.block, "L2_HINTS": config.l2_hints})
+    integers = dict(zip(fn.arg_names[n_tensors:], [N] * n_tensors + [M, N]))  # row strides, M, N
+    meta = tile_meta(config, M, N, [N] * n_tensors, dtype.itemsize)
     signature, attrs, constexprs = {}, {}, {}
     for i, arg in enumerate(fn.arg_names):
         if arg.endswith("_ptr"):
             signature[arg] = POINTER_TYPES[dtype]
             attrs[(i,)] = [["tt.divisibility", 16]]
-        elif arg in named:  # integers: strides, M, N, rows_per_sm (never specialised)
+        elif arg in integers:  # M is never specialised (kernels.py)
             signature[arg] = "i32"
-            if arg != "rows_per_sm" and named[arg] % 16 == 0:
+            if arg != "M" and integers[arg] % 16 == 0:
                 attrs[(i,)] = [["tt.divisibility", 16]]
         else:
             signature[arg] = "constexpr"

@@ -22,17 +22,19 @@ def _backward(y, dy):
 
 
 def _picks(kernel: str):
-    """The configs this process's launches of one kernel ran with (committed picks or the
-    autotuner's), in labtools' convention ([{"key": ..., "config": ...}], see
+    """The configs this process's launches of one kernel ran with (tuned or committed picks
+    or the heuristic's), in labtools' convention ([{"key": ..., "config": ...}], see
     labtools.registry). The key the (512, 600) shape of the manifest's B512 uses comes
     first, so `lab run` reports the config that shape ran."""
 
     def picks() -> list[dict]:
         import torch
 
-        from kernels_triton.softmax import _rows_per_sm, autotune_picks
+        from kernels_triton.configs import rows_per_sm
+        from kernels_triton.launch import num_sms
+        from kernels_triton.softmax import autotune_picks
 
-        b512 = _rows_per_sm(512, torch.device("cuda")) if torch.cuda.is_available() else None
+        b512 = rows_per_sm(512, num_sms(torch.cuda.current_device())) if torch.cuda.is_available() else None
         found = [p for p in autotune_picks()["used"] if p["kernel"] == kernel]
         found.sort(key=lambda p: p["rows_per_sm"] != b512)
         return [
@@ -54,7 +56,8 @@ def _picks(kernel: str):
 def register() -> None:
     notes = (
         "one pass with the row in registers up to 32768 (fp32 forward; 16384 backward), else a looped online "
-        "softmax; BLOCK x num_warps autotuned per (N, rows per SM, dtype); picks: kernels_triton.autotune_picks()"
+        "softmax; BLOCK x num_warps from tuned or committed picks per (row-length bucket, rows per SM, dtype), else "
+        "a heuristic; picks: kernels_triton.autotune_picks()"
     )
     _register(
         Implementation(

@@ -4,6 +4,13 @@ labtools imports no kernel package: kernels register themselves (see
 `labtools.registry`), and every timing goes through `labtools.bench`.
 """
 
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("kernel-lab-labtools")
+except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
+    __version__ = "0+unknown"
+
 from labtools.ops import OPS, Op, get_op, tolerance
 from labtools.registry import Implementation, implementations, register
 

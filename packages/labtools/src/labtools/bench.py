@@ -1,15 +1,29 @@
 """The one timing harness. Every number kernel-lab prints comes from `measure` or `bench`.
 
-On CUDA each timed launch is bracketed by device events on the current stream, after a
-write of a buffer larger than L2 (so the launch starts with a cold cache, as it would
-inside a model that touched other tensors in between) and with its inputs rotated
-among several copies when one copy would fit in L2. Before each start event the GPU is
-also kept busy (a spin kernel) for twice the host time one call takes to issue, so that
-the timed span holds the kernels and not a GPU waiting on Python: these are device
-times. (Host overhead is real, but it is another number; a Triton launch through its
-autotuner issues in ~100 us, far longer than a 10 us kernel.) Timing repeats in batches until the
-interquartile range is within `rel_iqr_target` of the median or a time cap is hit, and
-reports the median. On the CPU the same loop runs with `time.perf_counter`.
+Two times are taken of every implementation at every point, because users feel both:
+
+- **device time** (`median_us`, CUDA): each timed launch is bracketed by device events on
+  the current stream, after a write of a buffer larger than L2 (so the launch starts with a
+  cold cache, as it would inside a model that touched other tensors in between) and with
+  its inputs rotated among several copies when one copy would fit in L2. Before each start
+  event the GPU is kept busy (a spin kernel) for twice the host time one call takes to
+  issue, so the timed span holds the kernels and not a GPU waiting on Python. Timing
+  repeats in batches until the interquartile range is within `rel_iqr_target` of the
+  median or a time cap is hit, and reports the median.
+- **call time** (`call_us`): wall time per call with calls issued back to back, as in a
+  user's loop, synchronized only at the end of each block of calls: host overhead
+  (argument checks, launch plans, autotuner dispatch) shows here and not in device time.
+
+On the CPU there is no asynchronous device, so one measurement gives both: the blocked
+method below (`time_blocks`), the same for every CPU figure. The thread count of torch's
+intra-op pool is fixed for the measurement (`measure`: DEFAULT_CPU_THREADS) and recorded; blocks of calls are sized so one
+block takes at least `min_block_s` (timer and scheduler noise averaged over many calls);
+warm-up blocks run until two in a row agree within `WARM_TOLERANCE`; then blocks repeat
+until their spread is within `rel_iqr_target` or the time cap. The median of the
+per-call times of the blocks is the figure.
+
+Any figure whose spread (IQR / median) exceeds `UNSTABLE_REL_IQR` is marked unstable in
+its record (`unstable`, `unstable_why`): tables flag it and reports never headline it.
 
 Events come from torch when it is importable (it is wherever a kernel here runs) and
 from CuPy otherwise.
@@ -17,10 +31,12 @@ from CuPy otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,6 +46,13 @@ from labtools.ops import softmax_ref
 from labtools.registry import Implementation
 
 DEFAULT_FLUSH_BYTES = 256 * 1024**2  # > 4x the L2 of any current GPU (H100: 50 MB)
+UNSTABLE_REL_IQR = 0.10  # IQR / median above this: the figure is marked unstable, never headlined
+WARM_TOLERANCE = 0.10  # warm-up ends when two blocks in a row agree within this (relative)
+# torch's intra-op threads while `measure` times a CPU implementation. One thread: on a
+# machine whose cores are shared (CI, a laptop running other work) an OpenMP region waits
+# at its barrier for a descheduled sibling thread and one call can take 100x longer; a
+# single thread gives the same figure wherever the point appears. Recorded in each record.
+DEFAULT_CPU_THREADS = 1
 
 
 # --- statistics --------------------------------------------------------------------
@@ -43,6 +66,9 @@ class Timing:
     device: str
     flushed_l2: bool = False
     n_input_sets: int = 1
+    calls_per_sample: int = 1  # blocked timing: each sample is a block's wall time / its calls
+    threads: int | None = None  # torch's intra-op thread count, fixed while timing on the CPU
+    warmup_blocks: int = 0
 
     @property
     def n(self) -> int:
@@ -197,31 +223,143 @@ def time_cuda(
     return Timing(tuple(samples), "cuda", flushed_l2=bool(flush_bytes), n_input_sets=len(arg_sets))
 
 
+# --- blocked timing: call time, and every CPU figure -----------------------------------
+
+
+def _no_sync() -> None:
+    pass
+
+
+@contextlib.contextmanager
+def fixed_threads(threads: int | None = None) -> Iterator[int | None]:
+    """Hold torch's intra-op thread count at `threads` (default: its current count) while
+    timing, and yield it for the record; None when torch is not loaded (NumPy alone runs
+    single-threaded here: its softmax uses no BLAS)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield None
+        return
+    before = torch.get_num_threads()
+    n = threads or before
+    torch.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        torch.set_num_threads(before)
+
+
+def time_blocks(
+    fn: Callable,
+    arg_sets: Sequence[tuple],
+    *,
+    device: str = "cpu",
+    synchronize: Callable[[], None] = _no_sync,
+    min_block_s: float = 0.01,
+    max_calls_per_block: int = 100_000,
+    max_warmup_blocks: int = 10,
+    min_reps: int = 5,
+    max_reps: int = 200,
+    time_cap_s: float = 1.0,
+    rel_iqr_target: float = 0.05,
+    threads: int | None = None,
+    warmup: int | None = None,
+    calls_per_block: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Timing:
+    """Wall time per call, calls back to back, `synchronize()` once at the end of each block.
+
+    1. Block size: calls per block double from 1 until one block takes `min_block_s`
+       (or `calls_per_block`, given).
+    2. Warm-up: blocks until two in a row agree within WARM_TOLERANCE (at most
+       `max_warmup_blocks`, and at most a quarter of the time cap).
+    3. Blocks until at least `min_reps` of them have an IQR within `rel_iqr_target` of
+       their median, `max_reps` blocks, or `time_cap_s`.
+    Each sample is one block's time divided by its calls, in microseconds.
+
+    `warmup=N` replaces steps 1-2 by exactly N plain calls and blocks of one call (unless
+    `calls_per_block`): `warmup=0` times the very first calls, for first-call latency.
+    """
+    k = len(arg_sets)
+
+    def block(n: int) -> float:
+        synchronize()
+        t0 = clock()
+        for i in range(n):
+            fn(*arg_sets[i % k])
+        synchronize()
+        return clock() - t0
+
+    pool = fixed_threads(threads) if device == "cpu" else contextlib.nullcontext(None)
+    with pool as n_threads:
+        t_start = clock()
+        if warmup is not None:
+            block(warmup)
+            number, warm, max_warmup_blocks = calls_per_block or 1, 0, 0
+        elif calls_per_block:
+            number, took, warm = calls_per_block, block(calls_per_block), 0
+        else:
+            number, took, warm = 1, block(1), 0  # the first call also loads, compiles, pages in
+            while took < min_block_s and number < max_calls_per_block:
+                number = min(max_calls_per_block, number * 2)
+                took = block(number)
+        previous = math.inf if warmup is not None else took / number
+        while warm < max_warmup_blocks and clock() - t_start < time_cap_s / 4:
+            per_call = block(number) / number
+            warm += 1
+            if abs(per_call - previous) <= WARM_TOLERANCE * min(per_call, previous):
+                break
+            previous = per_call
+        samples: list[float] = []
+        t_end = clock() + time_cap_s
+        while len(samples) < max_reps:
+            samples.append(1e6 * block(number) / number)
+            if _settled(samples, min_reps, rel_iqr_target) or (
+                clock() > t_end and len(samples) >= min(3, min_reps)
+            ):
+                break
+    return Timing(
+        tuple(samples),
+        device,
+        n_input_sets=k,
+        calls_per_sample=number,
+        threads=n_threads,
+        warmup_blocks=warm,
+    )
+
+
 def time_cpu(
     fn: Callable,
     arg_sets: Sequence[tuple],
     *,
-    warmup: int = 2,
     min_reps: int = 10,
-    max_reps: int = 1000,
-    time_cap_s: float = 2.0,
+    max_reps: int = 200,
+    time_cap_s: float = 1.0,
     rel_iqr_target: float = 0.05,
+    threads: int | None = None,
+    **kw,
 ) -> Timing:
-    """Time `fn(*args)` on the host with `perf_counter`, same stopping rule as CUDA."""
-    for i in range(warmup):
-        fn(*arg_sets[i % len(arg_sets)])
-    samples: list[float] = []
-    t_end = time.perf_counter() + time_cap_s
-    i = 0
-    while len(samples) < max_reps:
-        args = arg_sets[i % len(arg_sets)]
-        t0 = time.perf_counter()
-        fn(*args)
-        samples.append(1e6 * (time.perf_counter() - t0))
-        i += 1
-        if _settled(samples, min_reps, rel_iqr_target) or time.perf_counter() > t_end:
-            break
-    return Timing(tuple(samples), "cpu", n_input_sets=len(arg_sets))
+    """Time `fn(*args)` on the host: `time_blocks`, the one CPU method (see the module doc)."""
+    return time_blocks(
+        fn,
+        arg_sets,
+        device="cpu",
+        min_reps=min_reps,
+        max_reps=max_reps,
+        time_cap_s=time_cap_s,
+        rel_iqr_target=rel_iqr_target,
+        threads=threads,
+        **kw,
+    )
+
+
+def time_call(fn: Callable, arg_sets: Sequence[tuple], device: str, **kw) -> Timing:
+    """Call time: wall time per call, back to back, synchronized at the end of each block
+    (on CUDA the device's queue is drained by `synchronize`, so a block's time includes
+    every kernel it launched)."""
+    if device != "cuda":
+        return time_cpu(fn, arg_sets, **kw)
+    clock = _CudaClock(flush_bytes=0)
+    return time_blocks(fn, arg_sets, device="cuda-call", synchronize=clock.synchronize, **kw)
 
 
 def time_fn(fn: Callable, arg_sets: Sequence[tuple], device: str, **kw) -> Timing:
@@ -287,10 +425,18 @@ def itemsize(dtype: str) -> int:
 class BenchRecord:
     """One implementation at one shape and dtype.
 
-    gbps:       compulsory bytes (op's model) / median time.
+    median_us:  device time (CUDA events, L2 flushed, median); on the CPU the blocked
+                wall time per call, which is also its call time.
+    call_us:    call time: wall per call, back to back, synchronized at the end (median
+                of blocks); None in records written before it was measured.
+    gbps:       compulsory bytes (op's model) / median device time.
     frac_of_copy: gbps / the copy ceiling measured in the same run (None if not given).
     vs_ref:     reference median / this median: 1.0 is as fast as the reference, 2.0
-                twice as fast (None if no reference was timed).
+                twice as fast (None if no reference was timed); call_vs_ref: the same
+                for call time.
+    threads:    torch's intra-op thread count during a CPU measurement (None on CUDA).
+    unstable:   a spread (IQR / median) of device or call time above UNSTABLE_REL_IQR;
+                unstable_why says which and how much.
     """
 
     impl: str
@@ -314,11 +460,29 @@ class BenchRecord:
     ref: str | None = None
     ref_us: float | None = None
     vs_ref: float | None = None
+    call_us: float | None = None
+    call_q1_us: float | None = None
+    call_q3_us: float | None = None
+    call_reps: int | None = None
+    call_vs_ref: float | None = None
+    threads: int | None = None
+    unstable: bool = False
+    unstable_why: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def iqr_us(self) -> float:
         return self.q3_us - self.q1_us
+
+    @property
+    def rel_iqr(self) -> float:
+        return self.iqr_us / self.median_us if self.median_us > 0 else math.inf
+
+    @property
+    def call_rel_iqr(self) -> float | None:
+        if self.call_us is None or self.call_q1_us is None or self.call_q3_us is None:
+            return None
+        return (self.call_q3_us - self.call_q1_us) / self.call_us if self.call_us > 0 else math.inf
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -332,7 +496,18 @@ class BenchRecord:
     def with_reference(self, ref: BenchRecord) -> BenchRecord:
         self.ref, self.ref_us = ref.impl, ref.median_us
         self.vs_ref = ref.median_us / self.median_us
+        if ref.call_us and self.call_us:
+            self.call_vs_ref = ref.call_us / self.call_us
         return self
+
+
+def instability(timing: Timing, call: Timing | None, bound: float = UNSTABLE_REL_IQR) -> str:
+    """Why a measurement is unstable ("" when both spreads are within `bound`)."""
+    why = []
+    for name, t in (("device time", timing), ("call time", call)):
+        if t is not None and t.rel_iqr > bound:
+            why.append(f"{name} IQR {t.rel_iqr:.0%} of the median > {bound:.0%}")
+    return "; ".join(why)
 
 
 def record(
@@ -341,12 +516,18 @@ def record(
     dtype: str,
     timing: Timing,
     *,
+    call: Timing | None = None,
     copy_gbps: float | None = None,
     reference: BenchRecord | None = None,
 ) -> BenchRecord:
+    """A record from a device timing and a call timing. On the CPU, with no `call`, the
+    one blocked measurement is both (there is no asynchronous device to separate them)."""
+    if call is None and timing.device == "cpu":
+        call = timing
     nbytes, nflops = impl.cost(shape, itemsize(dtype))
     t = timing.median_us * 1e-6
     gbps = nbytes / t / 1e9
+    why = instability(timing, None if call is timing else call)
     rec = BenchRecord(
         impl=impl.name,
         label=impl.label,
@@ -366,20 +547,50 @@ def record(
         intensity=nflops / nbytes if nbytes else 0.0,
         frac_of_copy=gbps / copy_gbps if copy_gbps else None,
         copy_gbps=copy_gbps,
-        extra={"rel_iqr": timing.rel_iqr, "input_sets": timing.n_input_sets, "flushed_l2": timing.flushed_l2},
+        call_us=None if call is None else call.median_us,
+        call_q1_us=None if call is None else call.q1_us,
+        call_q3_us=None if call is None else call.q3_us,
+        call_reps=None if call is None else call.n,
+        threads=timing.threads,
+        unstable=bool(why),
+        unstable_why=why,
+        extra={
+            "rel_iqr": timing.rel_iqr,
+            "input_sets": timing.n_input_sets,
+            "flushed_l2": timing.flushed_l2,
+            "calls_per_sample": timing.calls_per_sample,
+            **({} if call is None else {"calls_per_call_sample": call.calls_per_sample}),
+        },
     )
     if reference is not None:
         rec.with_reference(reference)
     return rec
 
 
-def _time_impl(impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int, **timing_kw) -> Timing:
+def _inputs(impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int) -> list[tuple]:
     if not impl.accepts(shape, dtype):
         raise ValueError(f"{impl.name} does not accept shape {shape} in {dtype}")
     nbytes, _ = impl.cost(shape, itemsize(dtype))
     sets = n_input_sets(nbytes, l2_bytes()) if impl.device == "cuda" else 1
-    arg_sets = [make_inputs(impl, shape, dtype, seed=seed + k) for k in range(sets)]
-    return time_fn(impl.fn, arg_sets, impl.device, **timing_kw)
+    return [make_inputs(impl, shape, dtype, seed=seed + k) for k in range(sets)]
+
+
+def _time_both(
+    impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int, call_time: bool, **timing_kw
+) -> tuple[Timing, Timing | None]:
+    """(device time, call time) on the same inputs; on the CPU one measurement is both."""
+    arg_sets = _inputs(impl, shape, dtype, seed)
+    if impl.device != "cuda":
+        timing_kw.setdefault("threads", DEFAULT_CPU_THREADS)
+        timing = time_fn(impl.fn, arg_sets, impl.device, **timing_kw)
+        return timing, timing
+    timing_kw.pop("threads", None)  # a CPU setting: the host thread pool does not time kernels
+    timing = time_fn(impl.fn, arg_sets, impl.device, **timing_kw)
+    if not call_time:
+        return timing, None
+    cap = timing_kw.get("time_cap_s")
+    call = time_call(impl.fn, arg_sets, impl.device, **({} if cap is None else {"time_cap_s": cap}))
+    return timing, call
 
 
 def measure(
@@ -390,12 +601,14 @@ def measure(
     copy_gbps: float | None = None,
     reference: BenchRecord | None = None,
     seed: int = 0,
+    call_time: bool = True,
     **timing_kw,
 ) -> BenchRecord:
-    """Time one registered implementation at one shape: the call every benchmark makes."""
+    """Time one registered implementation at one shape: the call every benchmark makes.
+    Device time and (with `call_time`, the default) call time, on the same inputs."""
     shape = tuple(shape)
-    timing = _time_impl(impl, shape, dtype, seed, **timing_kw)
-    return record(impl, shape, dtype, timing, copy_gbps=copy_gbps, reference=reference)
+    timing, call = _time_both(impl, shape, dtype, seed, call_time, **timing_kw)
+    return record(impl, shape, dtype, timing, call=call, copy_gbps=copy_gbps, reference=reference)
 
 
 # --- pytest-benchmark --------------------------------------------------------------
@@ -415,13 +628,33 @@ def into_pytest_benchmark(benchmark, timing: Timing, rec: BenchRecord | None = N
     stats = benchmark._make_stats(1)
     for us in timing.samples_us:
         stats.update(us * 1e-6)
-    benchmark.extra_info.update({"timer": f"labtools ({timing.device})", "flushed_l2": timing.flushed_l2})
+    benchmark.extra_info.update(
+        {
+            "timer": f"labtools ({timing.device})",
+            "flushed_l2": timing.flushed_l2,
+            "calls_per_round": timing.calls_per_sample,  # blocked timing: a round is a block's mean
+        }
+    )
     if rec is not None:
         benchmark.extra_info.update(
             {
                 k: v
                 for k, v in rec.to_dict().items()
-                if k in ("impl", "shape", "dtype", "gbps", "frac_of_copy", "vs_ref", "ref")
+                if k
+                in (
+                    "impl",
+                    "shape",
+                    "dtype",
+                    "gbps",
+                    "frac_of_copy",
+                    "vs_ref",
+                    "ref",
+                    "call_us",
+                    "call_vs_ref",
+                    "threads",
+                    "unstable",
+                    "unstable_why",
+                )
             }
         )
 
@@ -437,9 +670,11 @@ def bench(
     seed: int = 0,
     **timing_kw,
 ) -> BenchRecord:
-    """`measure` inside a pytest-benchmark test: the harness times, the fixture records."""
+    """`measure` inside a pytest-benchmark test: the harness times, the fixture records
+    the device-time samples as its rounds and call_us (with the rest of the record) in
+    extra_info."""
     shape = tuple(shape)
-    timing = _time_impl(impl, shape, dtype, seed, **timing_kw)
-    rec = record(impl, shape, dtype, timing, copy_gbps=copy_gbps, reference=reference)
+    timing, call = _time_both(impl, shape, dtype, seed, True, **timing_kw)
+    rec = record(impl, shape, dtype, timing, call=call, copy_gbps=copy_gbps, reference=reference)
     into_pytest_benchmark(benchmark, timing, rec)
     return rec

@@ -22,6 +22,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from labtools import __version__
+
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("labtools.commands.env", "report this machine: versions, CUDA devices, which backends run here"),
@@ -186,6 +188,7 @@ def _add_debug(parser: argparse.ArgumentParser, default) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = LabParser(prog="lab", description="kernel-lab: softmax from naive to speed-of-light.")
+    parser.add_argument("--version", action="version", version=f"lab (kernel-lab-labtools) {__version__}")
     _add_debug(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_) in COMMANDS.items():

@@ -25,8 +25,11 @@ from pathlib import Path
 from typing import TextIO
 
 from labtools import ceilings as ceilings_mod
-from labtools import manifest, ncu, registry, roofline
+from labtools import manifest, ncu, peers, registry, roofline
+from labtools.atomic import atomic_write_text
+from labtools.bench import UNSTABLE_REL_IQR, BenchRecord
 from labtools.env import collect
+from labtools.progress import Progress
 from labtools.sweep import (
     B512,
     DTYPES,
@@ -35,10 +38,13 @@ from labtools.sweep import (
     default_device,
     default_shapes,
     format_table,
+    plan,
     run_sweep,
+    select,
     shape_str,
     summarize,
 )
+from labtools.tables import render
 
 EXPERIMENTS = {"24": "24-triton-and-pytorch"}
 OPS = ("softmax", "softmax_backward")
@@ -104,6 +110,36 @@ def autotune_picks(impls: list[registry.Implementation]) -> dict[str, list[dict]
     return out
 
 
+def _sweep_progress(config: SweepConfig, log: TextIO) -> Progress:
+    todo, _ = plan(config, select(config))
+    return Progress(len(todo), log, title=f"{config.op} on {config.device}")
+
+
+def b512_from(sweep: Sweep) -> Sweep | None:
+    """The B512 point (512x600 float32) as a sweep of its own, cut from `sweep` when it
+    was swept there (records, skips and failures at that point); None otherwise."""
+    records = sweep.at(B512, "float32")
+    if not records:
+        return None
+
+    def here(entries: list[dict]) -> list[dict]:
+        return [e for e in entries if tuple(e["shape"]) == B512 and e["dtype"] == "float32"]
+
+    config = {**sweep.config, "shapes": [list(B512)], "dtypes": ["float32"], "cut_from_sweep": True}
+    return Sweep(
+        sweep.op,
+        sweep.device,
+        records,
+        here(sweep.skipped),
+        here(sweep.failed),
+        sweep.ceilings,
+        sweep.environment,
+        config,
+        sweep.command,
+        sweep.date,
+    )
+
+
 def profile_with_ncu(
     impls: list[registry.Implementation], shape, out: Path, notes: list[str], log: TextIO
 ) -> dict:
@@ -147,7 +183,16 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
         if cfg.ncu:
             notes.append("ncu not run: needs a CUDA device")
 
+    stages = ["checks", "ceilings", *(f"{op} sweep" for op in OPS), "B512"]
+    stages += ["ncu"] * (cfg.ncu and has_cuda) + ["manifest and report"]
+    job = Progress(len(stages), log, title="lab run", interval_s=0.0, plain=True)
+
+    missing = [f"{label} {state}" for label, state in peers.status().items() if state.startswith("not")]
+    if missing:
+        notes.append("peers " + "; ".join(missing))
+
     # 1. checks
+    job.step("correctness checks")
     checks = run_checks(registry.checks(), has_cuda, log) if cfg.checks else {}
     if not cfg.checks:
         notes.append("checks not run (--no-checks)")
@@ -156,7 +201,7 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     ]
 
     # 2. ceilings
-    print(f"lab run: measuring the {device} copy and matmul ceilings", file=log, flush=True)
+    job.step(f"measuring the {device} copy and matmul ceilings")
     ceilings = ceilings_mod.measure(device, matmul=True)
 
     # 3. sweeps and their plots
@@ -164,36 +209,54 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
     files: dict[str, str] = {}
     plots: list[Path] = []
     for op in OPS:
-        print(f"lab run: {op} sweep on {device}", file=log, flush=True)
+        job.step(f"{op} sweep on {device}")
         config = SweepConfig(
             op, device, default_shapes(device, cfg.quick), DTYPES, seed=cfg.seed, time_cap_s=cap
         )
-        sweeps[op] = s = run_sweep(config, ceilings=ceilings, environment=env_dict, command=cfg.command)
+        sweeps[op] = s = run_sweep(
+            config,
+            ceilings=ceilings,
+            environment=env_dict,
+            command=cfg.command,
+            progress=_sweep_progress(config, log),
+        )
         files[op] = s.save(out / f"sweep_{op}.json").name
         if s.records:
             plots += roofline.write_plots(s, out)
         else:
             notes.append(f"no {op} implementation ran on {device}: no plots for it")
 
-    # 4. B512 and autotune picks
-    print(f"lab run: B512 ({shape_str(B512)} float32)", file=log, flush=True)
-    b512 = run_sweep(
-        SweepConfig("softmax", device, (B512,), ("float32",), seed=cfg.seed, time_cap_s=cap),
-        ceilings=ceilings,
-        environment=env_dict,
-        command=cfg.command,
-    )
+    # 4. B512 (the sweep's own records when it has the point: one figure, measured once)
+    job.step(f"B512 ({shape_str(B512)} float32)")
+    b512 = b512_from(sweeps["softmax"])
+    if b512 is None:
+        b512_config = SweepConfig("softmax", device, (B512,), ("float32",), seed=cfg.seed, time_cap_s=cap)
+        b512 = run_sweep(
+            b512_config,
+            ceilings=ceilings,
+            environment=env_dict,
+            command=cfg.command,
+            progress=_sweep_progress(b512_config, log),
+        )
+        broken_b512 = b512.failed
+    else:
+        broken_b512 = []  # already counted with the sweep
     files["softmax@B512"] = b512.save(out / "b512_softmax.json").name
     picks = autotune_picks(registry.implementations("softmax", device=device))
 
     # 5. ncu
     ncu_summaries = {}
     if cfg.ncu and has_cuda:
+        job.step("Nsight Compute profiles")
         cuda_impls = registry.implementations("softmax", device="cuda")
         ncu_summaries = profile_with_ncu(cuda_impls, cfg.ncu_shape, out, notes, log)
-        (out / "ncu_summary.json").write_text(json.dumps(ncu_summaries, indent=1) + "\n")
+        atomic_write_text(out / "ncu_summary.json", json.dumps(ncu_summaries, indent=1) + "\n")
 
     # 6. manifest and report
+    seed_roofline = roofline.seed_summary(sweeps["softmax"]) if sweeps["softmax"].records else None
+    if seed_roofline is None:
+        notes.append("seed roofline (naive, smem, fused, Triton): none of the four kernels ran here")
+    job.step("manifest.json and REPORT.md")
     doc = manifest.build(
         experiment=cfg.experiment,
         seed=cfg.seed,
@@ -206,13 +269,15 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
         sweeps=files,
         command=cfg.command,
         notes=notes,
+        roofline=seed_roofline,
     )
     manifest.write(doc, out / "manifest.json")
     report = render_report(doc, sweeps, b512, plots, ncu_summaries)
-    (out / "REPORT.md").write_text(report)
+    atomic_write_text(out / "REPORT.md", report)
 
+    job.close()
     failed = [n for n, c in checks.items() if c["status"] in ("failed", "error")]
-    broken = [f for s in (*sweeps.values(), b512) for f in s.failed]
+    broken = [f for s in sweeps.values() for f in s.failed] + broken_b512
     print(
         f"lab run: wrote {out}/manifest.json, REPORT.md, {len(plots)} plots, {len(files)} sweep files",
         file=log,
@@ -273,29 +338,80 @@ def render_report(
             f"- datasheet ({d['name']}): HBM {d['hbm_gbps']:,} GB/s, fp32 {d['fp32_tflops']} TFLOP/s "
             f"({d['source']})"
         )
+    lines += ["", "## Headline", "", *headline(b512.records, sweeps)]
     lines += [
         "",
         f"## softmax at B512 ({shape_str(B512)} float32)",
         "",
-        "| implementation | label | us | frac_of_F_softmax | autotune pick |",
-        "|---|---|---|---|---|",
+        "Device time: CUDA events, L2 flushed, median (on the CPU: the blocked wall time per call). "
+        "Call time: wall time per call, back to back, synchronized at the end. "
+        "vs F.softmax = t(F.softmax) / t(implementation), for each. "
+        f"unstable: IQR above {UNSTABLE_REL_IQR:.0%} of the median.",
+        "",
     ]
-    for name, k in doc["softmax_kernels"].items():
-        frac = "" if k["frac_of_F_softmax"] is None else f"{k['frac_of_F_softmax']:.2f}"
-        pick = k.get("autotune_picked") or ""
-        lines.append(f"| {name} | {k['label']} | {k['us_at_B512']:.1f} | {frac} | {pick} |")
+    b512_rows = [
+        (
+            name,
+            k["label"],
+            f"{k['us_at_B512']:.1f}",
+            None if k.get("call_us_at_B512") is None else f"{k['call_us_at_B512']:.1f}",
+            _x(k["frac_of_F_softmax"]),
+            _x(k.get("call_frac_of_F_softmax")),
+            k.get("threads"),
+            f"unstable ({k['unstable_why']})" if k.get("unstable") else "",
+            str(k.get("autotune_picked") or ""),
+        )
+        for name, k in doc["softmax_kernels"].items()
+    ]
+    headers = (
+        "implementation",
+        "label",
+        "device us",
+        "call us",
+        "device vs F.softmax",
+        "call vs F.softmax",
+        "threads",
+        "stability",
+        "autotune pick",
+    )
+    lines.append(render(headers, b512_rows, style="markdown", align="llrrrrrll"))
     for op, s in sweeps.items():
         lines += [
             "",
             f"## {op} sweep ({s.device})",
             "",
-            "```",
-            format_table(s) if s.records else "(no records)",
-            "```",
+            format_table(s, style="markdown") if s.records else "(no records)",
         ]
         for title, entries in (("Skipped", s.skipped), ("Failed", s.failed)):
             if entries:
                 lines += ["", f"{title}:", ""] + [f"- {line}" for line in summarize(entries)]
+    seed = doc.get("roofline")
+    if seed:
+        lines += [
+            "",
+            f"## The lab text's roofline ({seed['file']})",
+            "",
+            f"Shape {'x'.join(map(str, seed['shape']))} {seed['dtype']}: every dot and the reference line "
+            "were measured there.",
+            "",
+        ]
+        line_ref = seed.get("reference_line")
+        dots = list(seed["dots"].items()) + ([(f"{line_ref['label']} (line)", line_ref)] if line_ref else [])
+        seed_rows = [
+            (
+                name,
+                d["impl"],
+                f"{'x'.join(map(str, d['shape']))} {d['dtype']}",
+                f"{d['tflops']:.3g}",
+                None if d["frac_of_roof"] is None else f"{d['frac_of_roof']:.0%}",
+                f"{d['median_us']:.1f}",
+                None if d["call_us"] is None else f"{d['call_us']:.1f}",
+            )
+            for name, d in dots
+        ]
+        headers = ("dot", "implementation", "shape", "TFLOP/s", "of roof", "device us", "call us")
+        lines.append(render(headers, seed_rows, style="markdown", align="lllrrrr"))
+        lines += [f"- not on it: {name}: {why}" for name, why in seed["missing"].items()]
     if b512.failed:
         lines += ["", "B512 failures:", ""] + [f"- {line}" for line in summarize(b512.failed)]
     if ncu_summaries:
@@ -303,7 +419,50 @@ def render_report(
         for impl, kernels in ncu_summaries.items():
             lines += [f"- {impl} / {k['kernel'][:60]}: {k['verdict']}" for k in kernels]
     lines += (
-        ["", "## Files", ""] + [f"- {p.name}" for p in plots] + [f"- {f}" for f in doc["sweeps"].values()]
+        ["", "## Files", ""]
+        + [f"- [{p.name}]({p.name})" for p in plots]
+        + [f"- [{f}]({f})" for f in doc["sweeps"].values()]
     )
-    lines += ["- manifest.json", ""]
+    lines += ["- [manifest.json](manifest.json)", ""]
     return "\n".join(lines)
+
+
+def _x(ratio: float | None) -> str:
+    return "" if ratio is None else f"{ratio:.2f}x"
+
+
+def headline(b512: list[BenchRecord], sweeps: dict[str, Sweep]) -> list[str]:
+    """The report's headline lines: at B512, the fastest implementation other than the
+    reference by device time and by call time, against the reference; then, per sweep,
+    how many figures were unstable. Unstable figures are never headlined."""
+    lines = []
+    ref = next((r for r in b512 if r.ref == r.impl), None)
+    stable = [r for r in b512 if not r.unstable and r is not ref]
+    if ref is None:
+        lines.append("- B512: no reference timed, no ratios")
+    elif ref.unstable:
+        lines.append(
+            f"- B512: the reference ({ref.label}) is unstable ({ref.unstable_why}): no ratio headlined"
+        )
+    else:
+        for what, key, ratio in (
+            ("device time", "median_us", "vs_ref"),
+            ("call time", "call_us", "call_vs_ref"),
+        ):
+            timed = [r for r in stable if getattr(r, key) is not None and getattr(r, ratio) is not None]
+            if not timed:
+                lines.append(f"- B512 {what}: no stable implementation besides {ref.label}")
+                continue
+            best = min(timed, key=lambda r: getattr(r, key))
+            lines.append(
+                f"- B512 {what}: fastest {best.label} ({best.impl}) {getattr(best, key):.1f} us, "
+                f"{getattr(best, ratio):.2f}x {ref.label} ({getattr(ref, key):.1f} us)"
+            )
+    for op, s in sweeps.items():
+        bad = [r for r in s.records if r.unstable]
+        if bad:
+            lines.append(
+                f"- {op} sweep: {len(bad)} of {len(s.records)} figures unstable (IQR above "
+                f"{UNSTABLE_REL_IQR:.0%} of the median), flagged in its table, not headlined"
+            )
+    return lines

@@ -18,6 +18,9 @@ measure besides:
   Anything not run is "not run" / null, and ``checks`` says why.
 - ``ceilings``, ``sweeps`` (op -> sweep JSON next to the manifest), ``checks``,
   ``command``, ``notes`` (what this machine could not run, and why).
+- ``roofline``: the lab text's four-dot figure (`labtools.roofline.seed_summary`): its
+  file, shape and dtype, each dot with its implementation, shape and dtype, the
+  reference line, and the seed kernels missing with the reason; null when none ran.
 
 The schema is a small subset of JSON Schema (type, enum, properties, required,
 additionalProperties, items, minimum, exclusiveMinimum, minLength, pattern), checked by
@@ -32,6 +35,7 @@ import re
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from labtools.atomic import atomic_write_text
 from labtools.bench import BenchRecord
 from labtools.ceilings import Ceilings
 
@@ -51,7 +55,16 @@ _PICK = {
 
 KERNEL_SCHEMA = {
     "type": "object",
-    "required": ["impl", "label", "backend", "device", "us_at_B512", "frac_of_F_softmax"],
+    "required": [
+        "impl",
+        "label",
+        "backend",
+        "device",
+        "us_at_B512",
+        "frac_of_F_softmax",
+        "call_us_at_B512",
+        "call_frac_of_F_softmax",
+    ],
     "additionalProperties": False,
     "properties": {
         "impl": _STR,
@@ -60,6 +73,11 @@ KERNEL_SCHEMA = {
         "device": {"enum": ["cuda", "cpu"]},
         "us_at_B512": {"type": "number", "exclusiveMinimum": 0},
         "frac_of_F_softmax": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "call_us_at_B512": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "call_frac_of_F_softmax": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "threads": {"type": ["integer", "null"], "minimum": 1},
+        "unstable": {"type": "boolean"},
+        "unstable_why": {"type": "string"},
         "autotune_picked": {"type": ["object", "null"]},
         "autotune_picks": {"type": ["array", "string"], "items": _PICK},  # a string: why there are none
     },
@@ -152,6 +170,7 @@ SCHEMA = {
         "command": _STR,
         "produced_by": _STR,
         "notes": {"type": "array", "items": {"type": "string"}},
+        "roofline": {"type": ["object", "null"], "required": ["file", "shape", "dtype", "dots"]},
     },
 }
 
@@ -249,7 +268,13 @@ def softmax_kernels(b512: list[BenchRecord], autotune: dict[str, list[dict] | st
             "device": r.device,
             "us_at_B512": r.median_us,
             "frac_of_F_softmax": r.vs_ref,
+            "call_us_at_B512": r.call_us,
+            "call_frac_of_F_softmax": r.call_vs_ref,
+            "threads": r.threads,
+            "unstable": r.unstable,
         }
+        if r.unstable:
+            entry["unstable_why"] = r.unstable_why
         if r.impl in autotune:
             picks = autotune[r.impl]
             entry["autotune_picks"] = picks
@@ -272,10 +297,11 @@ def build(
     command: str,
     notes: list[str],
     date: str | None = None,
+    roofline: dict | None = None,
 ) -> dict:
     gpu = (environment.get("devices") or [None])[0] if device == "cuda" else None
     try:
-        produced_by = f"labtools {version('labtools')}: lab run"
+        produced_by = f"labtools {version('kernel-lab-labtools')}: lab run"
     except PackageNotFoundError:
         produced_by = "labtools: lab run"
     return {
@@ -293,6 +319,7 @@ def build(
         "command": command,
         "produced_by": produced_by,
         "notes": notes,
+        "roofline": roofline,
     }
 
 
@@ -313,5 +340,5 @@ def write(manifest: dict, path: Path) -> Path:
     if errors:
         raise ValueError("manifest does not match the schema:\n  " + "\n  ".join(errors))
     path = Path(path)
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    atomic_write_text(path, json.dumps(manifest, indent=2) + "\n")
     return path

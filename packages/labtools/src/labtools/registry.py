@@ -44,7 +44,7 @@ ENTRY_POINT_GROUP = "labtools.plugins"
 # Plugins that ship with labtools (the NumPy and torch references), loaded before the
 # entry points and the same way: named, not imported here, so registry.py depends on no
 # plugin while every plugin depends on registry.py.
-BUILTIN_PLUGINS = ("labtools.references:register",)
+BUILTIN_PLUGINS = ("labtools.references:register", "labtools.peers:register")  # peers: when installed
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,19 @@ and 1.25 in bf16). The roofs are attainable(I) = min(peak, I * bandwidth):
 Softmax sits far left of the ridge point, so each dot's height over the bandwidth slope at
 its x is its fraction of the bandwidth roof: the percentage printed next to it.
 
-Two figures: `plot_roofline` (one labelled dot per implementation and dtype at one shape)
-and `plot_frac_of_copy` (fraction of the measured copy bandwidth against row length N,
-one panel per dtype, one line per implementation).
+Three figures:
+
+- `plot_seed_roofline` (roofline.png): the lab text's figure -- the four kernel versions
+  (naive, shared memory, fused, Triton) as dots at one fp32 shape where all four run,
+  torch.compile as a dot beside them and F.softmax as the reference line (a horizontal
+  line at its achieved TFLOP/s: a dot under it is slower than F.softmax), under the
+  measured roofs. `seed_summary` names the shape of every dot for the manifest.
+- `plot_roofline` (roofline_<MxN>.png, one per swept shape): one labelled dot per
+  implementation and dtype at that shape.
+- `plot_frac_of_copy`: fraction of the measured copy bandwidth against row length N, one
+  panel per dtype, one line per implementation.
+
+Every figure is written atomically (`labtools.atomic`).
 """
 
 from __future__ import annotations
@@ -24,12 +34,22 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from labtools.atomic import atomic_path
 from labtools.bench import BenchRecord
 from labtools.ceilings import Ceilings, datasheet_for
 from labtools.ops import get_op
 from labtools.sweep import Shape, Sweep, shape_str
 
 PREFERRED_SHAPE: Shape = (16384, 4096)  # the shape COMMON.md's F.softmax numbers were taken at
+# The lab text's four dots (its names, the registry's names), then the framework dots.
+SEED_DOTS: tuple[tuple[str, str], ...] = (
+    ("naive", "cuda.v1_naive"),
+    ("smem", "cuda.v2_shared"),
+    ("fused", "cuda.v3_fused"),
+    ("triton", "triton.softmax"),
+)
+COMPILE_DOT: tuple[str, str] = ("torch.compile", "torch.compile.softmax.cuda")
+SEED_DTYPE = "float32"
 MARKERS = {"float32": "o", "bfloat16": "s", "float16": "^", "float64": "D"}
 REFERENCE_COLOR = "black"
 
@@ -300,7 +320,7 @@ def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = 
         0.01, 0.006, f"Sweep of {sweep.date}: {sweep.command or 'labtools.sweep'}", fontsize=7, color="0.4"
     )
     if path is not None:
-        fig.savefig(path)
+        save(fig, path)
     return fig
 
 
@@ -401,24 +421,224 @@ def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
         0.07, 0.015, "Lines: the largest M at each N; hollow markers: smaller M at the same N.", fontsize=7.5
     )
     if path is not None:
-        fig.savefig(path)
+        save(fig, path)
+    return fig
+
+
+def save(fig, path: Path) -> Path:
+    """Write `fig` as a PNG, atomically (a reader never sees half a file)."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    return path
+
+
+# --- the lab text's figure -----------------------------------------------------------
+
+
+def _seed_records(sweep: Sweep, shape: Shape) -> dict[str, BenchRecord]:
+    """seed name -> record at `shape` in fp32, for the seed dots and torch.compile present."""
+    by_impl = {r.impl: r for r in sweep.at(shape, SEED_DTYPE)}
+    return {name: by_impl[impl] for name, impl in (*SEED_DOTS, COMPILE_DOT) if impl in by_impl}
+
+
+def seed_shape(sweep: Sweep, preferred: Shape = PREFERRED_SHAPE) -> Shape | None:
+    """The shape of the seed figure: `preferred` when all four seed kernels ran there in
+    fp32, else the largest such shape; failing that, the shape with the most seed dots
+    (`preferred`, then the largest, wins ties); None when no seed kernel ran at all."""
+    shapes = list(dict.fromkeys(tuple(r.shape) for r in sweep.records if r.dtype == SEED_DTYPE))
+    count = {sh: sum(n in _seed_records(sweep, sh) for n, _ in SEED_DOTS) for sh in shapes}
+    full = [sh for sh in shapes if count[sh] == len(SEED_DOTS)]
+    if tuple(preferred) in full:
+        return tuple(preferred)
+    if full:
+        return max(full, key=math.prod)
+    some = [sh for sh in shapes if count[sh]]
+    return max(some, key=lambda sh: (count[sh], sh == tuple(preferred), math.prod(sh))) if some else None
+
+
+def _reference(sweep: Sweep, shape: Shape) -> BenchRecord | None:
+    return next((r for r in sweep.at(shape, SEED_DTYPE) if r.ref == r.impl), None)
+
+
+def seed_summary(sweep: Sweep, shape: Shape | None = None, file: str = "roofline.png") -> dict | None:
+    """What the seed figure shows, for manifest.json: each dot with its implementation,
+    shape and dtype, the reference line, and the seed kernels missing (and why)."""
+    shape = tuple(shape) if shape else seed_shape(sweep)
+    if shape is None:
+        return None
+    roof_list = roofs(sweep.ceilings, _device_name(sweep))
+    recs = _seed_records(sweep, shape)
+    ref = _reference(sweep, shape)
+
+    def entry(r: BenchRecord) -> dict:
+        (dot,) = dots([r], roof_list)
+        return {
+            "impl": r.impl,
+            "label": r.label,
+            "shape": list(r.shape),
+            "dtype": r.dtype,
+            "tflops": r.tflops,
+            "gbps": r.gbps,
+            "frac_of_roof": dot.frac_of_roof,
+            "median_us": r.median_us,
+            "call_us": r.call_us,
+            "unstable": r.unstable,
+        }
+
+    missing = {}
+    for name, impl in (*SEED_DOTS, COMPILE_DOT):
+        if name in recs:
+            continue
+        why = [
+            e["why"] for e in sweep.skipped + sweep.failed if e["impl"] == impl and tuple(e["shape"]) == shape
+        ]
+        missing[name] = why[0] if why else f"{impl} was not timed at {shape_str(shape)} {SEED_DTYPE}"
+    return {
+        "file": file,
+        "shape": list(shape),
+        "dtype": SEED_DTYPE,
+        "dots": {name: entry(r) for name, r in recs.items()},
+        "reference_line": None if ref is None else entry(ref),
+        "missing": missing,
+    }
+
+
+def plot_seed_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = None):
+    """The lab text's roofline: naive, smem, fused and Triton as dots at one fp32 shape
+    where all four ran, torch.compile as a dot, F.softmax as the reference line, under the
+    measured (solid) and datasheet (dashed) roofs."""
+    shape = tuple(shape) if shape else seed_shape(sweep)
+    if shape is None:
+        raise ValueError("no seed kernel (naive, smem, fused, Triton) in the sweep")
+    recs = _seed_records(sweep, shape)
+    ref = _reference(sweep, shape)
+    device = _device_name(sweep)
+    roof_list = roofs(sweep.ceilings, device)
+    bw, peak = primary(roof_list, "bandwidth"), primary(roof_list, "compute")
+    points = {name: d for name, d in zip(recs, dots(list(recs.values()), roof_list))}
+    ref_dot = dots([ref], roof_list)[0] if ref else None
+
+    fig, ax = _figure(figsize=(10, 7), dpi=150)
+    fig.subplots_adjust(left=0.09, right=0.97, top=0.9, bottom=0.15)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    x0 = next(iter(points.values())).intensity if points else ref_dot.intensity
+    x_lo, x_hi = x0 / 12, x0 * 12
+    if bw and peak:
+        x_hi = max(x_hi, 6 * ridge_intensity(bw.value, peak.value))
+    ys = [d.tflops for d in points.values()] + ([ref_dot.tflops] if ref_dot else [])
+    ys += [r.value for r in roof_list if r.kind == "compute"]
+    y_lo, y_hi = min(ys) / 8, max(ys) * 2.5
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    xs = [x_lo * (x_hi / x_lo) ** (k / 200) for k in range(201)]
+    peaks = [r for r in roof_list if r.kind == "compute"]
+    for r in roof_list:
+        style, lw = ("-", 2.0) if r.source == "measured" else ("--", 1.2)
+        if r.kind == "bandwidth":
+            cap = next((p.value for p in peaks if p.source == r.source), peak.value if peak else None)
+            ax.plot(
+                xs,
+                [attainable_tflops(x, r.value, cap) for x in xs],
+                style,
+                color="tab:blue",
+                lw=lw,
+                label=r.label,
+            )
+        else:
+            ax.axhline(r.value, ls=style, color="tab:red", lw=lw, label=r.label)
+    if ref_dot is not None:
+        pct = "" if ref_dot.frac_of_roof is None else f", {ref_dot.frac_of_roof:.0%} of the roof"
+        ax.axhline(
+            ref_dot.tflops,
+            color=REFERENCE_COLOR,
+            lw=1.6,
+            ls="-.",
+            label=f"{ref.label} (reference): {ref_dot.tflops:.3g} TFLOP/s{pct}",
+        )
+    colors = colors_for(list(recs), set())
+    names = list(points)
+    gap = 1.35 * 9 / 72 / (ax.get_position().height * fig.get_figheight()) * math.log10(y_hi / y_lo)
+    label_ys = spread(
+        [math.log10(points[n].tflops) for n in names], gap, math.log10(y_lo) + gap, math.log10(y_hi) - gap
+    )
+    x_text = x0 * 10 ** (0.07 * math.log10(x_hi / x_lo))
+    for name, y in zip(names, label_ys):
+        d, r = points[name], recs[name]
+        marker = "D" if name == COMPILE_DOT[0] else "o"
+        ax.scatter(
+            [d.intensity], [d.tflops], s=70, marker=marker, color=colors[name], edgecolor="white", zorder=5
+        )
+        pct = "" if d.frac_of_roof is None else f"  {d.frac_of_roof:.0%}"
+        flag = "  (unstable)" if r.unstable else ""
+        ax.annotate(
+            (name if r.label.casefold() == name.casefold() else f"{name} ({r.label})") + pct + flag,
+            xy=(d.intensity, d.tflops),
+            xytext=(x_text, 10**y),
+            fontsize=9,
+            ha="left",
+            va="center",
+            color=colors[name],
+            zorder=6,
+            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
+            arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 0, "shrinkB": 4},
+        )
+    ax.legend(loc="lower right", fontsize=8.5, framealpha=0.95)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", alpha=0.08)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of compulsory traffic)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_title(f"softmax roofline on {device}: the four kernel versions at {shape_str(shape)} {SEED_DTYPE}")
+    missing = [n for n, _ in SEED_DOTS if n not in recs]
+    notes = [
+        f"Cost model: {get_op(sweep.op).cost_note}. Percent: achieved / attainable under the first roofs."
+    ]
+    if missing:
+        notes.append(f"Not at this shape: {', '.join(missing)}.")
+    command = sweep.command or "labtools.sweep"
+    notes.append(f"Sweep of {sweep.date}: {command if len(command) <= 150 else command[:147] + '...'}")
+    for k, text in enumerate(notes):
+        fig.text(0.01, 0.055 - 0.023 * k, text, fontsize=7.5)
+    if path is not None:
+        save(fig, path)
     return fig
 
 
 def plot_names(op: str) -> tuple[str, str]:
-    """File names of the two figures: roofline.png / frac_of_copy.png for softmax, suffixed otherwise."""
+    """File names of the headline roofline and the fraction-of-copy figure: roofline.png /
+    frac_of_copy.png for softmax, suffixed with the op otherwise."""
     suffix = "" if op == "softmax" else f"_{op}"
     return f"roofline{suffix}.png", f"frac_of_copy{suffix}.png"
 
 
+def shape_plot_name(op: str, shape: Shape) -> str:
+    """roofline_<MxN>.png (softmax) or roofline_<op>_<MxN>.png: one implementation dots per shape."""
+    suffix = "" if op == "softmax" else f"_{op}"
+    return f"roofline{suffix}_{shape_str(shape)}.png"
+
+
 def write_plots(sweep: Sweep, out_dir: Path, shape: Shape | None = None) -> list[Path]:
+    """Every figure of a sweep, written atomically into `out_dir`:
+
+    - roofline.png: for softmax, the seed figure when any seed kernel ran (at `shape`, or
+      `seed_shape`); otherwise (another op, or no seed kernel here) every implementation
+      at `shape` or `pick_shape`;
+    - roofline[_op]_<MxN>.png: every implementation's dots at each swept shape;
+    - frac_of_copy[_op].png.
+    """
     import matplotlib.pyplot as plt
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     roof_name, frac_name = plot_names(sweep.op)
+    seeded = sweep.op == "softmax" and (shape and _seed_records(sweep, tuple(shape)) or seed_shape(sweep))
+    jobs = [(plot_seed_roofline if seeded else plot_roofline, roof_name, {"shape": shape})]
+    shapes = list(dict.fromkeys(tuple(r.shape) for r in sweep.records))
+    jobs += [(plot_roofline, shape_plot_name(sweep.op, sh), {"shape": sh}) for sh in shapes]
+    jobs.append((plot_frac_of_copy, frac_name, {}))
     paths = []
-    for fn, name, kw in ((plot_roofline, roof_name, {"shape": shape}), (plot_frac_of_copy, frac_name, {})):
+    for fn, name, kw in jobs:
         fig = fn(sweep, path=out_dir / name, **kw)
         plt.close(fig)
         paths.append(out_dir / name)

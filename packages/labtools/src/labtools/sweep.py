@@ -11,23 +11,25 @@ one op on one device, at every shape and dtype, timed by `labtools.bench`.
   dtype. A wrong or crashing implementation is listed as failed and not timed: a fast
   wrong kernel has no time.
 - Implementations that do not offer a dtype, or whose `supports` rejects a shape, are
-  skipped and listed with the reason.
+  skipped and listed with the reason (and the limit, from ``meta["limits"]``). A peer
+  (another project's kernel, `labtools.peers`) that raises at a shape is listed as
+  unsupported there, not failed: its limits are not ours to fix.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 
-from labtools import bench, registry
+from labtools import bench, peers, registry
+from labtools.atomic import atomic_write_text
 from labtools.ceilings import Ceilings
 from labtools.ops import tolerance
+from labtools.progress import Progress
 from labtools.registry import Implementation
 
 Shape = tuple[int, int]
@@ -97,6 +99,7 @@ class SweepConfig:
     seed: int = 0
     time_cap_s: float = 1.0  # per (impl, shape, dtype): the harness stops earlier once settled
     check_rows: int = 16  # rows compared with the reference at each end of the output
+    cpu_threads: int = bench.DEFAULT_CPU_THREADS  # torch's threads while timing CPU implementations
 
 
 @dataclass
@@ -115,6 +118,7 @@ class Sweep:
     date: str = field(
         default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     )
+    peers: dict[str, str] = field(default_factory=dict)  # labtools.peers.status() at run time
 
     def to_dict(self) -> dict:
         return {
@@ -129,6 +133,7 @@ class Sweep:
             "records": [r.to_dict() for r in self.records],
             "skipped": self.skipped,
             "failed": self.failed,
+            "peers": self.peers,
         }
 
     @classmethod
@@ -146,12 +151,13 @@ class Sweep:
             records=[bench.BenchRecord.from_dict(r) for r in d["records"]],
             skipped=d["skipped"],
             failed=d["failed"],
+            peers=d.get("peers", {}),
         )
 
     def save(self, path: Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
     @classmethod
@@ -195,6 +201,8 @@ def plan(config: SweepConfig, impls: list[Implementation]) -> tuple[list[Run], l
                     todo.append((impl, shape, dtype))
                     continue
                 why = f"{dtype} not offered" if dtype not in impl.dtypes else "supports() rejects this shape"
+                if dtype in impl.dtypes and impl.meta.get("limits"):
+                    why += f" ({impl.meta['limits']})"
                 skipped.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": why})
     return todo, skipped
 
@@ -238,28 +246,6 @@ def check_output(impl: Implementation, inputs: tuple, output, dtype: str, rows_e
 # --- running -----------------------------------------------------------------------
 
 
-class Progress:
-    """A one-line progress bar on stderr (a line per step when stderr is not a terminal)."""
-
-    def __init__(self, total: int, stream: TextIO | None = None, width: int = 28):
-        self.total, self.done, self.width = total, 0, width
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def step(self, what: str) -> None:
-        self.done += 1
-        if not self.tty:
-            print(f"[{self.done:>{len(str(self.total))}}/{self.total}] {what}", file=self.stream, flush=True)
-            return
-        filled = self.width * self.done // max(self.total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        print(f"\r[{bar}] {self.done}/{self.total} {what[:60]:<60}", end="", file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.tty:
-            print(file=self.stream, flush=True)
-
-
 def run_sweep(
     config: SweepConfig,
     *,
@@ -271,7 +257,7 @@ def run_sweep(
     """Time every selected implementation at every shape and dtype of `config`."""
     impls = select(config)
     todo, skipped = plan(config, impls)
-    progress = progress or Progress(len(todo))
+    progress = progress or Progress(len(todo), title=f"{config.op} on {config.device}")
     copy_gbps = None if ceilings is None else ceilings.copy_gbps
     records, failed = [], []
     refs: dict[tuple[Shape, str], bench.BenchRecord] = {}
@@ -290,9 +276,15 @@ def run_sweep(
                     reference=refs.get((shape, dtype)),
                     seed=config.seed,
                     time_cap_s=config.time_cap_s,
+                    threads=config.cpu_threads,
                 )
         except Exception as exc:  # noqa: BLE001 - one broken kernel must not end the sweep
             problem = f"{type(exc).__name__}: {exc}".strip()
+            if impl.meta.get("peer"):  # another project's kernel: a limit of theirs, not our failure
+                first = problem.splitlines()[0][:200]
+                why = f"unsupported by {impl.meta['peer']} at this shape ({first})"
+                skipped.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": why})
+                continue
         if problem is not None:
             failed.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": problem})
             continue
@@ -306,32 +298,97 @@ def run_sweep(
         environment = collect().to_dict()
     cfg = asdict(config)
     cfg["shapes"] = [list(s) for s in config.shapes]
-    return Sweep(config.op, config.device, records, skipped, failed, ceilings, environment, cfg, command)
+    return Sweep(
+        config.op,
+        config.device,
+        records,
+        skipped,
+        failed,
+        ceilings,
+        environment,
+        cfg,
+        command,
+        peers=peers.status(),
+    )
 
 
 # --- reporting ---------------------------------------------------------------------
 
 
-def format_table(sweep: Sweep) -> str:
-    vs_head = "vs " + next((r.label for r in sweep.records if r.ref == r.impl), "reference")
-    w = max(14, len(vs_head) + 2)
-    head = (
-        f"{'label':<16}{'impl':<30}{'shape':>14} {'dtype':<9}{'median us':>11}{'IQR %':>7}"
-        f"{'GB/s':>9}{'of copy':>9}{vs_head:>{w}}"
-    )
-    lines = [head, "-" * len(head)]
-    group = None
+def _ratio(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}x"
+
+
+TABLE_HEADERS = (
+    "label",
+    "impl",
+    "shape",
+    "dtype",
+    "device us",
+    "IQR %",
+    "call us",
+    "GB/s",
+    "of copy",
+    "vs ref",
+    "call vs ref",
+    "stability",
+)
+
+
+def table_rows(sweep: Sweep) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(headers, rows) of the sweep's table, every cell a string: device time (median,
+    IQR), call time, bandwidth, and both times' ratios to the reference (t(ref)/t(impl));
+    "unstable" when a spread exceeds labtools.bench.UNSTABLE_REL_IQR. The reference's
+    label replaces "ref" in the ratio headers."""
+    ref_label = next((r.label for r in sweep.records if r.ref == r.impl), "reference")
+    headers = tuple(h.replace("ref", ref_label) if "vs ref" in h else h for h in TABLE_HEADERS)
+    rows = []
     for r in sweep.records:
-        if group is not None and group != (tuple(r.shape), r.dtype):
-            lines.append("")
-        group = (tuple(r.shape), r.dtype)
-        frac = "" if r.frac_of_copy is None else f"{r.frac_of_copy:.0%}"
-        vs = "" if r.vs_ref is None else f"{r.vs_ref:.2f}x"
-        iqr = 100 * r.iqr_us / r.median_us if r.median_us else float("nan")
-        lines.append(
-            f"{r.label[:15]:<16}{r.impl[:29]:<30}{shape_str(r.shape):>14} {r.dtype:<9}"
-            f"{r.median_us:>11.1f}{iqr:>7.1f}{r.gbps:>9.1f}{frac:>9}{vs:>{w}}"
+        rows.append(
+            (
+                r.label,
+                r.impl,
+                shape_str(r.shape),
+                r.dtype,
+                f"{r.median_us:.1f}",
+                f"{100 * r.rel_iqr:.1f}",
+                "" if r.call_us is None else f"{r.call_us:.1f}",
+                f"{r.gbps:.1f}",
+                "" if r.frac_of_copy is None else f"{r.frac_of_copy:.0%}",
+                _ratio(r.vs_ref),
+                _ratio(r.call_vs_ref),
+                "unstable" if r.unstable else "",
+            )
         )
+    return headers, rows
+
+
+TABLE_ALIGN = "llllrrrrrrrl"  # text columns left, figures right
+
+
+def format_table(sweep: Sweep, style: str = "auto") -> str:
+    """The sweep's table through the one renderer (`labtools.tables`: rich on a terminal,
+    plain text otherwise, "markdown" for reports), a break between (shape, dtype) groups,
+    then footnotes on the instability bound and on peers."""
+    from labtools.tables import render
+
+    headers, rows = table_rows(sweep)
+    grouped: list[tuple[str, ...] | None] = []
+    group = None
+    for r, row in zip(sweep.records, rows):
+        if group is not None and group != (tuple(r.shape), r.dtype):
+            grouped.append(None)
+        group = (tuple(r.shape), r.dtype)
+        grouped.append(row)
+    lines = [render(headers, grouped, style=style, align=TABLE_ALIGN)]
+    if any(r.unstable for r in sweep.records):
+        lines += [
+            "",
+            f"unstable: IQR / median of device or call time above {bench.UNSTABLE_REL_IQR:.0%}; "
+            "such figures are not headlined",
+        ]
+    if sweep.peers:
+        lines += ["", "peers: " + "; ".join(f"{label} {state}" for label, state in sweep.peers.items())]
     return "\n".join(lines)
 
 

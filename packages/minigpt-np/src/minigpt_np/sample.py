@@ -10,6 +10,7 @@ continuation that does not end within `max_new_tokens` counts as ungrammatical.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Protocol
@@ -52,8 +53,8 @@ def continue_batch(
 ) -> list[list[int]]:
     """Extend every row of idx (B, T0) until it emits `stop_id` (kept) or has
     `max_new_tokens` new tokens; return each row's new tokens."""
-    if not greedy and (rng is None or temperature <= 0):
-        raise ValueError("sampling needs an rng and a positive temperature")
+    if not greedy and (rng is None or not (math.isfinite(temperature) and temperature > 0)):
+        raise ValueError(f"sampling needs an rng and a finite temperature > 0, got {temperature!r}")
     B = idx.shape[0]
     done = np.zeros(B, dtype=bool)
     new: list[list[int]] = [[] for _ in range(B)]
@@ -62,7 +63,13 @@ def continue_batch(
         if greedy:
             nxt = probs.argmax(axis=-1)
         else:
-            p = probs.astype(np.float64) ** (1.0 / temperature)
+            p = probs.astype(np.float64)
+            if temperature != 1.0:
+                # p ** (1 / T) in log space, shifted so the largest weight is 1: never all
+                # zero (nor inf) however small or large T is.
+                with np.errstate(divide="ignore"):
+                    logp = np.log(p) / temperature
+                p = np.exp(logp - logp.max(axis=-1, keepdims=True))
             cdf = np.cumsum(p / p.sum(axis=-1, keepdims=True), axis=-1)
             u = rng.random((B, 1))
             nxt = np.minimum((cdf < u).sum(axis=-1), probs.shape[-1] - 1)  # inverse CDF

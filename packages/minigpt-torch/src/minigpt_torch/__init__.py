@@ -9,6 +9,13 @@
 DDP under torchrun), `checks` (labtools checks), `cli` (`minigpt-torch`).
 """
 
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("kernel-lab-minigpt-torch")
+except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
+    __version__ = "0+unknown"
+
 from minigpt_torch.model import GrammarMiniGPT
 from minigpt_torch.weights import example_inputs, load_pretrained
 

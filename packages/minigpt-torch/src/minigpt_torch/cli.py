@@ -1,36 +1,112 @@
-"""`minigpt-torch`: the PyTorch port's command line, with minigpt-np's flags plus --device.
+"""`minigpt-torch`: the PyTorch port's command line, with minigpt-np's flags plus --device
+and --lm-head-softmax.
 
     minigpt-torch generate "Yesterday I" [--sample --seed S ...] [--device cuda]
-    minigpt-torch topk "Yesterday I" -k 5 [--json] [--device cuda]
+    minigpt-torch topk "Yesterday I" -k 5 [--json] [--device cuda] [--lm-head-softmax torch]
+    minigpt-torch evaluate [--checkpoint PATH] [--device cuda]
     minigpt-torch train --out model.npz [--device cuda] [--steps N ...]
     torchrun --nproc-per-node 2 -m minigpt_torch.cli train --out model.npz   # DDP
 
-Checkpoints are minigpt-np's .npz format both ways.
+Checkpoints are minigpt-np's .npz format both ways. Bad arguments are one line, exit 2
+(--debug or MINIGPT_DEBUG=1 for the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 
 import torch
 import torch.distributed as dist
 from minigpt_np import checkpoint
-from minigpt_np.cli import command_line, run, run_metadata, train_config_from
+from minigpt_np.cli import (
+    add_debug_flag,
+    check_output_path,
+    command_line,
+    dumps,
+    run,
+    run_metadata,
+    train_config_from,
+)
+from minigpt_np.corpus import make_corpus
+from minigpt_np.evaluate import quality
+from minigpt_np.train import TrainConfig
 
 from minigpt_torch import weights
 from minigpt_torch.adapter import TorchLM
+from minigpt_torch.model import _triton_softmax
 from minigpt_torch.train import train
+
+DEVICE_HELP = "cpu, cuda or cuda:N (default cpu)"
+SOFTMAX_HELP = (
+    "the LM head's softmax: triton (kernels_triton.softmax; on the CPU only under TRITON_INTERPRET=1) "
+    "or torch (F.softmax); default: triton on CUDA when kernels_triton is installed, torch otherwise"
+)
+
+
+def device_arg(text: str) -> str:
+    """argparse type for --device: a device this machine has."""
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} asked for, but this machine has no CUDA device (torch {torch.__version__}, "
+                f"torch.cuda.is_available() is False); use --device cpu"
+            )
+        if device.index is not None and device.index >= count:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} asked for, but this machine has {count} CUDA device(s)"
+            )
+    return text
+
+
+def check_softmax_choice(args) -> None:
+    """--lm-head-softmax triton must be able to run where the model runs."""
+    if args.lm_head_softmax != "triton":
+        return
+    if torch.device(args.device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError(
+            "argument --lm-head-softmax: triton runs on the CPU only under Triton's interpreter "
+            "(TRITON_INTERPRET=1); use --device cuda or --lm-head-softmax torch"
+        )
+    try:
+        import kernels_triton  # noqa: F401
+    except ImportError as exc:
+        raise ValueError(
+            f"argument --lm-head-softmax: triton needs kernels_triton, which is not importable ({exc})"
+        ) from None
+
+
+def softmax_in_use(args) -> str:
+    """What the LM head runs: the choice made, or what "auto" picks for this device."""
+    if args.lm_head_softmax:
+        return args.lm_head_softmax
+    return "triton" if torch.device(args.device).type == "cuda" and _triton_softmax() is not None else "torch"
+
+
+def torch_model(args, path: str | None):
+    check_softmax_choice(args)
+    model, tokenizer, meta = weights.load(path)
+    model = model.to(args.device)
+    model.softmax_impl = softmax_in_use(args)
+    return TorchLM(model), tokenizer, meta
 
 
 def load_torch(args) -> tuple[TorchLM, object]:
-    model, tokenizer, _ = weights.load(args.checkpoint)
-    return TorchLM(model.to(args.device)), tokenizer
+    lm, tokenizer, _ = torch_model(args, args.checkpoint)
+    return lm, tokenizer
 
 
 def cmd_train(args) -> int:
     cfg = train_config_from(args)
+    check_output_path(args.out)
     try:
         result = train(cfg, device=args.device)
         if result.rank == 0:
@@ -40,7 +116,7 @@ def cmd_train(args) -> int:
             meta = run_metadata(prog, args, cfg, np_model, result.corpus, result.seconds, result.tokens_per_s)
             meta |= {"torch": torch.__version__, "device": args.device, "world_size": result.world_size}
             checkpoint.save(args.out, np_model, result.corpus.tokenizer, meta)
-            print(json.dumps({"out": args.out, **meta}, indent=2))
+            print(dumps({"out": args.out, **meta}, indent=2))
         if dist.is_initialized():
             # Every rank waits for rank 0's checkpoint write: a rank that tears its gloo group
             # down while another still uses it can abort ("terminate called without an active
@@ -52,10 +128,33 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_evaluate(args) -> int:
+    """minigpt-np's evaluate, computed by the torch model on --device (with its LM head)."""
+    lm, _, meta = torch_model(args, args.checkpoint)
+    if "train_config" not in meta:
+        raise ValueError(
+            "this checkpoint records no train_config, so its held-out sentences cannot be rebuilt"
+        )
+    cfg = TrainConfig(**meta["train_config"])
+    corpus = make_corpus(cfg.n_train_sentences, cfg.n_val_sentences, cfg.seed)
+    report = quality(lm, corpus, cfg.seed)
+    report |= {"device": args.device, "lm_head_softmax": lm.model.softmax_impl}
+    print(dumps(report, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser, _, commands = command_line("minigpt-torch", __doc__, cmd_train, load_torch)
-    for p in commands:
-        p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    parser, sub, commands = command_line("minigpt-torch", __doc__, cmd_train, load_torch)
+    e = sub.add_parser(
+        "evaluate", help="validation loss, grammaticality rate and probe top-5 of a checkpoint"
+    )
+    e.add_argument("--checkpoint", default=None, help="default: the checkpoint shipped in minigpt-np")
+    add_debug_flag(e)
+    e.set_defaults(fn=cmd_evaluate)
+    for p in [*commands, e]:
+        p.add_argument("--device", type=device_arg, default="cpu", help=DEVICE_HELP)
+    for p in [*commands[1:], e]:  # generate, topk, evaluate
+        p.add_argument("--lm-head-softmax", choices=("triton", "torch"), default=None, help=SOFTMAX_HELP)
     return parser
 
 

@@ -4,7 +4,8 @@ Same architecture and numerics as `minigpt_np.model` (pre-LayerNorm blocks, eps 
 tanh-approximated GELU, causal attention written out from nn.Linear + softmax, untied LM
 head with bias), so that in float64 the two agree to rounding. Only the LM-head softmax
 differs by device: on CUDA it is kernel-lab's Triton softmax (`kernels_triton.softmax`),
-elsewhere torch's.
+elsewhere (or when kernels_triton is not installed) torch's; `model.softmax_impl` picks
+one explicitly ("auto", "triton", "torch").
 
     probs = model(idx)                 # (B, T, V) next-token probabilities
     loss  = model(idx, targets)        # mean cross-entropy (from the logits)
@@ -14,6 +15,7 @@ elsewhere torch's.
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -70,13 +72,46 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
-def lm_head_softmax(logits: torch.Tensor, use_triton: bool = True) -> torch.Tensor:
-    """softmax over the vocabulary: kernels_triton.softmax for CUDA tensors of the dtypes
-    it takes (imported here, so CPU use never needs Triton), torch's otherwise."""
-    if use_triton and logits.is_cuda and logits.dtype in TRITON_SOFTMAX_DTYPES:
+SOFTMAX_IMPLS = ("auto", "triton", "torch")
+_warned_no_triton = False
+
+
+def _triton_softmax():
+    """kernels_triton.softmax, or None (with one warning per process) when it cannot be
+    imported: the model then runs with torch's softmax everywhere."""
+    global _warned_no_triton
+    try:
+        from kernels_triton import softmax
+    except ImportError as exc:
+        if not _warned_no_triton:
+            warnings.warn(
+                f"kernels_triton is not importable ({exc}); the LM head uses torch's softmax", stacklevel=3
+            )
+            _warned_no_triton = True
+        return None
+    return softmax
+
+
+def lm_head_softmax(logits: torch.Tensor, impl: str = "auto") -> torch.Tensor:
+    """softmax over the vocabulary.
+
+    - "auto": kernels_triton.softmax for CUDA tensors of the dtypes it takes (imported only
+      then, so CPU use never needs Triton; torch's when it is not importable), torch's
+      otherwise;
+    - "triton": kernels_triton.softmax on any device it runs on (on the CPU only under
+      Triton's interpreter, TRITON_INTERPRET=1); ImportError when it is not installed;
+    - "torch": F.softmax.
+    """
+    if impl == "triton":
         from kernels_triton import softmax
 
         return softmax(logits, dim=-1)
+    if impl == "auto" and logits.is_cuda and logits.dtype in TRITON_SOFTMAX_DTYPES:
+        softmax = _triton_softmax()
+        if softmax is not None:
+            return softmax(logits, dim=-1)
+    elif impl not in SOFTMAX_IMPLS:
+        raise ValueError(f"impl must be one of {SOFTMAX_IMPLS}, got {impl!r}")
     return F.softmax(logits, dim=-1)
 
 
@@ -84,7 +119,7 @@ class GrammarMiniGPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.config = config
-        self.use_triton_softmax = True  # the CUDA LM-head softmax; False: torch's (for comparisons)
+        self.softmax_impl = "auto"  # the LM head's softmax: see lm_head_softmax
         self.tok_emb = nn.Embedding(config.vocab_size, config.n_embd)
         self.pos_emb = nn.Embedding(config.block_size, config.n_embd)
         self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
@@ -107,4 +142,13 @@ class GrammarMiniGPT(nn.Module):
         logits = self.logits(idx)
         if targets is not None:
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-        return lm_head_softmax(logits, self.use_triton_softmax)
+        return lm_head_softmax(logits, self.softmax_impl)
+
+    @property
+    def use_triton_softmax(self) -> bool:
+        """False when the LM head is forced to torch's softmax."""
+        return self.softmax_impl != "torch"
+
+    @use_triton_softmax.setter
+    def use_triton_softmax(self, value: bool) -> None:
+        self.softmax_impl = "auto" if value else "torch"

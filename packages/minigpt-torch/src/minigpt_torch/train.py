@@ -14,6 +14,7 @@ on the CPU, NCCL on GPUs (one per rank, LOCAL_RANK).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -26,7 +27,7 @@ import torch.distributed as dist
 from minigpt_np.corpus import Corpus, make_corpus, random_windows
 from minigpt_np.model import GPTConfig, MiniGPT
 from minigpt_np.optim import decays, lr_at
-from minigpt_np.train import Progress, TrainConfig, validation_loss
+from minigpt_np.train import Progress, TrainConfig, TrainingDiverged, diverged_message, validation_loss
 from torch.nn.parallel import DistributedDataParallel
 
 from minigpt_torch.adapter import TorchLM
@@ -107,6 +108,8 @@ def train(cfg: TrainConfig, device: str = "cpu", progress: TextIO | None = sys.s
             dist.all_reduce(loss)  # sum of the shards' means; gloo has no AVG
             loss /= world
         losses.append(loss.item())
+        if not math.isfinite(losses[-1]):  # the same on every rank: the loss is all-reduced
+            raise TrainingDiverged(diverged_message(losses[-1], step, cfg))
         if rank == 0 and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
             val_losses[step + 1] = validation_loss(TorchLM(model), corpus.val)
         tok_s = (step + 1) * cfg.batch_size * cfg.block_size / (time.perf_counter() - t0)

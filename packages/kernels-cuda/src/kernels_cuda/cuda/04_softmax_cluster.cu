@@ -1,4 +1,4 @@
-// 04a cluster softmax (sm_90): rows too long for one block, split across a thread-block cluster.
+// 04 cluster softmax (sm_90): rows too long for one block, split across a thread-block cluster.
 //
 // The C blocks of a cluster share a row: block `rank` owns the contiguous chunk of `chunk` elements
 // starting at rank * chunk and keeps it in dynamic shared memory (up to ~227 KB a block on an

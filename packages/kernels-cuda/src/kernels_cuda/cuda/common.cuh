@@ -252,6 +252,17 @@ template <int WARPS> __device__ __forceinline__ Stats block_merge_to_warp0(Stats
   return t;
 }
 
+// Sum every thread's value over a block of WARPS warps; the result is valid in warp 0 only. Same
+// contract on scratch as block_merge_to_warp0.
+template <int WARPS> __device__ __forceinline__ float block_sum_to_warp0(float v, float* scratch) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  v = warp_sum<32>(v);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) v = warp_sum<32>(lane < WARPS ? scratch[lane] : 0.f);
+  return v;
+}
+
 // ---- thread-block clusters and distributed shared memory (sm_90) -------------------------------
 
 #if __CUDA_ARCH__ >= 900
@@ -304,17 +315,27 @@ __device__ __forceinline__ void mbarrier_init(unsigned long long* bar) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_address(bar)) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the copy engine
 }
-// bytes (a multiple of 16) from src to dst (both 16-byte aligned); completes bar's current phase.
-// The fence orders this block's earlier reads of dst (ordinary loads, after a barrier) before the
-// copy engine's writes to it.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+// The issuing thread's one arrival on bar, announcing that `bytes` will land before its phase can
+// complete. Several bulk copies may complete one phase: announce their total once, before the
+// first copy (announcing each copy separately could complete the phase when the first lands).
+// The fence orders this block's earlier reads of the destinations (ordinary loads, after a
+// barrier) before the copy engine's writes to them.
+__device__ __forceinline__ void bulk_expect(unsigned long long* bar, unsigned bytes) {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
                : "memory");
+}
+// bytes (a multiple of 16) from src to dst (both 16-byte aligned), counted against bar's announced total.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                    smem_address(dst)),
                "l"(src), "r"(bytes), "r"(smem_address(bar))
                : "memory");
+}
+// One bulk copy that completes bar's current phase on its own.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  bulk_expect(bar, bytes);
+  bulk_copy(dst, src, bytes, bar);
 }
 // Wait until bar has completed the phase with this parity (0 for its first phase, then 1, 0, ...).
 __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned parity) {
@@ -332,5 +353,10 @@ __device__ __forceinline__ Stats dsmem_load_stats(unsigned address) {
   Stats t;
   asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(t.m), "=f"(t.s) : "r"(address) : "memory");
   return t;
+}
+__device__ __forceinline__ float dsmem_load_f32(unsigned address) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(address) : "memory");
+  return v;
 }
 #endif

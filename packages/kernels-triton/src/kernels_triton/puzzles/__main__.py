@@ -7,16 +7,22 @@ already imported it by the time this module runs, so it restarts itself with the
 variable set.
 """
 
+import argparse
 import os
 import sys
 
 import torch
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kernels_triton.puzzles", description=__doc__.split("\n\n")[0]
+    )
+    argv = sys.argv[1:] if argv is None else argv
+    parser.parse_args(argv)  # --help exits here, before any puzzle runs
     if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
         env = {**os.environ, "TRITON_INTERPRET": "1"}
-        os.execve(sys.executable, [sys.executable, "-m", "kernels_triton.puzzles", *sys.argv[1:]], env)
+        os.execve(sys.executable, [sys.executable, "-m", "kernels_triton.puzzles", *argv], env)
 
     from kernels_triton.puzzles import PUZZLES, run
 

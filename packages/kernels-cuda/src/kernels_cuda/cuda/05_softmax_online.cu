@@ -1,11 +1,11 @@
-// 04b online softmax: any row length on any GPU, two passes over DRAM.
+// 05 online softmax: any row length on any GPU, two passes over DRAM.
 //
 // For GPUs without clusters (sm_80) and for rows longer than a cluster's shared memory holds. One
 // block per row. Pass 1 streams the row once with UNROLL 16-byte loads in flight per thread,
 // keeping a running (max, sum of exp) per thread, where the sum is rescaled whenever the max grows
 // (the online-softmax identity), so there is no separate max pass; the block merges the pairs.
 // Pass 2 streams the row again and writes exp(x - max) / sum. Three accesses per element where v3
-// and v4a make two: ~1.5x their bytes once the second read misses L2, which it does when the
+// and the cluster kernel make two: ~1.5x their bytes once the second read misses L2, which it does when the
 // rows in flight outgrow L2 (an H100 keeps ~132 rows in flight in 50 MB: rows over ~300 KB miss).
 //
 // Constants: KL_THREADS, KL_VEC (elements per pack; divides N), KL_UNROLL (packs in flight).

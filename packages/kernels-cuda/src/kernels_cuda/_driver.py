@@ -1,0 +1,279 @@
+"""The CUDA driver API through ctypes: load a cubin, read device attributes, launch a kernel.
+
+Kernels are launched with `cuLaunchKernel` on arguments packed once: a `PackedLaunch` keeps the
+grid, block, dynamic shared memory and every argument in ctypes slots, and a call rewrites only
+the slots that change (the data pointers) before the one driver call. The call goes through
+cuda-python's compiled binding (`cuda.bindings.driver`) where it is installed, else through
+ctypes, whose per-call argument conversion costs more; scripts/cuda_call_time.py times both
+(and CuPy's RawKernel, and cuda.core) and measurements/2026-11-25-h100/kernels-cuda-host/ holds
+the numbers. KERNELS_CUDA_LAUNCHER=ctypes forces the ctypes path.
+
+Modules are loaded into the device's primary context, the one torch and CuPy use. With one
+device that context is current on any thread that has touched CUDA; a thread that has not gets
+it made current on the first CUDA_ERROR_INVALID_CONTEXT. With several devices every launch pushes
+the device's context and pops it after, since the caller's current device need not be the data's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from functools import cache
+
+CUDA_SUCCESS = 0
+CUDA_ERROR_INVALID_CONTEXT = 201
+# CUfunction_attribute and CUdevice_attribute values (cuda.h)
+FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+DEV_COMPUTE_CAPABILITY_MAJOR = 75
+DEV_COMPUTE_CAPABILITY_MINOR = 76
+DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+DEFAULT_MAX_DYNAMIC_SHARED = 48 * 1024
+
+_p = ctypes.c_void_p
+_u = ctypes.c_uint
+_i = ctypes.c_int
+
+
+class CudaError(RuntimeError):
+    def __init__(self, what: str, code: int):
+        super().__init__(f"{what} failed: {error_name(code)} ({code})")
+        self.code = code
+
+
+@cache
+def _lib():
+    name = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        raise RuntimeError(
+            f"kernels_cuda: no CUDA driver here ({name} not found); it needs an NVIDIA GPU"
+        ) from None
+    signatures = {
+        "cuInit": (_u,),
+        "cuGetErrorName": (_i, ctypes.POINTER(ctypes.c_char_p)),
+        "cuDeviceGet": (ctypes.POINTER(_i), _i),
+        "cuDeviceGetCount": (ctypes.POINTER(_i),),
+        "cuDeviceGetAttribute": (ctypes.POINTER(_i), _i, _i),
+        "cuDevicePrimaryCtxRetain": (ctypes.POINTER(_p), _i),
+        "cuCtxPushCurrent_v2": (_p,),
+        "cuCtxPopCurrent_v2": (ctypes.POINTER(_p),),
+        "cuCtxSetCurrent": (_p,),
+        "cuModuleLoadData": (ctypes.POINTER(_p), ctypes.c_char_p),
+        "cuModuleGetFunction": (ctypes.POINTER(_p), _p, ctypes.c_char_p),
+        "cuFuncSetAttribute": (_p, _i, _i),
+        "cuFuncGetAttribute": (ctypes.POINTER(_i), _i, _p),
+        "cuLaunchKernel": (_p, _u, _u, _u, _u, _u, _u, _u, _p, _p, _p),
+    }
+    for fn, argtypes in signatures.items():
+        getattr(lib, fn).argtypes = argtypes
+        getattr(lib, fn).restype = _i
+    check(lib.cuInit(0), "cuInit")
+    return lib
+
+
+@cache
+def _bindings():
+    """cuda-python's driver module, or None (not installed, or KERNELS_CUDA_LAUNCHER=ctypes)."""
+    if os.environ.get("KERNELS_CUDA_LAUNCHER") == "ctypes":
+        return None
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        try:
+            from cuda import cuda as driver
+        except ImportError:
+            return None
+    return driver
+
+
+def launcher_name() -> str:
+    return "ctypes" if _bindings() is None else "cuda.bindings"
+
+
+_streams: dict[int, object] = {}  # CUstream handle -> cuda-python's CUstream object
+
+
+def _cu_stream(handle: int):
+    stream = _streams.get(handle)
+    if stream is None:
+        if len(_streams) > 256:
+            _streams.clear()
+        stream = _streams[handle] = _bindings().CUstream(handle)
+    return stream
+
+
+def error_name(code: int) -> str:
+    name = ctypes.c_char_p()
+    if _lib().cuGetErrorName(code, ctypes.byref(name)) != CUDA_SUCCESS or not name.value:
+        return "CUDA_ERROR_UNKNOWN"
+    return name.value.decode()
+
+
+def check(code: int, what: str) -> None:
+    if code != CUDA_SUCCESS:
+        raise CudaError(what, code)
+
+
+@cache
+def device_count() -> int:
+    n = _i()
+    check(_lib().cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")
+    return n.value
+
+
+@cache
+def _device(device_id: int) -> int:
+    dev = _i()
+    check(_lib().cuDeviceGet(ctypes.byref(dev), device_id), f"cuDeviceGet({device_id})")
+    return dev.value
+
+
+def device_attribute(device_id: int, attribute: int) -> int:
+    value = _i()
+    check(
+        _lib().cuDeviceGetAttribute(ctypes.byref(value), attribute, _device(device_id)),
+        "cuDeviceGetAttribute",
+    )
+    return value.value
+
+
+@cache
+def primary_context(device_id: int) -> int:
+    """The device's primary context (retained for the life of the process)."""
+    ctx = _p()
+    check(_lib().cuDevicePrimaryCtxRetain(ctypes.byref(ctx), _device(device_id)), "cuDevicePrimaryCtxRetain")
+    return ctx.value
+
+
+class _Current:
+    """`with _Current(device_id):` makes the device's primary context current, then restores."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, device_id: int):
+        self.ctx = primary_context(device_id)
+
+    def __enter__(self):
+        check(_lib().cuCtxPushCurrent_v2(self.ctx), "cuCtxPushCurrent")
+
+    def __exit__(self, *exc):
+        _lib().cuCtxPopCurrent_v2(ctypes.byref(_p()))
+
+
+class Function:
+    """One entry point of a cubin loaded on one device."""
+
+    def __init__(self, cubin: bytes, name: str, device_id: int):
+        lib = _lib()
+        self.device_id = device_id
+        self.name = name
+        module, fn = _p(), _p()
+        with _Current(device_id):
+            check(lib.cuModuleLoadData(ctypes.byref(module), cubin), f"cuModuleLoadData({name})")
+            check(
+                lib.cuModuleGetFunction(ctypes.byref(fn), module, name.encode()),
+                f"cuModuleGetFunction({name})",
+            )
+        self.module, self.handle = module.value, fn.value
+        self.max_dynamic_shared = DEFAULT_MAX_DYNAMIC_SHARED
+        self._lock = threading.Lock()
+
+    def set_attribute(self, attribute: int, value: int) -> None:
+        with _Current(self.device_id):
+            check(
+                _lib().cuFuncSetAttribute(self.handle, attribute, value), f"cuFuncSetAttribute({self.name})"
+            )
+
+    def allow_shared(self, nbytes: int) -> None:
+        """Raise the kernel's dynamic shared memory limit to `nbytes` if it is lower (past 48 KB
+        the driver wants the kernel's opt-in first)."""
+        with self._lock:
+            if nbytes > self.max_dynamic_shared:
+                self.set_attribute(FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+                self.max_dynamic_shared = nbytes
+
+
+def _dims(d) -> tuple[int, int, int]:
+    d = (d,) if isinstance(d, int) else tuple(d)
+    return (*d, *(1,) * (3 - len(d)))
+
+
+class PackedLaunch:
+    """One launch of `function`, its arguments packed once into ctypes slots.
+
+    `types`/`values` are the kernel's parameters in order (ctypes types, initial values).
+    `__call__(stream, *leading)` overwrites the first len(leading) arguments (the pointers) and
+    launches on the CUstream handle `stream`. Calls are serialised by a lock: the slots are
+    shared, and the driver reads them during the call, with the GIL released.
+    """
+
+    __slots__ = (
+        "function",
+        "_args",
+        "_slots",
+        "_argv",
+        "_argv_address",
+        "_lock",
+        "_push",
+        "_launch",
+        "_fn",
+        "_cu",
+    )
+
+    def __init__(self, function: Function, grid, block, shared_mem: int, types, values):
+        if shared_mem > DEFAULT_MAX_DYNAMIC_SHARED:
+            function.allow_shared(shared_mem)
+        self.function = function
+        self._slots = [t(v) for t, v in zip(types, values, strict=True)]
+        self._argv = (_p * len(self._slots))(*(ctypes.addressof(s) for s in self._slots))
+        self._argv_address = ctypes.addressof(self._argv)  # the array stays alive in self._argv
+        self._args = (*_dims(grid), *_dims(block), shared_mem)
+        self._lock = threading.Lock()
+        self._push = device_count() > 1
+        self._cu = _bindings()
+        if self._cu is None:
+            self._fn, self._launch = function.handle, _lib().cuLaunchKernel
+        else:
+            self._fn, self._launch = self._cu.CUfunction(function.handle), self._cu.cuLaunchKernel
+
+    def _raw(self, stream: int) -> int:
+        """One cuLaunchKernel on the packed slots; the driver's result code."""
+        if self._cu is None:
+            return self._launch(self._fn, *self._args, stream, self._argv_address, None)
+        return int(self._launch(self._fn, *self._args, _cu_stream(stream), self._argv_address, 0)[0])
+
+    def __call__(self, stream: int, *leading: int) -> None:
+        with self._lock:
+            slots = self._slots
+            for i, v in enumerate(leading):
+                slots[i].value = v
+            if self._push:
+                with _Current(self.function.device_id):
+                    rc = self._raw(stream)
+            else:
+                rc = self._raw(stream)
+            if rc == CUDA_ERROR_INVALID_CONTEXT:  # a thread that has not touched CUDA yet
+                check(_lib().cuCtxSetCurrent(primary_context(self.function.device_id)), "cuCtxSetCurrent")
+                rc = self._raw(stream)
+        if rc != CUDA_SUCCESS:
+            raise CudaError(f"launching {self.function.name}", rc)
+
+    def two(self, stream: int, a: int, b: int) -> None:
+        """`self(stream, a, b)` with less Python: the call every softmax launch makes."""
+        if self._push:
+            return self(stream, a, b)
+        with self._lock:
+            self._slots[0].value = a
+            self._slots[1].value = b
+            if self._cu is None:
+                rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
+            else:
+                rc = self._launch(self._fn, *self._args, _cu_stream(stream), self._argv_address, 0)[0]
+        if rc:  # CUresult 0 is success; __call__ makes a missing context current and retries
+            if int(rc) != CUDA_ERROR_INVALID_CONTEXT:
+                raise CudaError(f"launching {self.function.name}", int(rc))
+            self(stream, a, b)

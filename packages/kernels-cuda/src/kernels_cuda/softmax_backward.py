@@ -1,0 +1,274 @@
+"""The backward of row-wise softmax in CUDA C: dx = y * (dy - sum(y * dy)) along `dim`.
+
+    softmax_backward(y, dy, dim=-1, variant="auto")
+
+y is the forward's output, dy the gradient of the loss with respect to it; both CuPy arrays or
+both torch CUDA tensors of one shape, dtype (float32 / float16 / bfloat16) and device, any strides.
+The result has y's shape and dtype (fp32 accumulation), the same as
+`torch.ops.aten._softmax_backward_data(dy, y, dim, y.dtype)`.
+
+`kernels_cuda.softmax_backward(y, dy)` works too: this module is callable (it forwards to the
+function), so the package attribute and the function read the same.
+
+The kernels (read them in order, after the forward's):
+    fused     06_softmax_backward.cu          rows in registers: one read of y and dy, one write of dx
+    twopass   06_softmax_backward.cu          any row, any GPU: the dot, then a second pass for dx
+    cluster   07_softmax_backward_cluster.cu  long rows over a thread-block cluster (sm_90): chunks
+                                              of y and dy in shared memory by bulk copies, the dot
+                                              exchanged through distributed shared memory
+    auto      fused up to BackwardConfig.fused_max_row_bytes, else cluster, else twopass
+
+Everything from here to `specializations()` is plain Python over shapes (no GPU), so the plans can
+be tested and every Spec compiled offline.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kernels_cuda import arrays, codegen
+from kernels_cuda import softmax_variants as sm
+from kernels_cuda.codegen import Spec
+
+VARIANTS = ("auto", "fused", "twopass", "cluster")
+FUSED_SOURCE = "06_softmax_backward.cu"
+CLUSTER_SOURCE = "07_softmax_backward_cluster.cu"
+FUSED_BLOCK = 256  # threads per block when a row needs fewer (RPB rows per block)
+FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 16-byte packs in all)
+FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
+TWOPASS_THREADS, TWOPASS_UNROLL = 512, 2
+CLUSTER_THREADS = 256
+
+
+@dataclass(frozen=True)
+class BackwardConfig:
+    """What `variant="auto"` chooses by.
+
+    fused_max_row_bytes: the fused kernel while a row of one array is at most this many bytes (it
+        holds y and dy: twice this in registers); past it, the cluster kernel on sm_90.
+    cluster_chunk_bytes: the cluster kernel picks the smallest cluster whose blocks each hold at
+        most this much of each array (y and dy: twice this in shared memory); else the largest
+        cluster whose chunks fit a block at all.
+    """
+
+    fused_max_row_bytes: int = 32 * 1024
+    fused_packs_f32: int = 2
+    fused_packs_16bit: int = 4
+    cluster_chunk_bytes: int = 32 * 1024
+    max_cluster: int = 16
+
+
+AUTO = BackwardConfig()
+
+
+def fused_capacity(vec: int) -> int:
+    return FUSED_MAX_TPR * FUSED_ITEMS_MAX * vec
+
+
+def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
+    rpb = max(1, FUSED_BLOCK // tpr)
+    return Spec(
+        FUSED_SOURCE,
+        "softmax_backward_fused",
+        dtype,
+        (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)),
+    )
+
+
+def fused_ladder(dtype: str, vec: int, cfg: BackwardConfig) -> list[tuple[int, int]]:
+    """The forward's (threads per row, packs per thread) ladder, capped at FUSED_ITEMS_MAX packs."""
+    packs = (cfg.fused_packs_f32 if arrays.ITEMSIZE[dtype] == 4 else cfg.fused_packs_16bit) if vec > 1 else 4
+    ladder = sm.fused_ladder(vec, min(packs, FUSED_ITEMS_MAX))
+    capped = [(t, i) for t, i in ladder if i <= FUSED_ITEMS_MAX and t <= FUSED_MAX_TPR]
+    return capped + [(FUSED_MAX_TPR, FUSED_ITEMS_MAX)]
+
+
+def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: BackwardConfig) -> sm.Launch | None:
+    packs = N // vec
+    for tpr, items in dict.fromkeys(fused_ladder(dtype, vec, cfg)):
+        if tpr * items >= packs:
+            spec = fused_spec(dtype, tpr, items, vec)
+            rpb = dict(spec.constants)["RPB"]
+            return sm.Launch(spec, grid=min(math.ceil(M / rpb), sm.MAX_GRID), block=tpr * rpb)
+    return None
+
+
+def twopass_spec(dtype: str, vec: int) -> Spec:
+    return Spec(
+        FUSED_SOURCE,
+        "softmax_backward_twopass",
+        dtype,
+        (("THREADS", TWOPASS_THREADS), ("VEC", vec), ("UNROLL", TWOPASS_UNROLL)),
+    )
+
+
+def cluster_spec(dtype: str, cluster: int) -> Spec:
+    return Spec(
+        CLUSTER_SOURCE,
+        "softmax_backward_cluster",
+        dtype,
+        (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", sm.full_vec(dtype))),
+    )
+
+
+def plan_cluster(
+    M: int, N: int, dtype: str, vec: int, device: sm.Device, cfg: BackwardConfig
+) -> sm.Launch | None:
+    """None without clusters, for rows that are not whole 16-byte packs, or past the largest
+    cluster's shared memory (two arrays per block)."""
+    if device.cc < 90 or vec != sm.full_vec(dtype):
+        return None
+    size = arrays.ITEMSIZE[dtype]
+    sizes = [c for c in sm.CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
+    chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
+    pick = next(((c, k) for c, k in chunks if k * size <= cfg.cluster_chunk_bytes), None)
+    if pick is None:
+        c, k = chunks[-1]
+        if 2 * k * size > device.max_shared_per_block - 1024:
+            return None
+        pick = (c, k)
+    c, chunk = pick
+    return sm.Launch(
+        cluster_spec(dtype, c),
+        grid=c * min(M, sm.MAX_GRID // c),
+        block=CLUSTER_THREADS,
+        shared_mem=2 * chunk * size,
+        extra=(chunk,),
+    )
+
+
+def plan(
+    variant: str, M: int, N: int, dtype: str, vec: int, device: sm.Device, cfg: BackwardConfig | None = None
+) -> sm.Launch:
+    """The launch for one (M, N) problem; vec from `softmax_variants.pack_width` over y, dy, dx."""
+    cfg = cfg or AUTO
+    twopass = sm.Launch(twopass_spec(dtype, vec), grid=min(M, sm.MAX_GRID), block=TWOPASS_THREADS)
+    if variant == "fused":
+        launch = plan_fused(M, N, dtype, vec, cfg)
+        if launch is None:
+            raise ValueError(
+                f"softmax_backward: the fused kernel holds rows of at most {fused_capacity(vec)} elements "
+                f"in registers; N={N} (use auto)"
+            )
+        return launch
+    if variant == "twopass":
+        return twopass
+    if variant == "cluster":
+        return plan_cluster(M, N, dtype, vec, device, cfg) or twopass
+    if variant == "auto":
+        size = arrays.ITEMSIZE[dtype]
+        if N * size <= cfg.fused_max_row_bytes or device.cc < 90:
+            launch = plan_fused(M, N, dtype, vec, cfg)
+            if launch is not None:
+                return launch
+        return plan_cluster(M, N, dtype, vec, device, cfg) or plan_fused(M, N, dtype, vec, cfg) or twopass
+    raise ValueError(f"softmax_backward: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+
+
+@codegen.register_specializations
+def specializations() -> list[Spec]:
+    """Every Spec `plan` can produce, for the offline compile."""
+    specs = []
+    for dtype in sm.DTYPES:
+        for vec in (sm.full_vec(dtype), 1):
+            specs.extend(
+                fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO))
+            )
+            specs.append(twopass_spec(dtype, vec))
+        specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
+    return specs
+
+
+_plan = lru_cache(maxsize=4096)(plan)
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def _launch(
+    launch: sm.Launch, y: arrays.Rows, dy: arrays.Rows, dx: arrays.Rows, device_id: int, stream
+) -> None:
+    import numpy as np
+
+    args = (
+        np.uint64(y.ptr),
+        np.uint64(dy.ptr),
+        np.uint64(dx.ptr),
+        np.int64(y.M),
+        np.int32(y.N),
+        np.int64(y.row_stride),
+        np.int64(dy.row_stride),
+        np.int64(dx.row_stride),
+        *(np.int32(e) for e in launch.extra),
+    )
+    codegen.launch(
+        launch.spec,
+        (launch.grid,),
+        (launch.block,),
+        args,
+        stream=stream,
+        device_id=device_id,
+        shared_mem=launch.shared_mem,
+    )
+
+
+def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
+    """dx = y * (dy - sum(y * dy, dim)) on y's device, on the caller's current stream.
+
+    The result is allocated with `dim` innermost and returned as a view in y's dim order
+    (contiguous when dim is the last one)."""
+    fn = "kernels_cuda.softmax_backward"
+    ops = arrays.backend(y, fn)
+    dtype = arrays.check_dtype(ops, y, fn)
+    if arrays.backend(dy, fn) is not ops:
+        raise TypeError(f"{fn}: dy must be the same kind of array as y ({ops.kind})")
+    if ops.dtype(dy) != dtype:
+        raise TypeError(f"{fn}: dy has dtype {ops.dtype(dy)}, y has {dtype}; they must match")
+    if tuple(dy.shape) != tuple(y.shape):
+        raise ValueError(f"{fn}: dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}; they must match")
+    d = arrays.normalize_dim(dim, y.ndim, fn)
+    if variant not in VARIANTS:
+        raise ValueError(f"{fn}: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    device_id = arrays.check_device(ops, y, fn)
+    if arrays.check_device(ops, dy, fn) != device_id:
+        raise ValueError(f"{fn}: dy is on device {ops.device_id(dy)}, y on device {device_id}")
+    shape = tuple(y.shape)
+    if y.ndim == 0:  # one element: its softmax is 1 and the gradient is 0 (dy - dy)
+        dx = softmax_backward(ops.reshape(y, (1,)), ops.reshape(dy, (1,)), 0, variant)
+        return ops.reshape(dx, ())
+    if y.shape[d] > sm.MAX_N:
+        raise ValueError(
+            f"{fn}: rows of {y.shape[d]} elements along dim {dim}; at most {sm.MAX_N} are supported"
+        )
+    if math.prod(shape) == 0:
+        return ops.empty(shape, y)
+
+    last = y.ndim - 1
+    rows_y = arrays.as_rows(ops, ops.moveaxis(y, d, last) if d != last else y)
+    rows_dy = arrays.as_rows(ops, ops.moveaxis(dy, d, last) if d != last else dy)
+    moved = ops.empty(tuple(s for i, s in enumerate(shape) if i != d) + (shape[d],), y)
+    rows_dx = arrays.as_rows(ops, moved)
+    vec = sm.pack_width(
+        dtype,
+        rows_y.N,
+        (rows_y.ptr, rows_dy.ptr, rows_dx.ptr),
+        (rows_y.row_stride, rows_dy.row_stride, rows_dx.row_stride),
+    )
+    launch = _plan(variant, rows_y.M, rows_y.N, dtype, vec, sm._device(device_id), AUTO)
+    _launch(launch, rows_y, rows_dy, rows_dx, device_id, ops.stream(y))
+    return ops.moveaxis(moved, last, d) if d != last else moved
+
+
+class _CallableModule(types.ModuleType):
+    """`kernels_cuda.softmax_backward` is this module once imported (Python sets the package
+    attribute to it); calling it calls the function of the same name."""
+
+    def __call__(self, y, dy, dim: int = -1, variant: str = "auto"):
+        return softmax_backward(y, dy, dim, variant)
+
+
+sys.modules[__name__].__class__ = _CallableModule

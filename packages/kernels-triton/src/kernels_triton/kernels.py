@@ -1,0 +1,234 @@
+"""The Triton kernels of the row-wise softmax, forward and backward.
+
+    y  = softmax(x)              along each row      (fp32 / fp16 / bf16 in, same dtype out)
+    dx = y * (dy - sum(y * dy))  along each row      (the backward, from the saved output y)
+
+Both kernels see their tensors as (M, N) matrices with unit column stride and any row
+stride: one row is one softmax. All arithmetic is fp32, whatever the storage dtype.
+
+Two ways to cover a row, chosen by one meta-parameter, BLOCK (elements a program holds at
+once); configs.py says which BLOCK a launch gets, launch.py derives the rest:
+
+  BLOCK >= N  one pass.  The whole row (or BLOCK // next_pow2(N) rows, for short rows) is
+              loaded into registers once, reduced and written: N elements read, N written,
+              the least traffic there is. Used while the row fits in one program's
+              registers; past that it would spill to local memory.
+  BLOCK <  N  looped. The row is walked in BLOCK-wide tiles twice: pass 1 keeps, per lane,
+              a running max and a running sum of exponentials relative to that max (the
+              "online softmax"), so max and sum come from one read; the lanes' (max, sum)
+              pairs are then merged into the row's. Pass 2 reads again and writes, back to
+              front: its first tiles are the ones pass 1 read last, the likeliest to still
+              be in L2. The grid is persistent (each program loops over rows) and sized so
+              that each SM has a bounded number of bytes in flight: enough to cover memory
+              latency, few enough rows in flight for that L2 reuse to happen. Optionally
+              (L2_HINTS) pass 1 asks L2 to keep what it reads and pass 2 to drop what it
+              reads and writes.
+
+Accuracy. Every exponential is exp2((x - max) * log2(e)): the maximum is subtracted first,
+so the argument is <= 0 for every finite input, however large (x = 3e38 gives 0, not
+inf - inf), and x - max is exact whenever x is within a factor of two of the max, the
+elements that carry the weight. The normalisation is a multiplication by 1 / sum, an
+IEEE-rounded division once per row, never folded into the exponent (log2(sum) added to the exponent would cost
+ulp(log2 N + max * log2 e) of relative error, growing with N and the max). The looped
+path merges each lane's (max, sum) by rescaling the sum to the row's max, so its error
+does not grow with the number of tiles beyond the per-lane sums.
+
+Non-finite inputs give torch's answers: a row with NaN or +inf gives NaN; -inf entries
+weigh nothing; a row of only -inf gives NaN.
+
+Masks are emitted only where a row or the last tile is ragged (NEEDS_MASK), and written so
+that loads and stores stay 16-byte vectors whenever N and the row strides allow it (ALIGN:
+N = 600 is a multiple of 8, not of 16, which is all Triton would otherwise know).
+
+Every constexpr parameter is passed explicitly at every call site: some Triton versions
+do not make a defaulted parameter of a @triton.jit helper a constexpr.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+LOG2E = tl.constexpr(1.4426950408889634)  # exp(x) = exp2(x * log2(e)); exp2 is the hardware instruction
+
+
+@triton.jit
+def _row_start(ptr, row, row_stride, ALIGN: tl.constexpr):
+    """Pointer to the start of row `row` (int64, or a tensor of them): M * stride may pass
+    2**31. The hint that the offset is a multiple of ALIGN elements is what lets the
+    compiler use 16-byte loads and stores when N is, say, 600 (not a multiple of 16)."""
+    return ptr + tl.multiple_of(row * row_stride, ALIGN)
+
+
+@triton.jit
+def _in_row(cols, N, ALIGN: tl.constexpr):
+    """cols < N, written so that the compiler sees the mask constant over runs of ALIGN
+    lanes (N is a multiple of ALIGN): masked accesses stay vectorised."""
+    return cols // ALIGN < N // ALIGN
+
+
+@triton.jit
+def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
+    """tl.load, masked only when the shape needs it, widened to fp32. POLICY: the L2
+    eviction priority ("evict_last", "evict_first"; "" the default)."""
+    if NEEDS_MASK:
+        x = tl.load(ptrs, mask=mask, other=other, eviction_policy=POLICY)
+    else:
+        x = tl.load(ptrs, eviction_policy=POLICY)
+    return x.to(tl.float32)
+
+
+@triton.jit
+def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
+    """tl.store in the destination's dtype, masked only when the shape needs it."""
+    if NEEDS_MASK:
+        tl.store(ptrs, value.to(ptrs.dtype.element_ty), mask=mask, eviction_policy=POLICY)
+    else:
+        tl.store(ptrs, value.to(ptrs.dtype.element_ty), eviction_policy=POLICY)
+
+
+@triton.jit
+def _online_max_sum(m, d, x):
+    """One step of the online softmax, lane by lane: m is the running max, d the running
+    sum of exp(x - m). When the max grows, the old sum is rescaled to the new max. The
+    reference point is 0 while a lane has seen only -inf, so that such a lane keeps d = 0
+    (exp(-inf - -inf) would be NaN); a NaN or +inf input makes d NaN, as torch's result."""
+    m_new = tl.maximum(m, x)
+    ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+    d = d * tl.exp2((m - ref) * LOG2E) + tl.exp2((x - ref) * LOG2E)
+    return m_new, d
+
+
+@triton.jit(do_not_specialize=["M"])
+def softmax_fwd_kernel(
+    x_ptr,
+    y_ptr,
+    x_row_stride,
+    y_row_stride,
+    M,
+    N,
+    BLOCK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    NEEDS_MASK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    L2_HINTS: tl.constexpr,
+):
+    if ONE_PASS:
+        # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
+        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+        x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
+        x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK, "")  # -inf: no weight
+        m = tl.max(x, axis=1)  # [ROWS]
+        e = tl.exp2((x - m[:, None]) * LOG2E)
+        y = e * tl.math.div_rn(1.0, tl.sum(e, axis=1))[:, None]  # IEEE division: `/` may be approximate
+        y_ptrs = _row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :]
+        _store(y_ptrs, y, mask, NEEDS_MASK, "")
+    else:
+        # Persistent: program p takes rows p, p + P, p + 2P, ... (P = number of programs).
+        KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # pass 1: read again soon
+        DROP: tl.constexpr = "evict_first" if L2_HINTS else ""  # pass 2: last use / written once
+        cols = tl.arange(0, BLOCK)
+        n_full = N // BLOCK  # full tiles, unmasked; a ragged tail tile follows when NEEDS_MASK
+        tail = n_full * BLOCK + cols
+        for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
+            x_row = _row_start(x_ptr, row, x_row_stride, ALIGN)
+            y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
+            # pass 1: running max and sum of exponentials, per lane  -> m, d: [BLOCK]
+            m = tl.full([BLOCK], float("-inf"), tl.float32)
+            d = tl.zeros([BLOCK], tl.float32)
+            for t in range(n_full):
+                m, d = _online_max_sum(m, d, _load_f32(x_row + t * BLOCK + cols, None, None, False, KEEP))
+            if NEEDS_MASK:
+                x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP)
+                m, d = _online_max_sum(m, d, x)
+            # merge the lanes' (max, sum) pairs: each sum rescaled to the row's max. A lane
+            # that saw only -inf has d = 0 and contributes 0 (unless the whole row is -inf:
+            # then the row's max is -inf, the scale NaN, and so is the row, as in torch).
+            # The fold adds BLOCK partial sums of very different sizes (one lane may hold
+            # the max): it runs in fp64, once per row, so its rounding stays below fp32's.
+            m_row = tl.max(m, axis=0)
+            row_sum = tl.sum((d * tl.exp2((m - m_row) * LOG2E)).to(tl.float64), axis=0)
+            inv_sum = (1.0 / row_sum).to(tl.float32)
+            # pass 2, back to front (see the module docstring): normalise and write
+            if NEEDS_MASK:
+                x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True, DROP)
+                y = tl.exp2((x - m_row) * LOG2E) * inv_sum
+                _store(y_row + tail, y, _in_row(tail, N, ALIGN), True, DROP)
+            for i in range(n_full):
+                offs = (n_full - 1 - i) * BLOCK + cols
+                x = _load_f32(x_row + offs, None, None, False, DROP)
+                _store(y_row + offs, tl.exp2((x - m_row) * LOG2E) * inv_sum, None, False, DROP)
+
+
+@triton.jit(do_not_specialize=["M"])
+def softmax_bwd_kernel(
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
+    M,
+    N,
+    BLOCK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    NEEDS_MASK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    L2_HINTS: tl.constexpr,
+):
+    # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
+    if ONE_PASS:
+        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
+        r = rows.to(tl.int64)
+        y_ptrs = _row_start(y_ptr, r, y_row_stride, ALIGN)[:, None] + cols[None, :]
+        dy_ptrs = _row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None] + cols[None, :]
+        y = _load_f32(y_ptrs, mask, 0.0, NEEDS_MASK, "")
+        dy = _load_f32(dy_ptrs, mask, 0.0, NEEDS_MASK, "")
+        dot = tl.sum(y * dy, axis=1)  # [ROWS]
+        dx_ptrs = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None] + cols[None, :]
+        _store(dx_ptrs, y * (dy - dot[:, None]), mask, NEEDS_MASK, "")
+    else:
+        KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # as in the forward
+        DROP: tl.constexpr = "evict_first" if L2_HINTS else ""
+        cols = tl.arange(0, BLOCK)
+        n_full = N // BLOCK
+        tail = n_full * BLOCK + cols
+        for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
+            y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
+            dy_row = _row_start(dy_ptr, row, dy_row_stride, ALIGN)
+            dx_row = _row_start(dx_ptr, row, dx_row_stride, ALIGN)
+            # pass 1: per-lane partial dot products, folded once at the end
+            acc = tl.zeros([BLOCK], tl.float32)
+            for t in range(n_full):
+                offs = t * BLOCK + cols
+                y = _load_f32(y_row + offs, None, None, False, KEEP)
+                acc += y * _load_f32(dy_row + offs, None, None, False, KEEP)
+            if NEEDS_MASK:
+                in_row = _in_row(tail, N, ALIGN)
+                y = _load_f32(y_row + tail, in_row, 0.0, True, KEEP)
+                acc += y * _load_f32(dy_row + tail, in_row, 0.0, True, KEEP)
+            dot = tl.sum(acc, axis=0)
+            # pass 2, back to front, for L2 reuse as in the forward
+            if NEEDS_MASK:
+                in_row = _in_row(tail, N, ALIGN)
+                y = _load_f32(y_row + tail, in_row, 0.0, True, DROP)
+                dx = y * (_load_f32(dy_row + tail, in_row, 0.0, True, DROP) - dot)
+                _store(dx_row + tail, dx, in_row, True, DROP)
+            for i in range(n_full):
+                offs = (n_full - 1 - i) * BLOCK + cols
+                y = _load_f32(y_row + offs, None, None, False, DROP)
+                dx = y * (_load_f32(dy_row + offs, None, None, False, DROP) - dot)
+                _store(dx_row + offs, dx, None, False, DROP)
+
+
+# name -> kernel (the names autotune_picks.json uses), and how many tensors each reads
+KERNELS = {"softmax_fwd": softmax_fwd_kernel, "softmax_bwd": softmax_bwd_kernel}
+STREAMS = {"softmax_fwd": 1, "softmax_bwd": 2}

@@ -1,0 +1,218 @@
+"""Launch plans: everything a launch needs, decided once per distinct launch and reused.
+
+At short shapes the kernel runs for a few microseconds, so the host's work per call is
+what a user waits for. Triton's usual path (`kernel[grid](...)`) binds and specialises
+the arguments and computes a cache key in Python on every call. Here a launch is planned
+once per distinct (kernel, M, N, row strides, dtype, device, pointer alignment, config):
+the config (configs.choose, no timing), the constexprs, the grid and the compiled kernel
+(compiled by Triton's JIT on that first launch, from Triton's on-disk cache when warm).
+The plan is a closure that calls the compiled kernel's launcher directly, with the grid,
+function handle and every scalar argument already packed; a later call costs a dict
+lookup, the current stream and that launch.
+
+The key holds everything Triton specialised the compiled kernel on: integer arguments on
+== 1 and divisibility by 16 (here their values), pointers on 16-byte alignment (here each
+pointer's address mod 16 == 0). M is not specialised (kernels.py), so every M shares a
+compiled kernel. A launch hook installed for profiling (triton.knobs.runtime) after a plan
+was made is not seen by that plan; plans made while one is installed go through Triton's
+own runner, which calls it.
+
+Under Triton's interpreter there is no compiled kernel: a plan runs the kernel's Python
+on the tensors.
+
+Whole rows or split rows: split_row_applies() is the one place that sends a launch to a
+kernel that splits each row over several programs instead of the kernels here.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Callable
+
+import torch
+import triton
+
+from kernels_triton import configs
+from kernels_triton import split_row as _split_row_module
+from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2
+from kernels_triton.kernels import KERNELS, STREAMS
+
+BYTES_IN_FLIGHT_PER_SM = 32 * 1024  # about memory bandwidth x latency / number of SMs on an H100
+MAX_PLANS = 4096
+# Opt-in: a launch whose bucket has no tuned pick is tuned first (kernels_triton.tune).
+TUNE_ON_FIRST_USE = (
+    os.environ.get("KERNELS_TRITON_TUNE") == "1"
+)  # distinct launches remembered; past that the cache starts afresh
+
+Plan = Callable[..., None]  # plan(*tensors): launch on tensors laid out as the plan's key says
+_PLANS: dict[tuple, Plan] = {}
+# (kernel, N, rows_per_sm, dtype name) -> the config its launches ran with in this process
+# and where it came from ("given", "tuned", "committed", "heuristic", "interpreter")
+USED: dict[tuple, dict] = {}
+
+# The split-row kernels: applies(n_rows, n_cols, dtype, device, *, backward) -> bool,
+# forward(x2d, y2d) and backward(y2d, dy2d, dx2d). A module attribute so a test can swap it.
+split_row = _split_row_module
+
+
+def split_row_applies(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether a launch of kernel `name` on M rows of N goes to the split-row kernels
+    instead of one program per row (decided once per plan)."""
+    # On CUDA only: under the CPU interpreter the exchange waits out every late peer, so the
+    # one-program-a-row kernels stay the tested CPU path (split_row has its own CPU tests).
+    return (
+        split_row is not None
+        and device.type == "cuda"
+        and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
+    )
+
+
+@functools.cache
+def num_sms(device_index: int) -> int:
+    if device_index >= 0:
+        return torch.cuda.get_device_properties(device_index).multi_processor_count
+    return 1  # the interpreter runs programs one after another
+
+
+@functools.cache
+def gpu_name(device_index: int) -> str | None:
+    return torch.cuda.get_device_name(device_index) if device_index >= 0 and not INTERPRET else None
+
+
+def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int) -> dict:
+    """The constexprs a launch with `config` gets, in the kernels' parameter order."""
+    block_n = min(config.block, next_pow2(n))  # one pass: [ROWS, BLOCK_N] tiles; looped: [BLOCK]
+    rows = config.block // block_n
+    one_pass = block_n >= n
+    return {
+        "BLOCK": config.block,
+        "BLOCK_N": block_n,
+        "ROWS": rows,
+        "ONE_PASS": one_pass,
+        # masks cost instructions and registers: only for ragged rows or a ragged last tile
+        "NEEDS_MASK": n % block_n != 0 or (one_pass and m % rows != 0),
+        # the longest run of elements, up to 16 bytes, that N and every row stride are multiples of
+        "ALIGN": math.gcd(n, 16 // itemsize, *row_strides),
+        "L2_HINTS": config.l2_hints,
+    }
+
+
+def grid(meta: dict, m: int, n_sms: int, column_bytes: int) -> tuple[int, int, int]:
+    """One program per ROWS rows in one pass; looped, a persistent grid with about
+    BYTES_IN_FLIGHT_PER_SM of tiles per SM (see kernels.py). column_bytes: what one tile
+    column loads, the element size times the tensors read."""
+    if meta["ONE_PASS"]:
+        return ((m + meta["ROWS"] - 1) // meta["ROWS"], 1, 1)
+    programs_per_sm = max(1, BYTES_IN_FLIGHT_PER_SM // (meta["BLOCK"] * column_bytes))
+    return (min(m, n_sms * programs_per_sm), 1, 1)
+
+
+def launch(
+    name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None = None
+) -> Plan:
+    """Launch kernel `name` on 2D (M, N) tensors with unit column stride, inputs first, the
+    output last; returns the plan it launched with."""
+    key = (
+        name,
+        m,
+        n,
+        config,
+        tensors[0].dtype,
+        tensors[0].get_device(),
+        *[t.stride(0) for t in tensors],
+        *[t.data_ptr() % 16 == 0 for t in tensors],
+    )
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = make_plan(name, tensors, m, n, config)
+        if len(_PLANS) >= MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    else:
+        plan(*tensors)
+    return plan
+
+
+def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None) -> Plan:
+    """Plan a launch on tensors like these (and launch it once, which compiles), then
+    return the plan for the next launch on tensors with the same key."""
+    x = tensors[0]
+    if split_row_applies(name, m, n, x.dtype, x.device):
+        split = split_row.forward if name == "softmax_fwd" else split_row.backward
+        split(*(t if t.dim() == 2 else t.view(m, n) for t in tensors))
+        return lambda *ts: split(*(t if t.dim() == 2 else t.view(m, n) for t in ts))
+    device_index = x.get_device()
+    sms = num_sms(device_index)
+    source = "given"
+    if config is None:
+        config, source = configs.choose(name, STREAMS[name], m, n, x.dtype, gpu_name(device_index), sms)
+        if TUNE_ON_FIRST_USE and source not in ("tuned", "interpreter"):
+            from kernels_triton import tune
+
+            config, source = tune.tune_one(name, m, n, x.dtype, device_index), "tuned"
+    USED[(name, n, configs.rows_per_sm(m, sms), dtype_name(x.dtype))] = {**config.fields(), "source": source}
+    meta = tile_meta(config, m, n, [t.stride(0) for t in tensors], x.element_size())
+    program_grid = grid(meta, m, sms, x.element_size() * STREAMS[name])
+    scalars = (*(t.stride(0) for t in tensors), m, n)
+    kernel = KERNELS[name]
+    compiled = kernel[program_grid](*tensors, *scalars, **meta, num_warps=config.num_warps)
+    if INTERPRET:  # no compiled kernel: run the Python function again on the next tensors
+
+        def interpret(*ts):
+            ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
+            kernel[program_grid](*ts, *scalars, **meta, num_warps=config.num_warps)
+
+        return interpret
+    return direct_launcher(compiled, program_grid, len(tensors), (*scalars, *meta.values()), device_index)
+
+
+def direct_launcher(
+    compiled, program_grid: tuple[int, int, int], n_tensors: int, rest: tuple, device_index: int
+) -> Plan:
+    """plan(*tensors) that launches `compiled` (a triton CompiledKernel) on the tensors'
+    data pointers followed by `rest`: the call its own runner makes (Triton 3.6 to 3.9),
+    with the launcher, function handle and metadata looked up once."""
+    if _launch_hooks_installed() or not all(
+        hasattr(compiled, a) for a in ("run", "function", "packed_metadata")
+    ):
+        runner = compiled[program_grid]
+        return lambda *ts: runner(*(t.data_ptr() for t in ts), *rest)
+    run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+    gx, gy, gz = program_grid
+    stream = torch._C._cuda_getCurrentRawStream
+
+    # one closure per arity: a star-argument list would cost a tuple and a loop per call
+    if n_tensors == 2:
+
+        def plan(a, b):
+            run(
+                gx,
+                gy,
+                gz,
+                stream(device_index),
+                function,
+                packed,
+                None,
+                None,
+                None,
+                a.data_ptr(),
+                b.data_ptr(),
+                *rest,
+            )
+
+    else:
+
+        def plan(a, b, c):
+            pointers = a.data_ptr(), b.data_ptr(), c.data_ptr()
+            run(gx, gy, gz, stream(device_index), function, packed, None, None, None, *pointers, *rest)
+
+    return plan
+
+
+def _launch_hooks_installed() -> bool:
+    """Whether a profiler installed a launch hook (None in older Triton, an empty chain in newer)."""
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    hook = getattr(runtime, "launch_enter_hook", None)
+    return hook is not None and bool(getattr(hook, "calls", True))

@@ -1,0 +1,612 @@
+"""Softmax for long rows and for few rows, one read and one write per element, in Triton.
+
+    y  = softmax(x)              along the last dim of a contiguous (M, N) matrix
+    dx = y * (dy - sum(y * dy))  the backward, from the saved output y
+
+Why the row is held once. A row of N elements is cut into SPLIT = ceil(N / CHUNK)
+chunks, and a group of SPLIT programs takes one row at a time, each program one chunk.
+A program loads its chunk into registers once and keeps it there until it writes the
+output: between the load and the store it only needs two numbers per chunk from its
+peers -- the chunk's max m and its sum s of exp(x - m) (backward: the chunk's sum of
+y * dy) -- which the peers publish through a small global scratch buffer. Each program
+merges the SPLIT partials itself, with the rescaling rule
+
+    M = max_j m_j,   S = sum_j s_j * exp(m_j - M)      (a chunk of all -inf adds 0)
+
+and writes y = exp(x - M) / S = e * exp(m - M) / S, where e = exp(x - m) is what it
+already computed for its own s. So x is read once and y written once: 2 * N * size
+bytes a row, the least there is. (A looped single-program softmax reads a row twice,
+because one program's registers cannot hold a row of 131072 fp32 values; SPLIT
+programs on different SMs can.)
+
+Rows come in waves: the grid is persistent, G groups of SPLIT programs, and group g
+takes rows g, g + G, g + 2G, ...; G is chosen so that every program fits on the GPU at
+once (the occupancy of the compiled kernel times the number of SMs) and so that the last
+wave is as full as the others.
+
+The exchange. Every published partial is one 64-bit word: the fp32 value in the low
+half and a 32-bit tag in the high half, tag = epoch + wave. A 64-bit store and a
+64-bit load are single-copy atomic, so a reader that sees the tag it expects has the
+value that goes with it: no fence or flag ordering is needed. Words are double
+buffered by wave parity: a program can only overwrite its word for wave w + 2 after it
+has seen every peer's word for wave w + 1, which each peer publishes after it has
+finished reading wave w. The epoch lives in the scratch buffer on the device: every
+program reads it at start, and the last program to finish (a counter of finished
+programs) advances it past this launch's tags. So no launch can mistake a word of an
+earlier one for its own, there is no host-side reset between calls, the state does not
+leak from one call to the next, and it works the same inside a captured CUDA graph.
+When the epoch reaches EPOCH_LIMIT the last program zeroes the words and restarts it at
+1 (tag 0 is never expected). One scratch buffer per (device, stream): calls on one
+stream run in order; calls on two streams never share words.
+
+Why it cannot deadlock. A program waits for its peers' words for at most SPIN_LIMIT
+polls; after that it computes each missing partial itself, from x in memory (a second
+read of that chunk only) and counts the event in the scratch buffer. So its progress
+never depends on another program being scheduled: the kernel finishes whether or not
+the grid is co-resident -- another kernel on the same GPU, or Triton's CPU interpreter,
+which runs programs one after another (there the first programs of each group take the
+fallback, the later ones find the words published). Sizing the grid to what is
+co-resident is what makes the fallback rare, not what makes the kernel terminate;
+`fallback_count()` reports how often it ran.
+
+Accuracy: the max is subtracted before the scaling by log2(e) (exp(x) = exp2(x *
+log2(e))), so finite inputs up to FLT_MAX are exact where the true result is, and the
+error of an exponential is proportional to |x - max|, not to |x|. Rows of all -inf
+give NaN, a +inf or NaN in a row makes the row NaN: torch's results.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+LOG2E = tl.constexpr(1.4426950408889634)
+
+# The scratch buffer (int64 words): a header, then two words (m, s) per program per wave parity.
+EPOCH, FINISHED, FALLBACKS = 0, 1, 2
+HEADER = 16
+EPOCH_LIMIT = 1 << 30  # tags stay below 2**31: (tag << 32) never reaches the sign bit
+MAX_PROGRAMS_PER_SM = 32  # the hardware limit of resident blocks per SM (sm_80 .. sm_90)
+
+# Polls of the peers' words before a program computes the missing partials itself. On a
+# GPU a poll is one L2 round trip; the bound only matters when a peer is not running.
+SPIN_LIMIT = 2 if INTERPRET else 1 << 16
+FALLBACK_SUB = 1024  # tile width when a missing partial is computed from memory
+
+# the same numbers as seen from device code (a kernel reads only constexpr globals)
+EPOCH_TL, FINISHED_TL, FALLBACKS_TL = tl.constexpr(EPOCH), tl.constexpr(FINISHED), tl.constexpr(FALLBACKS)
+HEADER_TL, EPOCH_LIMIT_TL = tl.constexpr(HEADER), tl.constexpr(EPOCH_LIMIT)
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    """chunk: elements one program holds (a power of two); num_warps: warps a program;
+    programs_per_sm: cap on resident programs an SM (None: the compiled kernel's occupancy)."""
+
+    chunk: int
+    num_warps: int
+    programs_per_sm: int | None = None
+
+    def __post_init__(self):
+        if self.chunk < 16 or self.chunk & (self.chunk - 1):
+            raise ValueError(f"chunk must be a power of two >= 16, got {self.chunk}")
+        if self.num_warps not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
+
+
+# 64 fp32 values a thread in the forward (x), 32 + 32 in the backward (y and dy): the
+# configs that held the most bytes on chip an SM (8 forward programs, 4 backward) and ran
+# fastest among those timed; see measurements/2026-11-25-h100/triton-split-row/.
+FORWARD_CONFIG = SplitConfig(chunk=4096, num_warps=2)
+BACKWARD_CONFIG = SplitConfig(chunk=4096, num_warps=4)
+INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
+
+MIN_CHUNK = 1024  # few rows: chunks are halved down to this to give every SM a program
+MIN_COLS = 4096  # below this a row fits one program and the one-pass kernel is already one read
+
+
+# --- device code ---------------------------------------------------------------------------
+
+
+@triton.jit
+def _pack(value, tag):
+    """A published partial: tag in the high 32 bits, the fp32 value's bits in the low 32."""
+    bits = value.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
+    return (tag << 32) | bits
+
+
+@triton.jit
+def _value(words):
+    return (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _load_chunk(row_ptr, cols, N, other, NEEDS_MASK: tl.constexpr):
+    if NEEDS_MASK:
+        v = tl.load(row_ptr + cols, mask=cols < N, other=other)
+    else:
+        v = tl.load(row_ptr + cols)
+    return v.to(tl.float32)
+
+
+@triton.jit
+def _store_chunk(row_ptr, cols, N, value, NEEDS_MASK: tl.constexpr):
+    if NEEDS_MASK:
+        tl.store(row_ptr + cols, value.to(row_ptr.dtype.element_ty), mask=cols < N)
+    else:
+        tl.store(row_ptr + cols, value.to(row_ptr.dtype.element_ty))
+
+
+@triton.jit
+def _shift(m):
+    """What exponents are taken relative to: the max, or 0 where the max is -inf (a chunk of
+    all -inf: exp(-inf - -inf) would be NaN, exp(-inf - 0) is the 0 it should be)."""
+    return tl.where(m == float("-inf"), 0.0, m)
+
+
+@triton.jit
+def _max_sum(x):
+    """A chunk's partial: m = max(x), e = exp(x - m), s = sum(e). The max is subtracted
+    before scaling by log2(e), so huge finite inputs stay finite."""
+    m = tl.max(x, axis=0)
+    e = tl.exp2((x - _shift(m)) * LOG2E)
+    return m, e, tl.sum(e, axis=0)
+
+
+@triton.jit
+def _max_sum_from_memory(row_ptr, start, N, CHUNK: tl.constexpr, SUB: tl.constexpr):
+    """The partial of chunk [start, start + CHUNK) of a row, read from memory in SUB-wide
+    tiles: what a program computes for a peer whose word did not come."""
+    offs = tl.arange(0, SUB)
+    m = tl.max(tl.full([SUB], float("-inf"), tl.float32), axis=0)
+    for k in range(0, CHUNK, SUB):
+        cols = start + k + offs
+        x = tl.load(row_ptr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        m = tl.maximum(m, tl.max(x, axis=0))
+    s = tl.sum(tl.zeros([SUB], tl.float32), axis=0)
+    for k in range(0, CHUNK, SUB):
+        cols = start + k + offs
+        x = tl.load(row_ptr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        s += tl.sum(tl.exp2((x - _shift(m)) * LOG2E), axis=0)
+    return m, s
+
+
+@triton.jit
+def _dot_from_memory(y_row, dy_row, start, N, CHUNK: tl.constexpr, SUB: tl.constexpr):
+    """sum(y * dy) over chunk [start, start + CHUNK), read from memory (the fallback)."""
+    offs = tl.arange(0, SUB)
+    d = tl.sum(tl.zeros([SUB], tl.float32), axis=0)
+    for k in range(0, CHUNK, SUB):
+        cols = start + k + offs
+        y = tl.load(y_row + cols, mask=cols < N, other=0.0).to(tl.float32)
+        dy = tl.load(dy_row + cols, mask=cols < N, other=0.0).to(tl.float32)
+        d += tl.sum(y * dy, axis=0)
+    return d
+
+
+@triton.jit
+def _merge(m_all, s_all):
+    """(M, S) of a row from its chunks' (m_j, s_j), s_j taken relative to _shift(m_j)."""
+    m_row = tl.max(m_all, axis=0)
+    weight = tl.exp2((_shift(m_all) - m_row) * LOG2E)
+    return m_row, tl.sum(tl.where(m_all == float("-inf"), 0.0, s_all * weight), axis=0)
+
+
+@triton.jit
+def _publish(word_ptr, value, tag):
+    # an atomic, not a plain store, so that the compiler keeps it before the wait below
+    tl.atomic_xchg(word_ptr, _pack(value, tag), sem="relaxed")
+
+
+@triton.jit
+def _finish(scratch_ptr, epoch, waves, n_words, CLEAR: tl.constexpr):
+    """Run by every program at its end: the last one to finish moves the epoch past this
+    launch's tags (zeroing the words and restarting at 1 when it reaches EPOCH_LIMIT)."""
+    finished = tl.atomic_add(scratch_ptr + FINISHED_TL, 1, sem="acq_rel")
+    if finished == tl.num_programs(0) - 1:
+        next_epoch = epoch + waves
+        if next_epoch >= EPOCH_LIMIT_TL:
+            offs = tl.arange(0, CLEAR)
+            for k in range(HEADER_TL, n_words, CLEAR):
+                tl.store(scratch_ptr + k + offs, tl.zeros([CLEAR], tl.int64), mask=k + offs < n_words)
+            next_epoch = epoch * 0 + 1
+        tl.atomic_xchg(scratch_ptr + EPOCH_TL, next_epoch, sem="relaxed")
+        tl.atomic_xchg(scratch_ptr + FINISHED_TL, 0, sem="relaxed")
+
+
+@triton.jit(do_not_specialize=["n_groups", "split", "n_words"])
+def _split_fwd_kernel(
+    x_ptr,
+    y_ptr,
+    scratch_ptr,
+    M,
+    N,
+    x_row_stride,
+    y_row_stride,
+    n_groups,
+    split,
+    n_words,
+    CHUNK: tl.constexpr,
+    SPLIT_P2: tl.constexpr,
+    NEEDS_MASK: tl.constexpr,
+    SPIN_LIMIT: tl.constexpr,
+    FALLBACK_TILE: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    group = pid // split
+    part = pid % split
+    n_programs = n_groups * split
+    epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
+    cols = part * CHUNK + tl.arange(0, CHUNK)
+    lanes = tl.arange(0, SPLIT_P2)
+    for row in tl.range(group.to(tl.int64), M, n_groups):  # int64: row * stride may pass 2**31
+        wave = (row - group) // n_groups
+        tag = epoch + wave
+        x_row = x_ptr + row * x_row_stride
+        x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
+        m, e, s = _max_sum(x)
+        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
+        _publish(words + 2 * part, m, tag)
+        _publish(words + 2 * part + 1, s, tag)
+        # wait for the peers' (m, s); lanes past split and the program's own lane count as present
+        theirs = (lanes < split) & (lanes != part)
+        m_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
+        s_words = tl.load(words + 2 * lanes + 1, mask=theirs, other=0, volatile=True)
+        present = ((m_words >> 32) == tag) & ((s_words >> 32) == tag) | (theirs == 0)
+        missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
+        spins = 0
+        while (missing > 0) & (spins < SPIN_LIMIT):
+            m_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
+            s_words = tl.load(words + 2 * lanes + 1, mask=theirs, other=0, volatile=True)
+            present = ((m_words >> 32) == tag) & ((s_words >> 32) == tag) | (theirs == 0)
+            missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
+            spins += 1
+        m_all = tl.where(lanes == part, m, tl.where(lanes < split, _value(m_words), float("-inf")))
+        s_all = tl.where(lanes == part, s, tl.where(lanes < split, _value(s_words), 0.0))
+        if missing > 0:  # a peer is late: compute its partial from memory (see the module docstring)
+            for j in range(split):
+                if tl.sum(tl.where(lanes == j, present.to(tl.int32), 0), axis=0) == 0:
+                    m_j, s_j = _max_sum_from_memory(x_row, j * CHUNK, N, CHUNK, FALLBACK_TILE)
+                    m_all = tl.where(lanes == j, m_j, m_all)
+                    s_all = tl.where(lanes == j, s_j, s_all)
+            tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
+        m_row, s_row = _merge(m_all, s_all)
+        # y = exp(x - M) / S = e * exp(m - M) / S; a chunk of all -inf has e = 0 and writes 0,
+        # a row of all -inf (M = -inf) writes NaN, as torch does
+        scale = tl.where(m == float("-inf"), 0.0, tl.exp2((m - m_row) * LOG2E) / s_row)
+        scale = tl.where(m_row == float("-inf"), float("nan"), scale)
+        y_row = y_ptr + row * y_row_stride
+        _store_chunk(y_row, cols, N, e * scale, NEEDS_MASK)
+    _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
+
+
+@triton.jit(do_not_specialize=["n_groups", "split", "n_words"])
+def _split_bwd_kernel(
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    scratch_ptr,
+    M,
+    N,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
+    n_groups,
+    split,
+    n_words,
+    CHUNK: tl.constexpr,
+    SPLIT_P2: tl.constexpr,
+    NEEDS_MASK: tl.constexpr,
+    SPIN_LIMIT: tl.constexpr,
+    FALLBACK_TILE: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    group = pid // split
+    part = pid % split
+    n_programs = n_groups * split
+    epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
+    cols = part * CHUNK + tl.arange(0, CHUNK)
+    lanes = tl.arange(0, SPLIT_P2)
+    for row in tl.range(group.to(tl.int64), M, n_groups):  # int64: row * stride may pass 2**31
+        wave = (row - group) // n_groups
+        tag = epoch + wave
+        y_row = y_ptr + row * y_row_stride
+        dy_row = dy_ptr + row * dy_row_stride
+        y = _load_chunk(y_row, cols, N, 0.0, NEEDS_MASK)
+        dy = _load_chunk(dy_row, cols, N, 0.0, NEEDS_MASK)
+        d = tl.sum(y * dy, axis=0)
+        words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
+        _publish(words + 2 * part, d, tag)
+        theirs = (lanes < split) & (lanes != part)
+        d_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
+        present = ((d_words >> 32) == tag) | (theirs == 0)
+        missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
+        spins = 0
+        while (missing > 0) & (spins < SPIN_LIMIT):
+            d_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
+            present = ((d_words >> 32) == tag) | (theirs == 0)
+            missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
+            spins += 1
+        d_all = tl.where(lanes == part, d, tl.where(lanes < split, _value(d_words), 0.0))
+        if missing > 0:
+            for j in range(split):
+                if tl.sum(tl.where(lanes == j, present.to(tl.int32), 0), axis=0) == 0:
+                    d_j = _dot_from_memory(y_row, dy_row, j * CHUNK, N, CHUNK, FALLBACK_TILE)
+                    d_all = tl.where(lanes == j, d_j, d_all)
+            tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
+        dx_row = dx_ptr + row * dx_row_stride
+        _store_chunk(dx_row, cols, N, y * (dy - tl.sum(d_all, axis=0)), NEEDS_MASK)
+    _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
+
+
+# --- host side -------------------------------------------------------------------------------
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+@dataclass(frozen=True)
+class _Device:
+    """What the grid is sized from."""
+
+    sms: int
+    regs_per_sm: int = 65536
+    threads_per_sm: int = 2048
+    shared_per_sm: int = 233472  # bytes a block may use on sm_90, 1 KiB reserved per block below
+
+
+def _device(device: torch.device) -> _Device:
+    if device.type != "cuda":
+        return _Device(
+            sms=64
+        )  # the interpreter: programs run one after another; 64 covers 2**18 + 1 in 4096 chunks
+    p = torch.cuda.get_device_properties(device)
+    return _Device(
+        sms=p.multi_processor_count,
+        regs_per_sm=getattr(p, "regs_per_multiprocessor", 65536),
+        threads_per_sm=getattr(p, "max_threads_per_multi_processor", 2048),
+        shared_per_sm=getattr(p, "shared_memory_per_multiprocessor", 233472),
+    )
+
+
+def _occupancy(n_regs: int, shared: int, num_warps: int, dev: _Device) -> int:
+    """Blocks of a compiled kernel that one SM holds at once: the least of the register,
+    thread, shared-memory and block limits (registers are allocated 256 a warp)."""
+    regs_per_warp = _cdiv(max(n_regs, 1) * 32, 256) * 256
+    by_regs = (dev.regs_per_sm // regs_per_warp) // num_warps
+    by_threads = dev.threads_per_sm // (32 * num_warps)
+    by_shared = dev.shared_per_sm // (shared + 1024)
+    return max(1, min(by_regs, by_threads, by_shared, MAX_PROGRAMS_PER_SM))
+
+
+def _choose_groups(M: int, max_groups: int) -> int:
+    """Groups (rows in flight): as few waves as the co-resident programs allow, and the
+    fewest groups that still give that many waves, so the waves are evenly full."""
+    waves = _cdiv(M, max_groups)
+    return _cdiv(M, waves)
+
+
+_SCRATCH: dict[tuple, torch.Tensor] = {}
+_LOCK = threading.Lock()
+
+
+def _scratch(device: torch.device) -> torch.Tensor:
+    """The exchange buffer of the current stream on `device` (see the module docstring):
+    header + two words per program per wave parity, epoch starting at 1."""
+    if device.type == "cuda":
+        key = (device.index, torch.cuda.current_stream(device).cuda_stream)
+    else:
+        key = (device.type, 0)
+    buf = _SCRATCH.get(key)
+    if buf is None:
+        with _LOCK:
+            buf = _SCRATCH.get(key)
+            if buf is None:
+                n_words = HEADER + 4 * _device(device).sms * MAX_PROGRAMS_PER_SM
+                buf = torch.zeros(n_words, dtype=torch.int64, device=device)
+                buf[EPOCH] = 1
+                _SCRATCH[key] = buf
+    return buf
+
+
+def fallback_count(device: torch.device | str | None = None) -> int:
+    """How many times, on the current stream of `device`, a program computed a late peer's
+    partial itself since the buffer was made (a diagnostic: ~0 when the grid is co-resident)."""
+    device = torch.device(device if device is not None else ("cpu" if INTERPRET else "cuda"))
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return int(_scratch(device)[FALLBACKS].item())
+
+
+@dataclass(frozen=True)
+class _Plan:
+    kernel: object
+    groups: int
+    split: int
+    programs_per_sm: int
+    meta: dict
+
+
+_PLANS: dict[tuple, _Plan] = {}
+_OCCUPANCY: dict[tuple, int] = {}
+
+
+def _meta(N: int, config: SplitConfig, spin_limit: int) -> dict:
+    split = _cdiv(N, config.chunk)
+    return {
+        "CHUNK": config.chunk,
+        "SPLIT_P2": _next_pow2(split),
+        "NEEDS_MASK": N % config.chunk != 0,
+        "SPIN_LIMIT": spin_limit,
+        "FALLBACK_TILE": min(config.chunk, FALLBACK_SUB),  # divides the chunk: tiles stay inside it
+        "num_warps": config.num_warps,
+        "num_stages": 1,
+    }
+
+
+def _programs_per_sm(kernel, args: list, meta: dict, config: SplitConfig, device: torch.device) -> int:
+    if config.programs_per_sm is not None:
+        return config.programs_per_sm
+    if device.type != "cuda":
+        return 1
+    key = (
+        kernel,
+        device.index,
+        *(a.dtype if isinstance(a, torch.Tensor) else None for a in args),
+        *meta.items(),
+    )
+    occ = _OCCUPANCY.get(key)
+    if occ is None:
+        compiled = kernel.warmup(*args, grid=(1,), **meta)
+        compiled._init_handles()
+        occ = _occupancy(compiled.n_regs, compiled.metadata.shared, config.num_warps, _device(device))
+        _OCCUPANCY[key] = occ
+    return occ
+
+
+def _default_config(direction: str, M: int, N: int, sms: int) -> SplitConfig:
+    """The direction's config; for few rows, halved (chunk and warps, so values a thread
+    stay the same) until the rows' chunks give every SM a program, down to MIN_CHUNK."""
+    if INTERPRET:
+        return INTERPRETER_CONFIG
+    config = FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG
+    chunk, warps = config.chunk, config.num_warps
+    while M * _cdiv(N, chunk) < sms and chunk > MIN_CHUNK:
+        chunk, warps = chunk // 2, max(1, warps // 2)
+    return SplitConfig(chunk, warps)
+
+
+def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | None, spin_limit: int | None):
+    x = tensors[0]
+    M, N = x.shape
+    if config is None:
+        config = _default_config(direction, M, N, _device(x.device).sms)
+    spin_limit = SPIN_LIMIT if spin_limit is None else spin_limit
+    key = (direction, M, N, x.dtype, x.device, config, spin_limit)
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan
+    kernel = _split_fwd_kernel if direction == "fwd" else _split_bwd_kernel
+    meta = _meta(N, config, spin_limit)
+    scratch = _scratch(x.device)
+    split = _cdiv(N, config.chunk)
+    args = [*tensors, scratch, M, N, *(t.stride(0) for t in tensors), 1, split, scratch.numel()]
+    per_sm = _programs_per_sm(kernel, args, meta, config, x.device)
+    max_programs = _device(x.device).sms * per_sm
+    max_programs = min(max_programs, (scratch.numel() - HEADER) // 4)
+    if split > max_programs:
+        raise ValueError(f"rows of {N} need {split} programs at once; at most {max_programs} fit")
+    groups = _choose_groups(M, max_programs // split)
+    plan = _Plan(kernel, groups, split, per_sm, meta)
+    if len(_PLANS) > 4096:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _run(direction, tensors, config, spin_limit):
+    plan = _plan(direction, tensors, config, spin_limit)
+    M, N = tensors[0].shape
+    scratch = _scratch(tensors[0].device)
+    strides = [t.stride(0) for t in tensors]
+    try:
+        plan.kernel[(plan.groups * plan.split,)](
+            *tensors, scratch, M, N, *strides, plan.groups, plan.split, scratch.numel(), **plan.meta
+        )
+    except BaseException:
+        # A launch that stopped part way (the interpreter raising inside a program) leaves the
+        # finished-programs counter mid-count: the next launch on this stream gets a fresh buffer.
+        _SCRATCH.pop(next((k for k, v in _SCRATCH.items() if v is scratch), None), None)
+        raise
+
+
+def _check(tensors: dict[str, torch.Tensor]) -> None:
+    first_name, first = next(iter(tensors.items()))
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2 or t.stride(1) != 1 or t.stride(0) < t.shape[1]:
+            raise ValueError(
+                f"{name} must be a 2-D tensor with unit column stride, got shape {tuple(t.shape)}"
+            )
+        if t.dtype not in DTYPES:
+            raise TypeError(f"{name} has dtype {t.dtype}; split-row softmax takes float32, float16, bfloat16")
+        if t.shape != first.shape or t.dtype != first.dtype or t.device != first.device:
+            raise ValueError(
+                f"{name} is {tuple(t.shape)} {t.dtype} on {t.device}, {first_name} is "
+                f"{tuple(first.shape)} {first.dtype} on {first.device}: they must match"
+            )
+        if not t.is_cuda and not INTERPRET:
+            raise ValueError(f"{name} is on {t.device}; Triton kernels need CUDA (or TRITON_INTERPRET=1)")
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    start = t.data_ptr()
+    return start, start + ((t.shape[0] - 1) * t.stride(0) + t.shape[1]) * t.element_size()
+
+
+def _check_not_overlapping(out_name: str, out: torch.Tensor, inputs: dict[str, torch.Tensor]) -> None:
+    """An output may not share memory with an input: a program that computes a late peer's
+    partial reads that peer's chunk of the input, which the peer may already have overwritten."""
+    lo, hi = _span(out)
+    for name, t in inputs.items():
+        t_lo, t_hi = _span(t)
+        if lo < t_hi and t_lo < hi:
+            raise ValueError(f"{out_name} overlaps {name} in memory; the output must be a separate tensor")
+
+
+def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: bool = False) -> bool:
+    """Whether this path should be used: rows too long for one program's registers, or
+    rows long enough to split (>= MIN_COLS) but fewer than the SMs, which one program a
+    row would leave idle. `backward` asks for the backward (the thresholds differ)."""
+    device = torch.device(device)
+    if dtype not in DTYPES or n_rows < 1 or n_cols < MIN_COLS or n_rows >= EPOCH_LIMIT:
+        return False
+    if device.type != "cuda" and not INTERPRET:
+        return False
+    config = BACKWARD_CONFIG if backward else FORWARD_CONFIG
+    dev = _device(device)
+    if _cdiv(n_cols, config.chunk) > dev.sms:  # a row would need more than one program an SM
+        return False
+    # Past these row lengths kernels_triton.softmax's own kernels read a row twice; at them
+    # (4096 x 32768) they measured faster than this path, except the fp32 backward
+    # (measurements/2026-11-25-h100/triton-split-row/).
+    if backward:
+        own_limit = 16384 if dtype == torch.float32 else 32768
+    else:
+        own_limit = 32768
+    return n_cols > own_limit or n_rows < dev.sms
+
+
+def forward(x2d: torch.Tensor, y2d: torch.Tensor, *, config=None, spin_limit=None) -> None:
+    """y2d = softmax(x2d, dim=-1), written into y2d; x2d and y2d are 2-D, unit column stride,
+    same shape and dtype (fp32, fp16 or bf16; arithmetic in fp32), not overlapping."""
+    _check({"x2d": x2d, "y2d": y2d})
+    if x2d.numel():
+        _check_not_overlapping("y2d", y2d, {"x2d": x2d})
+        _run("fwd", [x2d, y2d], config, spin_limit)
+
+
+def backward(
+    y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, *, config=None, spin_limit=None
+) -> None:
+    """dx2d = y2d * (dy2d - sum(y2d * dy2d, dim=-1)), written into dx2d (as forward)."""
+    _check({"y2d": y2d, "dy2d": dy2d, "dx2d": dx2d})
+    if y2d.numel():
+        _check_not_overlapping("dx2d", dx2d, {"y2d": y2d, "dy2d": dy2d})
+        _run("bwd", [y2d, dy2d, dx2d], config, spin_limit)
+
+
+__all__ = ["SplitConfig", "applies", "backward", "fallback_count", "forward"]

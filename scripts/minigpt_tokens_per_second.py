@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""MiniGPT decoding speed with the Triton LM-head softmax against the same model with F.softmax.
+
+One model (the shipped checkpoint, fp32) and one set of prompts; only `model.softmax_impl`
+changes between the two heads, so the weights, prompts and decoded tokens are the same.
+Two decoding loops, both greedy:
+
+- generate: what `minigpt-torch generate` runs (minigpt_np.sample.continue_batch over
+  minigpt_torch.adapter.TorchLM): each step copies the next-token probabilities to the
+  host, picks the argmax there and stops a row at "."; tokens = tokens actually produced.
+- device: the same model stepped on the device with torch ops only (argmax on the device,
+  a fixed number of new tokens, no stop), synchronized once per decode: less host work per
+  token, so the head's own cost shows more.
+
+For each loop and batch size: warm-up decodes (Triton compiles here), then `--repeats`
+timed decodes per head, the two heads alternating so drift hits both alike; tokens per
+second is tokens / wall time of one decode (CUDA synchronized at its end); the median is
+reported with every repeat. JSON out (stdout, or --out written atomically) with GPU name,
+versions, date and command.
+
+    python3 scripts/minigpt_tokens_per_second.py --out tokens_per_second.json          # CUDA
+    python3 scripts/minigpt_tokens_per_second.py --device cpu --quick                  # smoke test
+
+On the CPU the Triton head runs under Triton's interpreter (TRITON_INTERPRET=1, set here
+before Triton loads): correct but far slower, so CPU figures only show that it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+HEADS = ("triton", "torch")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+                   help="cuda or cpu (default: cuda when there is one)")  # fmt: skip
+    p.add_argument("--batch-sizes", default="1,64", help="comma-separated prompts per decode (default 1,64)")
+    p.add_argument(
+        "--prompts", type=int, default=64, help="prompts decoded per batch size, in batches (default 64)"
+    )
+    p.add_argument("--prompt-words", type=int, default=2, help="words per prompt, after <bos> (default 2)")
+    p.add_argument("--repeats", type=int, default=15, help="timed decodes per head (default 15)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed decodes per head first (default 3)")
+    p.add_argument("--max-new-tokens", type=int, default=24,
+                   help="longest continuation, as minigpt-np generate's (default 24; capped by the context)")  # fmt: skip
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke test: 2 prompts, batch 1 and 2, 4 new tokens, 1 repeat")  # fmt: skip
+    p.add_argument("--out", default=None, help="write the JSON here (atomically) instead of stdout")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.batch_sizes, args.prompts, args.repeats, args.warmup, args.max_new_tokens = "1,2", 2, 1, 1, 4
+    try:
+        args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    except ValueError:
+        p.error(f"argument --batch-sizes: must be comma-separated integers, got {args.batch_sizes!r}")
+    for name in ("prompts", "prompt_words", "repeats", "max_new_tokens"):
+        if getattr(args, name) < 1:
+            p.error(f"argument --{name.replace('_', '-')}: must be an integer >= 1")
+    if args.warmup < 0 or min(args.batch_sizes) < 1:
+        p.error("argument --warmup must be >= 0 and every batch size >= 1")
+    if args.device not in ("cpu", "cuda") and not args.device.startswith("cuda:"):
+        p.error(f"argument --device: must be cpu, cuda or cuda:N, got {args.device!r}")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        p.error("argument --device: no CUDA device here (use --device cpu)")
+    if args.device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
+        # One thread: on a shared CPU a second one spin-waits for a busy core and makes a
+        # forward many times slower (recorded in the JSON as "threads").
+        torch.set_num_threads(1)
+    return args
+
+
+def prompts(n: int, words: int, tokenizer) -> np.ndarray:
+    """(n, 1 + words) ids: the first `words` words of n held-out grammar sentences."""
+    from minigpt_np.corpus import make_corpus
+
+    sentences = make_corpus(0, n, seed=2026).val_sentences
+    return np.stack([tokenizer.encode(s[:words]) for s in sentences])
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def decode_generate(lm, idx: np.ndarray, stop_id: int, max_new: int) -> tuple[int, list]:
+    from minigpt_np.sample import continue_batch
+
+    new = continue_batch(lm, idx, stop_id, max_new_tokens=max_new, greedy=True)
+    return sum(len(row) for row in new), new
+
+
+@torch.no_grad()
+def decode_device(model, idx: torch.Tensor, max_new: int) -> tuple[int, torch.Tensor]:
+    for _ in range(max_new):
+        probs = model(idx[:, -model.config.block_size :])[:, -1]
+        idx = torch.cat([idx, probs.argmax(-1, keepdim=True)], dim=1)
+    return idx.shape[0] * max_new, idx
+
+
+def measure(args) -> dict:
+    from minigpt_torch.adapter import TorchLM
+    from minigpt_torch.weights import load
+
+    device = torch.device(args.device)
+    model, tokenizer, _ = load()
+    model = model.to(device).eval()
+    lm = TorchLM(model)
+    stop_id = tokenizer.ids["."]
+    all_prompts = prompts(args.prompts, args.prompt_words, tokenizer)
+    max_new = min(args.max_new_tokens, model.config.block_size - all_prompts.shape[1])
+
+    results = []
+    for loop in ("generate", "device"):
+        for batch in args.batch_sizes:
+            batches = [all_prompts[i : i + batch] for i in range(0, len(all_prompts), batch)]
+            dev_batches = [torch.from_numpy(b).to(device) for b in batches]
+
+            def one_decode(head: str, loop=loop, batches=batches, dev_batches=dev_batches):
+                model.softmax_impl = head
+                sync(device)
+                t0 = time.perf_counter()
+                tokens, outputs = 0, []
+                for b, db in zip(batches, dev_batches):
+                    if loop == "generate":
+                        n, out = decode_generate(lm, b, stop_id, max_new)
+                    else:
+                        n, out = decode_device(model, db, max_new)
+                    tokens += n
+                    outputs.append(out)
+                sync(device)
+                return tokens, time.perf_counter() - t0, outputs
+
+            for _ in range(args.warmup):
+                for head in HEADS:
+                    one_decode(head)
+            seconds = {h: [] for h in HEADS}
+            tokens, outputs = {}, {}
+            for r in range(args.repeats):
+                for head in HEADS if r % 2 == 0 else HEADS[::-1]:
+                    tokens[head], s, outputs[head] = one_decode(head)
+                    seconds[head].append(s)
+            if loop == "generate":
+                same = outputs["triton"] == outputs["torch"]
+            else:
+                same = all(torch.equal(a, b) for a, b in zip(outputs["triton"], outputs["torch"]))
+            row = {"loop": loop, "batch": batch, "prompts": len(all_prompts), "decodes_per_repeat": len(batches),
+                   "same_tokens_both_heads": bool(same)}  # fmt: skip
+            for head in HEADS:
+                tok_s = [tokens[head] / s for s in seconds[head]]
+                row[head] = {"tokens": tokens[head], "median_tokens_per_s": statistics.median(tok_s),
+                             "tokens_per_s": tok_s, "seconds": seconds[head]}  # fmt: skip
+            row["triton_over_torch"] = (
+                row["triton"]["median_tokens_per_s"] / row["torch"]["median_tokens_per_s"]
+            )
+            results.append(row)
+            print(f"{loop:8s} batch {batch:3d}: triton {row['triton']['median_tokens_per_s']:10.1f} tok/s, "
+                  f"torch {row['torch']['median_tokens_per_s']:10.1f} tok/s, ratio {row['triton_over_torch']:.3f}, "
+                  f"same tokens {same}", file=sys.stderr)  # fmt: skip
+    return {"results": results, "max_new_tokens": max_new, "prompt_tokens": int(all_prompts.shape[1])}
+
+
+def environment(device: torch.device) -> dict:
+    import triton
+
+    env = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": shlex.join([os.path.relpath(sys.argv[0]) if sys.argv[0] else "python", *sys.argv[1:]]),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "numpy": np.__version__,
+        "device": str(device),
+        "triton_interpreter": os.environ.get("TRITON_INTERPRET") == "1",
+        "host": platform.node(),
+    }
+    if device.type == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(device)
+        env["cuda"] = torch.version.cuda
+    else:
+        env["cpu"] = platform.processor() or platform.machine()
+        env["threads"] = torch.get_num_threads()
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    report = {**environment(torch.device(args.device)), "settings": {
+        k: v for k, v in vars(args).items() if k not in ("out",)}}  # fmt: skip
+    report |= measure(args)
+    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
+    if args.out:
+        from minigpt_np._atomic import atomic_write_text
+
+        atomic_write_text(args.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""kernels_triton.split_row against float64 references, forward and backward.
+
+Without a GPU these run under Triton's interpreter, which runs programs one after
+another: a program never finds a later peer's partial published, so after its bounded
+wait it computes that partial itself (the fallback), and the later programs of the
+group find the earlier ones' words -- both halves of the exchange run. Small chunks
+(16..1024 elements) give many programs a row. With a GPU the `gpu` tests add bf16, the
+real cross-program exchange at the default configs and the benchmark shapes, concurrent
+streams and CUDA-graph replays.
+
+Every launch writes into an output filled with NaN, so an element left unwritten fails.
+"""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from kernels_triton import split_row as sr
+from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
+
+# The interpreter computes in NumPy, which warns where the kernels mean to overflow to +-inf
+# (x - max for inputs near FLT_MAX) or to form NaN (rows of -inf, lanes masked off).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning"),
+]
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])
+FLT_MAX = float(np.finfo(np.float32).max)
+inf, nan = float("inf"), float("nan")
+
+
+def _randn(shape, dtype, seed, scale=1.0):
+    g = torch.Generator(device=DEVICE).manual_seed(seed)
+    return (scale * torch.randn(shape, generator=g, device=DEVICE, dtype=torch.float32)).to(dtype)
+
+
+def run_forward(x, config=None, spin_limit=None):
+    y = torch.full_like(x, nan)
+    sr.forward(x, y, config=config, spin_limit=spin_limit)
+    return y
+
+
+def run_backward(y, dy, config=None, spin_limit=None):
+    dx = torch.full_like(y, nan)
+    sr.backward(y, dy, dx, config=config, spin_limit=spin_limit)
+    return dx
+
+
+def assert_close(got, expected, dtype):
+    got = got.detach().cpu().double().numpy()
+    np.testing.assert_allclose(got, expected, **tolerance(dtype))
+
+
+def check_forward(x, config=None, spin_limit=None):
+    y = run_forward(x, config, spin_limit)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), x.dtype)
+    return y
+
+
+def check_backward(y, dy, config=None, spin_limit=None):
+    dx = run_backward(y, dy, config, spin_limit)
+    ref = softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy())
+    assert_close(dx, ref, y.dtype)
+    return dx
+
+
+def at_most_16_chunks(n, config):
+    """The interpreter runs a group's programs one after another, each computing the partials
+    of the chunks after its own: quadratic in the chunks a row, so at most 16 of them here."""
+    chunk = max(config.chunk, sr._next_pow2(sr._cdiv(n, 16)))
+    return sr.SplitConfig(chunk, config.num_warps)
+
+
+small_configs = st.builds(
+    sr.SplitConfig, chunk=st.sampled_from([16, 64, 256, 1024]), num_warps=st.sampled_from([1, 4])
+)
+
+
+@given(
+    m=st.integers(1, 5),
+    n=st.integers(1, 2000),
+    dtype=st.sampled_from(DTYPES),
+    config=small_configs,
+    scale=st.sampled_from([0.1, 1.0, 30.0]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_forward_matches_reference(m, n, dtype, config, scale, seed):
+    config = at_most_16_chunks(n, config)
+    check_forward(_randn((m, n), dtype, seed, scale), config)
+
+
+@given(
+    m=st.integers(1, 5),
+    n=st.integers(1, 2000),
+    dtype=st.sampled_from(DTYPES),
+    config=small_configs,
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_backward_matches_reference(m, n, dtype, config, seed):
+    config = at_most_16_chunks(n, config)
+    y = torch.softmax(_randn((m, n), torch.float32, seed, 3.0).double(), -1).to(dtype)
+    check_backward(y, _randn((m, n), dtype, seed + 1), config)
+
+
+def adversarial_rows(n: int) -> torch.Tensor:
+    """Rows of length n (a multiple of 4) that break naive kernels, each chunk boundary
+    crossed when the chunk is n/4."""
+    g = torch.Generator().manual_seed(n)
+    base = torch.randn(n, generator=g)
+    rows = []
+    r = base.clone()
+    r[0] = 50.0  # max first
+    rows.append(r)
+    r = base.clone()
+    r[-1] = 50.0  # max last
+    rows.append(r)
+    r = base.clone()
+    r[[1, n // 2, n - 2]] = 30.0  # max repeated, in different chunks
+    rows.append(r)
+    rows.append(torch.full((n,), 3e38))  # above FLT_MAX / log2(e): every element 1/n
+    r = base * 1e37
+    r[3] = FLT_MAX
+    r[n - 1] = -FLT_MAX  # the full finite range in one row
+    rows.append(r)
+    r = base - 1000.0
+    r[: n // 4] = -inf  # a whole chunk of -inf, the rest far below 0
+    rows.append(r)
+    r = torch.full((n,), -inf)
+    r[n - 1] = -5.0  # one finite value: exactly one-hot
+    rows.append(r)
+    rows.append(torch.full((n,), -inf))  # all -inf: NaN, as torch
+    r = base.clone()
+    r[n // 3] = inf  # +inf: NaN
+    rows.append(r)
+    r = base.clone()
+    r[n // 2 + 1] = nan  # NaN: NaN
+    rows.append(r)
+    return torch.stack(rows).to(DEVICE)
+
+
+@pytest.mark.parametrize("n", [64, 4000])
+def test_adversarial_rows_like_torch_and_float64(n):
+    x = adversarial_rows(n)
+    config = sr.SplitConfig(n // 4 if n == 64 else 1024, 4)
+    y = run_forward(x, config)
+    torch.testing.assert_close(y.cpu(), torch.softmax(x.double(), -1).float().cpu(), equal_nan=True)
+    assert torch.equal(y.isnan().cpu(), torch.softmax(x.cpu(), -1).isnan())
+    finite = ~torch.softmax(x.cpu(), -1).isnan().any(-1)
+    assert_close(y[finite], softmax_ref(x[finite].cpu().double().numpy()), torch.float32)
+
+
+def test_error_no_worse_than_torch():
+    """fp32: the error against float64, ||y - ref|| / ||ref|| per row, within F.softmax's
+    on the same input (up to rounding noise), for rows whose max is last, huge or repeated."""
+    x = adversarial_rows(4000)[:5]
+    x = torch.cat([x, _randn((2, 4000), torch.float32, 11, 30.0)])
+    ref = softmax_ref(x.cpu().double().numpy())
+    ours = run_forward(x, sr.SplitConfig(1024, 4)).cpu().double().numpy()
+    theirs = torch.softmax(x, -1).cpu().double().numpy()
+    err = np.linalg.norm(ours - ref, axis=1) / np.linalg.norm(ref, axis=1)
+    err_torch = np.linalg.norm(theirs - ref, axis=1) / np.linalg.norm(ref, axis=1)
+    assert np.all(err <= 2 * err_torch + 2e-7), (err, err_torch)
+
+
+@pytest.mark.parametrize("n", [2**17, 2**18 + 1])
+def test_rows_of_2_17_and_2_18_plus_1(n):
+    x = _randn((2, n), torch.float32, n, 8.0)
+    x[0, -1] = 60.0
+    config = None if DEVICE == "cuda" else sr.SplitConfig(32768, 4)  # 4 and 9 chunks a row
+    y = check_forward(x, config)
+    check_backward(y, _randn((2, n), torch.float32, n + 1), config)
+
+
+def test_forced_fallback_every_wave():
+    """spin_limit=0: no program waits; each computes every missing partial from memory."""
+    x = _randn((3, 2000), torch.float32, 5, 4.0)
+    before = sr.fallback_count(x.device)
+    y = check_forward(x, sr.SplitConfig(256, 4), spin_limit=0)
+    check_backward(y, _randn((3, 2000), torch.float32, 6), sr.SplitConfig(256, 4), spin_limit=0)
+    assert sr.fallback_count(x.device) > before
+
+
+def test_repeated_calls_do_not_leak_state():
+    """Alternating shapes, chunkings and directions on one scratch buffer: every result is
+    fresh (the epoch moves past each launch's tags), and the epoch advances."""
+    scratch = sr._scratch(torch.device(DEVICE))
+    start = int(scratch[sr.EPOCH])
+    cases = [((4, 1000), sr.SplitConfig(256, 4)), ((2, 600), sr.SplitConfig(64, 1)), ((5, 1000), None)]
+    for i in range(6):
+        (m, n), config = cases[i % len(cases)]
+        x = _randn((m, n), torch.float32, 100 + i, 5.0)
+        y = check_forward(x, config)
+        check_backward(y, _randn((m, n), torch.float32, 200 + i), config)
+    assert int(scratch[sr.EPOCH]) > start
+    assert int(scratch[sr.FINISHED]) == 0
+
+
+def test_epoch_wraps_to_1_and_clears_the_words():
+    scratch = sr._scratch(torch.device(DEVICE))
+    scratch[sr.EPOCH] = sr.EPOCH_LIMIT - 1
+    x = _randn((3, 1000), torch.float32, 9)
+    check_forward(x, sr.SplitConfig(256, 4))
+    assert int(scratch[sr.EPOCH]) == 1
+    assert not scratch[sr.HEADER :].any()
+    check_forward(_randn((3, 1000), torch.float32, 10), sr.SplitConfig(256, 4))
+    assert int(scratch[sr.EPOCH]) == 1 + 1  # 3 rows in 3 groups: one wave, one tag
+
+
+def test_strided_rows():
+    x = _randn((3, 1500), torch.float32, 12)[:, 100:1100]
+    y = torch.full((3, 1200), nan, device=DEVICE)[:, :1000]
+    sr.forward(x, y, config=sr.SplitConfig(256, 4))
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.float32)
+
+
+def test_applies():
+    dev = torch.device(DEVICE)
+    sms = sr._device(dev).sms
+    assert sr.applies(1024, 131072, torch.float32, dev)
+    assert sr.applies(256, 262144, torch.bfloat16, dev, backward=True)
+    assert sr.applies(8, 8192, torch.float16, dev)  # few rows
+    assert not sr.applies(65536, 600, torch.float32, dev)  # short rows
+    assert not sr.applies(4 * sms, 8192, torch.float32, dev)  # many rows that fit one program
+    assert not sr.applies(4096, 32768, torch.float32, dev)  # the one-pass forward holds these rows
+    assert sr.applies(4096, 32768, torch.float32, dev, backward=True)  # its fp32 backward loops
+    assert not sr.applies(4096, 32768, torch.bfloat16, dev, backward=True)
+    assert not sr.applies(1024, 131072, torch.float64, dev)
+    assert not sr.applies(0, 131072, torch.float32, dev)
+    assert not sr.applies(4, 10**9, torch.float32, dev)  # more programs a row than fit
+
+
+def test_bad_inputs_are_refused():
+    x = torch.ones(2, 8, device=DEVICE)
+    with pytest.raises(TypeError, match="x2d must be a torch.Tensor"):
+        sr.forward(np.ones((2, 8), np.float32), x)
+    with pytest.raises(ValueError, match="y2d is .*must match"):
+        sr.forward(x, torch.ones(2, 9, device=DEVICE))
+    with pytest.raises(ValueError, match="dx2d is .*must match"):
+        sr.backward(x, x, torch.ones(2, 8, dtype=torch.float16, device=DEVICE))
+    with pytest.raises(TypeError, match="float64"):
+        sr.forward(x.double(), x.double())
+    with pytest.raises(ValueError, match="2-D"):
+        sr.forward(torch.ones(2, 2, 2, device=DEVICE), torch.ones(2, 2, 2, device=DEVICE))
+    with pytest.raises(ValueError, match="2-D"):
+        sr.forward(x.t(), x.t())
+    with pytest.raises(ValueError, match="y2d overlaps x2d"):
+        sr.forward(x, x)
+    with pytest.raises(ValueError, match="dx2d overlaps dy2d"):
+        wide = torch.ones(2, 16, device=DEVICE)
+        sr.backward(x, wide[:, :8], wide[:, 4:12])
+    with pytest.raises(ValueError, match="power of two"):
+        sr.SplitConfig(1000, 4)
+
+
+# --- GPU: the real exchange --------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    "shape",
+    [(1024, 131072), (256, 262144), (4096, 32768), (3, 2**18 + 1), (7, 50257), (1, 8192), (130, 65536)],
+)
+def test_gpu_default_configs(shape, dtype):
+    x = _randn(shape, dtype, shape[1], 6.0)
+    y = run_forward(x)
+    ref_rows = slice(0, 64)  # a float64 reference of 2**27 elements would take long on the host
+    assert_close(y[ref_rows], softmax_ref(x[ref_rows].cpu().double().numpy()), dtype)
+    assert not y.isnan().any()
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1).to(dtype).float(), **tolerance(dtype))
+    dy = _randn(shape, dtype, shape[1] + 1)
+    dx = run_backward(y, dy)
+    ref = softmax_backward_ref(y[ref_rows].cpu().double().numpy(), dy[ref_rows].cpu().double().numpy())
+    assert_close(dx[ref_rows], ref, dtype)
+    assert not dx.isnan().any()
+
+
+@pytest.mark.gpu
+@given(
+    m=st.integers(1, 300),
+    n=st.integers(4096, 70000),
+    dtype=st.sampled_from(DTYPES),
+    chunk=st.sampled_from([1024, 4096, 8192]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_gpu_sweep(m, n, dtype, chunk, seed):
+    config = sr.SplitConfig(chunk, 4)
+    x = _randn((m, n), dtype, seed, 10.0)
+    y = check_forward(x, config)
+    check_backward(y, _randn((m, n), dtype, seed + 1), config)
+
+
+@pytest.mark.gpu
+def test_gpu_concurrent_streams():
+    """Two streams at once, each with its own scratch buffer, many launches each."""
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    xs = [_randn((64, 65536), torch.float32, s, 5.0) for s in (1, 2)]
+    torch.cuda.synchronize()
+    outs = [[], []]
+    for _ in range(10):
+        for i, s in enumerate(streams):
+            with torch.cuda.stream(s):
+                outs[i].append(run_forward(xs[i]))
+    torch.cuda.synchronize()
+    for i in range(2):
+        expected = torch.softmax(xs[i], -1)
+        for y in outs[i]:
+            torch.testing.assert_close(y, expected, **tolerance(torch.float32))
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graph_replays():
+    """The epoch is on the device: a captured launch replayed gets fresh tags each time."""
+    x = _randn((256, 65536), torch.float32, 3)
+    y = torch.empty_like(x)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        sr.forward(x, y)  # compile and allocate the scratch outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        sr.forward(x, y)
+    for seed in range(4):
+        x.copy_(_randn(x.shape, torch.float32, 50 + seed, 4.0))
+        y.fill_(nan)
+        graph.replay()
+        torch.testing.assert_close(y, torch.softmax(x, -1), **tolerance(torch.float32))
