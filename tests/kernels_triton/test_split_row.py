@@ -329,3 +329,27 @@ def test_gpu_cuda_graph_replays():
         y.fill_(nan)
         graph.replay()
         torch.testing.assert_close(y, torch.softmax(x, -1), **tolerance(torch.float32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1024, 131072), (256, 262144)])
+def test_gpu_public_op_takes_the_split_path(shape, dtype):
+    """kernels_triton.softmax and its autograd backward send these shapes to split_row and
+    agree with float64 (first rows) and with torch (all rows)."""
+    from kernels_triton import launch, softmax
+
+    m, n = shape
+    assert launch.split_row_applies("softmax_fwd", m, n, dtype, torch.device(DEVICE))
+    assert launch.split_row_applies("softmax_bwd", m, n, dtype, torch.device(DEVICE))
+    x = _randn(shape, dtype, n + 7, 6.0).requires_grad_()
+    y = softmax(x)
+    rows = slice(0, 16)
+    assert_close(y[rows], softmax_ref(x[rows].detach().cpu().double().numpy()), dtype)
+    dy = _randn(shape, dtype, n + 8)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    ref = softmax_backward_ref(y[rows].detach().cpu().double().numpy(), dy[rows].cpu().double().numpy())
+    assert_close(dx[rows], ref, dtype)
+    expected = torch.softmax(x.detach().float(), -1)
+    torch.testing.assert_close(y.detach().float(), expected.to(dtype).float(), **tolerance(dtype))
+    assert not dx.isnan().any()

@@ -57,14 +57,21 @@ USED: dict[tuple, dict] = {}
 split_row = _split_row_module
 
 
+SPLIT_ROW_MIN_BYTES = 64 * 1024 * 1024
+
+
 def split_row_applies(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> bool:
     """Whether a launch of kernel `name` on M rows of N goes to the split-row kernels
     instead of one program per row (decided once per plan)."""
     # On CUDA only: under the CPU interpreter the exchange waits out every late peer, so the
     # one-program-a-row kernels stay the tested CPU path (split_row has its own CPU tests).
+    # Only for tensors of SPLIT_ROW_MIN_BYTES or more: a split-row launch goes through the
+    # JIT's binder and costs tens of microseconds of host time, which only a kernel that
+    # runs longer than that hides (measurements/2026-11-25-h100/final-3/calltime_triton.json).
     return (
         split_row is not None
         and device.type == "cuda"
+        and m * n * dtype.itemsize >= SPLIT_ROW_MIN_BYTES
         and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
     )
 
