@@ -79,6 +79,20 @@ def test_committed_picks_serve_every_row_length_of_their_bucket(cache_home):
     )
 
 
+def test_a_bucket_serves_each_row_length_its_own_pick(cache_home):
+    """Bucket 1024 holds picks tuned at N = 600 and N = 1024 for the same rows per SM: each
+    row length gets the pick tuned at it, not whichever was listed last."""
+    picks = [
+        p
+        for p in configs.committed()["picks"]
+        if p["kernel"] == "softmax_fwd" and p["dtype"] == "bfloat16" and p["rows_per_sm"] == 64
+    ]
+    by_n = {p["N"]: SoftmaxConfig.of(p) for p in picks if bucket(p["N"]) == 1024}
+    assert set(by_n) == {600, 1024} and by_n[600] != by_n[1024]  # what this test relies on
+    for n, m in ((600, 65536), (1024, 32768)):
+        assert choose("softmax_fwd", 1, m, n, torch.bfloat16, COMMITTED_GPU, 132) == (by_n[n], "committed")
+
+
 def test_tuned_picks_are_saved_verified_and_preferred(cache_home):
     path = configs.user_picks_path(GPU)
     assert path.parent == cache_home / "kernel-lab" and "Test-GPU-80GB" in path.name

@@ -219,13 +219,14 @@ def committed() -> dict:
     return {"gpu": None, "picks": []}
 
 
-def index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
-    """(kernel, dtype name, bucket) -> {rows_per_sm: config}; a later pick replaces an
-    earlier one for the same key."""
-    out: dict[tuple, dict[int, SoftmaxConfig]] = {}
+def index(picks: list[dict]) -> dict[tuple, dict[tuple[int, int], SoftmaxConfig]]:
+    """(kernel, dtype name, bucket) -> {(rows_per_sm, N tuned at): config}; a later pick
+    replaces an earlier one for the same key. N is kept because a bucket can hold picks
+    tuned at several row lengths (600 and 1024 share one) that want different configs."""
+    out: dict[tuple, dict[tuple[int, int], SoftmaxConfig]] = {}
     for p in picks:
         key = (p["kernel"], p["dtype"], bucket(p["N"]))
-        out.setdefault(key, {})[p["rows_per_sm"]] = SoftmaxConfig.of(p)
+        out.setdefault(key, {})[(p["rows_per_sm"], p["N"])] = SoftmaxConfig.of(p)
     return out
 
 
@@ -258,6 +259,10 @@ def choose(name: str, streams: int, m: int, n: int, dtype: torch.dtype, gpu: str
         for name_ in names:
             by_rows = idx.get((name, name_, bucket(n)))
             if by_rows:
-                nearest = min(by_rows, key=lambda r: (abs(r.bit_length() - want.bit_length()), r))
+                # the nearest rows per SM first, then the nearest row length, then the smaller
+                nearest = min(
+                    by_rows,
+                    key=lambda rn: (abs(rn[0].bit_length() - want.bit_length()), abs(rn[1] - n), rn),
+                )
                 return by_rows[nearest], source
     return heuristic(streams, n), "heuristic"
