@@ -1,4 +1,7 @@
-"""The lab command line."""
+"""The lab command line.
+
+Over 400 lines: one test per user-facing CLI behaviour, each short; they share the fixtures at the top.
+"""
 
 import argparse
 import json

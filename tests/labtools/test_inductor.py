@@ -4,6 +4,9 @@ torch.compile on 2 cores takes seconds per compile (the first in a process, tens
 seconds), so the live tests share one TinyHead dump (module fixture) and compile only
 twice more (the CLI end to end, and a profile of a one-line function). The parser is
 tested on committed dumps in tests/labtools/data/inductor/ (see its README).
+
+Over 400 lines: the parser, annotation, report and CLI of labtools.inductor share the committed
+fixtures of experiment 25, read once at the top.
 """
 
 from __future__ import annotations
