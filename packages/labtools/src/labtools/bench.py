@@ -281,6 +281,7 @@ def time_blocks(
 
     `warmup=N` replaces steps 1-2 by exactly N plain calls and blocks of one call (unless
     `calls_per_block`): `warmup=0` times the very first calls, for first-call latency.
+    Long because the warm-up, block sizing and stopping rule must read as one procedure.
     """
     k = len(arg_sets)
 

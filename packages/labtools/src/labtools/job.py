@@ -164,6 +164,7 @@ def profile_with_ncu(
 
 
 def run(cfg: RunConfig, log: TextIO | None = None) -> int:
+    """Long because it lists the job's stages in the order they run, each a call."""
     log = log or sys.stderr
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -297,6 +298,7 @@ def run(cfg: RunConfig, log: TextIO | None = None) -> int:
 def render_report(
     doc: dict, sweeps: dict[str, Sweep], b512: Sweep, plots: list[Path], ncu_summaries: dict
 ) -> str:
+    """Long because it writes REPORT.md top to bottom, section by section, as the reader sees it."""
     v = doc["versions"]
     gpu = doc["gpu"]["model"]
     lines = [

@@ -199,7 +199,9 @@ def _figure(*args, **kw):
 
 
 def plot_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = None):
-    """Log-log roofline with one labelled dot per implementation and dtype at `shape`."""
+    """Log-log roofline with one labelled dot per implementation and dtype at `shape`.
+    Long because a matplotlib figure is one sequence of drawing calls on shared axes.
+    """
     shape = tuple(shape) if shape else pick_shape(sweep)
     records = sweep.at(shape)
     if not records:
@@ -339,7 +341,9 @@ def _n_tick(n: int) -> str:
 def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
     """Fraction of the measured copy bandwidth against row length N: one panel per dtype,
     one line per implementation through its largest-M shape at each N (hollow markers:
-    the other M at that N)."""
+    the other M at that N).
+    Long because a matplotlib figure is one sequence of drawing calls on shared axes.
+    """
     if not sweep.records:
         raise ValueError("the sweep has no records to plot")
     measured = all(r.frac_of_copy is not None for r in sweep.records)
@@ -510,7 +514,9 @@ def seed_summary(sweep: Sweep, shape: Shape | None = None, file: str = "roofline
 def plot_seed_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | None = None):
     """The lab text's roofline: naive, smem, fused and Triton as dots at one fp32 shape
     where all four ran, torch.compile as a dot, F.softmax as the reference line, under the
-    measured (solid) and datasheet (dashed) roofs."""
+    measured (solid) and datasheet (dashed) roofs.
+    Long because a matplotlib figure is one sequence of drawing calls on shared axes.
+    """
     shape = tuple(shape) if shape else seed_shape(sweep)
     if shape is None:
         raise ValueError("no seed kernel (naive, smem, fused, Triton) in the sweep")

@@ -254,7 +254,9 @@ def run_sweep(
     command: str = "",
     progress: Progress | None = None,
 ) -> Sweep:
-    """Time every selected implementation at every shape and dtype of `config`."""
+    """Time every selected implementation at every shape and dtype of `config`.
+    Long because the loop over points, its progress and its skip records belong together.
+    """
     impls = select(config)
     todo, skipped = plan(config, impls)
     progress = progress or Progress(len(todo), title=f"{config.op} on {config.device}")
