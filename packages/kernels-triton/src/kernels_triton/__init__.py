@@ -8,7 +8,10 @@ try:
 except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
     __version__ = "0+unknown"
 
+from kernels_triton import launch as _launch
 from kernels_triton.configs import SoftmaxConfig
 from kernels_triton.softmax import SoftmaxDimError, autotune_picks, softmax, softmax_backward
 
 __all__ = ["SoftmaxConfig", "SoftmaxDimError", "autotune_picks", "softmax", "softmax_backward"]
+
+_launch.warm_up_in_background()

@@ -6,9 +6,10 @@ the arguments and computes a cache key in Python on every call. Here a launch is
 once per distinct (kernel, M, N, row strides, dtype, device, pointer alignment, config):
 the config (configs.choose, no timing), the constexprs, the grid and the compiled kernel
 (compiled by Triton's JIT on that first launch, from Triton's on-disk cache when warm).
-The plan is a closure that calls the compiled kernel's launcher directly, with the grid,
+The plan is a closure that calls Triton's C launch function directly (or, for a Triton
+version whose launcher it does not know, the compiled kernel's launcher), with the grid,
 function handle and every scalar argument already packed; a later call costs a dict
-lookup, the current stream and that launch.
+lookup, the current stream, two or three data pointers and that launch.
 
 The key holds everything Triton specialised the compiled kernel on: integer arguments on
 == 1 and divisibility by 16 (here their values), pointers on 16-byte alignment (here each
@@ -27,8 +28,10 @@ kernel that splits each row over several programs instead of the kernels here.
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import os
+import threading
 from collections.abc import Callable
 
 import torch
@@ -179,43 +182,130 @@ def direct_launcher(
     compiled, program_grid: tuple[int, int, int], n_tensors: int, rest: tuple, device_index: int
 ) -> Plan:
     """plan(*tensors) that launches `compiled` (a triton CompiledKernel) on the tensors'
-    data pointers followed by `rest`: the call its own runner makes (Triton 3.6 to 3.9),
-    with the launcher, function handle and metadata looked up once."""
-    if _launch_hooks_installed() or not all(
-        hasattr(compiled, a) for a in ("run", "function", "packed_metadata")
-    ):
-        runner = compiled[program_grid]
-        return lambda *ts: runner(*(t.data_ptr() for t in ts), *rest)
-    run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+    data pointers followed by `rest`, with everything but the stream and the pointers bound.
+
+    Where the Triton version's launcher is one c_launch_layout() knows, the plan calls
+    Triton's C launch function itself with the arguments the launcher's Python __call__
+    would pass it (no scratch buffers, no hooks): that __call__ costs as much host time as
+    the rest of a call. Otherwise the plan calls the launcher as Triton's own runner does."""
     gx, gy, gz = program_grid
     stream = torch._C._cuda_getCurrentRawStream
+    launcher = getattr(compiled, "run", None)
+    layout = None if _launch_hooks_installed() else c_launch_layout(launcher)
+    if layout is None:
+        runner = compiled[program_grid]
+        return lambda *ts: runner(*(t.data_ptr() for t in ts), *rest)
+    function, packed = compiled.function, compiled.packed_metadata
+    c_launch, coop, pdl = launcher.launch, launcher.launch_cooperative_grid, launcher.launch_pdl
 
-    # one closure per arity: a star-argument list would cost a tuple and a loop per call
-    if n_tensors == 2:
+    # One closure per layout and arity: star-arguments would cost a tuple and a loop per call.
+    if layout == "3.6" and n_tensors == 2:
 
         def plan(a, b):
-            run(
-                gx,
-                gy,
-                gz,
-                stream(device_index),
-                function,
-                packed,
-                None,
-                None,
-                None,
-                a.data_ptr(),
-                b.data_ptr(),
-                *rest,
-            )
+            c_launch(
+                gx, gy, gz, stream(device_index), function, coop, pdl,
+                None, None, packed, None, None, None,  # scratch, scratch, metadata, no hooks
+                a.data_ptr(), b.data_ptr(), *rest,
+            )  # fmt: skip
 
-    else:
+    elif layout == "3.6":
 
         def plan(a, b, c):
-            pointers = a.data_ptr(), b.data_ptr(), c.data_ptr()
-            run(gx, gy, gz, stream(device_index), function, packed, None, None, None, *pointers, *rest)
+            c_launch(
+                gx, gy, gz, stream(device_index), function, coop, pdl,
+                None, None, packed, None, None, None,
+                a.data_ptr(), b.data_ptr(), c.data_ptr(), *rest,
+            )  # fmt: skip
+
+    else:
+        annotations, signature = launcher.arg_annotations, launcher.kernel_signature
+        if n_tensors == 2:
+
+            def plan(a, b):
+                c_launch(
+                    gx, gy, gz, stream(device_index), function, coop, pdl,
+                    packed, None, None, None, None, None,  # metadata, no hooks, no scratch
+                    annotations, signature, (a.data_ptr(), b.data_ptr(), *rest),
+                )  # fmt: skip
+
+        else:
+
+            def plan(a, b, c):
+                c_launch(
+                    gx, gy, gz, stream(device_index), function, coop, pdl,
+                    packed, None, None, None, None, None,
+                    annotations, signature, (a.data_ptr(), b.data_ptr(), c.data_ptr(), *rest),
+                )  # fmt: skip
 
     return plan
+
+
+# The CudaLauncher.__call__ parameters of each Triton version whose body (backends/nvidia/
+# driver.py) the plans above were written against: "3.6" passes the kernel's arguments to the
+# C launch flat after the hooks, "3.9" as one tuple after an argument annotation and a signature.
+C_LAUNCH_LAYOUTS = {
+    "3.6": ("self", "gridX", "gridY", "gridZ", "stream", "function", "args"),
+    "3.9": (
+        "self", "gridX", "gridY", "gridZ", "stream", "function",
+        "kernel_metadata", "launch_metadata", "launch_enter_hook", "launch_exit_hook", "args",
+    ),
+}  # fmt: skip
+
+
+def c_launch_layout(launcher, version: str | None = None) -> str | None:
+    """Which C_LAUNCH_LAYOUTS entry a plan may use to call `launcher`'s C launch directly:
+    only for a CudaLauncher of that Triton version, with that __call__ signature, whose
+    kernel needs no global or profile scratch and runs without the sanitizer (the cases in
+    which __call__ adds nothing but constants). None: call the launcher itself."""
+    import inspect
+
+    version = ".".join((version or triton.__version__).split(".")[:2])
+    expected = C_LAUNCH_LAYOUTS.get(version)
+    if expected is None or type(launcher).__name__ != "CudaLauncher":
+        return None
+    try:
+        params = tuple(inspect.signature(type(launcher).__call__).parameters)
+        needs_scratch = launcher.global_scratch_size or launcher.profile_scratch_size
+        flags = (launcher.launch, launcher.launch_cooperative_grid, launcher.launch_pdl)
+        if version == "3.9":
+            flags += (launcher.arg_annotations, launcher.kernel_signature)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if (
+        params != expected
+        or needs_scratch
+        or getattr(launcher, "gsan_enabled", False)
+        or not callable(flags[0])
+    ):
+        return None
+    return version
+
+
+def warm_up_in_background() -> threading.Thread | None:
+    """Start, on a daemon thread, the work Triton does once per process before its first
+    launch of any kernel, compiled or cached: hashing its own installation into the cache
+    key (triton.runtime.cache.triton_key, about half a second, mostly in hashlib and file
+    reads that release the GIL) and importing the Gluon modules its argument binder checks
+    against. Started when kernels_triton is imported, it overlaps with the caller's own work
+    until the first launch (setting up CUDA, building a model), which then waits only for
+    what is left. Not under the interpreter, nor with KERNELS_TRITON_WARM_UP=0."""
+    if INTERPRET or os.environ.get("KERNELS_TRITON_WARM_UP") == "0":
+        return None
+
+    def warm_up() -> None:
+        try:
+            if not torch.cuda.is_available():
+                return
+            from triton.runtime.cache import triton_key
+
+            triton_key()  # functools-cached: the first launch reads the result
+            importlib.import_module("triton.experimental.gluon.nvidia.hopper")
+        except Exception:  # noqa: BLE001 - only a head start: the first launch does this work itself
+            pass
+
+    thread = threading.Thread(target=warm_up, name="kernels_triton warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _launch_hooks_installed() -> bool:

@@ -1,0 +1,106 @@
+"""The host path of a launch. A plan calls Triton's C launch directly only where it passes
+exactly what Triton's own launcher would: checked against the installed Triton's real
+CudaLauncher.__call__ (its C launch replaced by a recorder), and refused for launchers it
+was not written against. Importing kernels_triton starts Triton's once-per-process work on
+a thread, so that the first launch need not do it.
+
+Runs on the CPU (no kernel is compiled or launched) and on the GPU, where the installed
+Triton may be another version than the CPU's.
+"""
+
+import pytest
+import torch
+import triton
+from kernels_triton import launch
+
+CudaLauncher = pytest.importorskip("triton.backends.nvidia.driver").CudaLauncher
+VERSION = ".".join(triton.__version__.split(".")[:2])
+KNOWN = VERSION in launch.C_LAUNCH_LAYOUTS
+
+
+def fake_launcher(record, *, scratch: int = 0):
+    """A real CudaLauncher (this Triton's class, its __init__ skipped: it compiles C) whose
+    C launch records its arguments."""
+    launcher = object.__new__(CudaLauncher)
+    launcher.launch = lambda *args: record.append(args)
+    launcher.num_ctas, launcher.gsan_enabled = 1, False
+    launcher.global_scratch_size, launcher.profile_scratch_size = scratch, 0
+    launcher.global_scratch_align = launcher.profile_scratch_align = 1
+    launcher.launch_cooperative_grid, launcher.launch_pdl = False, True
+    launcher.arg_annotations, launcher.kernel_signature = ("annotations",), b"signature"
+    return launcher
+
+
+class Tensor:  # what a plan reads from a tensor
+    def __init__(self, address: int):
+        self.address = address
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+class Compiled:  # what a plan reads from a triton CompiledKernel
+    def __init__(self, launcher):
+        self.run, self.function, self.packed_metadata = launcher, 0xF00, (4, 1, 0)
+
+
+@pytest.fixture
+def no_driver_needed(monkeypatch):
+    """CudaLauncher.__call__ may look up the active driver and the current stream: stand-ins."""
+    driver = triton.runtime.driver
+    saved = driver._active
+    driver.set_active(type("Driver", (), {"allocate_default_profile_scratch": lambda *a: None})())
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 77, raising=False)
+    yield
+    driver._active = saved
+
+
+@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
+@pytest.mark.parametrize("n_tensors", [2, 3])
+def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_needed, n_tensors):
+    record = []
+    launcher = fake_launcher(record)
+    assert launch.c_launch_layout(launcher) == VERSION
+    rest = (600, 600, 512, 600, 1024, 1024, 1, False, True, 8, False)
+    tensors = [Tensor(4096 * (i + 1)) for i in range(n_tensors)]
+    compiled = Compiled(launcher)
+    # what Triton's runner calls (runtime/jit.py): launcher(grid, stream, function, metadata,
+    # launch metadata, enter hook, exit hook, *kernel arguments)
+    launcher(512, 1, 1, 77, compiled.function, compiled.packed_metadata, None, None, None,
+             *(t.address for t in tensors), *rest)  # fmt: skip
+    plan = launch.direct_launcher(compiled, (512, 1, 1), n_tensors, rest, device_index=0)
+    plan(*tensors)
+    assert len(record) == 2 and record[1] == record[0]
+
+
+@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
+def test_a_launcher_that_needs_scratch_keeps_tritons_own_call():
+    assert launch.c_launch_layout(fake_launcher([], scratch=128)) is None
+
+
+def test_other_launchers_and_versions_keep_tritons_own_call():
+    class CudaLauncher:  # Triton's class name, another signature
+        global_scratch_size = profile_scratch_size = 0
+
+        def __call__(self, grid, stream):
+            return None
+
+    assert launch.c_launch_layout(object()) is None
+    assert launch.c_launch_layout(lambda *args: None) is None
+    assert launch.c_launch_layout(CudaLauncher()) is None
+    assert launch.c_launch_layout(fake_launcher([]), version="3.7.0") is None
+    assert launch.c_launch_layout(fake_launcher([]), version="4.0.0") is None
+
+
+def test_the_warm_up_thread_does_tritons_once_per_process_work(monkeypatch):
+    from triton.runtime.cache import triton_key
+
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.delenv("KERNELS_TRITON_WARM_UP", raising=False)
+    triton_key.cache_clear()
+    thread = launch.warm_up_in_background()
+    thread.join(timeout=60)
+    assert not thread.is_alive() and triton_key.cache_info().currsize == 1
+    monkeypatch.setenv("KERNELS_TRITON_WARM_UP", "0")
+    assert launch.warm_up_in_background() is None
