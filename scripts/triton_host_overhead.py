@@ -116,7 +116,11 @@ def case_times(m: int, n: int, dtype: torch.dtype) -> list[dict]:
         }
     )
     parts = call_us(
-        {"torch.empty_like": lambda: torch.empty_like(x), "launch plan alone": lambda: plan(x, y)}
+        {
+            "torch.empty_like": lambda: torch.empty_like(x),
+            "torch.empty(shape, dtype, device)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
+            "launch plan alone": lambda: plan(x, y),
+        }
     )
     shape = {"shape": [m, n], "dtype": str(dtype)[6:]}
     rows = [
