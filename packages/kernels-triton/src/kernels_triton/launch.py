@@ -167,6 +167,8 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
     program_grid = grid(meta, m, sms, x.element_size() * STREAMS[name])
     scalars = (*(t.stride(0) for t in tensors), m, n)
     kernel = KERNELS[name]
+    if _warm_up_thread is not None:  # wait for its head start rather than redo that work beside it
+        _warm_up_thread.join()
     compiled = kernel[program_grid](*tensors, *scalars, **meta, num_warps=config.num_warps)
     if INTERPRET:  # no compiled kernel: run the Python function again on the next tensors
 
@@ -303,9 +305,13 @@ def warm_up_in_background() -> threading.Thread | None:
         except Exception:  # noqa: BLE001 - only a head start: the first launch does this work itself
             pass
 
-    thread = threading.Thread(target=warm_up, name="kernels_triton warm-up", daemon=True)
+    global _warm_up_thread
+    thread = _warm_up_thread = threading.Thread(target=warm_up, name="kernels_triton warm-up", daemon=True)
     thread.start()
     return thread
+
+
+_warm_up_thread: threading.Thread | None = None
 
 
 def _launch_hooks_installed() -> bool:
