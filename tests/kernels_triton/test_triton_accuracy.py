@@ -6,11 +6,14 @@ FLT_MAX (scaling before subtracting the max overflows there); +-inf and NaN; and
 2**17 and 2**18 + 1 elements, through the looped path (many tiles, a ragged tail) and the
 one-pass path. The looped path's error must be no worse than torch's softmax on the same
 input, up to a few units in the last place of the largest output (the order of summation
-differs); the one-pass path's likewise (its row sum is taken in fp64).
+differs); the one-pass path's, no worse than torch's or than the bound of an fp32 tree sum
+of the row (log2 N + 2 units), whichever is larger.
 
 On the CPU these run under Triton's interpreter (one row each, to stay affordable); with a
 GPU, on CUDA against F.softmax on the GPU.
 """
+
+import math
 
 import numpy as np
 import pytest
@@ -53,6 +56,13 @@ def no_worse_than_torch(
     assert err <= max(torch_err, ulps * ulp), f"error {err:.3g}, torch's {torch_err:.3g}, ulp {ulp:.3g}"
 
 
+def tree_sum_ulps(n: int) -> float:
+    """The one-pass path sums a row as a tree of log2(N) levels in fp32, as F.softmax does:
+    an element that dominates the sum meets a rounding at each level. Its error bound, in
+    units of the largest output's last place."""
+    return math.log2(n) + 2
+
+
 KINDS = ["max first", "max last", "max repeated", "offset", "huge"]
 LENGTHS = [600, 5000, 2**17, 2**18 + 1]
 
@@ -68,7 +78,7 @@ def test_forward_error_no_worse_than_torch(kind, n):
     theirs = torch.softmax(x, -1)
     ours = softmax(x)  # the default config: one pass or looped, as the picks say
     np.testing.assert_allclose(ours.cpu().double().numpy(), expected, **tolerance(torch.float32))
-    no_worse_than_torch(ours, theirs, expected)
+    no_worse_than_torch(ours, theirs, expected, ulps=tree_sum_ulps(n))
     looped = softmax(x, config=SoftmaxConfig(1024))  # (max, sum) pairs merged across tiles and lanes
     no_worse_than_torch(looped, theirs, expected)
 
@@ -82,6 +92,7 @@ def test_forward_one_pass_and_looped_agree_with_float64(n):
         softmax(x, config=SoftmaxConfig(1 << (n - 1).bit_length())),
         torch.softmax(x, -1),
         expected,
+        ulps=tree_sum_ulps(n),
     )
     no_worse_than_torch(softmax(x, config=SoftmaxConfig(1024)), torch.softmax(x, -1), expected)
 

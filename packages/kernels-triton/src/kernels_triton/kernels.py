@@ -128,10 +128,7 @@ def softmax_fwd_kernel(
         x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK, "")  # -inf: no weight
         m = tl.max(x, axis=1)  # [ROWS]
         e = tl.exp2((x - m[:, None]) * LOG2E)
-        # The row sum in fp64 (rounded once to fp32) and one IEEE division per element: the output
-        # meets two roundings, not a tree of log2(N) fp32 ones (`/` may be approximate, div_rn is not).
-        row_sum = tl.sum(e.to(tl.float64), axis=1).to(tl.float32)
-        y = tl.math.div_rn(e, row_sum[:, None])
+        y = e * tl.math.div_rn(1.0, tl.sum(e, axis=1))[:, None]  # IEEE division: `/` may be approximate
         y_ptrs = _row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :]
         _store(y_ptrs, y, mask, NEEDS_MASK, "")
     else:
