@@ -27,13 +27,13 @@ once); configs.py says which BLOCK a launch gets, launch.py derives the rest:
 Accuracy. Every exponential is exp2((x - max) * log2(e)): the maximum is subtracted first,
 so the argument is <= 0 for every finite input, however large (x = 3e38 gives 0, not
 inf - inf), and x - max is exact whenever x is within a factor of two of the max, the
-elements that carry the weight. The normalisation is an IEEE-rounded division by the sum
-(one pass) or a multiplication by 1 / sum rounded once (looped), never folded into the exponent (log2(sum) added to the exponent
-would cost ulp(log2 N + max * log2 e) of relative error, growing with N and the max). Row
-sums are accumulated in fp64 (one pass: the tile's sum; looped: each lane's running sum
-and the fold of the lanes' sums, each rescaled to the row's max), so the sum meets about
-one fp32 rounding whatever N: fp64 arithmetic is far from the limit of a kernel that
-waits on memory.
+elements that carry the weight. The normalisation is a multiplication by 1 / sum, an
+IEEE-rounded division once per row, never folded into the exponent (log2(sum) added to the
+exponent would cost ulp(log2 N + max * log2 e) of relative error, growing with N and the
+max). The looped path keeps each lane's running sum compensated (Kahan) and merges the
+lanes' (max, sum) pairs in fp64, each sum rescaled to the row's max, so its error does not
+grow with the number of tiles. (fp64 inside the loops would do as well but converts each
+element at a rate near the SM's limit for such conversions.)
 
 Non-finite inputs give torch's answers: a row with NaN or +inf gives NaN; -inf entries
 weigh nothing; a row of only -inf gives NaN.
@@ -90,17 +90,22 @@ def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
 
 
 @triton.jit
-def _online_max_sum(m, d, x):
-    """One step of the online softmax, lane by lane: m is the running max (fp32), d the
-    running sum of exp(x - m) (fp64: a lane adds N / BLOCK terms one after another, and an
-    fp32 running sum would lose about one unit in the last place per few of them). When the
-    max grows, the old sum is rescaled to the new max. The reference point is 0 while a lane
-    has seen only -inf, so that such a lane keeps d = 0 (exp(-inf - -inf) would be NaN); a
-    NaN or +inf input makes d NaN, as torch's result."""
+def _online_max_sum(m, d, c, x):
+    """One step of the online softmax, lane by lane: m is the running max, d the running
+    sum of exp(x - m), compensated (Kahan): c holds what d's roundings lost, so d - c is the
+    sum to about two units in the last place however many terms a lane adds (N / BLOCK; a
+    plain fp32 running sum loses a rounding per few of them). When the max grows, the old
+    sum is rescaled to the new max. The reference point is 0 while a lane has seen only
+    -inf, so that such a lane keeps d = 0 (exp(-inf - -inf) would be NaN); a NaN or +inf
+    input makes d NaN, as torch's result."""
     m_new = tl.maximum(m, x)
     ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-    d = d * tl.exp2((m - ref) * LOG2E).to(tl.float64) + tl.exp2((x - ref) * LOG2E).to(tl.float64)
-    return m_new, d
+    scale = tl.exp2((m - ref) * LOG2E)
+    d, c = d * scale, c * scale
+    term = tl.exp2((x - ref) * LOG2E) - c
+    total = d + term
+    c = (total - d) - term  # the rounding error of d + term (exact in fp32 when |d| >= |term|)
+    return m_new, total, c
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -143,19 +148,21 @@ def softmax_fwd_kernel(
             y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
             # pass 1: running max and sum of exponentials, per lane  -> m, d: [BLOCK]
             m = tl.full([BLOCK], float("-inf"), tl.float32)
-            d = tl.zeros([BLOCK], tl.float64)
+            d = tl.zeros([BLOCK], tl.float32)
+            c = tl.zeros([BLOCK], tl.float32)  # d's compensation (see _online_max_sum)
             for t in range(n_full):
-                m, d = _online_max_sum(m, d, _load_f32(x_row + t * BLOCK + cols, None, None, False, KEEP))
+                x = _load_f32(x_row + t * BLOCK + cols, None, None, False, KEEP)
+                m, d, c = _online_max_sum(m, d, c, x)
             if NEEDS_MASK:
                 x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP)
-                m, d = _online_max_sum(m, d, x)
+                m, d, c = _online_max_sum(m, d, c, x)
             # merge the lanes' (max, sum) pairs: each sum rescaled to the row's max. A lane
             # that saw only -inf has d = 0 and contributes 0 (unless the whole row is -inf:
             # then the row's max is -inf, the scale NaN, and so is the row, as in torch).
             # The fold adds BLOCK partial sums of very different sizes (one lane may hold
-            # the max): in fp64 too, so the row's sum meets about one fp32 rounding in all.
+            # the max): it runs in fp64, once per row, so its rounding stays below fp32's.
             m_row = tl.max(m, axis=0)
-            row_sum = tl.sum(d * tl.exp2((m - m_row) * LOG2E).to(tl.float64), axis=0)
+            row_sum = tl.sum(((d - c) * tl.exp2((m - m_row) * LOG2E)).to(tl.float64), axis=0)
             inv_sum = (1.0 / row_sum).to(tl.float32)
             # pass 2, back to front (see the module docstring): normalise and write
             if NEEDS_MASK:
