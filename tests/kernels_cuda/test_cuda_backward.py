@@ -9,6 +9,7 @@ outputs; adversarial rows (the maximum first, last or repeated; finite magnitude
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
@@ -115,6 +116,59 @@ def test_bad_arguments_name_the_argument():
         bw.softmax_backward(y, y, variant="fast")
     with pytest.raises(TypeError, match="not a CUDA device"):
         bw.softmax_backward(y, y)
+
+
+class _HostBackward:
+    """Stands in for codegen.packed's PackedLaunch: computes the backward from the arguments
+    exactly as packed (the three pointers given per call), in float64 over CPU memory."""
+
+    calls: list = []
+
+    def __init__(self, spec, device_id, grid, block, shared_mem, types, values):
+        self.spec, self.values = spec, list(values)
+
+    def __call__(self, stream, *pointers):
+        assert stream == 0xC0FFEE and len(pointers) == 3
+        y, dy, dx, m, n, ys, dys, dxs = (int(v) for v in [*pointers, *self.values[3:8]])
+        _HostBackward.calls.append((y, dy, dx, m, n, ys, dys, dxs))
+        size = np.dtype(self.spec.dtype).itemsize
+
+        def rows(address, stride):
+            count = (m - 1) * stride + n
+            flat = np.ctypeslib.as_array((ctypes.c_byte * (count * size)).from_address(address))
+            return np.lib.stride_tricks.as_strided(flat.view(self.spec.dtype), (m, n), (stride * size, size))
+
+        yy, gg = rows(y, ys).astype(np.float64), rows(dy, dys).astype(np.float64)
+        rows(dx, dxs)[...] = yy * (gg - (yy * gg).sum(-1, keepdims=True))
+
+
+def test_a_layout_seen_before_skips_the_checks_and_reuses_the_packed_launch(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(codegen, "packed", _HostBackward)
+    monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
+    monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0xC0FFEE))
+    monkeypatch.setattr(arrays, "_torch_stream", lambda device_index: 0xC0FFEE)
+    monkeypatch.setattr(sm, "_device", lambda device_id: sm.H100)
+    monkeypatch.setattr(bw, "_dense_calls", {})
+    _HostBackward.calls = []
+    y, dy = torch.softmax(torch.randn(8, 600), -1), torch.randn(8, 600)
+    expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
+    first = bw.softmax_backward(y, dy)
+    monkeypatch.setattr(bw, "_softmax_backward", None)  # a call not served from the cache fails
+    with arrays.poison_outputs():
+        again = bw.softmax_backward(y.clone(), dy.clone())
+    for dx in (first, again):
+        np.testing.assert_allclose(dx.double().numpy(), expected.numpy(), rtol=1e-6, atol=1e-7)
+    assert len(_HostBackward.calls) == 2 and _HostBackward.calls[0][3:] == _HostBackward.calls[1][3:]
+    for miss in [
+        (y.T.contiguous().T, dy),
+        (y, dy, 0),
+        (y, dy, True),
+        (y.half(), dy.half()),
+        (y, dy, -1, "twopass"),
+    ]:
+        with pytest.raises(TypeError):  # another layout, dim, dtype or variant: the checked path
+            bw.softmax_backward(*miss)
 
 
 # --- GPU --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ be tested and every Spec compiled offline.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import sys
 import types
@@ -189,38 +190,52 @@ _plan = lru_cache(maxsize=4096)(plan)
 # --- running --------------------------------------------------------------------------------
 
 
-def _launch(
-    launch: sm.Launch, y: arrays.Rows, dy: arrays.Rows, dx: arrays.Rows, device_id: int, stream
-) -> None:
-    import numpy as np
+ARG_TYPES = (ctypes.c_uint64,) * 3 + (ctypes.c_int64, ctypes.c_int32) + (ctypes.c_int64,) * 3
 
-    args = (
-        np.uint64(y.ptr),
-        np.uint64(dy.ptr),
-        np.uint64(dx.ptr),
-        np.int64(y.M),
-        np.int32(y.N),
-        np.int64(y.row_stride),
-        np.int64(dy.row_stride),
-        np.int64(dx.row_stride),
-        *(np.int32(e) for e in launch.extra),
-    )
-    codegen.launch(
-        launch.spec,
-        (launch.grid,),
-        (launch.block,),
-        args,
-        stream=stream,
-        device_id=device_id,
-        shared_mem=launch.shared_mem,
-    )
+
+def _packed(launch: sm.Launch, device_id: int, M: int, N: int, strides: tuple[int, int, int]):
+    """The launch packed with every argument but the three pointers (y, dy, dx): call it with
+    (stream handle, y, dy, dx addresses)."""
+    types = ARG_TYPES + (ctypes.c_int32,) * len(launch.extra)
+    values = (0, 0, 0, M, N, *strides, *launch.extra)
+    return codegen.packed(launch.spec, device_id, launch.grid, launch.block, launch.shared_mem, types, values)
+
+
+# Packed launches of torch calls whose y and dy are contiguous and dim is their last, keyed on
+# everything the checks and the plan read: shapes, strides, dtypes, devices, 16-byte alignment
+# of y and dy, dim and variant. A key seen before skips the checks: a fresh dx of y's layout is
+# contiguous and aligned like every fresh allocation, so the packed launch suits it.
+_dense_calls: dict[tuple, object] = {}
+MAX_CACHED_CALLS = sm.MAX_CACHED_CALLS
 
 
 def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
     """dx = y * (dy - sum(y * dy, dim)) on y's device, on the caller's current stream.
 
     The result is allocated with `dim` innermost and returned as a view in y's dim order
-    (contiguous when dim is the last one)."""
+    (contiguous when dim is the last one). Torch tensors of a layout seen before (contiguous,
+    dim the last) go straight to the cached packed launch: one dictionary lookup, dx's
+    allocation and one driver call."""
+    if dim.__class__ is int and variant.__class__ is str:
+        try:
+            y_ptr, dy_ptr, device_index = y.data_ptr(), dy.data_ptr(), y.get_device()
+            run = _dense_calls.get(
+                (y.shape, y.stride(), dy.shape, dy.stride(), y.dtype, dy.dtype,
+                 device_index, dy.get_device(), y_ptr & 15, dy_ptr & 15, dim, variant)
+            )  # fmt: skip
+        except AttributeError:  # not torch tensors
+            run = None
+        if run is not None:
+            dx = sm._empty_like(y)
+            if arrays._poison:
+                dx.fill_(math.nan)
+            run(arrays._torch_stream(device_index), y_ptr, dy_ptr, dx.data_ptr())
+            return dx
+    return _softmax_backward(y, dy, dim, variant)
+
+
+def _softmax_backward(y, dy, dim, variant):
+    """The checked path: validates everything, plans and launches."""
     fn = "kernels_cuda.softmax_backward"
     ops = arrays.backend(y, fn)
     dtype = arrays.check_dtype(ops, y, fn)
@@ -238,7 +253,7 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
         raise ValueError(f"{fn}: dy is on device {ops.device_id(dy)}, y on device {device_id}")
     shape = tuple(y.shape)
     if y.ndim == 0:  # one element: its softmax is 1 and the gradient is 0 (dy - dy)
-        dx = softmax_backward(ops.reshape(y, (1,)), ops.reshape(dy, (1,)), 0, variant)
+        dx = _softmax_backward(ops.reshape(y, (1,)), ops.reshape(dy, (1,)), 0, variant)
         return ops.reshape(dx, ())
     if y.shape[d] > sm.MAX_N:
         raise ValueError(
@@ -259,7 +274,16 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
         (rows_y.row_stride, rows_dy.row_stride, rows_dx.row_stride),
     )
     launch = _plan(variant, rows_y.M, rows_y.N, dtype, vec, sm._device(device_id), AUTO)
-    _launch(launch, rows_y, rows_dy, rows_dx, device_id, ops.stream(y))
+    strides = (rows_y.row_stride, rows_dy.row_stride, rows_dx.row_stride)
+    run = _packed(launch, device_id, rows_y.M, rows_y.N, strides)
+    run(ops.stream(y), rows_y.ptr, rows_dy.ptr, rows_dx.ptr)
+    if ops is arrays._TorchOps and d == last and strides == (rows_y.N,) * 3 and dim.__class__ is int:
+        if y.is_contiguous() and dy.is_contiguous():
+            if len(_dense_calls) >= MAX_CACHED_CALLS:
+                _dense_calls.clear()
+            key = (y.shape, y.stride(), dy.shape, dy.stride(), y.dtype, dy.dtype,
+                   y.get_device(), dy.get_device(), y.data_ptr() & 15, dy.data_ptr() & 15, dim, variant)  # fmt: skip
+            _dense_calls[key] = run
     return ops.moveaxis(moved, last, d) if d != last else moved
 
 
