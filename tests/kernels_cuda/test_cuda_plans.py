@@ -17,13 +17,23 @@ ALL_SPECS = set(variants.specializations())
 
 
 def _check_launch(
-    launch: variants.Launch, variant: str, M: int, N: int, dtype: str, vec: int, device: variants.Device
+    launch: variants.Launch,
+    variant: str,
+    M: int,
+    N: int,
+    dtype: str,
+    vec: int,
+    device: variants.Device,
+    same_offsets: bool = False,
 ) -> None:
     spec = launch.spec
     c = dict(spec.constants)
     assert spec in ALL_SPECS, spec.name  # so the offline compile covers it
     assert spec.dtype == dtype and spec.min_cc <= device.cc
     assert 1 <= launch.block <= 1024 and 1 <= launch.grid <= variants.MAX_GRID
+    if spec.kernel == "softmax_cluster":  # 16-byte packs for the body whatever N; head and tail apart
+        assert vec == c["VEC"] == variants.full_vec(dtype) or same_offsets
+        vec = c["VEC"]
     assert c.get("VEC", vec) == vec
     if spec.kernel == "softmax_fused":
         assert c["TPR"] * c["ITEMS"] * vec >= N  # the whole row fits the registers
@@ -46,15 +56,20 @@ def _check_launch(
     aligned=st.booleans(),
     device=st.sampled_from(sorted(DEVICES)),
     variant=st.sampled_from(variants.VARIANTS),
+    same_offsets=st.booleans(),
 )
-def test_every_plan_is_a_compiled_specialization_within_its_limits(M, N, dtype, aligned, device, variant):
+def test_every_plan_is_a_compiled_specialization_within_its_limits(
+    M, N, dtype, aligned, device, variant, same_offsets
+):
     vec = variants.full_vec(dtype) if aligned and N % variants.full_vec(dtype) == 0 else 1
+    same_offsets = same_offsets or vec > 1
     dev = DEVICES[device]
     if variant == "v3" and N > variants.fused_capacity(vec):
         with pytest.raises(ValueError, match="v3 holds rows of at most"):
-            variants.plan(variant, M, N, dtype, vec, dev)
+            variants.plan(variant, M, N, dtype, vec, dev, None, same_offsets)
         return
-    _check_launch(variants.plan(variant, M, N, dtype, vec, dev), variant, M, N, dtype, vec, dev)
+    launch = variants.plan(variant, M, N, dtype, vec, dev, None, same_offsets)
+    _check_launch(launch, variant, M, N, dtype, vec, dev, same_offsets)
 
 
 @pytest.mark.parametrize(
@@ -137,6 +152,38 @@ def test_v4_falls_back_to_the_online_kernel_without_clusters_or_beyond_their_cap
     # a device that refused 16-block clusters gets at most 8, with chunks up to a block's limit
     eight = variants.Device(cc=90, max_shared_per_block=227 * 1024, max_cluster=8)
     assert variants.plan("v4", 1, 262144, "float32", 4, eight).spec.cluster == 8
+
+
+def test_offsets_match_when_x_and_y_rows_start_alike_row_for_row():
+    assert variants.offsets_match("bfloat16", (0, 512), (50257, 50257))  # odd rows, both fresh
+    assert variants.offsets_match("bfloat16", (2, 514), (50258, 50258))  # offset views alike
+    assert not variants.offsets_match("bfloat16", (2, 0), (50258, 50257))  # an offset x, a fresh y
+    assert not variants.offsets_match("float32", (0, 0), (601, 600))  # rows drift apart
+    assert variants.offsets_match("float32", (4, 4), (604, 600))  # 16 bytes apart a row: still alike
+
+
+def test_long_odd_rows_take_the_cluster_kernel_where_x_and_y_share_offsets():
+    """64 rows of 50257 bf16 (a GPT-2 vocabulary): whole 16-byte packs they are not, but a fresh
+    output shares each row's offset, so the cluster kernel takes them (2 blocks a row, 128 blocks)."""
+    p = variants.prepare((64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.H100)
+    assert p.launch.spec.kernel == "softmax_cluster" and p.launch.grid == 128
+    assert dict(p.launch.spec.constants)["VEC"] == 8 and p.launch.extra == (25136,)
+    a100 = variants.prepare((64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.A100)
+    assert a100.launch.spec.kernel == "softmax_online"
+    offset_x = variants.prepare((64, 50257), (50258, 1), "bfloat16", -1, "auto", variants.H100, x_address=2)
+    assert offset_x.launch.spec.kernel == "softmax_online"  # the fresh y starts on a 16-byte boundary
+    offset_both = variants.prepare(
+        (64, 50257),
+        (50258, 1),
+        "bfloat16",
+        -1,
+        "auto",
+        variants.H100,
+        x_address=2,
+        out_strides=(50258, 1),
+        out_address=2,
+    )
+    assert offset_both.out_direct and offset_both.launch.spec.kernel == "softmax_cluster"
 
 
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():

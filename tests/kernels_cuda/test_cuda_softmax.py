@@ -169,13 +169,89 @@ def test_v4_runs_every_cluster_size(dtype, n, cluster):
     _assert_softmax(y, x, -1, dtype)
 
 
+def _kernel_for(x: torch.Tensor, variant: str, out: torch.Tensor | None = None) -> str:
+    """The kernel softmax(x, variant=variant, out=out) launches, from the layouts alone."""
+    dtype = str(x.dtype).removeprefix("torch.")
+    prepared = variants.prepare(
+        tuple(x.shape),
+        x.stride(),
+        dtype,
+        -1,
+        variant,
+        variants._device(0),
+        x_address=x.data_ptr() % 16,
+        out_strides=None if out is None else out.stride(),
+        out_address=0 if out is None else out.data_ptr() % 16,
+    )
+    return prepared.launch.spec.kernel
+
+
+# Rows that are not whole 16-byte packs: odd lengths (a 50257-token vocabulary), rows a few
+# elements past a cluster boundary, rows shorter than the head, and few rows (fewer blocks than SMs).
+@pytest.mark.parametrize("m,n", [(64, 50257), (3, 40001), (1, 100_003), (5, 16385), (2, 65537), (4, 7)])
 @pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
-def test_v4_rows_that_are_not_whole_16_byte_packs_take_the_online_kernel(dtype):
-    x = _randn((3, 40001), dtype, 4.0)  # the bulk copy moves whole 16-byte packs only
-    assert variants.plan("v4", 3, 40001, dtype, 1, variants._device(0)).spec.kernel == "softmax_online"
+def test_v4_rows_that_are_not_whole_16_byte_packs_take_the_cluster_kernel(m, n, dtype):
+    x = _randn((m, n), dtype, 4.0)
+    assert _kernel_for(x, "v4") == "softmax_cluster"  # x and the fresh y share each row's offset
     with arrays.poison_outputs():
         y = kernels_cuda.softmax(x, variant="v4")
     _assert_softmax(y, x, -1, dtype)
+
+
+@pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
+def test_v4_rows_whose_x_and_y_offsets_differ_take_the_online_kernel(dtype):
+    x = _make_input("offset", 3, 40001, dtype, 4.0)[0]  # one element past a 16-byte boundary
+    assert _kernel_for(x, "v4") == "softmax_online"  # the fresh y starts on one
+    with arrays.poison_outputs():
+        y = kernels_cuda.softmax(x, variant="v4")
+    _assert_softmax(y, x, -1, dtype)
+
+
+@given(
+    m=st.integers(1, 40),
+    n=st.one_of(st.integers(1, 64), st.integers(16_000, 70_000)),
+    offset=st.integers(0, 7),
+    pad=st.integers(0, 9),
+    dtype=st.sampled_from(sorted(TORCH_DTYPES)),
+    variant=st.sampled_from(["v4", "auto"]),
+)
+def test_v4_rows_at_any_offset_when_out_shares_it(m, n, offset, pad, dtype, variant):
+    """x and out are both `offset` elements into rows of n + offset + pad: every row starts at its
+    own distance from a 16-byte boundary (head and tail lengths vary row by row), the same for both."""
+    width = n + offset + pad
+    x = _randn((m, width), dtype, 4.0)[:, offset : offset + n]
+    out = torch.full((m, width), math.nan, dtype=x.dtype, device="cuda")[:, offset : offset + n]
+    note(f"{variant} x{tuple(x.shape)} stride {x.stride()} offset {offset} {dtype}")
+    if variant == "v4":
+        assert _kernel_for(x, variant, out) == "softmax_cluster"
+    assert kernels_cuda.softmax(x, variant=variant, out=out) is out
+    _assert_softmax(out, x, -1, dtype)
+
+
+@pytest.mark.parametrize("n", [50257, 40001, 100_003])
+@pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
+def test_cluster_rows_with_odd_lengths_keep_extremes_at_their_edges(n, dtype):
+    """The first and last elements of a row of odd length fall in its head or tail (element-wide,
+    on the cluster's last block) for most rows: the max, -inf, +inf and NaN there must count."""
+    x = _randn((10, n), dtype, 2.0)
+    x[0, 0] = 40.0  # the max first
+    x[1, -1] = 40.0  # the max last
+    x[2, :3] = -math.inf  # masked edges
+    x[2, -3:] = -math.inf
+    x[3, -1] = math.inf  # +inf: NaN row
+    x[4, 0] = math.nan  # NaN: NaN row
+    x[5] = -math.inf  # fully masked: NaN, as torch
+    x[6, 1:] = -math.inf  # only the first element left: 1 there
+    x[7, :-1] = -math.inf  # only the last element left
+    x[8, : n // 2] = -math.inf  # whole blocks of the cluster masked
+    assert _kernel_for(x, "auto") == "softmax_cluster"
+    with arrays.poison_outputs():
+        y = kernels_cuda.softmax(x)
+    ref = torch.softmax(x.double(), dim=-1)
+    assert torch.equal(torch.isnan(y), torch.isnan(ref))
+    finite = [0, 1, 2, 6, 7, 8, 9]
+    _assert_softmax(y[finite], x[finite], -1, dtype)
+    assert y[6, 0].item() == 1.0 and y[7, -1].item() == 1.0
 
 
 @pytest.mark.parametrize("variant", variants.VARIANTS)

@@ -10,9 +10,10 @@ The variants, one .cu file each under cuda/ (read them in order):
     v2         02_softmax_shared.cu   one block per row, shared-memory tree reductions
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
     v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): bulk copies into
-                                      shared memory, DSMEM exchange;
-               05_softmax_online.cu   without clusters, past their capacity, or for rows that are not
-                                      whole 16-byte packs: two-pass online softmax
+                                      shared memory, DSMEM exchange; rows that are not whole 16-byte
+                                      packs too, when x's and y's rows share their offsets
+               05_softmax_online.cu   without clusters, past their capacity, or for rows whose x and y
+                                      offsets differ: two-pass online softmax
     v4_online  05_softmax_online.cu   the online path alone, for comparison
     auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4
 
@@ -136,6 +137,15 @@ def pack_width(dtype: str, n: int, addresses: tuple[int, ...], row_strides: tupl
     return vec if aligned else 1
 
 
+def offsets_match(dtype: str, addresses: tuple[int, int], row_strides: tuple[int, int]) -> bool:
+    """Whether x's and y's rows (addresses and row strides of the two, in that order) start at the
+    same offset from a 16-byte boundary, row for row: then one split of a row into head, 16-byte
+    body and tail serves both its read and its write (always so when both are whole packs)."""
+    size = arrays.ITEMSIZE[dtype]
+    (xa, ya), (xs, ys) = addresses, row_strides
+    return (xa - ya) % PACK_BYTES == 0 and (xs - ys) * size % PACK_BYTES == 0
+
+
 def fused_items_max(vec: int) -> int:
     """Packs per thread v3 holds at most: 8 raw 16-byte packs (32 registers, for every dtype), or
     16 element-wide ones (16 loads in flight already; 32 made ptxas spill a little)."""
@@ -213,12 +223,16 @@ def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig)
     return (c, chunk) if chunk * size <= device.max_shared_per_block - 1024 else None
 
 
-def plan_cluster(M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig) -> Launch | None:
-    """None without clusters, for rows that are not whole 16-byte packs (the bulk copy moves those
-    only), or past the largest cluster's shared memory."""
-    if device.cc < 90 or vec != full_vec(dtype):
+def plan_cluster(
+    M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig, same_offsets: bool = False
+) -> Launch | None:
+    """None without clusters, past the largest cluster's shared memory, or for rows that are not
+    whole 16-byte packs unless x's and y's rows share their offsets (`offsets_match`): the kernel
+    moves each row's 16-byte-aligned body in bulk and the few elements around it one at a time,
+    and one split of the row must suit both the read and the write."""
+    if device.cc < 90 or not (vec == full_vec(dtype) or same_offsets):
         return None
-    split = cluster_split(N, dtype, vec, device, cfg)
+    split = cluster_split(N, dtype, full_vec(dtype), device, cfg)
     if split is None:
         return None
     c, chunk = split
@@ -241,9 +255,17 @@ def online_spec(dtype: str, vec: int) -> Spec:
 
 
 def plan(
-    variant: str, M: int, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig | None = None
+    variant: str,
+    M: int,
+    N: int,
+    dtype: str,
+    vec: int,
+    device: Device,
+    cfg: AutoConfig | None = None,
+    same_offsets: bool = False,
 ) -> Launch:
-    """The launch for one (M, N) problem; vec from `pack_width`."""
+    """The launch for one (M, N) problem; vec from `pack_width`, same_offsets from `offsets_match`
+    (it matters only where vec is 1: whole packs always share their offsets)."""
     cfg = cfg or AUTO
     if variant == "v1":
         spec = Spec("01_softmax_naive.cu", "softmax_naive", dtype)
@@ -254,7 +276,7 @@ def plan(
     if variant == "v3":
         return plan_fused(M, N, dtype, vec, cfg)
     if variant == "v4":
-        return plan_cluster(M, N, dtype, vec, device, cfg) or plan(
+        return plan_cluster(M, N, dtype, vec, device, cfg, same_offsets) or plan(
             variant="v4_online", M=M, N=N, dtype=dtype, vec=vec, device=device, cfg=cfg
         )
     if variant == "v4_online":
@@ -263,7 +285,7 @@ def plan(
         fits_v3 = N <= fused_capacity(vec) and (
             N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90
         )
-        return plan("v3" if fits_v3 else "v4", M, N, dtype, vec, device, cfg)
+        return plan("v3" if fits_v3 else "v4", M, N, dtype, vec, device, cfg, same_offsets)
     raise ValueError(f"softmax: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
@@ -355,7 +377,8 @@ def prepare(
     launch = None
     if M * N:
         vec = pack_width(dtype, N, (x_address, y_address), (x_stride, y_stride))
-        launch = _plan(variant, M, N, dtype, vec, device, cfg or AUTO)
+        same = offsets_match(dtype, (x_address, y_address), (x_stride, y_stride))
+        launch = _plan(variant, M, N, dtype, vec, device, cfg or AUTO, same)
     return Prepared(d, moved, moved_shape, M, N, x_rows, y_stride, direct, launch)
 
 

@@ -16,51 +16,83 @@
 // What it buys over v3: v3's one-read-one-write traffic for rows up to C * 227 KB, with each SM
 // holding only its chunk of a row, so several rows stay in flight per SM even at N = 262144.
 //
+// Rows need not be whole 16-byte packs (an odd N, say, such as a 50257-token vocabulary): a row is
+// its head (the elements before its first 16-byte boundary), its aligned body, and its tail (what
+// is left after the last whole pack), the head and the tail fewer than VEC elements each. The body
+// is split into chunks and moved in bulk as above; the last block of the cluster also takes the
+// head and the tail, one element per thread, folded into its pair like its chunk. Without this,
+// such rows went to the two-pass kernel (05) with element-wide loads, and few long rows (64 of
+// them: 64 blocks on 132 SMs, 2-byte loads) ran far from the memory system's speed. The host
+// sends only layouts whose x and y rows sit at the same offset from a 16-byte boundary, row for
+// row, so one head length serves the read and the write.
+//
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
-// KL_VEC (elements per 16-byte pack; divides N and chunk: rows must be 16-byte aligned).
+// KL_VEC (elements per 16-byte pack; divides chunk).
 #include "common.cuh"
 
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC;
 constexpr int WARPS = THREADS / 32;
+constexpr int PACK_BYTES = static_cast<int>(sizeof(Pack<VEC>));
 static_assert(C <= 32, "warp 0 reads one block's pair per lane");
-static_assert(Pack<VEC>::BYTES == 16, "bulk copies move whole 16-byte packs");
+static_assert(PACK_BYTES == 16, "bulk copies move whole 16-byte packs");
+static_assert(2 * (VEC - 1) <= THREADS, "one thread per element of the head and the tail");
 
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     softmax_cluster(const elem_t* __restrict__ x, elem_t* __restrict__ y, i64 M, int N, i64 x_stride,
                     i64 y_stride, int chunk) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Pack<VEC>* held = reinterpret_cast<const Pack<VEC>*>(smem);  // this block's chunk of the row
-  __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier: one phase per row
+  __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier: one phase per bulk copy
   __shared__ Stats warp_stats[WARPS];
   __shared__ Stats block_stats[2];  // this block's pair for the cluster to read; alternates by row
   __shared__ Stats row_stats;
 
   const unsigned rank = cluster_rank();
-  const int begin = static_cast<int>(rank) * chunk;
-  const int packs = max(0, min(chunk, N - begin)) / VEC;  // 0 for a block past the row's end
-  const unsigned bytes = static_cast<unsigned>(packs) * sizeof(Pack<VEC>);
+  const bool takes_edges = rank == C - 1;  // the block that also handles the head and the tail
+  const int chunk_packs = chunk / VEC;
+  const int first_pack = static_cast<int>(rank) * chunk_packs;  // of the body, this block's first
   if (threadIdx.x == 0) mbarrier_init(&chunk_landed);
   __syncthreads();
-  int parity = 0;
+  int copy_parity = 0;  // chunk_landed's phase parity; flips with each copy (a row's body may miss a block)
+  int slot = 0;
 
   // Every block of a cluster runs the same rows, so the cluster barriers below always match up.
-  for (i64 row = cluster_index(); row < M; row += cluster_count(), parity ^= 1) {
-    // DRAM -> shared memory, then the chunk's (max, sum) from shared memory.
-    if (bytes) {
-      if (threadIdx.x == 0) bulk_load(smem, x + row * x_stride + begin, bytes, &chunk_landed);
-      mbarrier_wait(&chunk_landed, parity);
+  for (i64 row = cluster_index(); row < M; row += cluster_count(), slot ^= 1) {
+    const elem_t* xr = x + row * x_stride;
+    elem_t* yr = y + row * y_stride;
+    // Head, body and tail of this row. The head depends on where the row starts (rows of odd
+    // length start at every offset in turn); every thread computes the same split.
+    const int misaligned = static_cast<int>(reinterpret_cast<unsigned long long>(xr) % PACK_BYTES);
+    const int head = min(N, (PACK_BYTES - misaligned) % PACK_BYTES / static_cast<int>(sizeof(elem_t)));
+    const int body_packs = (N - head) / VEC;
+    const int tail = N - head - body_packs * VEC;
+    const int packs = max(0, min(chunk_packs, body_packs - first_pack));  // 0 past the body's end
+
+    // DRAM -> shared memory (in flight while the edge elements load), then the pair of the chunk.
+    if (packs && threadIdx.x == 0) {
+      bulk_load(smem, xr + head + first_pack * VEC, static_cast<unsigned>(packs) * PACK_BYTES, &chunk_landed);
     }
+    // Edge element e: the head's element e, or the tail's element e - head.
+    const int edge = static_cast<int>(threadIdx.x);
+    const bool has_edge = takes_edges && edge < head + tail;
+    const int edge_col = edge < head ? edge : N - tail + (edge - head);
+    const Pack<1> edge_value = has_edge ? load_pack<1>(xr + edge_col) : neg_inf_pack<1>();
     Stats t = stats_empty();
+    if (has_edge) t = stats_add<1>(t, edge_value);
+    if (packs) {
+      mbarrier_wait(&chunk_landed, copy_parity);
+      copy_parity ^= 1;
+    }
 #pragma unroll 4
     for (int p = threadIdx.x; p < packs; p += THREADS) t = stats_add<VEC>(t, held[p]);
 
     // Block pair -> this block's slot; cluster barrier; every block merges all C slots.
     t = block_merge_to_warp0<WARPS>(t, warp_stats);
-    if (threadIdx.x == 0) block_stats[parity] = t;
+    if (threadIdx.x == 0) block_stats[slot] = t;
     cluster_sync();
     if (threadIdx.x < 32) {
       Stats r = stats_empty();
-      if (threadIdx.x < C) r = dsmem_load_stats(dsmem_address(&block_stats[parity], threadIdx.x));
+      if (threadIdx.x < C) r = dsmem_load_stats(dsmem_address(&block_stats[slot], threadIdx.x));
       r = warp_merge<32>(r);
       if (threadIdx.x == 0) row_stats = r;
     }
@@ -70,12 +102,15 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const float shift = safe_shift(row_stats.m);
     const float inv_sum = 1.f / row_stats.s;
 
-    // Shared memory -> DRAM.
-    elem_t* yr = y + row * y_stride + begin;
+    // Shared memory -> DRAM; y's row has the same head as x's (the host checks), so its body is aligned too.
+    elem_t* yb = yr + head + first_pack * VEC;
 #pragma unroll 4
     for (int p = threadIdx.x; p < packs; p += THREADS) {
       const Pack<VEC> v = held[p];
-      store_pack<VEC>(yr + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(v, k), shift) * inv_sum; }));
+      store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(v, k), shift) * inv_sum; }));
+    }
+    if (has_edge) {
+      store_pack<1>(yr + edge_col, make_pack<1>([&](int) { return exp_shifted(elem(edge_value, 0), shift) * inv_sum; }));
     }
     __syncthreads();  // every read of the chunk (and of row_stats) is done before the next row's copy
   }
