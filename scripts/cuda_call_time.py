@@ -20,6 +20,11 @@ Four parts, one JSON (GPU, versions, date, command with every record):
    and which libnvrtc each process loaded.
 
     python3 scripts/in_place.py python scripts/cuda_call_time.py --json out/call-time.json
+    uv run python scripts/cuda_call_time.py --cpu-mock
+
+--cpu-mock (no GPU needed): the host work of one cached call at 512x600 fp32 on a CPU tensor,
+the driver's cuLaunchKernel replaced by a no-op that returns success, the rest of the path (layout
+key, allocation, stream handle, packed launch) as it runs on a GPU.
 """
 
 from __future__ import annotations
@@ -38,18 +43,19 @@ SHAPES = (((512, 600), "float32"), ((4096, 600), "float32"), ((64, 50257), "bflo
 FIRST_CALL = ((1000, 12288), "float32")
 
 
-def wall_us(fn, x, calls: int, repeats: int) -> float:
+def wall_us(fn, x, calls: int, repeats: int, sync: bool = True) -> float:
     import torch
 
+    synchronize = torch.cuda.synchronize if sync else lambda: None
     for _ in range(20):
         fn(x)
-    torch.cuda.synchronize()
+    synchronize()
     loops = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn(x)
-        torch.cuda.synchronize()
+        synchronize()
         loops.append((time.perf_counter() - t0) / calls * 1e6)
     return statistics.median(loops)
 
@@ -119,6 +125,18 @@ def breakdown(calls: int, repeats: int) -> dict:
     x = _input(*SHAPES[0])
     dev = x.get_device()
     pieces = {
+        "layout key, contiguous (shape, dtype, device, data_ptr)": lambda x: (
+            (
+                x.shape,
+                x.dtype,
+                x.get_device(),
+                x.data_ptr() & 15,
+                -1,
+                "auto",
+            )
+            if x.is_contiguous()
+            else None
+        ),
         "layout key (shape, stride, dtype, device, data_ptr)": lambda x: (
             x.shape,
             x.stride(),
@@ -130,11 +148,53 @@ def breakdown(calls: int, repeats: int) -> dict:
         ),
         "torch.empty_like(x)": torch.empty_like,
         "x.new_empty(shape)": lambda x: x.new_empty((512, 600)),
+        "torch.empty(shape, dtype=, device=)": lambda x: torch.empty(
+            (512, 600), dtype=x.dtype, device=x.device
+        ),
         "current stream handle": lambda x: arrays._torch_stream(dev),
     }
     out = {name: wall_us(fn, x, calls, repeats) for name, fn in pieces.items()}
     for name, us in out.items():
         print(f"{name:<56} {us:8.2f} us", flush=True)
+    return out
+
+
+def cpu_mock(calls: int, repeats: int) -> dict:
+    """The cached call's host work on a CPU tensor, cuLaunchKernel a no-op (see the module doc)."""
+    import types
+
+    import torch
+    from kernels_cuda import _driver, arrays, codegen
+    from kernels_cuda import softmax_variants as variants
+
+    class Function:  # what PackedLaunch reads of a loaded kernel
+        handle, name, device_id = 0, "softmax (no-op)", 0
+
+    noop = types.SimpleNamespace(CUfunction=int, CUstream=int, cuLaunchKernel=lambda *args: (0,))
+    _driver._bindings = lambda: noop
+    _driver.device_count = lambda: 1
+    codegen.kernel = lambda spec, device_id: Function()
+    variants._current_stream = lambda device_index: 0
+    arrays._raw_stream = lambda device_index: 0  # the getter kernels_cuda binds to, on a CPU machine
+    (M, N), dtype = SHAPES[0]
+    x = torch.randn(M, N).to(getattr(torch, dtype))
+    ptr = x.data_ptr()
+    prepared = variants.prepare((M, N), x.stride(), dtype, -1, "auto", variants.H100, x_address=ptr % 16)
+    call = variants._Call(prepared, None, 0)
+    variants._torch_calls[variants._torch_key(x, ptr, -1, "auto")] = call
+    y = torch.empty_like(x)
+    run = call.run
+    pieces = {
+        "kernels_cuda.softmax(x), cached": lambda x: variants.softmax(x),
+        "torch.empty_like(x) (CPU)": torch.empty_like,
+        "PackedLaunch.two (launch a no-op)": lambda x: run(0, ptr, ptr),
+        "loop and call alone": lambda x: None,
+    }
+    out = {"shape": [M, N], "dtype": dtype, "torch": torch.__version__, "python": platform.python_version()}
+    out["us"] = {name: wall_us(fn, x, calls, repeats, sync=False) for name, fn in pieces.items()}
+    for name, us in out["us"].items():
+        print(f"{name:<56} {us:8.3f} us", flush=True)
+    assert y.shape == x.shape
     return out
 
 
@@ -277,6 +337,9 @@ def main() -> int:
     parser.add_argument("--before", help="an older checkout's packages/kernels-cuda/src, timed the same way")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument(
+        "--cpu-mock", action="store_true", help="no GPU: host work of a cached call, launch a no-op"
+    )
+    parser.add_argument(
         "--child", choices=("call-time", "first-call", "nvrtc-log", "nvrtc-log-torch"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -285,6 +348,14 @@ def main() -> int:
 
     if args.child in ("nvrtc-log", "nvrtc-log-torch"):
         print(json.dumps(nvrtc_log_check(with_torch=args.child == "nvrtc-log-torch")))
+        return 0
+    if args.cpu_mock:
+        result = {"kind": "cuda_call_time_cpu_mock", "calls": args.calls, "repeats": args.repeats}
+        result.update(cpu_mock(args.calls, args.repeats))
+        if args.json:
+            from kernels_cuda import _atomic
+
+            _atomic.atomic_write_text(args.json, json.dumps(result, indent=1))
         return 0
     import torch
 

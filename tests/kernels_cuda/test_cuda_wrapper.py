@@ -69,6 +69,7 @@ def host_launch(monkeypatch):
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
     monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: CALLERS_STREAM))
     monkeypatch.setattr(arrays, "_torch_stream", lambda device_index: CALLERS_STREAM)
+    monkeypatch.setattr(variants, "_current_stream", lambda device_index: CALLERS_STREAM)
     monkeypatch.setattr(variants, "_device", lambda device_id: variants.H100)
     variants._clear_caches()  # cached calls hold the stand-in: none outlives this test
     _HostLaunch.calls = []
@@ -132,6 +133,23 @@ def test_a_layout_seen_before_skips_the_checks_and_reuses_the_packed_launch(monk
         kernels_cuda.softmax(x, dim=True)
     with pytest.raises(TypeError):  # another layout, dtype or variant is a miss: the checked path
         kernels_cuda.softmax(x.half())
+
+
+def test_contiguous_and_strided_inputs_of_one_shape_get_their_own_cached_calls():
+    """A contiguous input's key leaves its strides out; a strided view of the same shape must
+    still get its own call (its row stride), and a contiguous one with other strides on size-1
+    dims may share the contiguous call."""
+    x = torch.randn(4, 5)
+    kernels_cuda.softmax(x)
+    wide = torch.randn(4, 8)
+    y = kernels_cuda.softmax(wide[:, :5])  # same shape and dtype, rows 8 apart
+    np.testing.assert_allclose(y.double().numpy(), softmax_ref(wide[:, :5].double().numpy(), axis=-1), 1e-6)
+    assert [xs for _, _, _, _, xs, *_ in _HostLaunch.calls] == [5, 8]
+    ones = torch.randn(1, 5).as_strided((1, 5), (99, 1))  # contiguous to torch: size-1 dim's stride
+    assert ones.is_contiguous()
+    ys = [kernels_cuda.softmax(t) for t in (torch.randn(1, 5), ones)]
+    np.testing.assert_allclose(ys[1].double().numpy(), softmax_ref(ones.double().numpy(), axis=-1), 1e-6)
+    assert len(variants._torch_calls) == 3 and all(s.shape == (1, 5) for s in ys)
 
 
 def test_a_bool_dim_is_refused_even_where_an_int_dim_was_cached():

@@ -95,12 +95,15 @@ def launcher_name() -> str:
 
 
 _streams: dict[int, object] = {}  # CUstream handle -> cuda-python's CUstream object
+MAX_CACHED_STREAMS = 256
 
 
 def _cu_stream(handle: int):
+    """cuda-python's CUstream for a raw handle, built once per handle: the binding accepts a plain
+    int too, but then builds this object on every call, which costs more than the lookup."""
     stream = _streams.get(handle)
     if stream is None:
-        if len(_streams) > 256:
+        if len(_streams) >= MAX_CACHED_STREAMS:
             _streams.clear()
         stream = _streams[handle] = _bindings().CUstream(handle)
     return stream
@@ -207,12 +210,18 @@ class PackedLaunch:
 
     `types`/`values` are the kernel's parameters in order (ctypes types, initial values).
     `__call__(stream, *leading)` overwrites the first len(leading) arguments (the pointers) and
-    launches on the CUstream handle `stream`. Calls are serialised by a lock: the slots are
-    shared, and the driver reads them during the call, with the GIL released.
+    launches on the CUstream handle `stream`; `two(stream, a, b)` does the same for the two leading
+    64-bit pointers with as little Python as a launch can take (a closure over every constant).
+
+    Calls are serialised by a lock. The invariant it keeps: the slots are shared by every caller of
+    this launch, and from the moment a call writes its pointers into them until the driver has
+    copied the arguments (inside cuLaunchKernel, which runs with the GIL released), no other call
+    may write them; so the writes and the driver call happen under one lock.
     """
 
     __slots__ = (
         "function",
+        "two",
         "_args",
         "_slots",
         "_argv",
@@ -239,6 +248,7 @@ class PackedLaunch:
             self._fn, self._launch = function.handle, _lib().cuLaunchKernel
         else:
             self._fn, self._launch = self._cu.CUfunction(function.handle), self._cu.cuLaunchKernel
+        self.two = self._two_pointers()
 
     def _raw(self, stream: int) -> int:
         """One cuLaunchKernel on the packed slots; the driver's result code."""
@@ -262,18 +272,53 @@ class PackedLaunch:
         if rc != CUDA_SUCCESS:
             raise CudaError(f"launching {self.function.name}", rc)
 
-    def two(self, stream: int, a: int, b: int) -> None:
-        """`self(stream, a, b)` with less Python: the call every softmax launch makes."""
-        if self._push:
-            return self(stream, a, b)
-        with self._lock:
-            self._slots[0].value = a
-            self._slots[1].value = b
-            if self._cu is None:
-                rc = self._launch(self._fn, *self._args, stream, self._argv_address, None)
-            else:
-                rc = self._launch(self._fn, *self._args, _cu_stream(stream), self._argv_address, 0)[0]
-        if rc:  # CUresult 0 is success; __call__ makes a missing context current and retries
-            if int(rc) != CUDA_ERROR_INVALID_CONTEXT:
-                raise CudaError(f"launching {self.function.name}", int(rc))
-            self(stream, a, b)
+    def _two_pointers(self):
+        """`two(stream, a, b)`: `self(stream, a, b)` for the call every softmax launch makes. Every
+        constant is a local of the closure and the pointers are written through memoryviews (no
+        attribute lookups, no ctypes conversions); a non-zero result goes to `__call__`, which
+        makes a missing context current and retries, or raises (`_failed`)."""
+        if self._push or len(self._slots) < 2 or any(ctypes.sizeof(s) != 8 for s in self._slots[:2]):
+            return lambda stream, a, b: self(stream, a, b)
+        first, second = (memoryview(s).cast("B").cast("Q") for s in self._slots[:2])
+        acquire, release = self._lock.acquire, self._lock.release
+        launch, fn, argv = self._launch, self._fn, self._argv_address
+        gx, gy, gz, bx, by, bz, smem = self._args
+        failed = self._failed
+        if self._cu is None:
+
+            def two(stream: int, a: int, b: int) -> None:
+                acquire()
+                try:
+                    first[0] = a
+                    second[0] = b
+                    rc = launch(fn, gx, gy, gz, bx, by, bz, smem, stream, argv, None)
+                finally:
+                    release()
+                if rc:
+                    failed(rc, stream, a, b)
+
+            return two
+        streams, cu_stream = _streams, _cu_stream
+
+        def two(stream: int, a: int, b: int) -> None:
+            cu = streams.get(stream)
+            if cu is None:
+                cu = cu_stream(stream)
+            acquire()
+            try:
+                first[0] = a
+                second[0] = b
+                rc = launch(fn, gx, gy, gz, bx, by, bz, smem, cu, argv, 0)[0]
+            finally:
+                release()
+            if rc:  # CUresult 0 is success
+                failed(rc, stream, a, b)
+
+        return two
+
+    def _failed(self, rc, stream: int, a: int, b: int) -> None:
+        """After a launch by `two` returned `rc` (not success): a thread that has not touched CUDA
+        yet gets the context made current and the launch again; anything else raises."""
+        if int(rc) != CUDA_ERROR_INVALID_CONTEXT:
+            raise CudaError(f"launching {self.function.name}", int(rc))
+        self(stream, a, b)

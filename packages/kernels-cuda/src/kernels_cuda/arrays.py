@@ -173,9 +173,9 @@ class _CupyOps:
 _raw_stream = None
 
 
-def _torch_stream(device_index: int) -> int:
-    """torch's current stream on a device, as a CUstream handle (the private getter skips
-    building a torch.cuda.Stream object; the public API is the fallback)."""
+def torch_stream_getter():
+    """device index -> torch's current stream on that device, as a CUstream handle (the private
+    getter skips building a torch.cuda.Stream object; the public API is the fallback)."""
     global _raw_stream
     if _raw_stream is None:
         import torch
@@ -183,7 +183,11 @@ def _torch_stream(device_index: int) -> int:
         _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
             lambda i: torch.cuda.current_stream(i).cuda_stream
         )
-    return _raw_stream(device_index)
+    return _raw_stream
+
+
+def _torch_stream(device_index: int) -> int:
+    return torch_stream_getter()(device_index)
 
 
 def backend(x, fn: str):

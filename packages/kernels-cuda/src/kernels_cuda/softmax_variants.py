@@ -429,7 +429,7 @@ class _Call:
     """A `Prepared` call bound to one device's kernel, its arguments packed: what the per-layout
     caches hold. Calling it does the view, copy, allocation and launch the plan says."""
 
-    __slots__ = ("prepared", "ops", "run", "fresh_rows", "dense")
+    __slots__ = ("prepared", "ops", "run", "fresh_rows", "dense_run")
 
     def __init__(self, prepared: Prepared, ops, device_id: int):
         p = self.prepared = prepared
@@ -437,16 +437,17 @@ class _Call:
         x_stride = p.N if p.x_row_stride is None else p.x_row_stride
         self.run = _packed(p.launch, device_id, x_stride, p.y_row_stride, p.M, p.N).two
         self.fresh_rows = not p.moved and p.x_row_stride is not None  # the common case, no views
-        # x's rows are back to back (x is dense): an output like x has rows of stride N too.
-        self.dense = self.fresh_rows and p.x_row_stride == p.N
+        # x's rows are back to back (x is dense): an output like x has rows of stride N too, so
+        # `softmax` allocates it with empty_like and launches `run` itself (None: not dense).
+        self.dense_run = self.run if self.fresh_rows and p.x_row_stride == p.N else None
 
     def torch(self, x, x_ptr: int, device_index: int):
-        """The call for a torch tensor without out=, with the least Python for the dense case."""
-        if self.dense:
+        """The call for a torch tensor without out=, for what `softmax`'s own dense path leaves."""
+        if self.dense_run is not None:
             y = _empty_like(x)
             if arrays._poison:
                 y.fill_(math.nan)
-            self.run(arrays._torch_stream(device_index), x_ptr, y.data_ptr())
+            self.run(_current_stream(device_index), x_ptr, y.data_ptr())
             return y
         return self(x, x_ptr)
 
@@ -480,16 +481,31 @@ MAX_CACHED_CALLS = 4096  # past this many layouts, the caches start over
 
 
 def _torch_key(x, ptr: int, dim: int, variant: str) -> tuple:
-    """The layout key `softmax` looks a torch call up by (built inline there, for speed)."""
+    """The layout key `softmax` looks a torch call up by (built inline there, for speed). A
+    contiguous tensor's strides follow from its shape wherever they matter (torch ignores those of
+    size-1 dims, and so does `arrays.row_stride`), so its key leaves them out: one call fewer. The
+    two kinds of key differ in length, so they never meet."""
+    if x.is_contiguous():
+        return (x.shape, x.dtype, x.get_device(), ptr & 15, dim, variant)
     return (x.shape, x.stride(), x.dtype, x.get_device(), ptr & 15, dim, variant)
+
+
+# The two torch functions the cached path calls, each bound to its module global on first use:
+# importing this module needs no torch, and a global is the cheapest thing to look up per call.
 
 
 def _empty_like(x):
     global _empty_like
     import torch
 
-    _empty_like = torch.empty_like  # bound on first use: importing this module needs no torch
+    _empty_like = torch.empty_like
     return _empty_like(x)
+
+
+def _current_stream(device_index: int) -> int:
+    global _current_stream
+    _current_stream = arrays.torch_stream_getter()
+    return _current_stream(device_index)
 
 
 def softmax(x, dim: int = -1, variant: str = "auto", *, out=None):
@@ -501,15 +517,23 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None):
 
     A torch tensor whose layout (shape, strides, dtype, device, 16-byte alignment) was seen before
     with the same dim and variant goes straight to its cached call: one dictionary lookup, the
-    output's allocation and one driver call."""
+    output's allocation and one driver call, all from here when x is dense."""
     if out is None and dim.__class__ is int and variant.__class__ is str:
-        try:
+        try:  # the key as `_torch_key` builds it, inline
             ptr, device_index = x.data_ptr(), x.get_device()
-            call = _torch_calls.get((x.shape, x.stride(), x.dtype, device_index, ptr & 15, dim, variant))
+            if x.is_contiguous():
+                call = _torch_calls.get((x.shape, x.dtype, device_index, ptr & 15, dim, variant))
+            else:
+                call = _torch_calls.get((x.shape, x.stride(), x.dtype, device_index, ptr & 15, dim, variant))
         except AttributeError:  # not a torch tensor
             call = None
         if call is not None:
-            return call.torch(x, ptr, device_index)
+            run = call.dense_run
+            if run is None or arrays._poison:
+                return call.torch(x, ptr, device_index)
+            y = _empty_like(x)
+            run(_current_stream(device_index), ptr, y.data_ptr())
+            return y
     return _softmax(x, dim, variant, out)
 
 
