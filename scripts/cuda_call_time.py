@@ -4,7 +4,8 @@
 Four parts, one JSON (GPU, versions, date, command with every record):
 
 1. Wall time per call: `calls` calls back to back on one input, synchronized once at the end,
-   divided by `calls`; the median of `repeats` such loops. F.softmax and kernels_cuda (auto) at
+   divided by `calls`; the median of `repeats` such loops, the implementations taking turns
+   loop by loop (a drift of the host's speed hits them alike). F.softmax and kernels_cuda (auto) at
    512x600 fp32, 4096x600 fp32 and 64x50257 bf16; with --before DIR, also the kernels_cuda found
    in DIR (an older checkout's packages/kernels-cuda/src), timed in a child process.
 2. First call at a row length the process has not seen (1000x12288 fp32), each in a fresh
@@ -67,15 +68,22 @@ def _input(shape, dtype):
 
 
 def call_times(impls, calls: int, repeats: int) -> list[dict]:
+    """Per shape, `repeats` rounds in which every impl runs one timed loop of `calls` calls in
+    turn (so a drift of the host's speed during the run hits them alike); the median loop."""
     import torch
 
     records = []
     for shape, dtype in SHAPES:
         x = _input(shape, dtype)
-        for name, fn in impls:
+        loops = {name: [] for name, _ in impls}
+        for _, fn in impls:
             y = fn(x)
             torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), atol=1e-2, rtol=1e-2)
-            us = wall_us(fn, x, calls, repeats)
+        for _ in range(repeats):
+            for name, fn in impls:
+                loops[name].append(wall_us(fn, x, calls, repeats=1))
+        for name, _ in impls:
+            us = statistics.median(loops[name])
             records.append({"impl": name, "shape": list(shape), "dtype": dtype, "call_us": us})
             print(f"{name:<24} {shape[0]}x{shape[1]} {dtype:<8} {us:8.2f} us per call", flush=True)
     return records
@@ -333,7 +341,7 @@ def environment() -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed loop (default 2000)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed loops per point; the median is kept")
+    parser.add_argument("--repeats", type=int, default=11, help="timed loops per point; the median is kept")
     parser.add_argument("--before", help="an older checkout's packages/kernels-cuda/src, timed the same way")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument(
