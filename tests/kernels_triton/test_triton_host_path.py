@@ -104,3 +104,28 @@ def test_the_warm_up_thread_does_tritons_once_per_process_work(monkeypatch):
     assert not thread.is_alive() and triton_key.cache_info().currsize == 1
     monkeypatch.setenv("KERNELS_TRITON_WARM_UP", "0")
     assert launch.warm_up_in_background() is None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_new_row_count_reuses_the_compiled_kernel(monkeypatch):
+    """A growing sequence (a new M every call, as in decoding without a KV cache) goes through
+    Triton's JIT only when the constexprs change, and every result is right."""
+    from kernels_triton import softmax
+
+    jit_calls = []
+
+    class Counting:  # the kernel, with its JIT entry (kernel[grid]) counted
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, grid):
+            jit_calls.append(grid)
+            return self.kernel[grid]
+
+    monkeypatch.setattr(launch, "KERNELS", {k: Counting(v) for k, v in launch.KERNELS.items()})
+    compiled_before = len(launch._COMPILED)
+    for m in range(1, 41):
+        x = torch.randn(m, 3001, device="cuda") * 4
+        torch.testing.assert_close(softmax(x), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
+    assert 1 <= len(jit_calls) <= len(launch._COMPILED) - compiled_before <= 4

@@ -51,6 +51,12 @@ TUNE_ON_FIRST_USE = (
 
 Plan = Callable[..., None]  # plan(*tensors): launch on tensors laid out as the plan's key says
 _PLANS: dict[tuple, Plan] = {}
+# Compiled kernels keyed on everything Triton specialised them on but M, which it does not
+# specialise (kernels.py) beyond its integer width: the row strides and N exactly, pointer
+# alignment, M < 2**31, the constexprs and the warps. A plan for a new M (a growing sequence,
+# a last partial batch) reuses one without a trip through Triton's JIT, which costs tens of
+# microseconds of host time.
+_COMPILED: dict[tuple, object] = {}
 # (kernel, N, rows_per_sm, dtype name) -> the config its launches ran with in this process
 # and where it came from ("given", "tuned", "committed", "heuristic", "interpreter")
 USED: dict[tuple, dict] = {}
@@ -166,6 +172,16 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
     meta = tile_meta(config, m, n, [t.stride(0) for t in tensors], x.element_size())
     program_grid = grid(meta, m, sms, x.element_size() * STREAMS[name])
     scalars = (*(t.stride(0) for t in tensors), m, n)
+    rest = (*scalars, *meta.values())
+    compiled_key = (
+        name, n, scalars[:-2], x.dtype, device_index, tuple(t.data_ptr() % 16 == 0 for t in tensors),
+        m < 2**31, tuple(meta.values()), config.num_warps,
+    )  # fmt: skip
+    compiled = _COMPILED.get(compiled_key)
+    if compiled is not None:  # another M: the same compiled kernel, no trip through Triton's JIT
+        plan = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
+        plan(*tensors)
+        return plan
     kernel = KERNELS[name]
     if _warm_up_thread is not None:  # wait for its head start rather than redo that work beside it
         _warm_up_thread.join()
@@ -177,7 +193,10 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
             kernel[program_grid](*ts, *scalars, **meta, num_warps=config.num_warps)
 
         return interpret
-    return direct_launcher(compiled, program_grid, len(tensors), (*scalars, *meta.values()), device_index)
+    if len(_COMPILED) >= MAX_PLANS:
+        _COMPILED.clear()
+    _COMPILED[compiled_key] = compiled
+    return direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
 
 
 def direct_launcher(
@@ -254,19 +273,24 @@ C_LAUNCH_LAYOUTS = {
 }  # fmt: skip
 
 
+@functools.cache
+def _call_parameters(launcher_class: type) -> tuple[str, ...]:
+    import inspect
+
+    return tuple(inspect.signature(launcher_class.__call__).parameters)
+
+
 def c_launch_layout(launcher, version: str | None = None) -> str | None:
     """Which C_LAUNCH_LAYOUTS entry a plan may use to call `launcher`'s C launch directly:
     only for a CudaLauncher of that Triton version, with that __call__ signature, whose
     kernel needs no global or profile scratch and runs without the sanitizer (the cases in
     which __call__ adds nothing but constants). None: call the launcher itself."""
-    import inspect
-
     version = ".".join((version or triton.__version__).split(".")[:2])
     expected = C_LAUNCH_LAYOUTS.get(version)
     if expected is None or type(launcher).__name__ != "CudaLauncher":
         return None
     try:
-        params = tuple(inspect.signature(type(launcher).__call__).parameters)
+        params = _call_parameters(type(launcher))
         needs_scratch = launcher.global_scratch_size or launcher.profile_scratch_size
         flags = (launcher.launch, launcher.launch_cooperative_grid, launcher.launch_pdl)
         if version == "3.9":
