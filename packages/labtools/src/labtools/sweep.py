@@ -34,7 +34,7 @@ from labtools.registry import Implementation
 
 Shape = tuple[int, int]
 
-# The sweep of issue 7: short rows (V ~ 600, the MiniGPT vocabulary) at growing batch,
+# The default sweep: short rows (V ~ 600, the MiniGPT vocabulary) at growing batch,
 # then rows from 1k to 256k elements at roughly constant size (64 to 256 MB in fp32).
 SWEEP_SHAPES: tuple[Shape, ...] = (
     (4096, 600),
