@@ -165,3 +165,22 @@ def test_progress_lines_when_not_a_terminal():
     assert lines[0].startswith("[") and " 1/1000 " in lines[0] and "| loss 0.000" in lines[0]
     assert "0:05 elapsed, ETA 0:05" in lines[1]
     assert " 1000/1000 " in lines[2] and "ETA 0:00" in lines[2]
+
+
+def test_a_cleanup_error_raised_while_a_signal_unwinds_still_exits_as_the_signal(capsys):
+    """A zip writer stopped by SIGINT halfway through a member raises ValueError from its
+    __exit__; the run was still interrupted: exit 130, not a user error's 2."""
+    import argparse
+
+    from minigpt_np import cli
+
+    def stopped_mid_write(args):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise ValueError("Can't close the ZIP file while there is an open writing handle on it")
+
+    parser = argparse.ArgumentParser(prog="minigpt-np")
+    parser.set_defaults(fn=stopped_mid_write, debug=False)
+    assert cli.run(parser, []) == 130
+    assert capsys.readouterr().err.strip() == "minigpt-np: interrupted"

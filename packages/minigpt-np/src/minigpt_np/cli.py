@@ -203,6 +203,20 @@ def _raise_terminated(signum, frame):
 USER_ERRORS = (ValueError, OSError)
 
 
+def _interrupted_by(exc: BaseException) -> tuple[str, int] | None:
+    """("interrupted" or "terminated", exit status) when `exc` was raised while a SIGINT or
+    SIGTERM unwound the stack (e.g. a zip writer that cannot close a half-written member
+    raises ValueError from its __exit__): the run was still stopped by the signal."""
+    seen = exc.__context__
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return "interrupted", 128 + signal.SIGINT
+        if isinstance(seen, Terminated):
+            return "terminated", 128 + signal.SIGTERM
+        seen = seen.__context__
+    return None
+
+
 def run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     """Parse and dispatch. A user's mistake is one line on stderr and exit 2; with --debug
     (or MINIGPT_DEBUG=1) the exception propagates with its traceback."""
@@ -216,6 +230,10 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     except USER_ERRORS as exc:
         if debug_requested(args):
             raise
+        signalled = _interrupted_by(exc)
+        if signalled is not None:  # a writer's cleanup failed while a signal unwound it
+            print(f"{parser.prog}: {signalled[0]}", file=sys.stderr)
+            return signalled[1]
         text = " ".join(str(exc).split()) or type(exc).__name__
         print(f"{parser.prog}: error: {text}", file=sys.stderr)
         return 2
