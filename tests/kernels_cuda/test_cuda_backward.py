@@ -147,7 +147,7 @@ def test_a_layout_seen_before_skips_the_checks_and_reuses_the_packed_launch(monk
     monkeypatch.setattr(codegen, "packed", _HostBackward)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
     monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0xC0FFEE))
-    monkeypatch.setattr(arrays, "_torch_stream", lambda device_index: 0xC0FFEE)
+    monkeypatch.setattr(sm, "_current_stream", lambda device_index: 0xC0FFEE)
     monkeypatch.setattr(sm, "_device", lambda device_id: sm.H100)
     monkeypatch.setattr(bw, "_dense_calls", {})
     _HostBackward.calls = []

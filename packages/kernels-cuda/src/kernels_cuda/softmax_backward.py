@@ -209,6 +209,12 @@ _dense_calls: dict[tuple, object] = {}
 MAX_CACHED_CALLS = sm.MAX_CACHED_CALLS
 
 
+def _dense_key(y, dy, dim: int, variant: str) -> tuple:
+    """The layout key `softmax_backward` looks a dense torch call up by (built inline there)."""
+    return (y.shape, y.stride(), dy.shape, dy.stride(), y.dtype, dy.dtype,
+            y.get_device(), dy.get_device(), y.data_ptr() & 15, dy.data_ptr() & 15, dim, variant)  # fmt: skip
+
+
 def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
     """dx = y * (dy - sum(y * dy, dim)) on y's device, on the caller's current stream.
 
@@ -217,7 +223,7 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
     dim the last) go straight to the cached packed launch: one dictionary lookup, dx's
     allocation and one driver call."""
     if dim.__class__ is int and variant.__class__ is str:
-        try:
+        try:  # the key as `_dense_key` builds it, inline
             y_ptr, dy_ptr, device_index = y.data_ptr(), dy.data_ptr(), y.get_device()
             run = _dense_calls.get(
                 (y.shape, y.stride(), dy.shape, dy.stride(), y.dtype, dy.dtype,
@@ -229,7 +235,7 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto"):
             dx = sm._empty_like(y)
             if arrays._poison:
                 dx.fill_(math.nan)
-            run(arrays._torch_stream(device_index), y_ptr, dy_ptr, dx.data_ptr())
+            run(sm._current_stream(device_index), y_ptr, dy_ptr, dx.data_ptr())
             return dx
     return _softmax_backward(y, dy, dim, variant)
 
@@ -281,9 +287,7 @@ def _softmax_backward(y, dy, dim, variant):
         if y.is_contiguous() and dy.is_contiguous():
             if len(_dense_calls) >= MAX_CACHED_CALLS:
                 _dense_calls.clear()
-            key = (y.shape, y.stride(), dy.shape, dy.stride(), y.dtype, dy.dtype,
-                   y.get_device(), dy.get_device(), y.data_ptr() & 15, dy.data_ptr() & 15, dim, variant)  # fmt: skip
-            _dense_calls[key] = run
+            _dense_calls[_dense_key(y, dy, dim, variant)] = run
     return ops.moveaxis(moved, last, d) if d != last else moved
 
 

@@ -208,15 +208,24 @@ def direct_launcher(
     Where the Triton version's launcher is one c_launch_layout() knows, the plan calls
     Triton's C launch function itself with the arguments the launcher's Python __call__
     would pass it (no scratch buffers, no hooks): that __call__ costs as much host time as
-    the rest of a call. Otherwise the plan calls the launcher as Triton's own runner does."""
+    the rest of a call. Otherwise the plan calls the launcher with what Triton's own runner
+    passes it, or, while a profiler's launch hook is installed, goes through that runner."""
     gx, gy, gz = program_grid
     stream = torch._C._cuda_getCurrentRawStream
-    launcher = getattr(compiled, "run", None)
-    layout = None if _launch_hooks_installed() else c_launch_layout(launcher)
-    if layout is None:
+    if _launch_hooks_installed() or not all(
+        hasattr(compiled, a) for a in ("run", "function", "packed_metadata")
+    ):
         runner = compiled[program_grid]
         return lambda *ts: runner(*(t.data_ptr() for t in ts), *rest)
-    function, packed = compiled.function, compiled.packed_metadata
+    launcher, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+    layout = c_launch_layout(launcher)
+    if layout is None:  # a launcher of another Triton version: called as its runner calls it
+
+        def call_launcher(*ts):
+            launcher(gx, gy, gz, stream(device_index), function, packed, None, None, None,
+                     *(t.data_ptr() for t in ts), *rest)  # fmt: skip
+
+        return call_launcher
     c_launch, coop, pdl = launcher.launch, launcher.launch_cooperative_grid, launcher.launch_pdl
 
     # One closure per layout and arity: star-arguments would cost a tuple and a loop per call.
