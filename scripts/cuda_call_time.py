@@ -79,12 +79,16 @@ def call_times(impls, calls: int, repeats: int) -> list[dict]:
         for _, fn in impls:
             y = fn(x)
             torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), atol=1e-2, rtol=1e-2)
-        for _ in range(repeats):
-            for name, fn in impls:
+        for r in range(repeats):  # in reverse order every other round: the order hits all alike
+            for name, fn in impls[:: 1 if r % 2 == 0 else -1]:
                 loops[name].append(wall_us(fn, x, calls, repeats=1))
+        ref = loops.get("F.softmax")
         for name, _ in impls:
             us = statistics.median(loops[name])
-            records.append({"impl": name, "shape": list(shape), "dtype": dtype, "call_us": us})
+            record = {"impl": name, "shape": list(shape), "dtype": dtype, "call_us": us}
+            if ref is not None:  # the median of the within-round ratios: the host's drift cancels
+                record["paired_vs_F_softmax"] = statistics.median(a / b for a, b in zip(loops[name], ref))
+            records.append(record)
             print(f"{name:<24} {shape[0]}x{shape[1]} {dtype:<8} {us:8.2f} us per call", flush=True)
     return records
 
@@ -341,7 +345,7 @@ def environment() -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed loop (default 2000)")
-    parser.add_argument("--repeats", type=int, default=11, help="timed loops per point; the median is kept")
+    parser.add_argument("--repeats", type=int, default=21, help="timed loops per point; the median is kept")
     parser.add_argument("--before", help="an older checkout's packages/kernels-cuda/src, timed the same way")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument(

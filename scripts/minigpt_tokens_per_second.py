@@ -15,8 +15,11 @@ Two decoding loops, both greedy:
 For each loop and batch size: warm-up decodes (Triton compiles here), then `--repeats`
 timed decodes per head, the two heads alternating so drift hits both alike; tokens per
 second is tokens / wall time of one decode (CUDA synchronized at its end); the median is
-reported with every repeat. JSON out (stdout, or --out written atomically) with GPU name,
-versions, date and command.
+reported with every repeat, and the paired ratio: the median over repeats of the ratio of
+the two decodes of one repeat. The LM-head softmax alone is timed too (`head_alone`), per
+call on the logits shapes a decode passes it: the head's share of a step, which the decode
+figures, noisy to several percent, cannot resolve. JSON out (stdout, or --out written
+atomically) with GPU name, versions, date and command.
 
     python3 scripts/minigpt_tokens_per_second.py --out tokens_per_second.json          # CUDA
     python3 scripts/minigpt_tokens_per_second.py --device cpu --quick                  # smoke test
@@ -166,11 +169,53 @@ def measure(args) -> dict:
             row["triton_over_torch"] = (
                 row["triton"]["median_tokens_per_s"] / row["torch"]["median_tokens_per_s"]
             )
+            # the two decodes of one repeat ran back to back: their ratio is free of the drift
+            # of the host's speed between repeats, which is larger than the heads' difference
+            row["paired_triton_over_torch"] = statistics.median(
+                b / a for a, b in zip(seconds["triton"], seconds["torch"])
+            )
             results.append(row)
             print(f"{loop:8s} batch {batch:3d}: triton {row['triton']['median_tokens_per_s']:10.1f} tok/s, "
-                  f"torch {row['torch']['median_tokens_per_s']:10.1f} tok/s, ratio {row['triton_over_torch']:.3f}, "
+                  f"torch {row['torch']['median_tokens_per_s']:10.1f} tok/s, ratio {row['triton_over_torch']:.3f} "
+                  f"(paired {row['paired_triton_over_torch']:.3f}), "
                   f"same tokens {same}", file=sys.stderr)  # fmt: skip
-    return {"results": results, "max_new_tokens": max_new, "prompt_tokens": int(all_prompts.shape[1])}
+    heads = [head_call_us(model, batch, all_prompts.shape[1], max_new, device, args.repeats)
+             for batch in args.batch_sizes]  # fmt: skip
+    return {"results": results, "head_alone": heads, "max_new_tokens": max_new,
+            "prompt_tokens": int(all_prompts.shape[1])}  # fmt: skip
+
+
+def head_call_us(model, batch: int, prompt: int, max_new: int, device, repeats: int) -> dict:
+    """The LM-head softmax alone, per call, on the (batch, T, V) logits a decode passes it
+    (T = prompt .. prompt + max_new - 1, in order, as a decode does), the heads taking turns
+    in rounds of 200 sweeps: how much of a decoding step each head costs."""
+    from minigpt_torch.model import lm_head_softmax
+
+    vocab = model.config.vocab_size
+    logits = [torch.randn(batch, t, vocab, device=device) for t in range(prompt, prompt + max_new)]
+    sweeps = 200 if device.type == "cuda" else 2
+    per_call = {h: [] for h in HEADS}
+    for r in range(max(repeats, 3)):
+        for head in HEADS if r % 2 == 0 else HEADS[::-1]:
+            for x in logits:  # warm: every shape planned
+                lm_head_softmax(x, head)
+            sync(device)
+            t0 = time.perf_counter()
+            for _ in range(sweeps):
+                for x in logits:
+                    lm_head_softmax(x, head)
+            sync(device)
+            per_call[head].append((time.perf_counter() - t0) / (sweeps * len(logits)) * 1e6)
+    row = {"batch": batch, "shapes": f"({batch}, {prompt}..{prompt + max_new - 1}, {vocab})"}
+    for head in HEADS:
+        row[head] = {"median_us_per_call": statistics.median(per_call[head]), "us_per_call": per_call[head]}
+    row["paired_triton_over_torch"] = statistics.median(
+        a / b for a, b in zip(per_call["triton"], per_call["torch"])
+    )
+    print(f"head alone batch {batch:3d}: triton {row['triton']['median_us_per_call']:.2f} us, "
+          f"torch {row['torch']['median_us_per_call']:.2f} us, paired ratio {row['paired_triton_over_torch']:.3f}",
+          file=sys.stderr)  # fmt: skip
+    return row
 
 
 def environment(device: torch.device) -> dict:

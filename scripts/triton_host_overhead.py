@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 CASES = (((512, 600), torch.float32), ((4096, 600), torch.float32), ((64, 50257), torch.bfloat16))
 CALLS = 2000
-REPEATS = 11
+REPEATS = 21
 FIRST_CALL_SHAPE = (1000, 12288)  # a row length no committed pick names
 
 FIRST_CALL = """
@@ -78,17 +78,27 @@ def loop_us(fn, calls: int) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def call_us(fns: dict, calls: int = CALLS) -> dict:
-    """Median over REPEATS rounds of loop_us for each function; the functions take turns
-    within a round, so a drift of the host's speed affects them alike."""
+def call_us(fns: dict, calls: int = CALLS, rounds: list | None = None) -> dict:
+    """Median over REPEATS rounds of loop_us for each function. The functions take turns
+    within a round, in reverse order every other round, so a drift of the host's speed and
+    the order affect them alike; `rounds`, if given, receives each round's times."""
     for fn in fns.values():
         for _ in range(20):
             fn()
     times = {name: [] for name in fns}
-    for _ in range(REPEATS):
-        for name, fn in fns.items():
+    for r in range(REPEATS):
+        for name, fn in list(fns.items())[:: 1 if r % 2 == 0 else -1]:
             times[name].append(loop_us(fn, calls))
+    if rounds is not None:
+        rounds.extend({name: t[r] for name, t in times.items()} for r in range(REPEATS))
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def paired_ratio(rounds: list, name: str, ref: str) -> float:
+    """The median over rounds of name's time over ref's in the same round: what the target
+    is judged on, as it cancels the host's drift between rounds (the ratio of the medians is
+    reported beside it)."""
+    return statistics.median(r[name] / r[ref] for r in rounds)
 
 
 def call_times() -> list[dict]:
@@ -106,14 +116,17 @@ def case_times(m: int, n: int, dtype: torch.dtype) -> list[dict]:
         (x.shape, -1, x.dtype, x.get_device(), x.data_ptr() % 16, None)
     ]
     y = torch.empty_like(x)
+    forward_rounds, both_rounds = [], []
     forward = call_us(
-        {"F.softmax": lambda: F.softmax(x, dim=-1), "kernels_triton": lambda: softmax(x, dim=-1)}
+        {"F.softmax": lambda: F.softmax(x, dim=-1), "kernels_triton": lambda: softmax(x, dim=-1)},
+        rounds=forward_rounds,
     )
     both = call_us(
         {
             "F.softmax": lambda: torch.autograd.grad(F.softmax(xg, dim=-1), xg, dy),
             "kernels_triton": lambda: torch.autograd.grad(softmax(xg, dim=-1), xg, dy),
-        }
+        },
+        rounds=both_rounds,
     )
     parts = call_us(
         {
@@ -129,6 +142,8 @@ def case_times(m: int, n: int, dtype: torch.dtype) -> list[dict]:
     ]
     rows[-1]["forward_ratio_to_F.softmax"] = forward["kernels_triton"] / forward["F.softmax"]
     rows[-1]["forward_backward_ratio_to_F.softmax"] = both["kernels_triton"] / both["F.softmax"]
+    rows[-1]["forward_paired_ratio"] = paired_ratio(forward_rounds, "kernels_triton", "F.softmax")
+    rows[-1]["forward_backward_paired_ratio"] = paired_ratio(both_rounds, "kernels_triton", "F.softmax")
     rows[-1]["parts_us"] = parts
     return rows
 
@@ -214,7 +229,8 @@ def main() -> int:
             "torch": torch.__version__,
             "triton": triton.__version__,
         },
-        "method": f"wall time per call: {CALLS} calls back to back, synchronized at the end, median of {REPEATS}",
+        "method": f"wall time per call: {CALLS} calls back to back, synchronized at the end, median of {REPEATS} "
+        "rounds taking turns; paired ratio: median over rounds of the ratio within a round",
     }
     if args.cpu_mock:
         doc["host"] = platform.processor() or platform.machine()

@@ -4,8 +4,10 @@ At short shapes the kernel runs for a few microseconds, so the host's work per c
 what a user waits for. Triton's usual path (`kernel[grid](...)`) binds and specialises
 the arguments and computes a cache key in Python on every call. Here a launch is planned
 once per distinct (kernel, M, N, row strides, dtype, device, pointer alignment, config):
-the config (configs.choose, no timing), the constexprs, the grid and the compiled kernel
-(compiled by Triton's JIT on that first launch, from Triton's on-disk cache when warm).
+the config (configs.choose, no timing), the constexprs, the grid and the compiled kernel:
+one this process already has for another M, else one an earlier process compiled
+(compiled_index.py, which skips Triton's once-per-process installation hash), else what
+Triton's JIT compiles or finds in its on-disk cache on that first launch.
 The plan is a closure that calls Triton's C launch function directly (or, for a Triton
 version whose launcher it does not know, the compiled kernel's launcher), with the grid,
 function handle and every scalar argument already packed; a later call costs a dict
@@ -37,7 +39,7 @@ from collections.abc import Callable
 import torch
 import triton
 
-from kernels_triton import configs
+from kernels_triton import compiled_index, configs
 from kernels_triton import split_row as _split_row_module
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2
 from kernels_triton.kernels import KERNELS, STREAMS
@@ -173,16 +175,23 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
     program_grid = grid(meta, m, sms, x.element_size() * STREAMS[name])
     scalars = (*(t.stride(0) for t in tensors), m, n)
     rest = (*scalars, *meta.values())
-    compiled_key = (
-        name, n, scalars[:-2], x.dtype, device_index, tuple(t.data_ptr() % 16 == 0 for t in tensors),
+    specialization = (
+        name, n, scalars[:-2], x.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors),
         m < 2**31, tuple(meta.values()), config.num_warps,
     )  # fmt: skip
+    compiled_key = (*specialization, device_index)
+    kernel = KERNELS[name]
     compiled = _COMPILED.get(compiled_key)
-    if compiled is not None:  # another M: the same compiled kernel, no trip through Triton's JIT
+    index_key = None
+    if compiled is None and not INTERPRET:  # compiled by an earlier process: no JIT either
+        index_key = compiled_index.key(kernel, specialization, capability(device_index))
+        compiled = compiled_index.load(index_key, kernel)
+        if compiled is not None:
+            _remember_compiled(compiled_key, compiled)
+    if compiled is not None:  # another M or another process: the same kernel, no trip through the JIT
         plan = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
         plan(*tensors)
         return plan
-    kernel = KERNELS[name]
     if _warm_up_thread is not None:  # wait for its head start rather than redo that work beside it
         _warm_up_thread.join()
     compiled = kernel[program_grid](*tensors, *scalars, **meta, num_warps=config.num_warps)
@@ -193,10 +202,20 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
             kernel[program_grid](*ts, *scalars, **meta, num_warps=config.num_warps)
 
         return interpret
+    _remember_compiled(compiled_key, compiled)
+    compiled_index.record(index_key, compiled)
+    return direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
+
+
+def _remember_compiled(compiled_key: tuple, compiled) -> None:
     if len(_COMPILED) >= MAX_PLANS:
         _COMPILED.clear()
     _COMPILED[compiled_key] = compiled
-    return direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
+
+
+@functools.cache
+def capability(device_index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(device_index)
 
 
 def direct_launcher(
