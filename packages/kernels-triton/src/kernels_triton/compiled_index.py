@@ -30,7 +30,7 @@ import os
 
 import triton
 
-FORMAT = 1
+FORMAT = 2
 ENTRY_FILE = "kernels_triton_index.json"
 _PLAIN = (bool, int, float, str, type(None))  # values that survive a JSON round trip unchanged
 
@@ -119,11 +119,11 @@ def record(index_key: str | None, compiled) -> bool:
             "key": index_key,
             "hash": compiled.hash,
             "files": {name: _sha256(path) for name, path in compiled.metadata_group.items()},
-            "signature": dict(src.signature),
+            "signature": list(src.signature.items()),  # pairs: the order is the arguments' order
             "constants": constants,
             "attrs": attrs,
         }
-        get_cache_manager(index_key).put(json.dumps(entry, sort_keys=True), ENTRY_FILE, binary=False)
+        get_cache_manager(index_key).put(json.dumps(entry), ENTRY_FILE, binary=False)
     except (AttributeError, OSError, TypeError, ValueError):
         return False
     return True
@@ -155,7 +155,7 @@ def load(index_key: str | None, kernel):
             group[name] = file
         src = ASTSource(
             kernel,
-            entry["signature"],
+            dict(entry["signature"]),
             constexprs={tuple(k): v for k, v in entry["constants"]},
             attrs={tuple(k): v for k, v in entry["attrs"]},
         )
