@@ -13,12 +13,14 @@ Two decoding loops, both greedy:
   token, so the head's own cost shows more.
 
 For each loop and batch size: warm-up decodes (Triton compiles here), then `--repeats`
-timed decodes per head, the two heads alternating so drift hits both alike; tokens per
-second is tokens / wall time of one decode (CUDA synchronized at its end); the median is
-reported with every repeat, and the paired ratio: the median over repeats of the ratio of
-the two decodes of one repeat. The LM-head softmax alone is timed too (`head_alone`), per
-call on the logits shapes a decode passes it: the head's share of a step, which the decode
-figures, noisy to several percent, cannot resolve. JSON out (stdout, or --out written
+repeats (more where a repeat is few batches: at least --min-pairs pairs) in which every batch of
+prompts is decoded by the two heads back to back, alternating which goes first, so that the
+two decodes of a pair see the same host speed, which drifts by more than the heads differ.
+Tokens per second of a head: its tokens / its wall time over a repeat (CUDA synchronized
+after each decode), median over repeats. The paired ratio: the median over all pairs of the
+two decodes' tokens/s ratio, with its quartiles. The LM-head softmax alone is timed too
+(`head_alone`), per call on the logits shapes a decode passes it: the head's share of a
+step, which the decode figures cannot resolve. JSON out (stdout, or --out written
 atomically) with GPU name, versions, date and command.
 
     python3 scripts/minigpt_tokens_per_second.py --out tokens_per_second.json          # CUDA
@@ -56,6 +58,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--prompt-words", type=int, default=2, help="words per prompt, after <bos> (default 2)")
     p.add_argument("--repeats", type=int, default=15, help="timed decodes per head (default 15)")
+    p.add_argument("--min-pairs", type=int, default=64,
+                   help="timed pairs of decodes (one batch, both heads) at least, per point (default 64)")  # fmt: skip
     p.add_argument("--warmup", type=int, default=3, help="untimed decodes per head first (default 3)")
     p.add_argument("--max-new-tokens", type=int, default=24,
                    help="longest continuation, as minigpt-np generate's (default 24; capped by the context)")  # fmt: skip
@@ -65,11 +69,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.batch_sizes, args.prompts, args.repeats, args.warmup, args.max_new_tokens = "1,2", 2, 1, 1, 4
+        args.min_pairs = 1
     try:
         args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     except ValueError:
         p.error(f"argument --batch-sizes: must be comma-separated integers, got {args.batch_sizes!r}")
-    for name in ("prompts", "prompt_words", "repeats", "max_new_tokens"):
+    for name in ("prompts", "prompt_words", "repeats", "max_new_tokens", "min_pairs"):
         if getattr(args, name) < 1:
             p.error(f"argument --{name.replace('_', '-')}: must be an integer >= 1")
     if args.warmup < 0 or min(args.batch_sizes) < 1:
@@ -132,36 +137,47 @@ def measure(args) -> dict:
             batches = [all_prompts[i : i + batch] for i in range(0, len(all_prompts), batch)]
             dev_batches = [torch.from_numpy(b).to(device) for b in batches]
 
-            def one_decode(head: str, loop=loop, batches=batches, dev_batches=dev_batches):
+            def decode(head: str, i: int, loop=loop, batches=batches, dev_batches=dev_batches):
+                """One batch of prompts decoded with `head`: (tokens, seconds, output)."""
                 model.softmax_impl = head
                 sync(device)
                 t0 = time.perf_counter()
-                tokens, outputs = 0, []
-                for b, db in zip(batches, dev_batches):
-                    if loop == "generate":
-                        n, out = decode_generate(lm, b, stop_id, max_new)
-                    else:
-                        n, out = decode_device(model, db, max_new)
-                    tokens += n
-                    outputs.append(out)
+                if loop == "generate":
+                    n, out = decode_generate(lm, batches[i], stop_id, max_new)
+                else:
+                    n, out = decode_device(model, dev_batches[i], max_new)
                 sync(device)
-                return tokens, time.perf_counter() - t0, outputs
+                return n, time.perf_counter() - t0, out
 
             for _ in range(args.warmup):
-                for head in HEADS:
-                    one_decode(head)
+                for i in range(len(batches)):
+                    for head in HEADS:
+                        decode(head, i)
+            # Each batch is decoded by both heads back to back, in alternating order: a pair
+            # sees the same host speed, which drifts by more than the heads differ. At least
+            # MIN_PAIRS pairs per point (more repeats where a repeat is one batch).
+            repeats = max(args.repeats, -(-args.min_pairs // len(batches)))
             seconds = {h: [] for h in HEADS}
-            tokens, outputs = {}, {}
-            for r in range(args.repeats):
-                for head in HEADS if r % 2 == 0 else HEADS[::-1]:
-                    tokens[head], s, outputs[head] = one_decode(head)
-                    seconds[head].append(s)
+            pair_ratios, tokens, outputs = [], {}, {}
+            for r in range(repeats):
+                total = {h: 0.0 for h in HEADS}
+                tokens, outputs = {h: 0 for h in HEADS}, {h: [] for h in HEADS}
+                for i in range(len(batches)):
+                    pair = {}
+                    for head in HEADS if (r + i) % 2 == 0 else HEADS[::-1]:
+                        n, pair[head], out = decode(head, i)
+                        total[head] += pair[head]
+                        tokens[head] += n
+                        outputs[head].append(out)
+                    pair_ratios.append(pair["torch"] / pair["triton"])  # = tokens/s ratio: same tokens
+                for head in HEADS:
+                    seconds[head].append(total[head])
             if loop == "generate":
                 same = outputs["triton"] == outputs["torch"]
             else:
                 same = all(torch.equal(a, b) for a, b in zip(outputs["triton"], outputs["torch"]))
             row = {"loop": loop, "batch": batch, "prompts": len(all_prompts), "decodes_per_repeat": len(batches),
-                   "same_tokens_both_heads": bool(same)}  # fmt: skip
+                   "repeats": repeats, "same_tokens_both_heads": bool(same)}  # fmt: skip
             for head in HEADS:
                 tok_s = [tokens[head] / s for s in seconds[head]]
                 row[head] = {"tokens": tokens[head], "median_tokens_per_s": statistics.median(tok_s),
@@ -169,15 +185,14 @@ def measure(args) -> dict:
             row["triton_over_torch"] = (
                 row["triton"]["median_tokens_per_s"] / row["torch"]["median_tokens_per_s"]
             )
-            # the two decodes of one repeat ran back to back: their ratio is free of the drift
-            # of the host's speed between repeats, which is larger than the heads' difference
-            row["paired_triton_over_torch"] = statistics.median(
-                b / a for a, b in zip(seconds["triton"], seconds["torch"])
-            )
+            quartiles = statistics.quantiles(pair_ratios, n=4) if len(pair_ratios) > 1 else pair_ratios * 3
+            row["paired_triton_over_torch"] = statistics.median(pair_ratios)
+            row["paired_quartiles"] = [quartiles[0], quartiles[2]]
+            row["pairs"] = len(pair_ratios)
             results.append(row)
             print(f"{loop:8s} batch {batch:3d}: triton {row['triton']['median_tokens_per_s']:10.1f} tok/s, "
                   f"torch {row['torch']['median_tokens_per_s']:10.1f} tok/s, ratio {row['triton_over_torch']:.3f} "
-                  f"(paired {row['paired_triton_over_torch']:.3f}), "
+                  f"(paired {row['paired_triton_over_torch']:.3f}, quartiles {row['paired_quartiles'][0]:.3f}-{row['paired_quartiles'][1]:.3f}), "
                   f"same tokens {same}", file=sys.stderr)  # fmt: skip
     heads = [head_call_us(model, batch, all_prompts.shape[1], max_new, device, args.repeats)
              for batch in args.batch_sizes]  # fmt: skip

@@ -168,6 +168,11 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     assert m._triton_softmax() is None and m._triton_softmax() is None
 assert len(caught) == 1 and "kernels_triton is not importable" in str(caught[0].message), caught
+try:
+    m.lm_head_softmax(torch.zeros(2, 3), "triton")
+    raise AssertionError("the triton head ran without kernels_triton")
+except ImportError:
+    pass
 print("ok")
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

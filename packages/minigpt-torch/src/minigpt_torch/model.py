@@ -73,23 +73,30 @@ class Block(nn.Module):
 
 
 SOFTMAX_IMPLS = ("auto", "triton", "torch")
-_warned_no_triton = False
+_triton_softmax_fn = None  # kernels_triton.softmax once imported; False once found missing
 
 
-def _triton_softmax():
-    """kernels_triton.softmax, or None (with one warning per process) when it cannot be
-    imported: the model then runs with torch's softmax everywhere."""
-    global _warned_no_triton
-    try:
-        from kernels_triton import softmax
-    except ImportError as exc:
-        if not _warned_no_triton:
-            warnings.warn(
-                f"kernels_triton is not importable ({exc}); the LM head uses torch's softmax", stacklevel=3
-            )
-            _warned_no_triton = True
-        return None
-    return softmax
+def _triton_softmax(required: bool = False):
+    """kernels_triton.softmax, imported once (an import statement costs about a microsecond a
+    call: as much as the rest of the head's host work differs between the two softmaxes).
+    Where it cannot be imported: ImportError if `required`, else None with one warning per
+    process, and the model runs with torch's softmax everywhere."""
+    global _triton_softmax_fn
+    if _triton_softmax_fn is None or (required and _triton_softmax_fn is False):
+        try:
+            from kernels_triton import softmax
+        except ImportError as exc:
+            if required:
+                raise
+            if _triton_softmax_fn is None:
+                warnings.warn(
+                    f"kernels_triton is not importable ({exc}); the LM head uses torch's softmax",
+                    stacklevel=3,
+                )
+            _triton_softmax_fn = False
+            return None
+        _triton_softmax_fn = softmax
+    return _triton_softmax_fn or None
 
 
 def lm_head_softmax(logits: torch.Tensor, impl: str = "auto") -> torch.Tensor:
@@ -103,13 +110,11 @@ def lm_head_softmax(logits: torch.Tensor, impl: str = "auto") -> torch.Tensor:
     - "torch": F.softmax.
     """
     if impl == "triton":
-        from kernels_triton import softmax
-
-        return softmax(logits, dim=-1)
+        return _triton_softmax(required=True)(logits, -1)
     if impl == "auto" and logits.is_cuda and logits.dtype in TRITON_SOFTMAX_DTYPES:
         softmax = _triton_softmax()
         if softmax is not None:
-            return softmax(logits, dim=-1)
+            return softmax(logits, -1)
     elif impl not in SOFTMAX_IMPLS:
         raise ValueError(f"impl must be one of {SOFTMAX_IMPLS}, got {impl!r}")
     return F.softmax(logits, dim=-1)
