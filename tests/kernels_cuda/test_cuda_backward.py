@@ -1,22 +1,14 @@
 """kernels_cuda.softmax_backward, and the fp32 accuracy of every forward path on long rows.
 
 CPU: every backward plan is a specialization within its kernel's limits, and every backward Spec
-compiles with NVRTC offline for sm_90 (and sm_80 where it can) with no spills; the pipelined
-kernel's ring and resident grid.
+compiles with NVRTC offline for sm_90 (and sm_80 where it can) with no spills.
 GPU (marked `gpu`): results against float64 references on fresh random inputs with NaN-poisoned
-outputs, every variant; the cluster kernels at every cluster size, and the pipelined one at row
-counts around the resident clusters and at every ring shape (no spare slot, one, many; pieces
-shorter at a chunk's end; blocks past a row's end; the largest row); adversarial rows (the maximum
-first, last or repeated; finite magnitudes up to FLT_MAX; +-inf and NaN); fp32 error no worse than
-torch's on the same input at 2^17 and 2^18 + 1.
-
-Over 400 lines: one file for the backward op (plans, compile, call path, GPU results) and the
-forward's long-row accuracy tests that share its references and inputs; each test is short.
+outputs; adversarial rows (the maximum first, last or repeated; finite magnitudes up to FLT_MAX;
++-inf and NaN); fp32 error no worse than torch's on the same input at 2^17 and 2^18 + 1.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import math
 
@@ -24,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels_cuda import _driver, arrays, codegen
+from kernels_cuda import arrays, codegen
 from kernels_cuda import softmax_backward as bw
 from kernels_cuda import softmax_variants as sm
 
@@ -66,25 +58,11 @@ def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
         assert vec == sm.full_vec(dtype) and chunk % vec == 0 and spec.cluster * chunk >= N
         assert launch.shared_mem == 2 * chunk * size <= dev.max_shared_per_block - 1024
         assert launch.grid % spec.cluster == 0
-    elif spec.kernel == "softmax_backward_cluster_pipelined":
-        chunk, piece, slots = launch.extra
-        assert vec == sm.full_vec(dtype) and chunk % vec == 0 and spec.cluster * chunk >= N
-        assert piece % vec == 0 and math.ceil(chunk / piece) <= slots <= bw.PIPELINED_MAX_SLOTS
-        assert launch.shared_mem == slots * 2 * piece * size <= dev.max_shared_per_block - 1024
-        assert launch.grid == spec.cluster * min(M, sm.MAX_GRID // spec.cluster)
     else:
         assert spec.kernel == "softmax_backward_twopass" and c["VEC"] == vec and launch.shared_mem == 0
-    if variant in ("cluster", "cluster_pipelined") and dev.cc >= 90 and vec > 1:
-        # the pipelined kernel takes every row the cluster kernel takes
-        assert (spec.kernel == "softmax_backward_twopass") == (
-            bw.plan("cluster", M, N, dtype, vec, dev).spec.kernel == "softmax_backward_twopass"
-        )
     if variant == "auto" and dev.cc >= 90 and vec > 1 and N * size > bw.AUTO.fused_max_row_bytes:
         if 2 * math.ceil(N / 16) * size <= dev.max_shared_per_block - 1024:
-            assert spec.kernel == "softmax_backward_cluster_pipelined"
-
-
-PIPELINED = "softmax_backward_cluster_pipelined"
+            assert spec.kernel == "softmax_backward_cluster"
 
 
 @pytest.mark.parametrize(
@@ -93,78 +71,18 @@ PIPELINED = "softmax_backward_cluster_pipelined"
         (4096, 600, "float32", "softmax_backward_fused", 0),
         (65536, 600, "bfloat16", "softmax_backward_fused", 0),
         (1024, 8192, "float32", "softmax_backward_fused", 0),
-        (1024, 16384, "bfloat16", "softmax_backward_fused", 0),
-        (4096, 32768, "float32", PIPELINED, 2),
-        (4096, 32768, "bfloat16", PIPELINED, 2),
-        (1024, 131072, "float32", PIPELINED, 8),
-        (1024, 131072, "bfloat16", PIPELINED, 4),
-        (256, 262144, "float32", PIPELINED, 16),
-        (256, 262144, "bfloat16", PIPELINED, 8),
+        (1024, 131072, "float32", "softmax_backward_cluster", 16),
+        (1024, 131072, "bfloat16", "softmax_backward_cluster", 8),
+        (256, 262144, "float32", "softmax_backward_cluster", 16),
     ],
 )
 def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster):
     launch = bw.plan("auto", M, N, dtype, sm.full_vec(dtype), sm.H100)
     assert launch.spec.kernel == kernel and launch.spec.cluster == cluster
-    if (
-        kernel == PIPELINED
-    ):  # chunks of <= 64 KB of each array, 8 KB pieces, the ring fills a block's shared memory
-        chunk, piece, slots = launch.extra
-        size = arrays.ITEMSIZE[dtype]
-        assert chunk * cluster == N and chunk * size <= 64 * 1024 and (piece * size, slots) == (8 * 1024, 14)
-        assert launch.shared_mem == 14 * 16 * 1024 and launch.grid == cluster * M
-        assert bw.resident_grid(launch, M, 7).grid == cluster * 7
     # without clusters: registers while the row fits, else two passes
     a100 = bw.plan("auto", M, N, dtype, sm.full_vec(dtype), sm.A100).spec.kernel
     fits = N <= bw.fused_capacity(sm.full_vec(dtype))
     assert a100 == ("softmax_backward_fused" if fits else "softmax_backward_twopass")
-
-
-def test_the_1mb_fp32_row_of_the_cluster_kernel_is_the_pipelined_one_in_a_ring():
-    """256x262144 fp32, before and now: 07 holds 64 KB of y and of dy per block (C=16), one row at
-    a time; 08 the same chunks in 8 pieces, in a ring of 14 (the next row's first 6 in flight)."""
-    old = bw.plan("cluster", 256, 262144, "float32", 4, sm.H100)
-    new = bw.plan("cluster_pipelined", 256, 262144, "float32", 4, sm.H100)
-    assert (
-        old.spec.cluster == new.spec.cluster == 16 and old.extra == (16384,) and old.shared_mem == 128 * 1024
-    )
-    assert new.extra == (16384, 2048, 14)
-
-
-@given(
-    chunk_packs=st.integers(1, 20000),
-    vec=st.sampled_from([4, 8]),
-    budget=st.integers(0, 227 * 1024),
-    piece_bytes=st.sampled_from([16, 1000, 1024, 8 * 1024, 64 * 1024, 10**6]),
-)
-def test_the_ring_holds_a_chunk_within_the_budget(chunk_packs, vec, budget, piece_bytes):
-    size, chunk = 16 // vec, chunk_packs * vec
-    shape = bw.ring(chunk, vec, size, budget, piece_bytes)
-    if shape is None:  # only where not even 16-byte-pack pieces up to the slot limit fit
-        assert 2 * chunk * size > budget or chunk_packs > bw.PIPELINED_MAX_SLOTS
-        return
-    piece, slots = shape
-    pieces = math.ceil(chunk / piece)
-    assert piece % vec == 0 and 0 < piece <= chunk and pieces <= slots <= bw.PIPELINED_MAX_SLOTS
-    assert slots * 2 * piece * size <= budget
-    # the piece asked for, or less: larger only where the chunk would need more slots than there are
-    want = max(vec, piece_bytes // size // vec * vec)
-    assert piece <= max(want, math.ceil(math.ceil(chunk / bw.PIPELINED_MAX_SLOTS) / vec) * vec)
-
-
-def test_resident_grid_runs_the_clusters_that_fit_at_most_one_a_row():
-    launch = bw.plan("cluster_pipelined", 256, 262144, "float32", 4, sm.H100)
-    assert launch.grid == 16 * 256
-    assert bw.resident_grid(launch, 256, 7).grid == 16 * 7
-    assert bw.resident_grid(launch, 3, 7).grid == 16 * 3
-    assert bw.resident_grid(launch, 256, 0) == launch  # unknown: one cluster per row, as planned
-    assert bw.resident_grid(launch, 256, 7).extra == launch.extra
-
-
-def test_the_occupancy_query_passes_cuda_h_launch_config():
-    config = _driver._LaunchConfig
-    assert ctypes.sizeof(config) == 56  # CUlaunchConfig on a 64-bit host
-    assert (config.sharedMemBytes.offset, config.hStream.offset) == (24, 32)
-    assert (config.attrs.offset, config.numAttrs.offset) == (40, 48)
 
 
 def test_every_backward_spec_compiles_offline_without_spills(tmp_path, monkeypatch):
@@ -253,36 +171,6 @@ def test_a_layout_seen_before_skips_the_checks_and_reuses_the_packed_launch(monk
             bw.softmax_backward(*miss)
 
 
-def test_a_pipelined_launch_runs_on_the_resident_clusters(monkeypatch):
-    torch = pytest.importorskip("torch")
-    launches = []
-
-    class Recorder(_HostBackward):
-        def __init__(self, spec, device_id, grid, block, shared_mem, types, values):
-            super().__init__(spec, device_id, grid, block, shared_mem, types, values)
-            launches.append((spec, grid, shared_mem, tuple(values[8:])))
-
-    monkeypatch.setattr(codegen, "packed", Recorder)
-    monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
-    monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0xC0FFEE))
-    monkeypatch.setattr(sm, "_current_stream", lambda device_index: 0xC0FFEE)
-    monkeypatch.setattr(sm, "_device", lambda device_id: sm.H100)
-    monkeypatch.setattr(bw, "_dense_calls", {})
-    asked = []
-    monkeypatch.setattr(bw, "_resident_clusters", lambda *key: asked.append(key) or 5)
-    y, dy = torch.softmax(torch.randn(40, 16384), -1), torch.randn(40, 16384)
-    dx = bw.softmax_backward(y, dy)
-    expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
-    np.testing.assert_allclose(dx.double().numpy(), expected.numpy(), rtol=1e-6, atol=1e-7)
-    ((spec, grid, shared_mem, extra),) = launches
-    planned = bw.plan("auto", 40, 16384, "float32", 4, sm.H100)
-    assert spec == planned.spec and spec.kernel == PIPELINED and extra == planned.extra
-    assert grid == spec.cluster * 5 and asked == [(spec, bw.CLUSTER_THREADS, shared_mem, 0)]
-    launches.clear()
-    bw.softmax_backward(y, dy, variant="cluster")  # the cluster kernel keeps one cluster per row
-    assert launches[0][0].kernel == "softmax_backward_cluster" and launches[0][1] == 2 * 40
-
-
 # --- GPU --------------------------------------------------------------------------------------
 
 
@@ -348,107 +236,24 @@ def test_backward_matches_the_float64_reference(variant, m, n, dtype, layout):
     _assert_backward(dx, y, dy, dim, dtype)
 
 
-@contextlib.contextmanager
-def _config(**changes):
-    """bw.AUTO with `changes`, and no packed launch cached from another configuration (the
-    cache of dense torch calls is keyed on the layout, not on the configuration)."""
-    old, cached = bw.AUTO, bw._dense_calls
-    bw.AUTO, bw._dense_calls = bw.BackwardConfig(**changes), {}
-    try:
-        yield bw.AUTO
-    finally:
-        bw.AUTO, bw._dense_calls = old, cached
-
-
-def _check_backward(m, n, dtype, variant, kernel):
-    torch = _torch()
-    y, dy = _probs((m, n), dtype), torch.randn(m, n, device="cuda").to(_dtype(dtype))
-    assert bw.plan(variant, m, n, dtype, sm.full_vec(dtype), sm._device(0), bw.AUTO).spec.kernel == kernel
-    with arrays.poison_outputs():
-        dx = bw.softmax_backward(y, dy, variant=variant)
-    _assert_backward(dx, y, dy, -1, dtype)
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["cluster", "cluster_pipelined"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize(
     "n,cluster_chunk_kb", [(40008, 32), (131072, 32), (131072, 64), (262144, 32), (2**18 + 8, 64)]
 )
-def test_backward_cluster_every_size(variant, dtype, n, cluster_chunk_kb):
-    chunk_bytes = cluster_chunk_kb * 1024
-    with _config(cluster_chunk_bytes=chunk_bytes, pipelined_chunk_bytes=chunk_bytes):
-        _check_backward(5, n, dtype, variant, f"softmax_backward_{variant}")
-
-
-def _resident(m, n, dtype):
-    """The clusters the pipelined kernel runs on for (m, n) under bw.AUTO: as the device says."""
-    launch = bw.plan("cluster_pipelined", m, n, dtype, sm.full_vec(dtype), sm._device(0), bw.AUTO)
-    assert launch.spec.kernel == PIPELINED
-    clusters = bw._resident_clusters(launch.spec, launch.block, launch.shared_mem, 0)
-    assert clusters > 0  # the occupancy query answered: the grid is the resident clusters
-    return launch, clusters
-
-
-# (n, dtype, configuration changes, (cluster, chunk, piece, slots) the plan must come to): the
-# ring with slots to spare, with none, with one; rows whose last piece, or last block's chunk, is
-# short; blocks past a row's end; many pieces a row; the largest rows the kernel takes.
-PIPELINED_CASES = [
-    pytest.param(2**18, "float32", {}, (16, 16384, 2048, 14), id="f32-C16-8-pieces-in-14-slots"),
-    pytest.param(2**18, "bfloat16", {}, (8, 32768, 4096, 14), id="bf16-C8-8-pieces-in-14-slots"),
-    # 9 pieces, the last 1796 elements; the last block's chunk 16332
-    pytest.param(2**18 + 8, "float32", {}, (16, 16388, 1824, 15), id="f32-short-last-piece-and-chunk"),
-    # 14 pieces, the last 696 elements, in 32 slots; the last block's chunk 9996
-    pytest.param(
-        40008, "float32", {"pipelined_piece_bytes": 3000}, (4, 10004, 716, 32), id="f32-14-pieces-in-32-slots"
-    ),
-    pytest.param(
-        2**17, "float32", {"pipelined_smem_bytes": 128 * 1024}, (8, 16384, 2048, 8), id="f32-no-spare-slot"
-    ),
-    pytest.param(
-        2**17, "bfloat16", {"pipelined_smem_bytes": 144 * 1024}, (4, 32768, 4096, 9), id="bf16-one-spare-slot"
-    ),
-    # 32 pieces (the slot limit), the last 12 elements, in 32 slots
-    pytest.param(
-        8192 + 16,
-        "float32",
-        {"pipelined_piece_bytes": 512},
-        (2, 4104, 132, 32),
-        id="f32-32-pieces-in-32-slots",
-    ),
-    # chunks of 8 elements: blocks 0-7 full, block 8 half, blocks 9-15 hold nothing
-    pytest.param(68, "float32", {"pipelined_chunk_bytes": 16}, (16, 8, 8, 32), id="f32-blocks-past-the-row"),
-    pytest.param(462848, "float32", {}, (16, 28928, 1808, 16), id="f32-largest-row-16-pieces-in-16-slots"),
-    pytest.param(925696, "bfloat16", {}, (16, 57856, 3616, 16), id="bf16-largest-row-16-pieces-in-16-slots"),
-]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["cluster_pipelined", "auto"])
-@pytest.mark.parametrize("n,dtype,changes,ring", PIPELINED_CASES)
-def test_backward_pipelined_rows_around_the_resident_clusters(variant, n, dtype, changes, ring):
-    """Row counts of 1, one less and one more than the resident clusters (one cluster then takes
-    a second row, carried over in its ring, while for the others the first row is the last), and
-    enough rows for every ring to wrap three times (not a multiple of the clusters)."""
-    with _config(**changes):
-        launch, clusters = _resident(1, n, dtype)
-        cluster, chunk, piece, slots = ring
-        assert (launch.spec.cluster, *launch.extra) == ring
-        pieces = math.ceil(chunk / piece)
-        wrap = math.ceil(3 * slots / pieces) * clusters + 1
-        cap = max(2 * clusters + 3, 2**28 // (n * arrays.ITEMSIZE[dtype]))  # 256 MiB of each array at most
-        for m in sorted({1, max(1, clusters - 1), clusters + 1, min(wrap, cap)}):
-            kernel = bw.plan(variant, m, n, dtype, sm.full_vec(dtype), sm._device(0), bw.AUTO).spec.kernel
-            assert kernel == PIPELINED or variant == "auto" and n <= 8192  # auto: short rows in registers
-            _check_backward(m, n, dtype, variant, kernel)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_backward_pipelined_at_the_1mb_rows(dtype):
-    """256 rows of 2^18, the shape the pipelined kernel is for, forced and by auto."""
-    for variant in ("cluster_pipelined", "auto"):
-        _check_backward(256, 2**18, dtype, variant, PIPELINED)
+def test_backward_cluster_every_size(dtype, n, cluster_chunk_kb):
+    torch = _torch()
+    y, dy = _probs((5, n), dtype), torch.randn(5, n, device="cuda").to(_dtype(dtype))
+    # a fresh cache of dense calls too: it is keyed on the layout, not on the configuration
+    old, cached = bw.AUTO, bw._dense_calls
+    bw.AUTO, bw._dense_calls = bw.BackwardConfig(cluster_chunk_bytes=cluster_chunk_kb * 1024), {}
+    try:
+        assert bw.plan("cluster", 5, n, dtype, sm.full_vec(dtype), sm._device(0)).spec.cluster > 0
+        with arrays.poison_outputs():
+            dx = bw.softmax_backward(y, dy, variant="cluster")
+    finally:
+        bw.AUTO, bw._dense_calls = old, cached
+    _assert_backward(dx, y, dy, -1, dtype)
 
 
 @pytest.mark.gpu

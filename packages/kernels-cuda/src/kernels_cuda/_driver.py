@@ -152,42 +152,6 @@ def primary_context(device_id: int) -> int:
     return ctx.value
 
 
-class _LaunchConfig(ctypes.Structure):
-    """CUlaunchConfig (cuda.h): the launch that an occupancy query asks about."""
-
-    _fields_ = [
-        ("gridDimX", _u),
-        ("gridDimY", _u),
-        ("gridDimZ", _u),
-        ("blockDimX", _u),
-        ("blockDimY", _u),
-        ("blockDimZ", _u),
-        ("sharedMemBytes", _u),
-        ("hStream", _p),
-        ("attrs", _p),  # CUlaunchAttribute*: none, the kernel compiles its cluster size in
-        ("numAttrs", _u),
-    ]
-
-
-def max_active_clusters(function: Function, cluster: int, block: int, shared_mem: int) -> int:
-    """How many clusters of `function` (its cluster size compiled in with __cluster_dims__, so
-    the configuration names none) can be resident on its device at once, each block `block`
-    threads with `shared_mem` bytes of dynamic shared memory (allowed on the function first).
-    AttributeError from a driver older than CUDA 12, which lacks the call."""
-    lib = _lib()
-    query = lib.cuOccupancyMaxActiveClusters
-    query.argtypes = (ctypes.POINTER(_i), _p, ctypes.POINTER(_LaunchConfig))
-    query.restype = _i
-    config = _LaunchConfig(cluster, 1, 1, block, 1, 1, shared_mem, None, None, 0)
-    clusters = _i()
-    with _Current(function.device_id):
-        check(
-            query(ctypes.byref(clusters), function.handle, ctypes.byref(config)),
-            "cuOccupancyMaxActiveClusters",
-        )
-    return clusters.value
-
-
 class _Current:
     """`with _Current(device_id):` makes the device's primary context current, then restores."""
 

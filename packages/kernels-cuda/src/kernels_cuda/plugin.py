@@ -125,7 +125,7 @@ def register() -> None:
             label="CUDA bwd",
             device="cuda",
             dtypes=HALF,
-            notes="fused: rows in registers; long rows over a cluster (sm_90), pipelined across rows; else two passes",
+            notes="fused: rows in registers; long rows over a cluster (sm_90); else two passes",
         ),
         replace=True,
     )

@@ -16,24 +16,10 @@ The kernels (read them in order, after the forward's):
     cluster   07_softmax_backward_cluster.cu  long rows over a thread-block cluster (sm_90): chunks
                                               of y and dy in shared memory by bulk copies, the dot
                                               exchanged through distributed shared memory
-    cluster_pipelined
-              08_softmax_backward_cluster_pipelined.cu
-                                              07's split on a persistent grid: each block streams
-                                              its chunks of successive rows through a ring of
-                                              shared-memory pieces, so the next row's bulk copies
-                                              are in flight while a row is summed and written
-    auto      fused up to BackwardConfig.fused_max_row_bytes, else cluster_pipelined, else
-              cluster, else twopass
-
-The pipelined kernel's grid is the clusters that fit the GPU at once (cuOccupancyMaxActiveClusters,
-asked once per kernel and launch shape at run time): `plan` gives one cluster per row, which is
-correct for any grid, and `resident_grid` narrows it.
+    auto      fused up to BackwardConfig.fused_max_row_bytes, else cluster, else twopass
 
 Everything from here to `specializations()` is plain Python over shapes (no GPU), so the plans can
 be tested and every Spec compiled offline.
-
-This file is over 400 lines because planning and the call path of one op belong together (as in
-softmax_variants.py): the call path is the planning's only caller, and each part is short.
 """
 
 from __future__ import annotations
@@ -42,19 +28,16 @@ import ctypes
 import math
 import sys
 import types
-import warnings
-from dataclasses import dataclass, replace
-from functools import cache, lru_cache
+from dataclasses import dataclass
+from functools import lru_cache
 
 from kernels_cuda import arrays, codegen
 from kernels_cuda import softmax_variants as sm
 from kernels_cuda.codegen import Spec
 
-VARIANTS = ("auto", "fused", "twopass", "cluster", "cluster_pipelined")
+VARIANTS = ("auto", "fused", "twopass", "cluster")
 FUSED_SOURCE = "06_softmax_backward.cu"
 CLUSTER_SOURCE = "07_softmax_backward_cluster.cu"
-PIPELINED_SOURCE = "08_softmax_backward_cluster_pipelined.cu"
-PIPELINED_MAX_SLOTS = 32  # the kernel's MAX_SLOTS: mbarriers in its static shared memory
 FUSED_BLOCK = 256  # threads per block when a row needs fewer (RPB rows per block)
 FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 16-byte packs in all)
 FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
@@ -71,14 +54,6 @@ class BackwardConfig:
     cluster_chunk_bytes: the cluster kernel picks the smallest cluster whose blocks each hold at
         most this much of each array (y and dy: twice this in shared memory); else the largest
         cluster whose chunks fit a block at all.
-    pipelined_chunk_bytes: the same choice for the pipelined kernel. Its ring keeps the next
-        row's copies in flight whatever the chunk, so larger chunks (fewer, larger blocks a row,
-        fewer cluster barriers per byte) cost it no overlap; a chunk must leave room in the ring.
-    pipelined_piece_bytes: the pipelined kernel's piece, of each array (a slot holds one of y
-        and one of dy); rounded to 16-byte packs and raised where a chunk would need more than
-        PIPELINED_MAX_SLOTS pieces.
-    pipelined_smem_bytes: the most dynamic shared memory its ring takes; 0 for all a block can
-        have (one block per SM).
     """
 
     fused_max_row_bytes: int = 32 * 1024
@@ -86,9 +61,6 @@ class BackwardConfig:
     fused_packs_16bit: int = 4
     cluster_chunk_bytes: int = 32 * 1024
     max_cluster: int = 16
-    pipelined_chunk_bytes: int = 64 * 1024
-    pipelined_piece_bytes: int = 8 * 1024
-    pipelined_smem_bytes: int = 0
 
 
 AUTO = BackwardConfig()
@@ -144,20 +116,6 @@ def cluster_spec(dtype: str, cluster: int) -> Spec:
     )
 
 
-def pick_cluster(
-    N: int, vec: int, size: int, device: sm.Device, cfg: BackwardConfig, chunk_bytes: int, fits
-) -> tuple[int, int] | None:
-    """(cluster, chunk): the smallest cluster whose chunk of a row is at most chunk_bytes of one
-    array, else the largest cluster if `fits(chunk)`, else None. Chunks are whole 16-byte packs."""
-    sizes = [c for c in sm.CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
-    chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
-    pick = next(((c, k) for c, k in chunks if k * size <= chunk_bytes), None)
-    if pick is None:
-        c, k = chunks[-1]
-        pick = (c, k) if fits(k) else None
-    return pick
-
-
 def plan_cluster(
     M: int, N: int, dtype: str, vec: int, device: sm.Device, cfg: BackwardConfig
 ) -> sm.Launch | None:
@@ -166,12 +124,14 @@ def plan_cluster(
     if device.cc < 90 or vec != sm.full_vec(dtype):
         return None
     size = arrays.ITEMSIZE[dtype]
-    pick = pick_cluster(
-        N, vec, size, device, cfg, cfg.cluster_chunk_bytes,
-        lambda k: 2 * k * size <= device.max_shared_per_block - 1024,
-    )  # fmt: skip
+    sizes = [c for c in sm.CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
+    chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
+    pick = next(((c, k) for c, k in chunks if k * size <= cfg.cluster_chunk_bytes), None)
     if pick is None:
-        return None
+        c, k = chunks[-1]
+        if 2 * k * size > device.max_shared_per_block - 1024:
+            return None
+        pick = (c, k)
     c, chunk = pick
     return sm.Launch(
         cluster_spec(dtype, c),
@@ -180,71 +140,6 @@ def plan_cluster(
         shared_mem=2 * chunk * size,
         extra=(chunk,),
     )
-
-
-def pipelined_spec(dtype: str, cluster: int) -> Spec:
-    return Spec(
-        PIPELINED_SOURCE,
-        "softmax_backward_cluster_pipelined",
-        dtype,
-        (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", sm.full_vec(dtype))),
-    )
-
-
-def ring(chunk: int, vec: int, size: int, budget: int, piece_bytes: int) -> tuple[int, int] | None:
-    """(piece, slots) of the pipelined kernel's ring for a chunk, in at most `budget` bytes of
-    shared memory: the chunk cut into as many pieces as piece_bytes asks, of equal whole packs
-    but the last (or into more pieces, up to PIPELINED_MAX_SLOTS, where rounding the pieces up to
-    whole packs leaves the ring one short of a chunk); as many slots as fit, at most
-    PIPELINED_MAX_SLOTS. None where no ring holds one whole chunk."""
-    want = max(vec, piece_bytes // size // vec * vec)
-    for count in range(min(PIPELINED_MAX_SLOTS, math.ceil(chunk / want)), PIPELINED_MAX_SLOTS + 1):
-        piece = math.ceil(math.ceil(chunk / count) / vec) * vec
-        slots = min(PIPELINED_MAX_SLOTS, budget // (2 * piece * size))
-        if slots >= math.ceil(chunk / piece):
-            return piece, slots
-    return None
-
-
-def plan_pipelined(
-    M: int, N: int, dtype: str, vec: int, device: sm.Device, cfg: BackwardConfig
-) -> sm.Launch | None:
-    """None where the cluster kernel would be None (no clusters, rows not whole 16-byte packs,
-    a chunk past a block's shared memory). The grid is one cluster per row; `resident_grid`
-    narrows it to the clusters that fit at once."""
-    if device.cc < 90 or vec != sm.full_vec(dtype):
-        return None
-    size = arrays.ITEMSIZE[dtype]
-    budget = device.max_shared_per_block - 1024
-    if cfg.pipelined_smem_bytes:
-        budget = min(budget, cfg.pipelined_smem_bytes)
-    pick = pick_cluster(
-        N, vec, size, device, cfg, cfg.pipelined_chunk_bytes,
-        lambda k: ring(k, vec, size, budget, cfg.pipelined_piece_bytes) is not None,
-    )  # fmt: skip
-    if pick is None:
-        return None
-    c, chunk = pick
-    shape = ring(chunk, vec, size, budget, cfg.pipelined_piece_bytes)
-    if shape is None:
-        return None
-    piece, slots = shape
-    return sm.Launch(
-        pipelined_spec(dtype, c),
-        grid=c * min(M, sm.MAX_GRID // c),
-        block=CLUSTER_THREADS,
-        shared_mem=slots * 2 * piece * size,
-        extra=(chunk, piece, slots),
-    )
-
-
-def resident_grid(launch: sm.Launch, M: int, clusters: int) -> sm.Launch:
-    """The pipelined launch on `clusters` clusters (those that fit the GPU at once), at most one
-    per row; unchanged where `clusters` is not positive (unknown)."""
-    if clusters <= 0:
-        return launch
-    c = launch.spec.cluster
-    return replace(launch, grid=c * min(M, clusters, sm.MAX_GRID // c))
 
 
 def plan(
@@ -265,20 +160,13 @@ def plan(
         return twopass
     if variant == "cluster":
         return plan_cluster(M, N, dtype, vec, device, cfg) or twopass
-    if variant == "cluster_pipelined":
-        return plan_pipelined(M, N, dtype, vec, device, cfg) or twopass
     if variant == "auto":
         size = arrays.ITEMSIZE[dtype]
         if N * size <= cfg.fused_max_row_bytes or device.cc < 90:
             launch = plan_fused(M, N, dtype, vec, cfg)
             if launch is not None:
                 return launch
-        return (
-            plan_pipelined(M, N, dtype, vec, device, cfg)
-            or plan_cluster(M, N, dtype, vec, device, cfg)
-            or plan_fused(M, N, dtype, vec, cfg)
-            or twopass
-        )
+        return plan_cluster(M, N, dtype, vec, device, cfg) or plan_fused(M, N, dtype, vec, cfg) or twopass
     raise ValueError(f"softmax_backward: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
@@ -293,7 +181,6 @@ def specializations() -> list[Spec]:
             )
             specs.append(twopass_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
-        specs.extend(pipelined_spec(dtype, c) for c in sm.CLUSTER_SIZES)
     return specs
 
 
@@ -312,26 +199,6 @@ def _packed(launch: sm.Launch, device_id: int, M: int, N: int, strides: tuple[in
     types = ARG_TYPES + (ctypes.c_int32,) * len(launch.extra)
     values = (0, 0, 0, M, N, *strides, *launch.extra)
     return codegen.packed(launch.spec, device_id, launch.grid, launch.block, launch.shared_mem, types, values)
-
-
-@cache
-def _resident_clusters(spec: Spec, block: int, shared_mem: int, device_id: int) -> int:
-    """How many clusters of `spec` fit the device at once (cuOccupancyMaxActiveClusters); 0,
-    with a warning, where the driver cannot say (the launch then keeps one cluster per row)."""
-    from kernels_cuda import _driver
-
-    function = codegen.kernel(spec, device_id)
-    function.allow_shared(shared_mem)
-    try:
-        return _driver.max_active_clusters(function, spec.cluster, block, shared_mem)
-    except (_driver.CudaError, AttributeError) as exc:
-        warnings.warn(
-            f"kernels_cuda.softmax_backward: no cluster occupancy for {spec.name} ({exc}); "
-            "the pipelined kernel runs one cluster per row",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return 0
 
 
 # Packed launches of torch calls whose y and dy are contiguous and dim is their last, keyed on
@@ -413,9 +280,6 @@ def _softmax_backward(y, dy, dim, variant):
         (rows_y.row_stride, rows_dy.row_stride, rows_dx.row_stride),
     )
     launch = _plan(variant, rows_y.M, rows_y.N, dtype, vec, sm._device(device_id), AUTO)
-    if launch.spec.source == PIPELINED_SOURCE:
-        clusters = _resident_clusters(launch.spec, launch.block, launch.shared_mem, device_id)
-        launch = resident_grid(launch, rows_y.M, clusters)
     strides = (rows_y.row_stride, rows_dy.row_stride, rows_dx.row_stride)
     run = _packed(launch, device_id, rows_y.M, rows_y.N, strides)
     run(ops.stream(y), rows_y.ptr, rows_dy.ptr, rows_dx.ptr)
