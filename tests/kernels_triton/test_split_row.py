@@ -4,12 +4,18 @@ Without a GPU these run under Triton's interpreter, which runs programs one afte
 another: a program never finds a later peer's partial published, so after its bounded
 wait it computes that partial itself (the fallback), and the later programs of the
 group find the earlier ones' words -- both halves of the exchange run. Small chunks
-(16..1024 elements) give many programs a row. With a GPU the `gpu` tests add bf16, the
-real cross-program exchange at the default configs and the benchmark shapes, concurrent
-streams and CUDA-graph replays.
+(16..1024 elements) give many programs a row. Loading ahead (SplitConfig.prefetch) only
+matters where a program takes several rows: `few_sms` makes the planner see a GPU of 4
+SMs, so a handful of rows comes in several waves at a cost the interpreter can run. With
+a GPU the `gpu` tests add bf16, the real cross-program exchange at the default configs
+and the benchmark shapes, with and without loading ahead, concurrent streams and
+CUDA-graph replays.
 
 Every launch writes into an output filled with NaN, so an element left unwritten fails.
 """
+
+import contextlib
+import dataclasses
 
 import numpy as np
 import pytest
@@ -28,6 +34,7 @@ pytestmark = [
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])
+TWO_DTYPES = [torch.float32, torch.bfloat16 if DEVICE == "cuda" else torch.float16]  # fp32 and a 16-bit one
 FLT_MAX = float(np.finfo(np.float32).max)
 inf, nan = float("inf"), float("nan")
 
@@ -71,12 +78,29 @@ def at_most_16_chunks(n, config):
     """The interpreter runs a group's programs one after another, each computing the partials
     of the chunks after its own: quadratic in the chunks a row, so at most 16 of them here."""
     chunk = max(config.chunk, sr._next_pow2(sr._cdiv(n, 16)))
-    return sr.SplitConfig(chunk, config.num_warps)
+    return dataclasses.replace(config, chunk=chunk)
 
 
 small_configs = st.builds(
-    sr.SplitConfig, chunk=st.sampled_from([16, 64, 256, 1024]), num_warps=st.sampled_from([1, 4])
+    sr.SplitConfig,
+    chunk=st.sampled_from([16, 64, 256, 1024]),
+    num_warps=st.sampled_from([1, 4]),
+    prefetch=st.sampled_from([None, False, True]),
 )
+
+
+@contextlib.contextmanager
+def few_sms(sms=4):
+    """Plans made inside see a device of `sms` SMs (one program each under the interpreter,
+    unless the config says more): a row of a few chunks leaves room for few groups, so a few
+    rows take several waves. Plans and occupancies made inside are dropped after."""
+    sr._scratch(torch.device(DEVICE))  # made before, at the size every other test sees
+    with pytest.MonkeyPatch.context() as mp:
+        real = sr._device
+        mp.setattr(sr, "_device", lambda device: dataclasses.replace(real(device), sms=sms))
+        mp.setattr(sr, "_PLANS", {})
+        mp.setattr(sr, "_OCCUPANCY", {})
+        yield
 
 
 @given(
@@ -216,6 +240,95 @@ def test_strided_rows():
     assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.float32)
 
 
+# --- loading ahead: several waves ------------------------------------------------------
+
+# (M, N, chunk, programs an SM, waves the plan must have). With 4 SMs, N = 50 or 64 in chunks
+# of 32 (split 2) leaves room for 2 groups at one program an SM, 4 at two, 8 at four; N = 100
+# or 128 (split 4) for one group: a row a wave.
+WAVE_CASES = [
+    (1, 64, 32, 1, 1),  # one row
+    (3, 64, 32, 4, 1),  # fewer rows than the groups that would fit: one wave
+    (4, 64, 32, 1, 2),  # a multiple of the groups
+    (5, 64, 32, 1, 3),  # not a multiple: the last wave is short (groups 2: rows 0 2 4, 1 3)
+    (7, 50, 32, 1, 4),  # masked columns, 4 waves
+    (4, 100, 32, 1, 4),  # masked columns, one group: every row a wave
+    (3, 128, 32, 1, 3),  # unmasked, one group
+    (10, 64, 32, 2, 3),  # two programs an SM: 4 groups, rows 4 + 4 + 2
+]
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+@pytest.mark.parametrize("dtype", TWO_DTYPES)
+@pytest.mark.parametrize("case", WAVE_CASES, ids=lambda c: f"{c[0]}x{c[1]}/{c[2]}/{c[3]}")
+def test_prefetch_waves_forward_backward(case, dtype, prefetch):
+    """Both settings of prefetch, forward and backward, against float64, where a program
+    takes one row, several rows, a last row past M (nothing loaded ahead) and masked columns."""
+    m, n, chunk, per_sm, waves = case
+    config = sr.SplitConfig(chunk, 1, programs_per_sm=per_sm, prefetch=prefetch)
+    with few_sms():
+        x = _randn((m, n), dtype, 1000 * m + n, 6.0)
+        plan = sr._plan("fwd", [x, x], config, None)
+        assert plan.config.prefetch is prefetch and plan.meta["PREFETCH"] is prefetch
+        assert sr._cdiv(m, plan.groups) == waves
+        check_forward(x, config)
+        y = torch.softmax(x.double(), -1).to(dtype)  # the backward's input, not the forward's output
+        check_backward(y, _randn((m, n), dtype, 1000 * m + n + 1), config)
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+@pytest.mark.parametrize("n", [64, 4000])
+def test_prefetch_adversarial_rows(n, prefetch):
+    """The adversarial rows, forward and backward, 4 chunks a row and one group: each of the
+    10 rows is its own wave, so every row but the first was loaded ahead (with prefetch)."""
+    x = adversarial_rows(n)
+    config = sr.SplitConfig(n // 4 if n == 64 else 1024, 4, prefetch=prefetch)
+    with few_sms():
+        assert sr._plan("fwd", [x, x], config, None).groups == 1
+        y = run_forward(x, config)
+        expected = torch.softmax(x.double(), -1)
+        torch.testing.assert_close(y.cpu(), expected.float().cpu(), equal_nan=True)
+        assert torch.equal(y.isnan().cpu(), torch.softmax(x.cpu(), -1).isnan())
+        finite = ~expected.isnan().any(-1)
+        assert_close(y[finite], softmax_ref(x[finite].cpu().double().numpy()), torch.float32)
+        # the backward from the finite rows' outputs: one-hot rows, zeros, huge and tiny values
+        y = expected[finite].float().contiguous()
+        check_backward(y, _randn(tuple(y.shape), torch.float32, n + 3, 4.0), config)
+
+
+@given(
+    m=st.integers(1, 9),
+    n=st.integers(1, 300),
+    dtype=st.sampled_from(DTYPES),
+    chunk=st.sampled_from([16, 32, 64, 128]),
+    per_sm=st.sampled_from([1, 2]),
+    prefetch=st.sampled_from([None, False, True]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_prefetch_matches_reference_over_waves(m, n, dtype, chunk, per_sm, prefetch, seed):
+    """Any rows on 4 SMs (several waves whenever m exceeds the groups), any prefetch."""
+    chunk = max(chunk, sr._next_pow2(sr._cdiv(n, 4 * per_sm)))  # a row fits the 4 * per_sm programs
+    config = sr.SplitConfig(chunk, 1, programs_per_sm=per_sm, prefetch=prefetch)
+    with few_sms():
+        x = _randn((m, n), dtype, seed, 8.0)
+        y = check_forward(x, config)
+        check_backward(y, _randn((m, n), dtype, seed + 1), config)
+
+
+def test_prefetch_default_by_dtype_and_waves():
+    """prefetch=None: the dtype's entry in PREFETCH where rows take several waves, off where
+    they all fit one wave (there is no next row to load). Split 2 on 4 programs: 2 groups."""
+    with few_sms():
+        for dtype in DTYPES:
+            for m, expect in ((2, False), (9, sr.PREFETCH[dtype])):
+                x = torch.zeros((m, 64), dtype=dtype, device=DEVICE)
+                plan = sr._plan("bwd", [x, x, x], sr.SplitConfig(32, 1, programs_per_sm=1), None)
+                assert plan.config.prefetch is expect, (dtype, m)
+                assert plan.meta["PREFETCH"] is expect
+    assert sr.PREFETCH[torch.float16] and sr.PREFETCH[torch.bfloat16]
+    with pytest.raises(ValueError, match="prefetch"):
+        sr.SplitConfig(64, 1, prefetch=1)
+
+
 def test_applies():
     dev = torch.device(DEVICE)
     sms = sr._device(dev).sms
@@ -291,6 +404,34 @@ def test_gpu_sweep(m, n, dtype, chunk, seed):
     x = _randn((m, n), dtype, seed, 10.0)
     y = check_forward(x, config)
     check_backward(y, _randn((m, n), dtype, seed + 1), config)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("prefetch", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(256, 262144), (1000, 50257)])
+def test_gpu_prefetch_both_ways(shape, dtype, prefetch):
+    """The real exchange with and without loading ahead at the default chunking, over many
+    waves (unmasked and masked rows), against float64 (first rows) and torch (all rows)."""
+    m, n = shape
+    sms = sr._device(torch.device(DEVICE)).sms
+    fwd, bwd = (
+        dataclasses.replace(sr._default_config(d, m, n, sms), prefetch=prefetch) for d in ("fwd", "bwd")
+    )
+    x = _randn(shape, dtype, n + 5, 6.0)
+    for direction, config, tensors in (("fwd", fwd, [x, x]), ("bwd", bwd, [x, x, x])):
+        plan = sr._plan(direction, tensors, config, None)
+        assert plan.config.prefetch is prefetch and plan.groups < m  # several waves
+    y = run_forward(x, fwd)
+    rows = slice(0, 16)
+    assert_close(y[rows], softmax_ref(x[rows].cpu().double().numpy()), dtype)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1).to(dtype).float(), **tolerance(dtype))
+    dy = _randn(shape, dtype, n + 6)
+    dx = run_backward(y, dy, bwd)
+    ref = softmax_backward_ref(y[rows].cpu().double().numpy(), dy[rows].cpu().double().numpy())
+    assert_close(dx[rows], ref, dtype)
+    expected = torch._softmax_backward_data(dy.float(), y.float(), -1, torch.float32).to(dtype)
+    torch.testing.assert_close(dx.float(), expected.float(), **tolerance(dtype))
 
 
 @pytest.mark.gpu

@@ -24,6 +24,21 @@ takes rows g, g + G, g + 2G, ...; G is chosen so that every program fits on the 
 once (the occupancy of the compiled kernel times the number of SMs) and so that the last
 wave is as full as the others.
 
+Loading ahead. A program's wave is load -> reduce -> publish -> wait for the peers' words
+-> store, and while it waits nothing of its own is on its way from memory. With
+`prefetch` (SplitConfig; the kernels' constexpr PREFETCH, so both versions come from one
+source) a program issues the load of its chunk of its next row (row + G, masked off past
+the last row, where nothing is read) as soon as it has the current one, and carries it
+through the loop in the storage dtype to the next iteration, where it is converted to
+fp32 and becomes the current chunk: the exchange of one wave overlaps the load of the
+next. It is still one read per element: every chunk is loaded once, one wave before its
+row is reduced, by the program that reduces and writes it; what is loaded ahead is the
+next row's chunk, never the current row's again. The price is the registers of one more
+chunk in the storage dtype (half those of its fp32 values for 16-bit storage, as many for
+fp32), which can lower the programs an SM holds; the grid is sized from the compiled
+kernel's occupancy with it or without it. `PREFETCH` holds the choice per dtype, and a
+launch whose rows all fit in one wave does without (there is no next row).
+
 The exchange. Every published partial is one 64-bit word: the fp32 value in the low
 half and a 32-bit tag in the high half, tag = epoch + wave. A 64-bit store and a
 64-bit load are single-copy atomic, so a reader that sees the tag it expects has the
@@ -47,7 +62,8 @@ the grid is co-resident -- another kernel on the same GPU, or Triton's CPU inter
 which runs programs one after another (there the first programs of each group take the
 fallback, the later ones find the words published). Sizing the grid to what is
 co-resident is what makes the fallback rare, not what makes the kernel terminate;
-`fallback_count()` reports how often it ran.
+`fallback_count()` reports how often it ran. Loading ahead changes none of this: a load
+ahead waits on memory, not on a peer, and the words, tags and waves are the same.
 
 Accuracy: the max is subtracted before the scaling by log2(e) (exp(x) = exp2(x *
 log2(e))), so finite inputs up to FLT_MAX are exact where the true result is, and the
@@ -57,6 +73,8 @@ give NaN, a +inf or NaN in a row makes the row NaN: torch's results.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import threading
 from dataclasses import dataclass
@@ -88,17 +106,22 @@ HEADER_TL, EPOCH_LIMIT_TL = tl.constexpr(HEADER), tl.constexpr(EPOCH_LIMIT)
 @dataclass(frozen=True)
 class SplitConfig:
     """chunk: elements one program holds (a power of two); num_warps: warps a program;
-    programs_per_sm: cap on resident programs an SM (None: the compiled kernel's occupancy)."""
+    programs_per_sm: cap on resident programs an SM (None: the compiled kernel's occupancy);
+    prefetch: load the chunk of the next row before exchanging the current one (None: the
+    dtype's entry in PREFETCH, and off for a launch that has one wave only)."""
 
     chunk: int
     num_warps: int
     programs_per_sm: int | None = None
+    prefetch: bool | None = None
 
     def __post_init__(self):
         if self.chunk < 16 or self.chunk & (self.chunk - 1):
             raise ValueError(f"chunk must be a power of two >= 16, got {self.chunk}")
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
+        if self.prefetch is not None and not isinstance(self.prefetch, bool):
+            raise ValueError(f"prefetch must be None, False or True, got {self.prefetch!r}")
 
 
 # 64 fp32 values a thread in the forward (x), 32 + 32 in the backward (y and dy): the
@@ -107,6 +130,13 @@ class SplitConfig:
 FORWARD_CONFIG = SplitConfig(chunk=4096, num_warps=2)
 BACKWARD_CONFIG = SplitConfig(chunk=4096, num_warps=4)
 INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
+# Whether a config that leaves `prefetch` unset loads the next row's chunk ahead, by storage
+# dtype. On for 16-bit storage: its waves move half the bytes of fp32 ones in the same
+# registers, so the exchange is a larger part of each wave, and the chunk ahead costs half
+# the registers of the fp32 values it becomes. Off for fp32, where it costs as many as the
+# current chunk: fewer programs an SM (the grid is sized from the compiled kernel's
+# occupancy either way) for an exchange that is already a smaller part of the wave.
+PREFETCH = {torch.float32: False, torch.float16: True, torch.bfloat16: True}
 
 MIN_CHUNK = 1024  # few rows: chunks are halved down to this to give every SM a program
 MIN_COLS = 4096  # below this a row fits one program and the one-pass kernel is already one read
@@ -134,6 +164,19 @@ def _load_chunk(row_ptr, cols, N, other, NEEDS_MASK: tl.constexpr):
     else:
         v = tl.load(row_ptr + cols)
     return v.to(tl.float32)
+
+
+@triton.jit
+def _load_ahead(base_ptr, row, row_stride, M, cols, N, other, NEEDS_MASK: tl.constexpr):
+    """The chunk of a row that may lie past the last one (row >= M: nothing is read), in the
+    storage dtype: it is converted when it becomes the current row."""
+    # the row's test as a tensor: the interpreter cannot broadcast a scalar boolean into a mask
+    in_rows = tl.broadcast_to(row, cols.shape) < M
+    if NEEDS_MASK:
+        v = tl.load(base_ptr + row * row_stride + cols, mask=in_rows & (cols < N), other=other)
+    else:
+        v = tl.load(base_ptr + row * row_stride + cols, mask=in_rows, other=other)
+    return v
 
 
 @triton.jit
@@ -238,6 +281,7 @@ def _split_fwd_kernel(
     NEEDS_MASK: tl.constexpr,
     SPIN_LIMIT: tl.constexpr,
     FALLBACK_TILE: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     pid = tl.program_id(0)
     group = pid // split
@@ -246,11 +290,21 @@ def _split_fwd_kernel(
     epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     lanes = tl.arange(0, SPLIT_P2)
-    for row in tl.range(group.to(tl.int64), M, n_groups):  # int64: row * stride may pass 2**31
+    first = group.to(tl.int64)  # int64: row * stride may pass 2**31
+    if PREFETCH:
+        x_ahead = _load_ahead(x_ptr, first, x_row_stride, M, cols, N, float("-inf"), NEEDS_MASK)
+    for row in tl.range(first, M, n_groups):
         wave = (row - group) // n_groups
         tag = epoch + wave
         x_row = x_ptr + row * x_row_stride
-        x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
+        if PREFETCH:
+            # the chunk loaded by the previous iteration (before the loop for the first row) is
+            # the current one; the next row's is loaded now, a value carried to the next
+            # iteration, so that its latency overlaps this row's reduction and exchange
+            x = x_ahead.to(tl.float32)
+            x_ahead = _load_ahead(x_ptr, row + n_groups, x_row_stride, M, cols, N, float("-inf"), NEEDS_MASK)
+        else:
+            x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
         m, e, s = _max_sum(x)
         words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, m, tag)
@@ -306,6 +360,7 @@ def _split_bwd_kernel(
     NEEDS_MASK: tl.constexpr,
     SPIN_LIMIT: tl.constexpr,
     FALLBACK_TILE: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     pid = tl.program_id(0)
     group = pid // split
@@ -314,13 +369,23 @@ def _split_bwd_kernel(
     epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     lanes = tl.arange(0, SPLIT_P2)
-    for row in tl.range(group.to(tl.int64), M, n_groups):  # int64: row * stride may pass 2**31
+    first = group.to(tl.int64)  # int64: row * stride may pass 2**31
+    if PREFETCH:
+        y_ahead = _load_ahead(y_ptr, first, y_row_stride, M, cols, N, 0.0, NEEDS_MASK)
+        dy_ahead = _load_ahead(dy_ptr, first, dy_row_stride, M, cols, N, 0.0, NEEDS_MASK)
+    for row in tl.range(first, M, n_groups):
         wave = (row - group) // n_groups
         tag = epoch + wave
         y_row = y_ptr + row * y_row_stride
         dy_row = dy_ptr + row * dy_row_stride
-        y = _load_chunk(y_row, cols, N, 0.0, NEEDS_MASK)
-        dy = _load_chunk(dy_row, cols, N, 0.0, NEEDS_MASK)
+        if PREFETCH:  # as in the forward
+            y = y_ahead.to(tl.float32)
+            dy = dy_ahead.to(tl.float32)
+            y_ahead = _load_ahead(y_ptr, row + n_groups, y_row_stride, M, cols, N, 0.0, NEEDS_MASK)
+            dy_ahead = _load_ahead(dy_ptr, row + n_groups, dy_row_stride, M, cols, N, 0.0, NEEDS_MASK)
+        else:
+            y = _load_chunk(y_row, cols, N, 0.0, NEEDS_MASK)
+            dy = _load_chunk(dy_row, cols, N, 0.0, NEEDS_MASK)
         d = tl.sum(y * dy, axis=0)
         words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, d, tag)
@@ -433,6 +498,7 @@ def fallback_count(device: torch.device | str | None = None) -> int:
 @dataclass(frozen=True)
 class _Plan:
     kernel: object
+    config: SplitConfig  # as launched: prefetch decided
     groups: int
     split: int
     programs_per_sm: int
@@ -451,6 +517,7 @@ def _meta(N: int, config: SplitConfig, spin_limit: int) -> dict:
         "NEEDS_MASK": N % config.chunk != 0,
         "SPIN_LIMIT": spin_limit,
         "FALLBACK_TILE": min(config.chunk, FALLBACK_SUB),  # divides the chunk: tiles stay inside it
+        "PREFETCH": bool(config.prefetch),
         "num_warps": config.num_warps,
         "num_stages": 1,
     }
@@ -498,6 +565,26 @@ def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | Non
     plan = _PLANS.get(key)
     if plan is not None:
         return plan
+    if config.prefetch is None:
+        # the dtype's choice, unless every row fits one wave without it (then there is no next
+        # row to load, and the registers of the chunk ahead would only lower the occupancy) or
+        # its lower occupancy leaves too few programs for a row
+        plan = _new_plan(direction, tensors, dataclasses.replace(config, prefetch=False), spin_limit)
+        if PREFETCH[x.dtype] and plan.groups < M:
+            with contextlib.suppress(ValueError):
+                plan = _new_plan(direction, tensors, dataclasses.replace(config, prefetch=True), spin_limit)
+    else:
+        plan = _new_plan(direction, tensors, config, spin_limit)
+    if len(_PLANS) > 4096:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _new_plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig, spin_limit: int) -> _Plan:
+    """The grid and meta-parameters of a launch at a config whose `prefetch` is decided."""
+    x = tensors[0]
+    M, N = x.shape
     kernel = _split_fwd_kernel if direction == "fwd" else _split_bwd_kernel
     meta = _meta(N, config, spin_limit)
     scratch = _scratch(x.device)
@@ -509,11 +596,7 @@ def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | Non
     if split > max_programs:
         raise ValueError(f"rows of {N} need {split} programs at once; at most {max_programs} fit")
     groups = _choose_groups(M, max_programs // split)
-    plan = _Plan(kernel, groups, split, per_sm, meta)
-    if len(_PLANS) > 4096:
-        _PLANS.clear()
-    _PLANS[key] = plan
-    return plan
+    return _Plan(kernel, config, groups, split, per_sm, meta)
 
 
 def _run(direction, tensors, config, spin_limit):
