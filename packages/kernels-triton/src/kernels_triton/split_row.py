@@ -469,8 +469,11 @@ _LOCK = threading.Lock()
 
 def _scratch(device: torch.device) -> torch.Tensor:
     """The exchange buffer of the current stream on `device` (see the module docstring):
-    header + two words per program per wave parity, epoch starting at 1."""
+    header + two words per program per wave parity, epoch starting at 1. `cuda` without an
+    index is the current device, whose buffer launches use (they name cuda:N)."""
     if device.type == "cuda":
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
         key = (device.index, torch.cuda.current_stream(device).cuda_stream)
     else:
         key = (device.type, 0)
@@ -490,8 +493,6 @@ def fallback_count(device: torch.device | str | None = None) -> int:
     """How many times, on the current stream of `device`, a program computed a late peer's
     partial itself since the buffer was made (a diagnostic: ~0 when the grid is co-resident)."""
     device = torch.device(device if device is not None else ("cpu" if INTERPRET else "cuda"))
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
     return int(_scratch(device)[FALLBACKS].item())
 
 
