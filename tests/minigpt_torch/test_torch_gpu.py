@@ -39,12 +39,16 @@ def test_triton_head_matches_the_cpu_path(models, B, T, seed):
 def test_triton_kernel_is_what_runs_on_cuda(models, monkeypatch):
     """The CUDA forward goes through kernels_triton.softmax (counted), the CPU one does not."""
     import kernels_triton
+    from minigpt_torch import model as model_module
 
     calls = []
     real = kernels_triton.softmax
     monkeypatch.setattr(
         kernels_triton, "softmax", lambda x, dim=-1: calls.append(x.shape) or real(x, dim=dim)
     )
+    # The model imports kernels_triton.softmax once and keeps it: forget it so the next call
+    # imports the counting one (monkeypatch restores the kept function afterwards).
+    monkeypatch.setattr(model_module, "_triton_softmax_fn", None)
     cpu, cuda = models
     with torch.no_grad():
         cuda(example_inputs().cuda())
