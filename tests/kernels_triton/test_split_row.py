@@ -198,13 +198,16 @@ def test_rows_of_2_17_and_2_18_plus_1(n):
     check_backward(y, _randn((2, n), torch.float32, n + 1), config)
 
 
-@pytest.mark.xfail(
-    DEVICE == "cuda",
-    strict=True,
-    reason="wrong results on the GPU when every wave falls back. Suspected: the fallback is "
-    "decided per warp (with few chunks the peers' words are replicated across warps, each warp "
-    "polls its own copy), and a warp that falls back meets barriers the others skip",
+@pytest.mark.parametrize(
+    "n, chunk, warps", [(2000, 256, 4), (131072, 4096, 2), (262144, 4096, 4), (5000, 1024, 1)]
 )
+def test_every_thread_polls_its_own_words(n, chunk, warps):
+    """The lanes the peers' words are polled in cover every thread of a program once and
+    every chunk of the row: no word is loaded by two threads (whose polls could disagree)."""
+    lanes = sr._meta(n, sr.SplitConfig(chunk, warps), 1)["LANES"]
+    assert lanes >= 32 * warps and lanes >= -(-n // chunk) and lanes & (lanes - 1) == 0
+
+
 def test_forced_fallback_every_wave():
     """spin_limit=0: no program waits; each computes every missing partial from memory."""
     x = _randn((3, 2000), torch.float32, 5, 4.0)

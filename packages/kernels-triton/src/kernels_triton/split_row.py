@@ -62,7 +62,10 @@ the grid is co-resident -- another kernel on the same GPU, or Triton's CPU inter
 which runs programs one after another (there the first programs of each group take the
 fallback, the later ones find the words published). Sizing the grid to what is
 co-resident is what makes the fallback rare, not what makes the kernel terminate;
-`fallback_count()` reports how often it ran. Loading ahead changes none of this: a load
+`fallback_count()` reports how often it ran. Whether to fall back, and for which peer, is
+decided by reductions over the polled words that give every thread of a program the same
+answer (each word is polled by one thread: LANES in _meta), so a program takes the
+fallback, and its barriers, as a whole. Loading ahead changes none of this: a load
 ahead waits on memory, not on a peer, and the words, tags and waves are the same.
 
 Accuracy: the max is subtracted before the scaling by log2(e) (exp(x) = exp2(x *
@@ -277,7 +280,7 @@ def _split_fwd_kernel(
     split,
     n_words,
     CHUNK: tl.constexpr,
-    SPLIT_P2: tl.constexpr,
+    LANES: tl.constexpr,
     NEEDS_MASK: tl.constexpr,
     SPIN_LIMIT: tl.constexpr,
     FALLBACK_TILE: tl.constexpr,
@@ -289,7 +292,7 @@ def _split_fwd_kernel(
     n_programs = n_groups * split
     epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
     cols = part * CHUNK + tl.arange(0, CHUNK)
-    lanes = tl.arange(0, SPLIT_P2)
+    lanes = tl.arange(0, LANES)  # one word a thread at most: see _meta
     first = group.to(tl.int64)  # int64: row * stride may pass 2**31
     if PREFETCH:
         x_ahead = _load_ahead(x_ptr, first, x_row_stride, M, cols, N, float("-inf"), NEEDS_MASK)
@@ -314,13 +317,13 @@ def _split_fwd_kernel(
         m_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
         s_words = tl.load(words + 2 * lanes + 1, mask=theirs, other=0, volatile=True)
         present = ((m_words >> 32) == tag) & ((s_words >> 32) == tag) | (theirs == 0)
-        missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
+        missing = LANES - tl.sum(present.to(tl.int32), axis=0)
         spins = 0
         while (missing > 0) & (spins < SPIN_LIMIT):
             m_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
             s_words = tl.load(words + 2 * lanes + 1, mask=theirs, other=0, volatile=True)
             present = ((m_words >> 32) == tag) & ((s_words >> 32) == tag) | (theirs == 0)
-            missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
+            missing = LANES - tl.sum(present.to(tl.int32), axis=0)
             spins += 1
         m_all = tl.where(lanes == part, m, tl.where(lanes < split, _value(m_words), float("-inf")))
         s_all = tl.where(lanes == part, s, tl.where(lanes < split, _value(s_words), 0.0))
@@ -356,7 +359,7 @@ def _split_bwd_kernel(
     split,
     n_words,
     CHUNK: tl.constexpr,
-    SPLIT_P2: tl.constexpr,
+    LANES: tl.constexpr,
     NEEDS_MASK: tl.constexpr,
     SPIN_LIMIT: tl.constexpr,
     FALLBACK_TILE: tl.constexpr,
@@ -368,7 +371,7 @@ def _split_bwd_kernel(
     n_programs = n_groups * split
     epoch = tl.load(scratch_ptr + EPOCH_TL, volatile=True)
     cols = part * CHUNK + tl.arange(0, CHUNK)
-    lanes = tl.arange(0, SPLIT_P2)
+    lanes = tl.arange(0, LANES)  # one word a thread at most: see _meta
     first = group.to(tl.int64)  # int64: row * stride may pass 2**31
     if PREFETCH:
         y_ahead = _load_ahead(y_ptr, first, y_row_stride, M, cols, N, 0.0, NEEDS_MASK)
@@ -392,12 +395,12 @@ def _split_bwd_kernel(
         theirs = (lanes < split) & (lanes != part)
         d_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
         present = ((d_words >> 32) == tag) | (theirs == 0)
-        missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
+        missing = LANES - tl.sum(present.to(tl.int32), axis=0)
         spins = 0
         while (missing > 0) & (spins < SPIN_LIMIT):
             d_words = tl.load(words + 2 * lanes, mask=theirs, other=0, volatile=True)
             present = ((d_words >> 32) == tag) | (theirs == 0)
-            missing = SPLIT_P2 - tl.sum(present.to(tl.int32), axis=0)
+            missing = LANES - tl.sum(present.to(tl.int32), axis=0)
             spins += 1
         d_all = tl.where(lanes == part, d, tl.where(lanes < split, _value(d_words), 0.0))
         if missing > 0:
@@ -514,7 +517,14 @@ def _meta(N: int, config: SplitConfig, spin_limit: int) -> dict:
     split = _cdiv(N, config.chunk)
     return {
         "CHUNK": config.chunk,
-        "SPLIT_P2": _next_pow2(split),
+        # The peers' words are polled as a vector of LANES, at least one per thread of the
+        # program, so that no word is held by two threads: each word is loaded by one thread,
+        # and every reduction over the lanes (how many are missing, the row's max and sum) is
+        # the same number in every thread. With fewer lanes than threads a word would be
+        # loaded by several threads that may see it arrive at different polls, reductions
+        # would run per warp or per group of lanes, and threads could disagree on whether to
+        # take the fallback, whose tile reductions have barriers the others would not meet.
+        "LANES": max(_next_pow2(split), 32 * config.num_warps),
         "NEEDS_MASK": N % config.chunk != 0,
         "SPIN_LIMIT": spin_limit,
         "FALLBACK_TILE": min(config.chunk, FALLBACK_SUB),  # divides the chunk: tiles stay inside it
