@@ -45,20 +45,14 @@ FIRST_CALL = ((1000, 12288), "float32")
 
 
 def wall_us(fn, x, calls: int, repeats: int, sync: bool = True) -> float:
+    """fn(x)'s wall time per call: the median of `repeats` loops of `calls` calls, each loop
+    synchronized at the end when `sync` (labtools.bench.time_calls_taking_turns, alone)."""
     import torch
+    from labtools import bench
 
-    synchronize = torch.cuda.synchronize if sync else lambda: None
-    for _ in range(20):
-        fn(x)
-    synchronize()
-    loops = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn(x)
-        synchronize()
-        loops.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(loops)
+    synchronize = torch.cuda.synchronize if sync else (lambda: None)
+    loops = bench.time_calls_taking_turns({"fn": lambda: fn(x)}, calls, repeats, synchronize=synchronize)
+    return statistics.median(loops["fn"])
 
 
 def _input(shape, dtype):
@@ -69,25 +63,28 @@ def _input(shape, dtype):
 
 def call_times(impls, calls: int, repeats: int) -> list[dict]:
     """Per shape, `repeats` rounds in which every impl runs one timed loop of `calls` calls in
-    turn (so a drift of the host's speed during the run hits them alike); the median loop."""
+    turn (labtools.bench.time_calls_taking_turns); the median loop, and the paired ratio to
+    F.softmax (labtools.bench.paired_ratio)."""
     import torch
+    from labtools import bench
 
     records = []
     for shape, dtype in SHAPES:
         x = _input(shape, dtype)
-        loops = {name: [] for name, _ in impls}
         for _, fn in impls:
             y = fn(x)
             torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), atol=1e-2, rtol=1e-2)
-        for r in range(repeats):  # in reverse order every other round: the order hits all alike
-            for name, fn in impls[:: 1 if r % 2 == 0 else -1]:
-                loops[name].append(wall_us(fn, x, calls, repeats=1))
-        ref = loops.get("F.softmax")
+        loops = bench.time_calls_taking_turns(
+            {name: (lambda fn=fn, x=x: fn(x)) for name, fn in impls},
+            calls,
+            repeats,
+            synchronize=torch.cuda.synchronize,
+        )
         for name, _ in impls:
             us = statistics.median(loops[name])
             record = {"impl": name, "shape": list(shape), "dtype": dtype, "call_us": us}
-            if ref is not None:  # the median of the within-round ratios: the host's drift cancels
-                record["paired_vs_F_softmax"] = statistics.median(a / b for a, b in zip(loops[name], ref))
+            if "F.softmax" in loops:
+                record["paired_vs_F_softmax"] = bench.paired_ratio(loops, name, "F.softmax")
             records.append(record)
             print(f"{name:<24} {shape[0]}x{shape[1]} {dtype:<8} {us:8.2f} us per call", flush=True)
     return records

@@ -204,29 +204,31 @@ def head_call_us(model, batch: int, prompt: int, max_new: int, device, repeats: 
     """The LM-head softmax alone, per call, on the (batch, T, V) logits a decode passes it
     (T = prompt .. prompt + max_new - 1, in order, as a decode does), the heads taking turns
     in rounds of 200 sweeps: how much of a decoding step each head costs."""
+    from labtools import bench
     from minigpt_torch.model import lm_head_softmax
 
     vocab = model.config.vocab_size
     logits = [torch.randn(batch, t, vocab, device=device) for t in range(prompt, prompt + max_new)]
-    sweeps = 200 if device.type == "cuda" else 2
-    per_call = {h: [] for h in HEADS}
-    for r in range(max(repeats, 3)):
-        for head in HEADS if r % 2 == 0 else HEADS[::-1]:
-            for x in logits:  # warm: every shape planned
+
+    def sweep(head: str):
+        def run():
+            for x in logits:
                 lm_head_softmax(x, head)
-            sync(device)
-            t0 = time.perf_counter()
-            for _ in range(sweeps):
-                for x in logits:
-                    lm_head_softmax(x, head)
-            sync(device)
-            per_call[head].append((time.perf_counter() - t0) / (sweeps * len(logits)) * 1e6)
+
+        return run
+
+    sweeps = bench.time_calls_taking_turns(
+        {head: sweep(head) for head in HEADS},
+        calls=200 if device.type == "cuda" else 2,
+        rounds=max(repeats, 3),
+        synchronize=lambda: sync(device),
+        warmup=1,  # a sweep plans every shape
+    )
+    per_call = {head: [us / len(logits) for us in sweeps[head]] for head in HEADS}
     row = {"batch": batch, "shapes": f"({batch}, {prompt}..{prompt + max_new - 1}, {vocab})"}
     for head in HEADS:
         row[head] = {"median_us_per_call": statistics.median(per_call[head]), "us_per_call": per_call[head]}
-    row["paired_triton_over_torch"] = statistics.median(
-        a / b for a, b in zip(per_call["triton"], per_call["torch"])
-    )
+    row["paired_triton_over_torch"] = bench.paired_ratio(sweeps, "triton", "torch")
     print(f"head alone batch {batch:3d}: triton {row['triton']['median_us_per_call']:.2f} us, "
           f"torch {row['torch']['median_us_per_call']:.2f} us, paired ratio {row['paired_triton_over_torch']:.3f}",
           file=sys.stderr)  # fmt: skip

@@ -29,10 +29,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 import torch.nn.functional as F
+from labtools import bench
+from labtools.atomic import atomic_write_text
 
 CASES = (((512, 600), torch.float32), ((4096, 600), torch.float32), ((64, 50257), torch.bfloat16))
 CALLS = 2000
@@ -68,37 +69,14 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def loop_us(fn, calls: int) -> float:
-    """Wall time per call of `calls` back-to-back calls, synchronized at the end."""
-    sync()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return (time.perf_counter() - start) / calls * 1e6
+def call_us(fns: dict, calls: int = CALLS) -> dict[str, list[float]]:
+    """Each function's wall time per call in each of REPEATS rounds, the functions taking
+    turns (labtools.bench.time_calls_taking_turns)."""
+    return bench.time_calls_taking_turns(fns, calls, REPEATS, synchronize=sync)
 
 
-def call_us(fns: dict, calls: int = CALLS, rounds: list | None = None) -> dict:
-    """Median over REPEATS rounds of loop_us for each function. The functions take turns
-    within a round, in reverse order every other round, so a drift of the host's speed and
-    the order affect them alike; `rounds`, if given, receives each round's times."""
-    for fn in fns.values():
-        for _ in range(20):
-            fn()
-    times = {name: [] for name in fns}
-    for r in range(REPEATS):
-        for name, fn in list(fns.items())[:: 1 if r % 2 == 0 else -1]:
-            times[name].append(loop_us(fn, calls))
-    if rounds is not None:
-        rounds.extend({name: t[r] for name, t in times.items()} for r in range(REPEATS))
+def medians(times: dict[str, list[float]]) -> dict[str, float]:
     return {name: statistics.median(t) for name, t in times.items()}
-
-
-def paired_ratio(rounds: list, name: str, ref: str) -> float:
-    """The median over rounds of name's time over ref's in the same round: what the target
-    is judged on, as it cancels the host's drift between rounds (the ratio of the medians is
-    reported beside it)."""
-    return statistics.median(r[name] / r[ref] for r in rounds)
 
 
 def call_times() -> list[dict]:
@@ -116,18 +94,16 @@ def case_times(m: int, n: int, dtype: torch.dtype) -> list[dict]:
         (x.shape, -1, x.dtype, x.get_device(), x.data_ptr() % 16, None)
     ]
     y = torch.empty_like(x)
-    forward_rounds, both_rounds = [], []
-    forward = call_us(
-        {"F.softmax": lambda: F.softmax(x, dim=-1), "kernels_triton": lambda: softmax(x, dim=-1)},
-        rounds=forward_rounds,
+    forward_rounds = call_us(
+        {"F.softmax": lambda: F.softmax(x, dim=-1), "kernels_triton": lambda: softmax(x, dim=-1)}
     )
-    both = call_us(
+    both_rounds = call_us(
         {
             "F.softmax": lambda: torch.autograd.grad(F.softmax(xg, dim=-1), xg, dy),
             "kernels_triton": lambda: torch.autograd.grad(softmax(xg, dim=-1), xg, dy),
-        },
-        rounds=both_rounds,
+        }
     )
+    forward, both = medians(forward_rounds), medians(both_rounds)
     parts = call_us(
         {
             "torch.empty_like": lambda: torch.empty_like(x),
@@ -135,6 +111,7 @@ def case_times(m: int, n: int, dtype: torch.dtype) -> list[dict]:
             "launch plan alone": lambda: plan(x, y),
         }
     )
+    parts = medians(parts)
     shape = {"shape": [m, n], "dtype": str(dtype)[6:]}
     rows = [
         {**shape, "impl": impl, "forward_us": forward[impl], "forward_backward_us": both[impl]}
@@ -142,8 +119,8 @@ def case_times(m: int, n: int, dtype: torch.dtype) -> list[dict]:
     ]
     rows[-1]["forward_ratio_to_F.softmax"] = forward["kernels_triton"] / forward["F.softmax"]
     rows[-1]["forward_backward_ratio_to_F.softmax"] = both["kernels_triton"] / both["F.softmax"]
-    rows[-1]["forward_paired_ratio"] = paired_ratio(forward_rounds, "kernels_triton", "F.softmax")
-    rows[-1]["forward_backward_paired_ratio"] = paired_ratio(both_rounds, "kernels_triton", "F.softmax")
+    rows[-1]["forward_paired_ratio"] = bench.paired_ratio(forward_rounds, "kernels_triton", "F.softmax")
+    rows[-1]["forward_backward_paired_ratio"] = bench.paired_ratio(both_rounds, "kernels_triton", "F.softmax")
     rows[-1]["parts_us"] = parts
     return rows
 
@@ -167,8 +144,7 @@ def first_calls(profile_out: str | None) -> dict:
             run = subprocess.run(
                 [sys.executable, "-c", profiled], env=env, capture_output=True, text=True, check=True
             )
-            with open(profile_out, "w") as f:
-                f.write(run.stdout)
+            atomic_write_text(profile_out, run.stdout)
     return out
 
 
@@ -200,13 +176,15 @@ def cpu_mock() -> dict:
         if real_stream is not None:
             torch._C._cuda_getCurrentRawStream = real_stream
     module._FORWARD[key] = plan
-    return call_us(
-        {
-            "softmax forward, launch mocked": lambda: softmax(x),
-            "torch.empty_like": lambda: torch.empty_like(x),
-            "launch plan alone, launch mocked": lambda: plan(x, x),
-        },
-        calls=20000,
+    return medians(
+        call_us(
+            {
+                "softmax forward, launch mocked": lambda: softmax(x),
+                "torch.empty_like": lambda: torch.empty_like(x),
+                "launch plan alone, launch mocked": lambda: plan(x, x),
+            },
+            calls=20000,
+        )
     )
 
 
@@ -246,8 +224,6 @@ def main() -> int:
     text = json.dumps(doc, indent=1)
     print(text)
     if args.json:
-        from labtools.atomic import atomic_write_text
-
         atomic_write_text(args.json, text + "\n")
     return 0
 

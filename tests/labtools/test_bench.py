@@ -260,3 +260,35 @@ def test_measure_on_cuda_times_device_and_call_time_on_the_same_inputs(monkeypat
     seen.clear()
     rec = bench.measure(impl, (4, 8), "float32", call_time=False)
     assert "call" not in seen and rec.call_us is None
+
+
+def test_calls_taking_turns_alternate_the_order_and_pair_rounds():
+    """Each round times every function over `calls` calls, in reverse order every other
+    round, synchronized around each loop; the paired ratio is the median of the ratios
+    within rounds, not the ratio of the medians."""
+    now = [0.0]
+    loops: list[str] = []  # which function each timed loop ran, in order
+    cost = {"a": 3.0, "b": 1.0}  # seconds a call, scaled by the host's drift below
+    drift = [1.0, 1.0, 4.0, 4.0, 2.0, 2.0]  # per timed loop: slow rounds hit both alike
+    syncs = [0]
+
+    def make(name):
+        def fn():
+            if syncs[0] == 0:
+                return  # warm-up: no clock
+            if not loops or loops[-1][1] != syncs[0]:
+                loops.append((name, syncs[0]))
+            now[0] += cost[name] * drift[len(loops) - 1]
+
+        return fn
+
+    def synchronize():
+        syncs[0] += 1
+
+    times = bench.time_calls_taking_turns(
+        {"a": make("a"), "b": make("b")}, calls=4, rounds=3, synchronize=synchronize, clock=lambda: now[0]
+    )
+    assert [name for name, _ in loops] == ["a", "b", "b", "a", "a", "b"]
+    assert times["a"] == [3e6, 12e6, 6e6] and times["b"] == [1e6, 4e6, 2e6]
+    assert bench.paired_ratio(times, "a", "b") == 3.0
+    assert bench.paired_ratio({"a": [1.0, 4.0, 9.0], "b": [1.0, 1.0, 1.0]}, "a", "b") == 4.0

@@ -366,6 +366,41 @@ def time_call(fn: Callable, arg_sets: Sequence[tuple], device: str, **kw) -> Tim
     return time_blocks(fn, arg_sets, device="cuda-call", synchronize=clock.synchronize, **kw)
 
 
+def time_calls_taking_turns(
+    fns: dict[str, Callable[[], object]],
+    calls: int,
+    rounds: int,
+    *,
+    synchronize: Callable[[], None] = _no_sync,
+    warmup: int = 20,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Call time of several functions side by side, for ratios between them: `rounds`
+    rounds, in each of which every function runs `calls` calls back to back, synchronized at
+    the end, the order reversed every other round (a drift of the host's speed, and the place
+    in a round, hit them alike). Returns each function's wall time per call, in us, a round."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    order = list(fns.items())
+    for r in range(rounds):
+        for name, fn in order[:: 1 if r % 2 == 0 else -1]:
+            synchronize()
+            start = clock()
+            for _ in range(calls):
+                fn()
+            synchronize()
+            times[name].append((clock() - start) / calls * 1e6)
+    return times
+
+
+def paired_ratio(times: dict[str, list[float]], name: str, ref: str) -> float:
+    """Median over the rounds of `time_calls_taking_turns` of name's time over ref's in the
+    same round: the host's drift between rounds cancels, as it does not in a ratio of medians."""
+    return statistics.median(a / b for a, b in zip(times[name], times[ref], strict=True))
+
+
 def time_fn(fn: Callable, arg_sets: Sequence[tuple], device: str, **kw) -> Timing:
     return (time_cuda if device == "cuda" else time_cpu)(fn, arg_sets, **kw)
 
