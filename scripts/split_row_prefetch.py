@@ -27,16 +27,15 @@ import argparse
 import dataclasses
 import datetime
 import json
-import platform
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
-import triton
 from kernels_triton import split_row as sr
 from labtools import bench, references
+from labtools import env as environment
+from labtools.atomic import atomic_write_text
 from labtools.ops import softmax_backward_ref, softmax_ref
 from labtools.registry import Implementation
 
@@ -191,14 +190,6 @@ def table(rows: list) -> str:
     return "\n".join(lines)
 
 
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path)
@@ -211,15 +202,8 @@ def main(argv: list[str]) -> int:
         print("split_row_prefetch: needs a CUDA device", file=sys.stderr)
         return 2
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    props = torch.cuda.get_device_properties(0)
     env = {
-        "gpu": props.name,
-        "sms": props.multi_processor_count,
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-        "commit": git_commit(),
+        **environment.collect().to_dict(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": " ".join(sys.argv),
         "prefetch_defaults": {str(k).replace("torch.", ""): v for k, v in sr.PREFETCH.items()},
@@ -229,7 +213,7 @@ def main(argv: list[str]) -> int:
     for shape in args.shapes:
         for dtype in args.dtypes:
             measure_point(shape, dtype, args.rounds, args.time_cap, rows)
-            (args.out_dir / "results.json").write_text(json.dumps({"env": env, "rows": rows}, indent=1))
+            atomic_write_text(args.out_dir / "results.json", json.dumps({"env": env, "rows": rows}, indent=1))
     print()
     print(table(rows))
     return 0
