@@ -203,33 +203,38 @@ def measure(args) -> dict:
 def head_call_us(model, batch: int, prompt: int, max_new: int, device, repeats: int) -> dict:
     """The LM-head softmax alone, per call, on the (batch, T, V) logits a decode passes it
     (T = prompt .. prompt + max_new - 1, in order, as a decode does), the heads taking turns
-    in rounds of 200 sweeps: how much of a decoding step each head costs."""
+    in rounds of 200 sweeps: how much of a decoding step each head costs. Each head is called
+    as the model's forward calls it (the Triton one over the logits, in place);
+    "triton_out_of_place" is kernels_triton.softmax, which allocates its output, for comparison."""
     from labtools import bench
     from minigpt_torch.model import lm_head_softmax
 
     vocab = model.config.vocab_size
     logits = [torch.randn(batch, t, vocab, device=device) for t in range(prompt, prompt + max_new)]
+    variants = {head: (head, True) for head in HEADS} | {"triton_out_of_place": ("triton", False)}
 
-    def sweep(head: str):
+    def sweep(head: str, overwrite: bool):
         def run():
-            for x in logits:
-                lm_head_softmax(x, head)
+            for x in logits:  # in place, x holds probabilities after the first sweep: the time is the same
+                lm_head_softmax(x, head, overwrite=overwrite)
 
         return run
 
     sweeps = bench.time_calls_taking_turns(
-        {head: sweep(head) for head in HEADS},
+        {name: sweep(*how) for name, how in variants.items()},
         calls=200 if device.type == "cuda" else 2,
         rounds=max(repeats, 3),
         synchronize=lambda: sync(device),
         warmup=1,  # a sweep plans every shape
     )
-    per_call = {head: [us / len(logits) for us in sweeps[head]] for head in HEADS}
+    per_call = {name: [us / len(logits) for us in sweeps[name]] for name in variants}
     row = {"batch": batch, "shapes": f"({batch}, {prompt}..{prompt + max_new - 1}, {vocab})"}
-    for head in HEADS:
-        row[head] = {"median_us_per_call": statistics.median(per_call[head]), "us_per_call": per_call[head]}
+    for name in variants:
+        row[name] = {"median_us_per_call": statistics.median(per_call[name]), "us_per_call": per_call[name]}
     row["paired_triton_over_torch"] = bench.paired_ratio(sweeps, "triton", "torch")
-    print(f"head alone batch {batch:3d}: triton {row['triton']['median_us_per_call']:.2f} us, "
+    row["paired_triton_out_of_place_over_torch"] = bench.paired_ratio(sweeps, "triton_out_of_place", "torch")
+    print(f"head alone batch {batch:3d}: triton {row['triton']['median_us_per_call']:.2f} us "
+          f"(out of place {row['triton_out_of_place']['median_us_per_call']:.2f}), "
           f"torch {row['torch']['median_us_per_call']:.2f} us, paired ratio {row['paired_triton_over_torch']:.3f}",
           file=sys.stderr)  # fmt: skip
     return row

@@ -29,9 +29,12 @@ from kernels_triton import (
     configs,
     launch,
     softmax,
+    softmax_,
     softmax_backward,
 )
 from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
+
+softmax_module = sys.modules["kernels_triton.softmax"]  # the name kernels_triton.softmax is the op
 
 # The interpreter evaluates masked-off lanes too (rows past M hold -inf - -inf), and numpy warns.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
@@ -214,6 +217,82 @@ def test_non_finite_rows_like_torch(config):
     torch.testing.assert_close(got, torch.softmax(x, -1), equal_nan=True)
 
 
+# --- in place: softmax_ ----------------------------------------------------------------------
+
+
+@given(
+    shape=st.lists(st.integers(1, 40), min_size=1, max_size=3),
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    config=st.sampled_from([None, SoftmaxConfig(8, 2)]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_in_place_matches_reference(shape, data, dtype, config, seed):
+    """x <- softmax(x): the same tensor back, right on a first call and on a repeated one
+    (the cached plan), for the one-pass and the looped kernels."""
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    for k in range(2):
+        x = _randn(shape, dtype, seed + k, 4.0)
+        expected = softmax_ref(x.cpu().double().numpy(), axis=dim)
+        address = x.data_ptr()
+        assert softmax_(x, dim, config=config) is x and x.data_ptr() == address
+        assert_close(x, expected, dtype)
+
+
+def test_in_place_views_write_only_the_view():
+    base = _randn((6, 12), torch.float32, 5, 3.0)
+    for make in (lambda t: t.transpose(0, 1), lambda t: t[1:, 3:], lambda t: t[:, ::2]):
+        b = base.clone()
+        view = make(b)
+        expected = softmax_ref(view.cpu().double().numpy(), axis=0)
+        outside = torch.ones_like(b, dtype=torch.bool)
+        make(outside).fill_(False)
+        assert softmax_(view, 0) is view
+        assert_close(view, expected, torch.float32)
+        assert torch.equal(b[outside], base[outside])
+
+
+def test_in_place_refuses_a_tensor_autograd_needs():
+    x = _randn((3, 5), torch.float32, 2).requires_grad_(True)
+    with pytest.raises(ValueError, match="x requires grad"):
+        softmax_(x)
+    with torch.no_grad():  # as torch's own in-place ops: allowed where autograd is off
+        expected = softmax_ref(x.detach().cpu().double().numpy())
+        assert_close(softmax_(x), expected, torch.float32)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        softmax_(np.ones((2, 3), np.float32))
+
+
+def test_in_place_never_takes_the_split_row_kernels(monkeypatch):
+    """The split-row kernels' fallback rereads a late peer's chunk, which in place a peer may
+    have overwritten: an in-place launch stays on the one-program-a-row kernels even where
+    an out-of-place one of the same shape would split its rows."""
+    split_calls = []
+
+    class FakeSplitRow:
+        @staticmethod
+        def forward(x, y):
+            split_calls.append(x.shape)
+            y.copy_(torch.softmax(x.float(), -1).to(y.dtype))
+
+    monkeypatch.setattr(launch, "split_row", FakeSplitRow)
+    monkeypatch.setattr(launch, "split_row_applies", lambda *args, **kwargs: True)
+    monkeypatch.setattr(launch, "_PLANS", {})  # plans made here are forgotten afterwards
+    monkeypatch.setattr(softmax_module, "_FORWARD", {})
+    monkeypatch.setattr(softmax_module, "_IN_PLACE", {})
+    x = _randn((3, 37), torch.float32, 9, 2.0)
+    softmax(x)
+    assert split_calls == [torch.Size([3, 37])]  # the out-of-place launch did split
+    expected = softmax_ref(x.cpu().double().numpy())
+    softmax_(x)
+    assert_close(x, expected, torch.float32)
+    x.copy_(_randn((3, 37), torch.float32, 10, 2.0))
+    expected = softmax_ref(x.cpu().double().numpy())
+    softmax_(x)  # the cached plan
+    assert_close(x, expected, torch.float32)
+    assert split_calls == [torch.Size([3, 37])]
+
+
 # --- errors ------------------------------------------------------------------------------
 
 
@@ -393,6 +472,21 @@ def test_gpu_benchmark_shapes(shape, dtype):
     assert_close(y[rows], y_ref, dtype)
     ys, dys = y[rows].cpu().double().numpy(), dy[rows].cpu().double().numpy()
     assert_close(dx[rows], softmax_backward_ref(ys, dys), dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_gpu_in_place_at_a_split_row_size(dtype):
+    """softmax_ at a shape whose out-of-place launch splits its rows: right in every row."""
+    m, n = 256, 262144
+    assert launch.split_row_applies("softmax_fwd", m, n, dtype, torch.device(DEVICE))
+    x = _randn((m, n), dtype, 17, 6.0)
+    expected = torch.softmax(x.float(), -1).to(dtype)
+    rows = slice(0, 8)
+    expected_rows = softmax_ref(x[rows].cpu().double().numpy())
+    assert softmax_(x) is x
+    assert_close(x[rows], expected_rows, dtype)
+    torch.testing.assert_close(x.float(), expected.float(), **tolerance(dtype))
 
 
 @pytest.mark.gpu

@@ -37,23 +37,28 @@ def test_triton_head_matches_the_cpu_path(models, B, T, seed):
 
 
 def test_triton_kernel_is_what_runs_on_cuda(models, monkeypatch):
-    """The CUDA forward goes through kernels_triton.softmax (counted), the CPU one does not."""
+    """The CUDA forward goes through kernels_triton (counted): in place over the logits
+    without gradients, out of place with them; the CPU forward does not."""
     import kernels_triton
-    from minigpt_torch import model as model_module
 
     calls = []
-    real = kernels_triton.softmax
-    monkeypatch.setattr(
-        kernels_triton, "softmax", lambda x, dim=-1: calls.append(x.shape) or real(x, dim=dim)
-    )
-    # The model imports kernels_triton.softmax once and keeps it: forget it so the next call
-    # imports the counting one (monkeypatch restores the kept function afterwards).
-    monkeypatch.setattr(model_module, "_triton_softmax_fn", None)
+    for name in ("softmax", "softmax_"):  # with gradients and without (in place)
+        real = getattr(kernels_triton, name)
+        monkeypatch.setattr(
+            kernels_triton,
+            name,
+            lambda x, dim=-1, real=real, name=name: calls.append((name, x.shape)) or real(x, dim),
+        )
     cpu, cuda = models
     with torch.no_grad():
         cuda(example_inputs().cuda())
         cpu(example_inputs())
-    assert calls == [torch.Size([2, 16, cpu.config.vocab_size])]
+    shape = torch.Size([2, 16, cpu.config.vocab_size])
+    assert calls == [("softmax_", shape)]
+    assert any(p.requires_grad for p in cuda.parameters())
+    cuda(example_inputs().cuda()).sum().backward()
+    assert calls == [("softmax_", shape), ("softmax", shape)]
+    cuda.zero_grad(set_to_none=True)
 
 
 @pytest.mark.parametrize("use_triton", [True, False])

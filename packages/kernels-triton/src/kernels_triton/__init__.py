@@ -10,8 +10,8 @@ except _metadata.PackageNotFoundError:  # imported from a source tree with no in
 
 from kernels_triton import launch as _launch
 from kernels_triton.configs import SoftmaxConfig
-from kernels_triton.softmax import SoftmaxDimError, autotune_picks, softmax, softmax_backward
+from kernels_triton.softmax import SoftmaxDimError, autotune_picks, softmax, softmax_, softmax_backward
 
-__all__ = ["SoftmaxConfig", "SoftmaxDimError", "autotune_picks", "softmax", "softmax_backward"]
+__all__ = ["SoftmaxConfig", "SoftmaxDimError", "autotune_picks", "softmax", "softmax_", "softmax_backward"]
 
 _launch.warm_up_in_background()

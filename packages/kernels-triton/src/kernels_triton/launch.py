@@ -131,7 +131,7 @@ def launch(
     name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None = None
 ) -> Plan:
     """Launch kernel `name` on 2D (M, N) tensors with unit column stride, inputs first, the
-    output last; returns the plan it launched with."""
+    output last (which may be one of the inputs: in place); returns the plan it launched with."""
     key = (
         name,
         m,
@@ -141,6 +141,7 @@ def launch(
         tensors[0].get_device(),
         *[t.stride(0) for t in tensors],
         *[t.data_ptr() % 16 == 0 for t in tensors],
+        in_place(tensors),
     )
     plan = _PLANS.get(key)
     if plan is None:
@@ -153,11 +154,20 @@ def launch(
     return plan
 
 
+def in_place(tensors: list[torch.Tensor]) -> bool:
+    """Whether the output (last) is one of the inputs: the same memory, as softmax_ passes it."""
+    out = tensors[-1].data_ptr()
+    return any(t.data_ptr() == out for t in tensors[:-1])
+
+
 def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None) -> Plan:
     """Plan a launch on tensors like these (and launch it once, which compiles), then
     return the plan for the next launch on tensors with the same key."""
     x = tensors[0]
-    if split_row_applies(name, m, n, x.dtype, x.device):
+    # In place, the split-row kernels could read what a peer has already written: their
+    # fallback rereads a late peer's chunk from memory. The kernels below read every element
+    # of a row before they write it, and no program reads another's row.
+    if not in_place(tensors) and split_row_applies(name, m, n, x.dtype, x.device):
         split = split_row.forward if name == "softmax_fwd" else split_row.backward
         split(*(t if t.dim() == 2 else t.view(m, n) for t in tensors))
         return lambda *ts: split(*(t if t.dim() == 2 else t.view(m, n) for t in ts))

@@ -68,6 +68,7 @@ def _from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor
 # backward the same for y plus dy's shape, dtype, device and alignment.
 _FORWARD: dict[tuple, launch.Plan] = {}
 _BACKWARD: dict[tuple, launch.Plan] = {}
+_IN_PLACE: dict[tuple, launch.Plan] = {}  # softmax_, keyed as _FORWARD
 
 
 def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None, run: bool = True) -> torch.Tensor:
@@ -186,6 +187,46 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     if x.requires_grad and torch.is_grad_enabled():
         return _Softmax.apply(x, dim, config, None)
     return _forward(x, dim, config)
+
+
+def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
+    """softmax in place: x <- softmax(x, dim); returns x.
+
+    For a tensor nobody reads again, such as an LM head's logits while sampling: there is no
+    output to allocate, which from Python is a good part of a short call's host time. Not
+    differentiable (x must not require grad). Tensors of 64 MiB and more run on the
+    one-program-a-row kernels, which read a row twice, not on the split-row ones (launch.py).
+    A layout other than contiguous rows along dim is computed out of place and copied back.
+    """
+    if (
+        not torch.compiler.is_compiling()
+        and type(x) is torch.Tensor
+        and type(dim) is int
+        and x.is_contiguous()
+        and not x.requires_grad
+    ):
+        plan = _IN_PLACE.get((x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
+        if plan is not None:  # this key passed the checks below before
+            plan(x, x)
+            return x
+    dim = _check(x, dim, "x")
+    if x.requires_grad and torch.is_grad_enabled():
+        raise ValueError(
+            "x requires grad, and softmax_ overwrites it; use softmax, which autograd can follow"
+        )
+    if torch.compiler.is_compiling():
+        if config is not None:
+            raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
+        return x.copy_(_softmax_op(x, dim))
+    if dim != x.dim() - 1 or not x.is_contiguous():
+        return x.copy_(_forward(x, dim, config))
+    if x.numel():
+        n = x.shape[-1]
+        rows = x.view(-1, n)
+        plan = launch.launch("softmax_fwd", [rows, rows], x.numel() // n, n, config)
+        for d in (dim, dim - x.dim()):
+            _remember(_IN_PLACE, (x.shape, d, x.dtype, x.get_device(), x.data_ptr() % 16, config), plan)
+    return x
 
 
 def softmax_backward(

@@ -35,7 +35,7 @@ from minigpt_np.train import TrainConfig
 
 from minigpt_torch import weights
 from minigpt_torch.adapter import TorchLM
-from minigpt_torch.model import _triton_softmax
+from minigpt_torch.model import _triton_module
 from minigpt_torch.train import train
 
 DEVICE_HELP = "cpu, cuda or cuda:N (default cpu)"
@@ -88,7 +88,7 @@ def softmax_in_use(args) -> str:
     """What the LM head runs: the choice made, or what "auto" picks for this device."""
     if args.lm_head_softmax:
         return args.lm_head_softmax
-    return "triton" if torch.device(args.device).type == "cuda" and _triton_softmax() is not None else "torch"
+    return "triton" if torch.device(args.device).type == "cuda" and _triton_module() is not None else "torch"
 
 
 def torch_model(args, path: str | None):

@@ -73,33 +73,33 @@ class Block(nn.Module):
 
 
 SOFTMAX_IMPLS = ("auto", "triton", "torch")
-_triton_softmax_fn = None  # kernels_triton.softmax once imported; False once found missing
+_kernels_triton = None  # the kernels_triton module once imported; False once found missing
 
 
-def _triton_softmax(required: bool = False):
-    """kernels_triton.softmax, imported once (an import statement costs about a microsecond a
-    call: as much as the rest of the head's host work differs between the two softmaxes).
-    Where it cannot be imported: ImportError if `required`, else None with one warning per
-    process, and the model runs with torch's softmax everywhere."""
-    global _triton_softmax_fn
-    if _triton_softmax_fn is None or (required and _triton_softmax_fn is False):
+def _triton_module(required: bool = False):
+    """kernels_triton, imported once (an import statement costs about a microsecond a call:
+    as much as the rest of the head's host work differs between the two softmaxes). Where it
+    cannot be imported: ImportError if `required`, else None with one warning per process,
+    and the model runs with torch's softmax everywhere."""
+    global _kernels_triton
+    if _kernels_triton is None or (required and _kernels_triton is False):
         try:
-            from kernels_triton import softmax
+            import kernels_triton
         except ImportError as exc:
             if required:
                 raise
-            if _triton_softmax_fn is None:
+            if _kernels_triton is None:
                 warnings.warn(
                     f"kernels_triton is not importable ({exc}); the LM head uses torch's softmax",
                     stacklevel=3,
                 )
-            _triton_softmax_fn = False
+            _kernels_triton = False
             return None
-        _triton_softmax_fn = softmax
-    return _triton_softmax_fn or None
+        _kernels_triton = kernels_triton
+    return _kernels_triton or None
 
 
-def lm_head_softmax(logits: torch.Tensor, impl: str = "auto") -> torch.Tensor:
+def lm_head_softmax(logits: torch.Tensor, impl: str = "auto", *, overwrite: bool = False) -> torch.Tensor:
     """softmax over the vocabulary.
 
     - "auto": kernels_triton.softmax for CUDA tensors of the dtypes it takes (imported only
@@ -108,16 +108,26 @@ def lm_head_softmax(logits: torch.Tensor, impl: str = "auto") -> torch.Tensor:
     - "triton": kernels_triton.softmax on any device it runs on (on the CPU only under
       Triton's interpreter, TRITON_INTERPRET=1); ImportError when it is not installed;
     - "torch": F.softmax.
+
+    overwrite: `logits` is a temporary the caller does not read again, so the Triton head
+    writes the probabilities over it (kernels_triton.softmax_) rather than allocating them,
+    unless autograd needs it.
     """
     if impl == "triton":
-        return _triton_softmax(required=True)(logits, -1)
+        return _triton_head(_triton_module(required=True), logits, overwrite)
     if impl == "auto" and logits.is_cuda and logits.dtype in TRITON_SOFTMAX_DTYPES:
-        softmax = _triton_softmax()
-        if softmax is not None:
-            return softmax(logits, -1)
+        kernels_triton = _triton_module()
+        if kernels_triton is not None:
+            return _triton_head(kernels_triton, logits, overwrite)
     elif impl not in SOFTMAX_IMPLS:
         raise ValueError(f"impl must be one of {SOFTMAX_IMPLS}, got {impl!r}")
     return F.softmax(logits, dim=-1)
+
+
+def _triton_head(kernels_triton, logits: torch.Tensor, overwrite: bool) -> torch.Tensor:
+    if overwrite and not logits.requires_grad:
+        return kernels_triton.softmax_(logits, -1)
+    return kernels_triton.softmax(logits, -1)
 
 
 class GrammarMiniGPT(nn.Module):
@@ -147,7 +157,7 @@ class GrammarMiniGPT(nn.Module):
         logits = self.logits(idx)
         if targets is not None:
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-        return lm_head_softmax(logits, self.softmax_impl)
+        return lm_head_softmax(logits, self.softmax_impl, overwrite=True)
 
     @property
     def use_triton_softmax(self) -> bool:
