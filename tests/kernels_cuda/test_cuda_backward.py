@@ -35,17 +35,19 @@ FLT_MAX = float(np.finfo(np.float32).max)
     aligned=st.booleans(),
     device=st.sampled_from(sorted(DEVICES)),
     variant=st.sampled_from(bw.VARIANTS),
+    same_offsets=st.booleans(),
 )
 def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
-    M, N, dtype, aligned, device, variant
+    M, N, dtype, aligned, device, variant, same_offsets
 ):
     vec = sm.full_vec(dtype) if aligned and N % sm.full_vec(dtype) == 0 else 1
+    same_offsets = same_offsets or vec > 1  # whole packs always share their offsets
     dev = DEVICES[device]
     if variant == "fused" and N > bw.fused_capacity(vec):
         with pytest.raises(ValueError, match="fused kernel holds rows of at most"):
-            bw.plan(variant, M, N, dtype, vec, dev)
+            bw.plan(variant, M, N, dtype, vec, dev, None, same_offsets)
         return
-    launch = bw.plan(variant, M, N, dtype, vec, dev)
+    launch = bw.plan(variant, M, N, dtype, vec, dev, None, same_offsets)
     spec, c = launch.spec, dict(launch.spec.constants)
     assert spec in BACKWARD_SPECS and spec.dtype == dtype and spec.min_cc <= dev.cc
     assert 1 <= launch.block <= 1024 and 1 <= launch.grid <= sm.MAX_GRID
@@ -55,12 +57,15 @@ def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
         assert launch.block == c["TPR"] * c["RPB"] and launch.grid * c["RPB"] >= min(M, sm.MAX_GRID)
     elif spec.kernel == "softmax_backward_cluster":
         (chunk,) = launch.extra
-        assert vec == sm.full_vec(dtype) and chunk % vec == 0 and spec.cluster * chunk >= N
+        assert (vec == sm.full_vec(dtype) or same_offsets) and dict(spec.constants)["VEC"] == sm.full_vec(
+            dtype
+        )
+        assert chunk % sm.full_vec(dtype) == 0 and spec.cluster * chunk >= N
         assert launch.shared_mem == 2 * chunk * size <= dev.max_shared_per_block - 1024
         assert launch.grid % spec.cluster == 0
     else:
         assert spec.kernel == "softmax_backward_twopass" and c["VEC"] == vec and launch.shared_mem == 0
-    if variant == "auto" and dev.cc >= 90 and vec > 1 and N * size > bw.AUTO.fused_max_row_bytes:
+    if variant == "auto" and dev.cc >= 90 and same_offsets and N * size > bw.AUTO.fused_max_row_bytes:
         if 2 * math.ceil(N / 16) * size <= dev.max_shared_per_block - 1024:
             assert spec.kernel == "softmax_backward_cluster"
 
@@ -83,6 +88,20 @@ def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster):
     a100 = bw.plan("auto", M, N, dtype, sm.full_vec(dtype), sm.A100).spec.kernel
     fits = N <= bw.fused_capacity(sm.full_vec(dtype))
     assert a100 == ("softmax_backward_fused" if fits else "softmax_backward_twopass")
+
+
+def test_long_odd_rows_take_the_cluster_kernel_where_y_dy_and_dx_share_offsets():
+    """64 rows of 50257 (a GPT-2 vocabulary): not whole 16-byte packs, but fresh y, dy and dx
+    share each row's offset, so the cluster kernel takes them instead of one block a row."""
+    for dtype, cluster in (("float32", 8), ("bfloat16", 4)):
+        launch = bw.plan("auto", 64, 50257, dtype, 1, sm.H100, None, True)
+        assert launch.spec.kernel == "softmax_backward_cluster" and launch.spec.cluster == cluster
+        assert launch.grid == 64 * cluster
+        assert bw.plan("auto", 64, 50257, dtype, 1, sm.H100).spec.kernel == "softmax_backward_twopass"
+        assert (
+            bw.plan("auto", 64, 50257, dtype, 1, sm.A100, None, True).spec.kernel
+            == "softmax_backward_twopass"
+        )
 
 
 def test_every_backward_spec_compiles_offline_without_spills(tmp_path, monkeypatch):
@@ -254,6 +273,32 @@ def test_backward_cluster_every_size(dtype, n, cluster_chunk_kb):
     finally:
         bw.AUTO, bw._dense_calls = old, cached
     _assert_backward(dx, y, dy, -1, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n", [(64, 50257), (3, 40001), (1, 100_003), (5, 16385), (2, 65537), (4, 7)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_backward_cluster_rows_that_are_not_whole_16_byte_packs(m, n, dtype):
+    """Odd rows on the cluster kernel, with the row's largest probabilities in its first and last
+    elements (the head and the tail, summed element by element on the cluster's last block)."""
+    torch = _torch()
+    logits = torch.randn(m, n, device="cuda") * 2.0
+    logits[:, 0] = logits[:, -1] = 12.0
+    y = torch.softmax(logits, dim=-1).to(_dtype(dtype))
+    dy = torch.randn(m, n, device="cuda").to(_dtype(dtype))
+    dy[:, 0], dy[:, -1] = 3.0, -2.0
+    launch = bw.plan("cluster", m, n, dtype, 1, sm._device(0), bw.AUTO, True)
+    assert launch.spec.kernel == "softmax_backward_cluster"
+    with arrays.poison_outputs():
+        dx = bw.softmax_backward(y, dy, variant="cluster")
+    _assert_backward(dx, y, dy, -1, dtype)
+    offset_y, offset_dy = y.new_zeros(m, n + 1)[:, 1:], dy.new_zeros(m, n + 1)[:, 1:]
+    offset_y.copy_(y)
+    offset_dy.copy_(dy)  # one element past a 16-byte boundary, a fresh dx on one: not the cluster
+    with arrays.poison_outputs():
+        _assert_backward(
+            bw.softmax_backward(offset_y, offset_dy, variant="cluster"), offset_y, offset_dy, -1, dtype
+        )
 
 
 @pytest.mark.gpu

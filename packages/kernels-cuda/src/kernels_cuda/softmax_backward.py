@@ -117,12 +117,15 @@ def cluster_spec(dtype: str, cluster: int) -> Spec:
 
 
 def plan_cluster(
-    M: int, N: int, dtype: str, vec: int, device: sm.Device, cfg: BackwardConfig
+    M: int, N: int, dtype: str, vec: int, device: sm.Device, cfg: BackwardConfig, same_offsets: bool = False
 ) -> sm.Launch | None:
-    """None without clusters, for rows that are not whole 16-byte packs, or past the largest
-    cluster's shared memory (two arrays per block)."""
-    if device.cc < 90 or vec != sm.full_vec(dtype):
+    """None without clusters, past the largest cluster's shared memory (two arrays per block), or
+    for rows that are not whole 16-byte packs unless y's, dy's and dx's rows share their offsets
+    (`softmax_variants.offsets_match`): the kernel moves each row's aligned body in bulk and the
+    few elements around it one at a time, one split for all three arrays."""
+    if device.cc < 90 or not (vec == sm.full_vec(dtype) or same_offsets):
         return None
+    vec = sm.full_vec(dtype)  # chunks are whole packs of the body
     size = arrays.ITEMSIZE[dtype]
     sizes = [c for c in sm.CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
     chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
@@ -143,9 +146,18 @@ def plan_cluster(
 
 
 def plan(
-    variant: str, M: int, N: int, dtype: str, vec: int, device: sm.Device, cfg: BackwardConfig | None = None
+    variant: str,
+    M: int,
+    N: int,
+    dtype: str,
+    vec: int,
+    device: sm.Device,
+    cfg: BackwardConfig | None = None,
+    same_offsets: bool = False,
 ) -> sm.Launch:
-    """The launch for one (M, N) problem; vec from `softmax_variants.pack_width` over y, dy, dx."""
+    """The launch for one (M, N) problem; vec from `softmax_variants.pack_width` over y, dy, dx,
+    same_offsets whether their rows share offsets from a 16-byte boundary (it matters only where
+    vec is 1: whole packs always share them)."""
     cfg = cfg or AUTO
     twopass = sm.Launch(twopass_spec(dtype, vec), grid=min(M, sm.MAX_GRID), block=TWOPASS_THREADS)
     if variant == "fused":
@@ -159,14 +171,15 @@ def plan(
     if variant == "twopass":
         return twopass
     if variant == "cluster":
-        return plan_cluster(M, N, dtype, vec, device, cfg) or twopass
+        return plan_cluster(M, N, dtype, vec, device, cfg, same_offsets) or twopass
     if variant == "auto":
         size = arrays.ITEMSIZE[dtype]
         if N * size <= cfg.fused_max_row_bytes or device.cc < 90:
             launch = plan_fused(M, N, dtype, vec, cfg)
             if launch is not None:
                 return launch
-        return plan_cluster(M, N, dtype, vec, device, cfg) or plan_fused(M, N, dtype, vec, cfg) or twopass
+        cluster = plan_cluster(M, N, dtype, vec, device, cfg, same_offsets)
+        return cluster or plan_fused(M, N, dtype, vec, cfg) or twopass
     raise ValueError(f"softmax_backward: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
@@ -279,8 +292,12 @@ def _softmax_backward(y, dy, dim, variant):
         (rows_y.ptr, rows_dy.ptr, rows_dx.ptr),
         (rows_y.row_stride, rows_dy.row_stride, rows_dx.row_stride),
     )
-    launch = _plan(variant, rows_y.M, rows_y.N, dtype, vec, sm._device(device_id), AUTO)
     strides = (rows_y.row_stride, rows_dy.row_stride, rows_dx.row_stride)
+    same_offsets = all(
+        sm.offsets_match(dtype, (rows_y.ptr, rows.ptr), (rows_y.row_stride, rows.row_stride))
+        for rows in (rows_dy, rows_dx)
+    )
+    launch = _plan(variant, rows_y.M, rows_y.N, dtype, vec, sm._device(device_id), AUTO, same_offsets)
     run = _packed(launch, device_id, rows_y.M, rows_y.N, strides)
     run(ops.stream(y), rows_y.ptr, rows_dy.ptr, rows_dx.ptr)
     if ops is arrays._TorchOps and d == last and strides == (rows_y.N,) * 3 and dim.__class__ is int:

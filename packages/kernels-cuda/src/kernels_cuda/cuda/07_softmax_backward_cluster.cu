@@ -2,7 +2,7 @@
 //
 // dx = y * (dy - sum(y * dy)), each row split over the C blocks of a cluster as in the forward
 // cluster kernel (04): block `rank` owns the contiguous chunk of `chunk` elements starting at
-// rank * chunk. Its chunk of y and its chunk of dy arrive in dynamic shared memory by two bulk
+// rank * chunk of the row's 16-byte-aligned body (below). Its chunk of y and its chunk of dy arrive in dynamic shared memory by two bulk
 // copies (TMA) that complete one mbarrier phase together; the block sums y * dy over the chunk;
 // the C partial sums are exchanged through distributed shared memory (a cluster barrier, then
 // warp 0 of every block reads each block's sum with mapa + ld.shared::cluster); then each block
@@ -10,14 +10,23 @@
 // for rows up to C * ~113 KB per array. Two sum slots alternate by row, so one cluster barrier
 // per row suffices (as in 04).
 //
+// Rows need not be whole 16-byte packs (an odd N such as a 50257-token vocabulary): as in 04, a
+// row is its head (the elements before its first 16-byte boundary), its aligned body and its tail,
+// the head and the tail fewer than VEC elements each. The body is split into chunks and moved in
+// bulk; the last block of the cluster also takes the head and the tail, one element per thread,
+// added to its sum like its chunk. The host sends only layouts whose y, dy and dx rows sit at the
+// same offset from a 16-byte boundary, row for row, so one split serves both reads and the write.
+//
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
-// KL_VEC (elements per 16-byte pack; divides N and chunk: rows must be 16-byte aligned).
+// KL_VEC (elements per 16-byte pack; divides chunk).
 #include "common.cuh"
 
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC;
 constexpr int WARPS = THREADS / 32;
+constexpr int PACK_BYTES = static_cast<int>(sizeof(Pack<VEC>));
 static_assert(C <= 32, "warp 0 reads one block's sum per lane");
-static_assert(Pack<VEC>::BYTES == 16, "bulk copies move whole 16-byte packs");
+static_assert(PACK_BYTES == 16, "bulk copies move whole 16-byte packs");
+static_assert(2 * (VEC - 1) <= THREADS, "one thread per element of the head and the tail");
 
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     softmax_backward_cluster(const elem_t* __restrict__ y, const elem_t* __restrict__ dy, elem_t* __restrict__ dx,
@@ -25,31 +34,50 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   extern __shared__ __align__(16) unsigned char smem[];
   const Pack<VEC>* held_y = reinterpret_cast<const Pack<VEC>*>(smem);  // chunk elements of y, then of dy
   const Pack<VEC>* held_dy = held_y + chunk / VEC;
-  __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier: one phase per row
+  __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier: one phase per row's copies
   __shared__ float warp_dots[WARPS];
   __shared__ float block_dot[2];  // this block's sum for the cluster to read; alternates by row
   __shared__ float row_dot;
 
   const unsigned rank = cluster_rank();
-  const int begin = static_cast<int>(rank) * chunk;
-  const int packs = max(0, min(chunk, N - begin)) / VEC;  // 0 for a block past the row's end
-  const unsigned bytes = static_cast<unsigned>(packs) * sizeof(Pack<VEC>);
+  const bool takes_edges = rank == C - 1;  // the block that also handles the head and the tail
+  const int chunk_packs = chunk / VEC;
+  const int first_pack = static_cast<int>(rank) * chunk_packs;  // of the body, this block's first
   if (threadIdx.x == 0) mbarrier_init(&chunk_landed);
   __syncthreads();
-  int parity = 0;
+  int copy_parity = 0;  // chunk_landed's phase parity; flips with each row's copies (a body may miss a block)
+  int slot = 0;
 
   // Every block of a cluster runs the same rows, so the cluster barriers below always match up.
-  for (i64 row = cluster_index(); row < M; row += cluster_count(), parity ^= 1) {
-    if (bytes) {
-      if (threadIdx.x == 0) {
-        bulk_expect(&chunk_landed, 2 * bytes);
-        bulk_copy(smem, y + row * y_stride + begin, bytes, &chunk_landed);
-        bulk_copy(smem + static_cast<size_t>(chunk) * sizeof(elem_t), dy + row * dy_stride + begin, bytes,
-                  &chunk_landed);
-      }
-      mbarrier_wait(&chunk_landed, parity);
+  for (i64 row = cluster_index(); row < M; row += cluster_count(), slot ^= 1) {
+    const elem_t* yr = y + row * y_stride;
+    const elem_t* dyr = dy + row * dy_stride;
+    elem_t* dxr = dx + row * dx_stride;
+    // Head, body and tail of this row (every thread computes the same split).
+    const int misaligned = static_cast<int>(reinterpret_cast<unsigned long long>(yr) % PACK_BYTES);
+    const int head = min(N, (PACK_BYTES - misaligned) % PACK_BYTES / static_cast<int>(sizeof(elem_t)));
+    const int body_packs = (N - head) / VEC;
+    const int tail = N - head - body_packs * VEC;
+    const int packs = max(0, min(chunk_packs, body_packs - first_pack));  // 0 past the body's end
+    const int begin = head + first_pack * VEC;
+    const unsigned bytes = static_cast<unsigned>(packs) * PACK_BYTES;
+
+    if (packs && threadIdx.x == 0) {
+      bulk_expect(&chunk_landed, 2 * bytes);
+      bulk_copy(smem, yr + begin, bytes, &chunk_landed);
+      bulk_copy(smem + static_cast<size_t>(chunk) * sizeof(elem_t), dyr + begin, bytes, &chunk_landed);
     }
-    float dot = 0.f;
+    // Edge element e: the head's element e, or the tail's element e - head (loaded while the copies fly).
+    const int edge = static_cast<int>(threadIdx.x);
+    const bool has_edge = takes_edges && edge < head + tail;
+    const int edge_col = edge < head ? edge : N - tail + (edge - head);
+    const float edge_y = has_edge ? elem(load_pack<1>(yr + edge_col), 0) : 0.f;
+    const float edge_dy = has_edge ? elem(load_pack<1>(dyr + edge_col), 0) : 0.f;
+    float dot = edge_y * edge_dy;
+    if (packs) {
+      mbarrier_wait(&chunk_landed, copy_parity);
+      copy_parity ^= 1;
+    }
 #pragma unroll 4
     for (int p = threadIdx.x; p < packs; p += THREADS) {
       const Pack<VEC> a = held_y[p], b = held_dy[p];
@@ -57,10 +85,10 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       for (int k = 0; k < VEC; ++k) dot = fmaf(elem(a, k), elem(b, k), dot);
     }
     dot = block_sum_to_warp0<WARPS>(dot, warp_dots);
-    if (threadIdx.x == 0) block_dot[parity] = dot;
+    if (threadIdx.x == 0) block_dot[slot] = dot;
     cluster_sync();
     if (threadIdx.x < 32) {
-      float r = threadIdx.x < C ? dsmem_load_f32(dsmem_address(&block_dot[parity], threadIdx.x)) : 0.f;
+      float r = threadIdx.x < C ? dsmem_load_f32(dsmem_address(&block_dot[slot], threadIdx.x)) : 0.f;
       r = warp_sum<32>(r);
       if (threadIdx.x == 0) row_dot = r;
     }
@@ -69,12 +97,13 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     if (last_row) cluster_arrive_relaxed();  // done with the other blocks' shared memory
     const float d = row_dot;
 
-    elem_t* dxr = dx + row * dx_stride + begin;
+    elem_t* dxb = dxr + begin;  // dx's row has y's head (the host checks), so its body is aligned too
 #pragma unroll 4
     for (int p = threadIdx.x; p < packs; p += THREADS) {
       const Pack<VEC> a = held_y[p], b = held_dy[p];
-      store_pack<VEC>(dxr + p * VEC, make_pack<VEC>([&](int k) { return elem(a, k) * (elem(b, k) - d); }));
+      store_pack<VEC>(dxb + p * VEC, make_pack<VEC>([&](int k) { return elem(a, k) * (elem(b, k) - d); }));
     }
+    if (has_edge) store_pack<1>(dxr + edge_col, make_pack<1>([&](int) { return edge_y * (edge_dy - d); }));
     __syncthreads();  // every read of the chunk (and of row_dot) is done before the next row's copies
   }
   if (cluster_index() >= M) cluster_arrive_relaxed();  // a cluster with no row (not launched by the host)
