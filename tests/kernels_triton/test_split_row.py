@@ -484,6 +484,31 @@ def test_gpu_cuda_graph_replays():
 
 
 @pytest.mark.gpu
+def test_gpu_public_op_on_split_rows_on_a_second_stream():
+    """A plan made on one stream launches the compiled kernel directly with that stream's
+    exchange buffer; called on another stream it must not use that buffer (it goes through
+    the JIT, which finds the other stream's): both streams busy at once, both right."""
+    from kernels_triton import launch, softmax
+
+    m, n = 256, 65536
+    assert launch.split_row_applies("softmax_fwd", m, n, torch.float32, torch.device(DEVICE))
+    x = _randn((m, n), torch.float32, 31, 6.0)
+    expected = softmax_ref(x.cpu().double().numpy())
+    assert_close(softmax(x), expected, torch.float32)  # planned on the default stream
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    outs = []
+    with torch.cuda.stream(side):
+        for _ in range(8):
+            outs.append(softmax(x))
+    for _ in range(8):
+        outs.append(softmax(x))
+    torch.cuda.synchronize()
+    for y in outs:
+        assert_close(y, expected, torch.float32)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1024, 131072), (256, 262144)])
 def test_gpu_public_op_takes_the_split_path(shape, dtype):

@@ -92,6 +92,42 @@ def test_other_launchers_and_versions_keep_tritons_own_call():
     assert launch.c_launch_layout(fake_launcher([]), version="4.0.0") is None
 
 
+@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
+def test_a_split_row_plan_launches_directly_on_its_own_stream_only(no_driver_needed, monkeypatch):
+    """After one launch through the JIT (split_row.compiled_launch), a split-row plan calls the
+    compiled kernel's C launch with the arguments compiled_launch gave, while the current stream
+    is the one whose exchange buffer they name; on another stream it goes through the JIT."""
+    record, jit_calls = [], []
+    compiled = Compiled(fake_launcher(record))
+    rest = (0xABC0, 3, 5000, 5000, 5000, 2, 2, 4096, 4096, 4, True, 65536, 1024, False)
+
+    class SplitRow:  # compiled_launch launches once through the JIT and returns what a plan needs
+        @staticmethod
+        def compiled_launch(direction, tensors):
+            jit_calls.append((direction, len(tensors)))
+            return compiled, (4, 1, 1), rest, 77
+
+        @staticmethod
+        def forward(x2d, y2d):
+            jit_calls.append(("fwd", 2))
+
+    monkeypatch.setattr(launch, "split_row", SplitRow)
+    current_stream = [77]
+    monkeypatch.setattr(
+        torch._C, "_cuda_getCurrentRawStream", lambda device: current_stream[0], raising=False
+    )
+    x, y = torch.empty(3, 5000), torch.empty(3, 5000)
+    plan = launch.split_row_plan("softmax_fwd", [x, y], 3, 5000)
+    assert jit_calls == [("fwd", 2)] and record == []
+    plan(x, y)  # the stream it was planned on: the C launch
+    assert len(record) == 1 and jit_calls == [("fwd", 2)]
+    args = record[0][-1] if VERSION != "3.6" else record[0][-len(rest) - 2 :]  # a tuple last from 3.9
+    assert record[0][:4] == (4, 1, 1, 77) and tuple(args) == (x.data_ptr(), y.data_ptr(), *rest)
+    current_stream[0] = 78
+    plan(x, y)  # another stream: through the JIT, which finds that stream's buffer
+    assert len(record) == 1 and jit_calls == [("fwd", 2), ("fwd", 2)]
+
+
 def test_the_warm_up_thread_does_tritons_once_per_process_work(monkeypatch):
     from triton.runtime.cache import triton_key
 

@@ -611,19 +611,21 @@ def _new_plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig, 
 
 
 def _run(direction, tensors, config, spin_limit):
+    """Launch through Triton's JIT; returns (the compiled kernel, the plan, the arguments after
+    the tensors: the scratch buffer first)."""
     plan = _plan(direction, tensors, config, spin_limit)
     M, N = tensors[0].shape
     scratch = _scratch(tensors[0].device)
     strides = [t.stride(0) for t in tensors]
+    args = (scratch, M, N, *strides, plan.groups, plan.split, scratch.numel())
     try:
-        plan.kernel[(plan.groups * plan.split,)](
-            *tensors, scratch, M, N, *strides, plan.groups, plan.split, scratch.numel(), **plan.meta
-        )
+        compiled = plan.kernel[(plan.groups * plan.split,)](*tensors, *args, **plan.meta)
     except BaseException:
         # A launch that stopped part way (the interpreter raising inside a program) leaves the
         # finished-programs counter mid-count: the next launch on this stream gets a fresh buffer.
         _SCRATCH.pop(next((k for k, v in _SCRATCH.items() if v is scratch), None), None)
         raise
+    return compiled, plan, args
 
 
 def _check(tensors: dict[str, torch.Tensor]) -> None:
@@ -684,6 +686,26 @@ def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: b
     return n_cols > own_limit or n_rows < dev.sms
 
 
+def compiled_launch(direction: str, tensors: list[torch.Tensor]):
+    """Launch `direction` ("fwd": x2d, y2d; "bwd": y2d, dy2d, dx2d) at the default config, as
+    forward/backward do, and return what a launch of the same compiled kernel needs on tensors
+    of the same shape, row strides, dtype and alignment: (compiled kernel, grid, the arguments
+    after the tensors' pointers in the kernel's parameter order, constexprs included, and the
+    stream whose scratch buffer those arguments name). kernels_triton's launch plans call it
+    once and then launch directly, with no trip through the JIT. None under the interpreter."""
+    names = ("x2d", "y2d") if direction == "fwd" else ("y2d", "dy2d", "dx2d")
+    named = dict(zip(names, tensors, strict=True))
+    _check(named)
+    _check_not_overlapping(names[-1], tensors[-1], dict(zip(names[:-1], tensors[:-1])))
+    compiled, plan, args = _run(direction, tensors, None, None)
+    if INTERPRET or compiled is None:
+        return None
+    scratch = args[0]
+    constexprs = [plan.meta[name] for name in plan.kernel.arg_names[len(tensors) + len(args) :]]
+    stream = torch.cuda.current_stream(tensors[0].device).cuda_stream
+    return compiled, (plan.groups * plan.split, 1, 1), (scratch.data_ptr(), *args[1:], *constexprs), stream
+
+
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, *, config=None, spin_limit=None) -> None:
     """y2d = softmax(x2d, dim=-1), written into y2d; x2d and y2d are 2-D, unit column stride,
     same shape and dtype (fp32, fp16 or bf16; arithmetic in fp32), not overlapping."""
@@ -703,4 +725,4 @@ def backward(
         _run("bwd", [y2d, dy2d, dx2d], config, spin_limit)
 
 
-__all__ = ["SplitConfig", "applies", "backward", "fallback_count", "forward"]
+__all__ = ["SplitConfig", "applies", "backward", "compiled_launch", "fallback_count", "forward"]
