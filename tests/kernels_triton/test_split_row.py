@@ -510,7 +510,7 @@ def test_gpu_public_op_on_split_rows_on_a_second_stream():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("shape", [(1024, 131072), (256, 262144)])
+@pytest.mark.parametrize("shape", [(1024, 131072), (256, 262144), (64, 50257), (8, 128257), (1, 262144)])
 def test_gpu_public_op_takes_the_split_path(shape, dtype):
     """kernels_triton.softmax and its autograd backward send these shapes to split_row and
     agree with float64 (first rows) and with torch (all rows)."""

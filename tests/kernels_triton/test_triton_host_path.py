@@ -128,6 +128,24 @@ def test_a_split_row_plan_launches_directly_on_its_own_stream_only(no_driver_nee
     assert len(record) == 1 and jit_calls == [("fwd", 2), ("fwd", 2)]
 
 
+def test_which_launches_split_their_rows(monkeypatch):
+    """Where split_row.applies() takes a shape, the split-row kernels run it from 64 MiB up, and
+    below that only for rows past 32768 elements (one program a row was faster up to there)."""
+
+    class SplitRow:
+        applies = staticmethod(lambda m, n, dtype, device, backward=False: True)
+
+    monkeypatch.setattr(launch, "split_row", SplitRow)
+    cuda, bf16 = torch.device("cuda"), torch.bfloat16
+    assert launch.split_row_applies("softmax_fwd", 8, 128257, bf16, cuda)  # 2 MiB, long rows
+    assert launch.split_row_applies("softmax_bwd", 1, 32769, bf16, cuda)
+    assert not launch.split_row_applies("softmax_fwd", 64, 32768, bf16, cuda)  # 4 MiB, rows of 32768
+    assert launch.split_row_applies("softmax_bwd", 4096, 32768, torch.float32, cuda)  # 512 MiB
+    assert not launch.split_row_applies("softmax_fwd", 8, 128257, bf16, torch.device("cpu"))
+    SplitRow.applies = staticmethod(lambda *args, **kwargs: False)
+    assert not launch.split_row_applies("softmax_fwd", 8, 128257, bf16, cuda)
+
+
 def test_the_warm_up_thread_does_tritons_once_per_process_work(monkeypatch):
     from triton.runtime.cache import triton_key
 

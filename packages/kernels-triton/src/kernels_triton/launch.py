@@ -68,7 +68,12 @@ USED: dict[tuple, dict] = {}
 split_row = _split_row_module
 
 
+# Below SPLIT_ROW_MIN_BYTES, only rows longer than SPLIT_ROW_SMALL_MIN_COLS go to the split-row
+# kernels (where split_row.applies() takes them: few rows, or rows past 32768): on an H100, one
+# program a row was faster up to rows of 32768 elements, the split-row kernels 1.1-4.4x faster
+# past them, down to a single row (measurements/2026-11-25-h100/split-row-direct/).
 SPLIT_ROW_MIN_BYTES = 64 * 1024 * 1024
+SPLIT_ROW_SMALL_MIN_COLS = 32768
 
 
 def split_row_applies(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> bool:
@@ -76,13 +81,10 @@ def split_row_applies(name: str, m: int, n: int, dtype: torch.dtype, device: tor
     instead of one program per row (decided once per plan)."""
     # On CUDA only: under the CPU interpreter the exchange waits out every late peer, so the
     # one-program-a-row kernels stay the tested CPU path (split_row has its own CPU tests).
-    # Only for tensors of SPLIT_ROW_MIN_BYTES or more: a split-row launch goes through the
-    # JIT's binder and costs tens of microseconds of host time, which only a kernel that
-    # runs longer than that hides (measurements/2026-11-25-h100/final-3/calltime_triton.json).
     return (
         split_row is not None
         and device.type == "cuda"
-        and m * n * dtype.itemsize >= SPLIT_ROW_MIN_BYTES
+        and (m * n * dtype.itemsize >= SPLIT_ROW_MIN_BYTES or n > SPLIT_ROW_SMALL_MIN_COLS)
         and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
     )
 

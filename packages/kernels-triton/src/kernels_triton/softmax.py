@@ -194,8 +194,9 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
 
     For a tensor nobody reads again, such as an LM head's logits while sampling: there is no
     output to allocate, which from Python is a good part of a short call's host time. Not
-    differentiable (x must not require grad). Tensors of 64 MiB and more run on the
-    one-program-a-row kernels, which read a row twice, not on the split-row ones (launch.py).
+    differentiable (x must not require grad). Launches the split-row kernels would take (long
+    or few rows: launch.split_row_applies) run on the one-program-a-row kernels instead, which
+    read a row twice (launch.py says why).
     A layout other than contiguous rows along dim is computed out of place and copied back.
     """
     if (
