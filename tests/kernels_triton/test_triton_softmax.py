@@ -501,6 +501,8 @@ def test_gpu_unseen_row_length_launches_without_timing(monkeypatch, tmp_path):
     for n in (777, 50257, 70001):
         x = _randn((100, n), torch.bfloat16, n)
         assert_close(softmax(x), softmax_ref(x.cpu().double().numpy()), torch.bfloat16)
+        if launch.split_row_applies("softmax_fwd", 100, n, x.dtype, x.device):
+            continue  # rows past 32768: the split-row kernels, which take no picks
         used = [p for p in autotune_picks()["used"] if p["kernel"] == "softmax_fwd" and p["N"] == n]
         assert used and used[0]["source"] in ("committed", "heuristic")
     configs.forget()

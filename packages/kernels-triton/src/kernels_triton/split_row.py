@@ -13,11 +13,10 @@ merges the SPLIT partials itself, with the rescaling rule
 
     M = max_j m_j,   S = sum_j s_j * exp(m_j - M)      (a chunk of all -inf adds 0)
 
-and writes y = exp(x - M) / S = e * exp(m - M) / S, where e = exp(x - m) is what it
-already computed for its own s. So x is read once and y written once: 2 * N * size
-bytes a row, the least there is. (A looped single-program softmax reads a row twice,
-because one program's registers cannot hold a row of 131072 fp32 values; SPLIT
-programs on different SMs can.)
+and writes y = exp(x - M) / S from the x it still holds. So x is read once and y written
+once: 2 * N * size bytes a row, the least there is. (A looped single-program softmax reads
+a row twice, because one program's registers cannot hold a row of 131072 fp32 values;
+SPLIT programs on different SMs can.)
 
 Rows come in waves: the grid is persistent, G groups of SPLIT programs, and group g
 takes rows g, g + G, g + 2G, ...; G is chosen so that every program fits on the GPU at
@@ -308,7 +307,7 @@ def _split_fwd_kernel(
             x_ahead = _load_ahead(x_ptr, row + n_groups, x_row_stride, M, cols, N, float("-inf"), NEEDS_MASK)
         else:
             x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
-        m, e, s = _max_sum(x)
+        m, _, s = _max_sum(x)
         words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, m, tag)
         _publish(words + 2 * part + 1, s, tag)
@@ -335,12 +334,12 @@ def _split_fwd_kernel(
                     s_all = tl.where(lanes == j, s_j, s_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
         m_row, s_row = _merge(m_all, s_all)
-        # y = exp(x - M) / S = e * exp(m - M) / S; a chunk of all -inf has e = 0 and writes 0,
-        # a row of all -inf (M = -inf) writes NaN, as torch does
-        scale = tl.where(m == float("-inf"), 0.0, tl.exp2((m - m_row) * LOG2E) / s_row)
-        scale = tl.where(m_row == float("-inf"), float("nan"), scale)
+        # y = exp(x - M) / S from x itself, not e * exp(m - M) / S from the chunk's own e: one
+        # rounded exponential an element, as F.softmax has, where the product had two (the
+        # error grew by a few units in the last place on rows whose maximum is in another
+        # chunk). An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, as torch.
         y_row = y_ptr + row * y_row_stride
-        _store_chunk(y_row, cols, N, e * scale, NEEDS_MASK)
+        _store_chunk(y_row, cols, N, tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row), NEEDS_MASK)
     _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
 
 
