@@ -13,8 +13,9 @@ merges the SPLIT partials itself, with the rescaling rule
 
     M = max_j m_j,   S = sum_j s_j * exp(m_j - M)      (a chunk of all -inf adds 0)
 
-and writes y = exp(x - M) / S from the x it still holds. So x is read once and y written
-once: 2 * N * size bytes a row, the least there is. (A looped single-program softmax reads
+and writes y = exp(x - M) / S (in fp32 from the x it still holds; see the kernel for the
+other cases). So x is read once and y written once: 2 * N * size bytes a row, the least
+there is. (A looped single-program softmax reads
 a row twice, because one program's registers cannot hold a row of 131072 fp32 values;
 SPLIT programs on different SMs can.)
 
@@ -307,7 +308,7 @@ def _split_fwd_kernel(
             x_ahead = _load_ahead(x_ptr, row + n_groups, x_row_stride, M, cols, N, float("-inf"), NEEDS_MASK)
         else:
             x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
-        m, _, s = _max_sum(x)
+        m, e, s = _max_sum(x)
         words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, m, tag)
         _publish(words + 2 * part + 1, s, tag)
@@ -334,12 +335,22 @@ def _split_fwd_kernel(
                     s_all = tl.where(lanes == j, s_j, s_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
         m_row, s_row = _merge(m_all, s_all)
-        # y = exp(x - M) / S from x itself, not e * exp(m - M) / S from the chunk's own e: one
-        # rounded exponential an element, as F.softmax has, where the product had two (the
-        # error grew by a few units in the last place on rows whose maximum is in another
-        # chunk). An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, as torch.
-        y_row = y_ptr + row * y_row_stride
-        _store_chunk(y_row, cols, N, tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row), NEEDS_MASK)
+        if x_ptr.dtype.element_ty == tl.float32 and not PREFETCH:
+            # fp32: y = exp(x - M) / S from the x the program holds, one rounded exponential
+            # an element as in F.softmax (e * exp(m - M) / S below has two, and erred by up to
+            # 5 ulp at 1024x131072 where torch erred by 3.5). An -inf element writes 0; a row
+            # of all -inf (M = -inf) writes NaN, as torch does.
+            y_row = y_ptr + row * y_row_stride
+            _store_chunk(y_row, cols, N, tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row), NEEDS_MASK)
+        else:
+            # 16-bit outputs round far above that difference. With PREFETCH the form above ran
+            # 1.2-1.6x slower on an H100 (not understood; same registers offline), so the
+            # chunk's own e is rescaled: y = e * exp(m - M) / S; a chunk of all -inf has e = 0
+            # and writes 0, a row of all -inf writes NaN.
+            scale = tl.where(m == float("-inf"), 0.0, tl.exp2((m - m_row) * LOG2E) / s_row)
+            scale = tl.where(m_row == float("-inf"), float("nan"), scale)
+            y_row = y_ptr + row * y_row_stride
+            _store_chunk(y_row, cols, N, e * scale, NEEDS_MASK)
     _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
 
 
