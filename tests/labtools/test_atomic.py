@@ -20,3 +20,18 @@ def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path):
         raise RuntimeError("killed mid-write")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_new_files_get_the_mode_open_gives(tmp_path):
+    """Not mkstemp's 0600: a report or manifest is as readable as any file its writer makes."""
+    import os
+
+    old = os.umask(0o027)
+    try:
+        atomic_write_text(tmp_path / "report.md", "text")
+        with open(tmp_path / "plain.md", "w") as f:
+            f.write("text")
+    finally:
+        os.umask(old)
+    mode = (tmp_path / "report.md").stat().st_mode & 0o777
+    assert mode == (tmp_path / "plain.md").stat().st_mode & 0o777 == 0o640

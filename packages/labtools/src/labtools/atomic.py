@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,9 +22,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     exception the temporary file is removed and ``path`` is left as it was.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = _new_file_beside(path)
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as f:
@@ -46,6 +44,19 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
     """Write ``text`` to ``path`` atomically."""
     atomic_write_bytes(path, text.encode(encoding))
+
+
+def _new_file_beside(path: Path) -> Path:
+    """A new empty file ``.<name>.<random>.tmp`` in ``path``'s folder, created as open() creates
+    files (mode 0o666 less the umask; tempfile.mkstemp's would be 0o600, readable by its owner
+    only), never one that already exists (O_EXCL)."""
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
 
 
 def _fsync_dir(folder: Path) -> None:
