@@ -60,22 +60,17 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   for (i64 row = cluster_index(); row < M; row += cluster_count(), slot ^= 1) {
     const elem_t* xr = x + row * x_stride;
     elem_t* yr = y + row * y_stride;
-    // Head, body and tail of this row. The head depends on where the row starts (rows of odd
-    // length start at every offset in turn); every thread computes the same split.
-    const int misaligned = static_cast<int>(reinterpret_cast<unsigned long long>(xr) % PACK_BYTES);
-    const int head = min(N, (PACK_BYTES - misaligned) % PACK_BYTES / static_cast<int>(sizeof(elem_t)));
-    const int body_packs = (N - head) / VEC;
-    const int tail = N - head - body_packs * VEC;
-    const int packs = max(0, min(chunk_packs, body_packs - first_pack));  // 0 past the body's end
+    const RowParts<VEC> parts = row_parts<VEC>(xr, N);  // head, body and tail of this row
+    const int head = parts.head, tail = parts.tail;
+    const int packs = max(0, min(chunk_packs, parts.body_packs - first_pack));  // 0 past the body's end
 
     // DRAM -> shared memory (in flight while the edge elements load), then the pair of the chunk.
     if (packs && threadIdx.x == 0) {
       bulk_load(smem, xr + head + first_pack * VEC, static_cast<unsigned>(packs) * PACK_BYTES, &chunk_landed);
     }
-    // Edge element e: the head's element e, or the tail's element e - head.
-    const int edge = static_cast<int>(threadIdx.x);
+    const int edge = static_cast<int>(threadIdx.x);  // this thread's edge element, if any
     const bool has_edge = takes_edges && edge < head + tail;
-    const int edge_col = edge < head ? edge : N - tail + (edge - head);
+    const int edge_col = parts.edge_col(edge, N);
     const Pack<1> edge_value = has_edge ? load_pack<1>(xr + edge_col) : neg_inf_pack<1>();
     Stats t = stats_empty();
     if (has_edge) t = stats_add<1>(t, edge_value);

@@ -53,12 +53,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const elem_t* yr = y + row * y_stride;
     const elem_t* dyr = dy + row * dy_stride;
     elem_t* dxr = dx + row * dx_stride;
-    // Head, body and tail of this row (every thread computes the same split).
-    const int misaligned = static_cast<int>(reinterpret_cast<unsigned long long>(yr) % PACK_BYTES);
-    const int head = min(N, (PACK_BYTES - misaligned) % PACK_BYTES / static_cast<int>(sizeof(elem_t)));
-    const int body_packs = (N - head) / VEC;
-    const int tail = N - head - body_packs * VEC;
-    const int packs = max(0, min(chunk_packs, body_packs - first_pack));  // 0 past the body's end
+    const RowParts<VEC> parts = row_parts<VEC>(yr, N);  // head, body and tail of this row
+    const int head = parts.head, tail = parts.tail;
+    const int packs = max(0, min(chunk_packs, parts.body_packs - first_pack));  // 0 past the body's end
     const int begin = head + first_pack * VEC;
     const unsigned bytes = static_cast<unsigned>(packs) * PACK_BYTES;
 
@@ -67,10 +64,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       bulk_copy(smem, yr + begin, bytes, &chunk_landed);
       bulk_copy(smem + static_cast<size_t>(chunk) * sizeof(elem_t), dyr + begin, bytes, &chunk_landed);
     }
-    // Edge element e: the head's element e, or the tail's element e - head (loaded while the copies fly).
-    const int edge = static_cast<int>(threadIdx.x);
+    const int edge = static_cast<int>(threadIdx.x);  // this thread's edge element, loaded while the copies fly
     const bool has_edge = takes_edges && edge < head + tail;
-    const int edge_col = edge < head ? edge : N - tail + (edge - head);
+    const int edge_col = parts.edge_col(edge, N);
     const float edge_y = has_edge ? elem(load_pack<1>(yr + edge_col), 0) : 0.f;
     const float edge_dy = has_edge ? elem(load_pack<1>(dyr + edge_col), 0) : 0.f;
     float dot = edge_y * edge_dy;

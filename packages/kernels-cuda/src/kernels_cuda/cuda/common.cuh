@@ -348,6 +348,24 @@ __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned 
         : "memory");
   } while (!done);
 }
+// ---- rows moved in bulk: head, aligned body, tail (04, 07) -------------------------------------
+// A row of N elements that starts anywhere: its head (the elements before its first 16-byte
+// boundary), its body of whole 16-byte packs, and its tail (what is left), the head and the tail
+// fewer than VEC elements each. Bulk copies move the body; the head and the tail go one element a
+// thread. The split depends on where the row starts (rows of odd length start at every offset in
+// turn); every thread computes the same one.
+template <int VEC> struct RowParts {
+  int head, body_packs, tail;
+  // Edge element e (0 <= e < head + tail): the head's element e, or the tail's element e - head.
+  __device__ __forceinline__ int edge_col(int e, int N) const { return e < head ? e : N - tail + (e - head); }
+};
+template <int VEC> __device__ __forceinline__ RowParts<VEC> row_parts(const elem_t* row, int N) {
+  constexpr int PACK_BYTES = static_cast<int>(sizeof(Pack<VEC>));
+  const int misaligned = static_cast<int>(reinterpret_cast<unsigned long long>(row) % PACK_BYTES);
+  const int head = min(N, (PACK_BYTES - misaligned) % PACK_BYTES / static_cast<int>(sizeof(elem_t)));
+  const int body_packs = (N - head) / VEC;
+  return {head, body_packs, N - head - body_packs * VEC};
+}
 
 __device__ __forceinline__ Stats dsmem_load_stats(unsigned address) {
   Stats t;
