@@ -19,8 +19,10 @@ two decodes of a pair see the same host speed, which drifts by more than the hea
 Tokens per second of a head: its tokens / its wall time over a repeat (CUDA synchronized
 after each decode), median over repeats. The paired ratio: the median over all pairs of the
 two decodes' tokens/s ratio, with its quartiles. The LM-head softmax alone is timed too
-(`head_alone`), per call on the logits shapes a decode passes it: the head's share of a
-step, which the decode figures cannot resolve. JSON out (stdout, or --out written
+(`head_alone`), per call on the logits shapes a decode passes it, back to back, and within a
+decode (`head_in_decode`: each step's host time split into the model up to the logits, the
+head and the wait at `.cpu()`), where the rest of the forward runs between two heads: the
+head's share of a step, which the decode figures cannot resolve. JSON out (stdout, or --out written
 atomically) with GPU name, versions, date and command.
 
     python3 scripts/minigpt_tokens_per_second.py --out tokens_per_second.json          # CUDA
@@ -196,7 +198,9 @@ def measure(args) -> dict:
                   f"same tokens {same}", file=sys.stderr)  # fmt: skip
     heads = [head_call_us(model, batch, all_prompts.shape[1], max_new, device, args.repeats)
              for batch in args.batch_sizes]  # fmt: skip
-    return {"results": results, "head_alone": heads, "max_new_tokens": max_new,
+    in_decode = [head_in_decode_us(model, all_prompts[:batch], max_new, device, args.repeats)
+                 for batch in args.batch_sizes]  # fmt: skip
+    return {"results": results, "head_alone": heads, "head_in_decode": in_decode, "max_new_tokens": max_new,
             "prompt_tokens": int(all_prompts.shape[1])}  # fmt: skip
 
 
@@ -237,6 +241,59 @@ def head_call_us(model, batch: int, prompt: int, max_new: int, device, repeats: 
           f"(out of place {row['triton_out_of_place']['median_us_per_call']:.2f}), "
           f"torch {row['torch']['median_us_per_call']:.2f} us, paired ratio {row['paired_triton_over_torch']:.3f}",
           file=sys.stderr)  # fmt: skip
+    return row
+
+
+@torch.no_grad()
+def head_in_decode_us(model, prompt_ids: np.ndarray, max_new: int, device, repeats: int) -> dict:
+    """A greedy decode as `generate` runs it, each step split into host time: the model up to
+    the logits, the LM-head softmax (as the forward calls it), and the wait for the next-token
+    probabilities at `.cpu()`. The heads take turns decode by decode, in alternating order. The
+    head here runs after the rest of the forward, with the caches holding that other work, as in
+    real use: what `head_alone`'s back-to-back calls cannot show."""
+    from minigpt_torch.model import lm_head_softmax
+
+    parts = ("rest", "head", "wait")
+    times = {head: {part: [] for part in parts} for head in HEADS}
+
+    def decode(head: str) -> dict:
+        idx = torch.from_numpy(prompt_ids).to(device)
+        spent = dict.fromkeys(parts, 0.0)
+        for _ in range(max_new):
+            t0 = time.perf_counter()
+            logits = model.logits(idx[:, -model.config.block_size :])
+            t1 = time.perf_counter()
+            probs = lm_head_softmax(logits, head, overwrite=True)[:, -1]
+            t2 = time.perf_counter()
+            nxt = probs.cpu().argmax(-1, keepdim=True)
+            t3 = time.perf_counter()
+            spent["rest"], spent["head"], spent["wait"] = (
+                spent["rest"] + t1 - t0,
+                spent["head"] + t2 - t1,
+                spent["wait"] + t3 - t2,
+            )
+            idx = torch.cat([idx, nxt.to(device)], dim=1)
+        return {part: v / max_new * 1e6 for part, v in spent.items()}
+
+    decodes = max(4 * repeats, 40) if device.type == "cuda" else 2
+    for r in range(decodes + 2):  # two untimed rounds: every shape planned
+        for head in HEADS if r % 2 == 0 else HEADS[::-1]:
+            us = decode(head)
+            if r >= 2:
+                for part in parts:
+                    times[head][part].append(us[part])
+    row = {"batch": len(prompt_ids), "steps": max_new, "decodes": decodes}
+    for head in HEADS:
+        row[head] = {f"median_{part}_us": statistics.median(times[head][part]) for part in parts}
+    for part in ("head", "step"):
+        per = {head: times[head][part] if part != "step" else [sum(v) for v in zip(*times[head].values())]
+               for head in HEADS}  # fmt: skip
+        row[f"paired_{part}_triton_over_torch"] = statistics.median(
+            a / b for a, b in zip(per["triton"], per["torch"])
+        )
+    print(f"head in decode batch {row['batch']:3d}: triton {row['triton']['median_head_us']:.2f} us, "
+          f"torch {row['torch']['median_head_us']:.2f} us a step (paired {row['paired_head_triton_over_torch']:.3f}); "
+          f"whole step paired {row['paired_step_triton_over_torch']:.3f}", file=sys.stderr)  # fmt: skip
     return row
 
 

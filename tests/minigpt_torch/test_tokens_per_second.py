@@ -29,6 +29,13 @@ def test_cpu_smoke_run_writes_the_report(tmp_path):
         assert row["triton_over_torch"] == pytest.approx(
             row["triton"]["median_tokens_per_s"] / row["torch"]["median_tokens_per_s"]
         )
+    (alone,) = report["head_alone"]
+    (in_decode,) = report["head_in_decode"]
+    assert alone["batch"] == in_decode["batch"] == 1 and in_decode["steps"] == 3
+    for head in ("triton", "torch"):
+        assert alone[head]["median_us_per_call"] > 0
+        assert all(in_decode[head][f"median_{part}_us"] > 0 for part in ("rest", "head", "wait"))
+    assert in_decode["paired_head_triton_over_torch"] > 0 and in_decode["paired_step_triton_over_torch"] > 0
 
 
 def test_bad_arguments_exit_2():
