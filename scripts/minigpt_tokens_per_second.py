@@ -267,11 +267,8 @@ def head_in_decode_us(model, prompt_ids: np.ndarray, max_new: int, device, repea
             t2 = time.perf_counter()
             nxt = probs.cpu().argmax(-1, keepdim=True)
             t3 = time.perf_counter()
-            spent["rest"], spent["head"], spent["wait"] = (
-                spent["rest"] + t1 - t0,
-                spent["head"] + t2 - t1,
-                spent["wait"] + t3 - t2,
-            )
+            for part, seconds in zip(parts, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+                spent[part] += seconds
             idx = torch.cat([idx, nxt.to(device)], dim=1)
         return {part: v / max_new * 1e6 for part, v in spent.items()}
 

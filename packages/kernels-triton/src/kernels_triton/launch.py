@@ -64,7 +64,8 @@ _COMPILED: dict[tuple, object] = {}
 USED: dict[tuple, dict] = {}
 
 # The split-row kernels: applies(n_rows, n_cols, dtype, device, *, backward) -> bool,
-# forward(x2d, y2d) and backward(y2d, dy2d, dx2d). A module attribute so a test can swap it.
+# forward(x2d, y2d), backward(y2d, dy2d, dx2d) and compiled_launch(direction, tensors). A
+# module attribute so a test can swap it.
 split_row = _split_row_module
 
 
@@ -231,13 +232,10 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
     def through_jit(*ts):
         split(*as_rows(ts))
 
-    compiled_launch = getattr(split_row, "compiled_launch", None)  # a test's stand-in may lack it
     if _warm_up_thread is not None:  # the first launch goes through the JIT: as in make_plan
         _warm_up_thread.join()
-    launched = None if compiled_launch is None else compiled_launch(name[-3:], as_rows(tensors))
-    if launched is None:
-        if compiled_launch is None:
-            through_jit(*tensors)
+    launched = split_row.compiled_launch(name[-3:], as_rows(tensors))
+    if launched is None:  # under the interpreter: launched, but no compiled kernel to reuse
         return through_jit
     compiled, program_grid, rest, planned_stream = launched
     device_index = tensors[0].get_device()

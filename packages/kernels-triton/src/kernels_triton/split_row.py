@@ -15,9 +15,8 @@ merges the SPLIT partials itself, with the rescaling rule
 
 and writes y = exp(x - M) / S (in fp32 from the x it still holds; see the kernel for the
 other cases). So x is read once and y written once: 2 * N * size bytes a row, the least
-there is. (A looped single-program softmax reads
-a row twice, because one program's registers cannot hold a row of 131072 fp32 values;
-SPLIT programs on different SMs can.)
+there is. (A looped single-program softmax reads a row twice, because one program's
+registers cannot hold a row of 131072 fp32 values; SPLIT programs on different SMs can.)
 
 Rows come in waves: the grid is persistent, G groups of SPLIT programs, and group g
 takes rows g, g + G, g + 2G, ...; G is chosen so that every program fits on the GPU at
@@ -696,20 +695,32 @@ def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: b
     return n_cols > own_limit or n_rows < dev.sms
 
 
+_NAMES = {"fwd": ("x2d", "y2d"), "bwd": ("y2d", "dy2d", "dx2d")}
+
+
+def _checked_run(direction: str, tensors: list[torch.Tensor], config, spin_limit):
+    """Check the tensors (named as forward/backward name them) and launch; what _run returns,
+    or None for empty tensors (nothing to launch)."""
+    names = _NAMES[direction]
+    _check(dict(zip(names, tensors, strict=True)))
+    if not tensors[0].numel():
+        return None
+    _check_not_overlapping(names[-1], tensors[-1], dict(zip(names[:-1], tensors[:-1])))
+    return _run(direction, tensors, config, spin_limit)
+
+
 def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     """Launch `direction` ("fwd": x2d, y2d; "bwd": y2d, dy2d, dx2d) at the default config, as
     forward/backward do, and return what a launch of the same compiled kernel needs on tensors
     of the same shape, row strides, dtype and alignment: (compiled kernel, grid, the arguments
     after the tensors' pointers in the kernel's parameter order, constexprs included, and the
     stream whose scratch buffer those arguments name). kernels_triton's launch plans call it
-    once and then launch directly, with no trip through the JIT. None under the interpreter."""
-    names = ("x2d", "y2d") if direction == "fwd" else ("y2d", "dy2d", "dx2d")
-    named = dict(zip(names, tensors, strict=True))
-    _check(named)
-    _check_not_overlapping(names[-1], tensors[-1], dict(zip(names[:-1], tensors[:-1])))
-    compiled, plan, args = _run(direction, tensors, None, None)
-    if INTERPRET or compiled is None:
+    once and then launch directly, with no trip through the JIT. None under the interpreter
+    (or for empty tensors)."""
+    ran = _checked_run(direction, tensors, None, None)
+    if ran is None or INTERPRET or ran[0] is None:
         return None
+    compiled, plan, args = ran
     scratch = args[0]
     constexprs = [plan.meta[name] for name in plan.kernel.arg_names[len(tensors) + len(args) :]]
     stream = torch.cuda.current_stream(tensors[0].device).cuda_stream
@@ -719,20 +730,14 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, *, config=None, spin_limit=None) -> None:
     """y2d = softmax(x2d, dim=-1), written into y2d; x2d and y2d are 2-D, unit column stride,
     same shape and dtype (fp32, fp16 or bf16; arithmetic in fp32), not overlapping."""
-    _check({"x2d": x2d, "y2d": y2d})
-    if x2d.numel():
-        _check_not_overlapping("y2d", y2d, {"x2d": x2d})
-        _run("fwd", [x2d, y2d], config, spin_limit)
+    _checked_run("fwd", [x2d, y2d], config, spin_limit)
 
 
 def backward(
     y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, *, config=None, spin_limit=None
 ) -> None:
     """dx2d = y2d * (dy2d - sum(y2d * dy2d, dim=-1)), written into dx2d (as forward)."""
-    _check({"y2d": y2d, "dy2d": dy2d, "dx2d": dx2d})
-    if y2d.numel():
-        _check_not_overlapping("dx2d", dx2d, {"y2d": y2d, "dy2d": dy2d})
-        _run("bwd", [y2d, dy2d, dx2d], config, spin_limit)
+    _checked_run("bwd", [y2d, dy2d, dx2d], config, spin_limit)
 
 
 __all__ = ["SplitConfig", "applies", "backward", "compiled_launch", "fallback_count", "forward"]
