@@ -176,6 +176,22 @@ def test_adversarial_rows_like_torch_and_float64(n):
     assert_close(y[finite], softmax_ref(x[finite].cpu().double().numpy()), torch.float32)
 
 
+def test_compensated_sums_on_adversarial_rows():
+    """SplitConfig(compensated=True), the fp32 forward's default on a GPU (the interpreter runs it
+    only here: its custom reductions go an element at a time): the same softmax as the plain sums,
+    rows with the max last, huge, -inf chunks, one-hot, all -inf, +inf and NaN included."""
+    x = adversarial_rows(2048)[[1, 3, 5, 6, 7, 8, 9]]
+    config = sr.SplitConfig(512, 4, compensated=True)
+    y = run_forward(x, config)
+    torch.testing.assert_close(y.cpu(), torch.softmax(x.double(), -1).float().cpu(), equal_nan=True)
+    finite = ~torch.softmax(x.cpu(), -1).isnan().any(-1)
+    assert_close(y[finite], softmax_ref(x[finite].cpu().double().numpy()), torch.float32)
+    assert sr._plan("fwd", [x, y], config, None).meta["COMPENSATED"]
+    assert sr._plan("fwd", [x, y], None, None).meta["COMPENSATED"] == (DEVICE == "cuda")
+    assert not sr._plan("fwd", [x.half(), y.half()], None, None).meta["COMPENSATED"]
+    assert "COMPENSATED" not in sr._plan("bwd", [x, x, y], None, None).meta
+
+
 def test_error_no_worse_than_torch():
     """fp32: the error against float64, ||y - ref|| / ||ref|| per row, within F.softmax's
     on the same input (up to rounding noise), for rows whose max is last, huge or repeated."""

@@ -268,6 +268,46 @@ def test_profile_command():
     assert target[1:] == ["-m", "labtools.ncu", "launch", "cuda.v3_fused", "16384x4096", "float32"]
 
 
+def test_cases_are_every_accepted_combination_in_order():
+    from labtools import registry
+
+    names = [i.name for i in registry.implementations() if i.op == "softmax"][:2]
+    shapes, dtypes = ((4, 8), (2, 16)), ("float32", "float64")
+    got = ncu.cases(",".join(names), "4x8,2x16", "float32,float64")
+    expected = [
+        (n, s, d) for n in names for s in shapes for d in dtypes if registry.get(n).accepts(s, d)
+    ]  # fmt: skip
+    assert got and got == expected
+
+
+def test_label_cases_splits_the_profiles_at_the_markers():
+    def k(i, name):
+        return ncu.KernelProfile(str(i), name)
+
+    case_list = [("a", (4, 8), "float32"), ("b", (2, 16), "bfloat16")]
+    kernels = [
+        k(0, "at::cuda::spin_kernel(long)"),
+        k(1, "fwd"),
+        k(2, "spin_kernel"),
+        k(3, "bwd1"),
+        k(4, "bwd2"),
+    ]
+    labelled = ncu.label_cases(kernels, case_list)
+    assert [(x.name, x.info["case"]) for x in labelled] == [
+        ("fwd", "a 4x8 float32"),
+        ("bwd1", "b 2x16 bfloat16"),
+        ("bwd2", "b 2x16 bfloat16"),
+    ]
+    assert "a 4x8 float32: fwd" in ncu.format_table(labelled)
+    # markers that do not match the cases: nothing is labelled or dropped
+    for unmatched in (
+        [k(0, "spin_kernel"), k(1, "x")],
+        [k(0, "x"), k(1, "spin_kernel"), k(2, "spin_kernel")],
+    ):
+        assert ncu.label_cases(unmatched, case_list) == unmatched
+        assert not any("case" in x.info for x in unmatched)
+
+
 def test_profile_without_ncu_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="not found on PATH"):
         ncu.profile(["true"], tmp_path, ncu.NcuConfig(ncu="ncu-is-not-installed-here"))
@@ -297,9 +337,18 @@ def test_lab_ncu_profiles_a_registered_implementation(tmp_path, capsys):
 
     if shutil.which("ncu") is None:
         pytest.skip("ncu is not on PATH")
-    assert main(["ncu", "--impl", "torch.softmax.cuda", "--shape", "16384x4096", "--out", str(tmp_path)]) == 0
+    args = ["--shape", "16384x4096", "--dtype", "float32,bfloat16", "--out", str(tmp_path)]
+    assert main(["ncu", "--impl", "torch.softmax.cuda", *args]) == 0
     out = capsys.readouterr().out
     assert "bound" in out or "under-utilized" in out
-    kernels = ncu.parse_csv((tmp_path / "ncu_details.csv").read_text())
-    assert len(kernels) == 1  # only the profiled launch, not the warm-up or the input generation
-    assert kernels[0].duration_us > 0 and kernels[0].dram_pct is not None and kernels[0].stalls
+    assert "torch.softmax.cuda 16384x4096 bfloat16: " in out
+    raw = ncu.parse_csv((tmp_path / "ncu_details.csv").read_text())
+    kernels = ncu.label_cases(raw, ncu.cases("torch.softmax.cuda", "16384x4096", "float32,bfloat16"))
+    # only the profiled launches, not the warm-up or the input generation; markers dropped
+    assert len(raw) == 4 and len(kernels) == 2
+    assert [k.info["case"] for k in kernels] == [
+        "torch.softmax.cuda 16384x4096 float32",
+        "torch.softmax.cuda 16384x4096 bfloat16",
+    ]
+    for k in kernels:
+        assert k.duration_us > 0 and k.dram_pct is not None and k.stalls

@@ -110,20 +110,26 @@ class SplitConfig:
     """chunk: elements one program holds (a power of two); num_warps: warps a program;
     programs_per_sm: cap on resident programs an SM (None: the compiled kernel's occupancy);
     prefetch: load the chunk of the next row before exchanging the current one (None: the
-    dtype's entry in PREFETCH, and off for a launch that has one wave only)."""
+    dtype's entry in PREFETCH, and off for a launch that has one wave only);
+    compensated: the forward's sums carry their rounding errors (_sum; None: for fp32 on a
+    GPU, not under the interpreter, whose custom reductions run an element at a time in
+    Python, about 15 times slower; 16-bit outputs round far above the difference)."""
 
     chunk: int
     num_warps: int
     programs_per_sm: int | None = None
     prefetch: bool | None = None
+    compensated: bool | None = None
 
     def __post_init__(self):
         if self.chunk < 16 or self.chunk & (self.chunk - 1):
             raise ValueError(f"chunk must be a power of two >= 16, got {self.chunk}")
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
-        if self.prefetch is not None and not isinstance(self.prefetch, bool):
-            raise ValueError(f"prefetch must be None, False or True, got {self.prefetch!r}")
+        for name in ("prefetch", "compensated"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"{name} must be None, False or True, got {value!r}")
 
 
 # 64 fp32 values a thread in the forward (x), 32 + 32 in the backward (y and dy): the
@@ -197,16 +203,40 @@ def _shift(m):
 
 
 @triton.jit
-def _max_sum(x):
+def _two_sum(a, a_err, b, b_err):
+    """(a + a_err) + (b + b_err) as an fp32 sum and what its rounding lost (Knuth's TwoSum:
+    exact for any order of a and b, with no multiplication for the compiler to fuse)."""
+    s = a + b
+    b_part = s - a
+    a_part = s - b_part
+    return s, (a - a_part) + (b - b_part) + a_err + b_err
+
+
+@triton.jit
+def _sum(v, COMPENSATED: tl.constexpr):
+    """sum(v) over axis 0; COMPENSATED carries each addition's rounding error along (about
+    one rounding in all, where a plain fp32 sum rounds once per addition: a thread adds its
+    elements one after another, so the largest term meets dozens of roundings)."""
+    if COMPENSATED:
+        s, err = tl.reduce((v, tl.zeros_like(v)), 0, _two_sum)
+        return s + err
+    else:
+        return tl.sum(v, axis=0)
+
+
+@triton.jit
+def _max_sum(x, COMPENSATED: tl.constexpr):
     """A chunk's partial: m = max(x), e = exp(x - m), s = sum(e). The max is subtracted
     before scaling by log2(e), so huge finite inputs stay finite."""
     m = tl.max(x, axis=0)
     e = tl.exp2((x - _shift(m)) * LOG2E)
-    return m, e, tl.sum(e, axis=0)
+    return m, e, _sum(e, COMPENSATED)
 
 
 @triton.jit
-def _max_sum_from_memory(row_ptr, start, N, CHUNK: tl.constexpr, SUB: tl.constexpr):
+def _max_sum_from_memory(
+    row_ptr, start, N, CHUNK: tl.constexpr, SUB: tl.constexpr, COMPENSATED: tl.constexpr
+):
     """The partial of chunk [start, start + CHUNK) of a row, read from memory in SUB-wide
     tiles: what a program computes for a peer whose word did not come."""
     offs = tl.arange(0, SUB)
@@ -216,11 +246,16 @@ def _max_sum_from_memory(row_ptr, start, N, CHUNK: tl.constexpr, SUB: tl.constex
         x = tl.load(row_ptr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
         m = tl.maximum(m, tl.max(x, axis=0))
     s = tl.sum(tl.zeros([SUB], tl.float32), axis=0)
+    s_err = s
     for k in range(0, CHUNK, SUB):
         cols = start + k + offs
         x = tl.load(row_ptr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-        s += tl.sum(tl.exp2((x - _shift(m)) * LOG2E), axis=0)
-    return m, s
+        tile = _sum(tl.exp2((x - _shift(m)) * LOG2E), COMPENSATED)
+        if COMPENSATED:
+            s, s_err = _two_sum(s, s_err, tile, 0.0)
+        else:
+            s += tile
+    return m, s + s_err
 
 
 @triton.jit
@@ -237,11 +272,11 @@ def _dot_from_memory(y_row, dy_row, start, N, CHUNK: tl.constexpr, SUB: tl.const
 
 
 @triton.jit
-def _merge(m_all, s_all):
+def _merge(m_all, s_all, COMPENSATED: tl.constexpr):
     """(M, S) of a row from its chunks' (m_j, s_j), s_j taken relative to _shift(m_j)."""
     m_row = tl.max(m_all, axis=0)
     weight = tl.exp2((_shift(m_all) - m_row) * LOG2E)
-    return m_row, tl.sum(tl.where(m_all == float("-inf"), 0.0, s_all * weight), axis=0)
+    return m_row, _sum(tl.where(m_all == float("-inf"), 0.0, s_all * weight), COMPENSATED)
 
 
 @triton.jit
@@ -284,6 +319,7 @@ def _split_fwd_kernel(
     SPIN_LIMIT: tl.constexpr,
     FALLBACK_TILE: tl.constexpr,
     PREFETCH: tl.constexpr,
+    COMPENSATED: tl.constexpr,  # SplitConfig.compensated
 ):
     pid = tl.program_id(0)
     group = pid // split
@@ -307,7 +343,7 @@ def _split_fwd_kernel(
             x_ahead = _load_ahead(x_ptr, row + n_groups, x_row_stride, M, cols, N, float("-inf"), NEEDS_MASK)
         else:
             x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
-        m, e, s = _max_sum(x)
+        m, e, s = _max_sum(x, COMPENSATED)
         words = scratch_ptr + HEADER_TL + ((wave % 2) * n_programs + group * split) * 2
         _publish(words + 2 * part, m, tag)
         _publish(words + 2 * part + 1, s, tag)
@@ -329,11 +365,11 @@ def _split_fwd_kernel(
         if missing > 0:  # a peer is late: compute its partial from memory (see the module docstring)
             for j in range(split):
                 if tl.sum(tl.where(lanes == j, present.to(tl.int32), 0), axis=0) == 0:
-                    m_j, s_j = _max_sum_from_memory(x_row, j * CHUNK, N, CHUNK, FALLBACK_TILE)
+                    m_j, s_j = _max_sum_from_memory(x_row, j * CHUNK, N, CHUNK, FALLBACK_TILE, COMPENSATED)
                     m_all = tl.where(lanes == j, m_j, m_all)
                     s_all = tl.where(lanes == j, s_j, s_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
-        m_row, s_row = _merge(m_all, s_all)
+        m_row, s_row = _merge(m_all, s_all, COMPENSATED)
         if x_ptr.dtype.element_ty == tl.float32 and not PREFETCH:
             # fp32: y = exp(x - M) / S from the x the program holds, one rounded exponential
             # an element as in F.softmax (e * exp(m - M) / S below has two, and erred by up to
@@ -522,7 +558,7 @@ _PLANS: dict[tuple, _Plan] = {}
 _OCCUPANCY: dict[tuple, int] = {}
 
 
-def _meta(N: int, config: SplitConfig, spin_limit: int) -> dict:
+def _meta(N: int, config: SplitConfig, spin_limit: int, direction: str = "fwd") -> dict:
     split = _cdiv(N, config.chunk)
     return {
         "CHUNK": config.chunk,
@@ -538,6 +574,7 @@ def _meta(N: int, config: SplitConfig, spin_limit: int) -> dict:
         "SPIN_LIMIT": spin_limit,
         "FALLBACK_TILE": min(config.chunk, FALLBACK_SUB),  # divides the chunk: tiles stay inside it
         "PREFETCH": bool(config.prefetch),
+        **({"COMPENSATED": bool(config.compensated)} if direction == "fwd" else {}),
         "num_warps": config.num_warps,
         "num_stages": 1,
     }
@@ -580,6 +617,8 @@ def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | Non
     M, N = x.shape
     if config is None:
         config = _default_config(direction, M, N, _device(x.device).sms)
+    if config.compensated is None:
+        config = dataclasses.replace(config, compensated=x.dtype == torch.float32 and not INTERPRET)
     spin_limit = SPIN_LIMIT if spin_limit is None else spin_limit
     key = (direction, M, N, x.dtype, x.device, config, spin_limit)
     plan = _PLANS.get(key)
@@ -606,7 +645,7 @@ def _new_plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig, 
     x = tensors[0]
     M, N = x.shape
     kernel = _split_fwd_kernel if direction == "fwd" else _split_bwd_kernel
-    meta = _meta(N, config, spin_limit)
+    meta = _meta(N, config, spin_limit, direction)
     scratch = _scratch(x.device)
     split = _cdiv(N, config.chunk)
     args = [*tensors, scratch, M, N, *(t.stride(0) for t in tensors), 1, split, scratch.numel()]

@@ -16,9 +16,12 @@ Stall reasons come from the raw metrics
 ``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`` (cycles a warp
 spends stalled on <reason> per issued instruction), which `profile` requests by default.
 
-`python -m labtools.ncu launch NAME MxN DTYPE` is the target `lab ncu --impl` profiles:
-it warms a registered implementation up (compile, autotune) with the profiler off, then
-runs it once between cudaProfilerStart/Stop (ncu runs with --profile-from-start off).
+`python -m labtools.ncu launch NAMES SHAPES DTYPES` is the target `lab ncu --impl` profiles:
+for every case (each registered implementation at each MxN and dtype it accepts; the lists
+are comma-separated) it warms the implementation up (compile, autotune) with the profiler
+off, then runs it once between cudaProfilerStart/Stop (ncu runs with --profile-from-start
+off), after a marker kernel (torch's spin kernel) that `label_cases` splits the profiles at:
+one process and one ncu session for many cases, each profile named by its case.
 
 Length: over 400 lines because the command that makes the CSV, its parser and the verdict
 stay in one file: they agree on metric names and units that ncu versions change.
@@ -58,7 +61,9 @@ STALL_REASONS = (
     "misc",
 )
 STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
-DEFAULT_METRICS = tuple(STALL_METRIC.format(r) for r in STALL_REASONS)
+# the bytes DRAM moved: set against the bytes the op must move, they show re-reads
+DRAM_BYTES_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+DEFAULT_METRICS = tuple(STALL_METRIC.format(r) for r in STALL_REASONS) + DRAM_BYTES_METRICS
 _STALL_RE = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 
 # --- values and units --------------------------------------------------------------
@@ -86,6 +91,17 @@ _TO_GBPS = {
     "TB/s": 1e3,
 }
 _PCT = {"%": 1.0}
+_TO_MB = {
+    "byte": 1e-6,
+    "Kbyte": 1e-3,
+    "Mbyte": 1.0,
+    "Gbyte": 1e3,
+    "Tbyte": 1e6,
+    "B": 1e-6,
+    "KB": 1e-3,
+    "MB": 1.0,
+    "GB": 1e3,
+}
 _GROUPED = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?([eE][+-]?\d+)?$")
 
 
@@ -153,6 +169,14 @@ class KernelProfile:
         return self.value(("Memory Throughput", "dram__bytes.sum.per_second"), _TO_GBPS)
 
     @property
+    def dram_read_mb(self) -> float | None:
+        return self.value((DRAM_BYTES_METRICS[0],), _TO_MB)
+
+    @property
+    def dram_write_mb(self) -> float | None:
+        return self.value((DRAM_BYTES_METRICS[1],), _TO_MB)
+
+    @property
     def sm_pct(self) -> float | None:
         return self.value(
             ("Compute (SM) Throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed"), _PCT
@@ -208,6 +232,8 @@ class KernelProfile:
             "duration_us": self.duration_us,
             "dram_pct": self.dram_pct,
             "dram_gbps": self.dram_gbps,
+            "dram_read_mb": self.dram_read_mb,
+            "dram_write_mb": self.dram_write_mb,
             "sm_pct": self.sm_pct,
             "achieved_occupancy_pct": self.achieved_occupancy_pct,
             "registers_per_thread": self.registers_per_thread,
@@ -384,9 +410,48 @@ def profile(
     return parse_csv(export_csv(report, csv_path, cfg.ncu)), csv_path
 
 
-def launch_target(impl_name: str, shape: str, dtype: str) -> list[str]:
-    """The command that runs one registered implementation once under the profiler."""
-    return [sys.executable, "-m", "labtools.ncu", "launch", impl_name, shape, dtype]
+def launch_target(impl_names: str, shapes: str, dtypes: str) -> list[str]:
+    """The command that runs each case of registered implementations x shapes x dtypes
+    (comma-separated lists) once under the profiler."""
+    return [sys.executable, "-m", "labtools.ncu", "launch", impl_names, shapes, dtypes]
+
+
+MARKER_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel: launched before each case's profiled call
+
+
+def cases(impl_names: str, shapes: str, dtypes: str) -> list[tuple[str, tuple[int, int], str]]:
+    """(implementation, shape, dtype) for every combination the implementation accepts, in the
+    order the launch target runs them."""
+    from labtools import registry
+    from labtools.cli import dtypes as parse_dtypes
+    from labtools.cli import shapes as parse_shapes
+
+    out = []
+    for name in impl_names.split(","):
+        impl = registry.get(name.strip())
+        for shape in parse_shapes(shapes):
+            out += [(impl.name, shape, d) for d in parse_dtypes(dtypes) if impl.accepts(shape, d)]
+    return out
+
+
+def case_label(case: tuple[str, tuple[int, int], str]) -> str:
+    name, (m, n), dtype = case
+    return f"{name} {m}x{n} {dtype}"
+
+
+def label_cases(kernels: list[KernelProfile], case_list: list) -> list[KernelProfile]:
+    """The profiles of the cases' own kernels, each with info["case"] set, the markers dropped.
+    A launch target that ran len(case_list) markers is required: anything else means the
+    profiles cannot be told apart, and they come back unlabelled, markers included."""
+    marks = [i for i, k in enumerate(kernels) if MARKER_KERNEL in k.name]
+    if len(marks) != len(case_list) or (kernels and marks[:1] != [0]):
+        return kernels
+    out = []
+    for case, start, end in zip(case_list, marks, [*marks[1:], len(kernels)], strict=True):
+        for k in kernels[start + 1 : end]:
+            k.info["case"] = case_label(case)
+            out.append(k)
+    return out
 
 
 def format_table(kernels: list[KernelProfile], style: str = "auto") -> str:
@@ -399,41 +464,43 @@ def format_table(kernels: list[KernelProfile], style: str = "auto") -> str:
     rows = [
         (
             k.id,
-            k.name[:40],
+            (k.info["case"] + ": " if "case" in k.info else "") + k.name[:40],
             rounded(k.duration_us),
             rounded(k.dram_pct),
             rounded(k.sm_pct),
             rounded(k.achieved_occupancy_pct),
             k.registers_per_thread,
+            None if k.dram_read_mb is None else f"{k.dram_read_mb:.0f}/{k.dram_write_mb or 0:.0f}",
             ", ".join(f"{r} {v:.2g}" for r, v in k.stalls[:3]),
         )
         for k in kernels
     ]
-    headers = ("id", "kernel", "us", "DRAM %", "SM %", "occ %", "regs", "top stalls")
-    table = render(headers, rows, style=style, align="rlrrrrrl")
+    headers = ("id", "kernel", "us", "DRAM %", "SM %", "occ %", "regs", "DRAM MB r/w", "top stalls")
+    table = render(headers, rows, style=style, align="rlrrrrrrl")
     verdicts = [f"{k.id:>4}  {k.name[:39]}: {k.verdict()}" for k in kernels]
     return "\n".join([table, "", *verdicts])
 
 
-def _launch_once(impl_name: str, shape_text: str, dtype: str) -> None:
+def _launch_cases(impl_names: str, shapes: str, dtypes: str) -> None:
     import torch
 
     from labtools import bench, registry
-    from labtools.sweep import parse_shapes
 
-    impl = registry.get(impl_name)
-    (shape,) = parse_shapes(shape_text)
-    inputs = bench.make_inputs(impl, shape, dtype)
-    for _ in range(3):  # compile, autotune, load modules: not profiled
+    for name, shape, dtype in cases(impl_names, shapes, dtypes):
+        impl = registry.get(name)
+        inputs = bench.make_inputs(impl, shape, dtype)
+        for _ in range(3):  # compile, autotune, load modules: not profiled
+            impl.fn(*inputs)
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        torch.cuda._sleep(1)  # the marker: what follows, up to the next one, is this case's
         impl.fn(*inputs)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    impl.fn(*inputs)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        del inputs
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 5 or sys.argv[1] != "launch":
-        sys.exit("usage: python -m labtools.ncu launch IMPL_NAME MxN DTYPE")
-    _launch_once(*sys.argv[2:])
+        sys.exit("usage: python -m labtools.ncu launch IMPL_NAME[,...] MxN[,...] DTYPE[,...]")
+    _launch_cases(*sys.argv[2:])

@@ -21,15 +21,25 @@ def configure(parser) -> None:
         type=cli.input_file,
         help="export and parse an existing .ncu-rep report",
     )
-    src.add_argument("--impl", help="profile one registered implementation (one launch, after warm-up)")
+    src.add_argument(
+        "--impl",
+        help="profile registered implementations, comma-separated: one launch a case (implementation x "
+        "shape x dtype it accepts), after warm-up, in one process",
+    )
     src.add_argument(
         "--cmd", nargs=argparse.REMAINDER, help="profile this command (put it last: --cmd python x.py)"
     )
     parser.add_argument(
-        "--shape", type=cli.one_shape, default="16384x4096", help="MxN, with --impl (default: %(default)s)"
+        "--shape",
+        type=cli.shapes,
+        default="16384x4096",
+        help="MxN[,MxN...], with --impl (default: %(default)s)",
     )
     parser.add_argument(
-        "--dtype", type=cli.dtype, default="float32", help="storage dtype, with --impl (default: %(default)s)"
+        "--dtype",
+        type=cli.dtypes,
+        default="float32",
+        help="storage dtype[s], comma-separated, with --impl (default: %(default)s)",
     )
     parser.add_argument(
         "--section", action="append", help=f"ncu section (repeatable; default: {' '.join(DEFAULT_SECTIONS)})"
@@ -75,7 +85,8 @@ def main(args) -> int:
         if args.cmd is not None and not args.cmd:
             raise UsageError("argument --cmd: needs a command to profile, e.g. --cmd python x.py")
         if args.impl:
-            _check_impl(args.impl)
+            for name in args.impl.split(","):
+                _check_impl(name.strip())
         run = runs.open_run("ncu", args.out, command_line=args.command_line)
         try:
             if args.report:
@@ -95,12 +106,23 @@ def main(args) -> int:
                     launch_count=args.launch_count,
                     profile_from_start=not args.impl,
                 )
-                shape = "x".join(map(str, args.shape))
-                target = ncu.launch_target(args.impl, shape, args.dtype) if args.impl else args.cmd
+                if args.impl:
+                    shapes = ",".join(f"{m}x{n}" for m, n in args.shape)
+                    dtypes = ",".join(args.dtype)
+                    case_list = ncu.cases(args.impl, shapes, dtypes)
+                    if not case_list:
+                        raise UsageError(
+                            f"argument --impl: {args.impl} accepts none of the shapes and dtypes given"
+                        )
+                    target = ncu.launch_target(args.impl, shapes, dtypes)
+                else:
+                    target = args.cmd
                 try:
                     kernels, csv_path = ncu.profile(target, run.path, cfg)
                 except FileNotFoundError as exc:  # no ncu on this machine
                     raise UsageError(str(exc)) from None
+                if args.impl:
+                    kernels = ncu.label_cases(kernels, case_list)
                 print(f"wrote {csv_path} and {csv_path.parent / 'ncu.ncu-rep'}")
             run.write_json("ncu_summary.json", [k.summary() for k in kernels])
             run.finish(device="cuda", status="ok" if kernels else "no kernels")
