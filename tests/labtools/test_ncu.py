@@ -308,6 +308,19 @@ def test_label_cases_splits_the_profiles_at_the_markers():
         assert not any("case" in x.info for x in unmatched)
 
 
+def test_a_run_that_profiles_no_kernel_returns_none_not_an_old_report(tmp_path):
+    """ncu writes no report when nothing was profiled (a command that launched no kernel, or a
+    filter that matched none); an earlier run's report in the folder must not be read instead."""
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\necho '==WARNING== No kernels were profiled.'\n")
+    fake.chmod(0o755)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "ncu.ncu-rep").write_bytes(b"an earlier run's report")
+    assert ncu.profile(["true"], out, ncu.NcuConfig(ncu=str(fake))) == ([], None)
+    assert not (out / "ncu.ncu-rep").exists()
+
+
 def test_profile_without_ncu_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="not found on PATH"):
         ncu.profile(["true"], tmp_path, ncu.NcuConfig(ncu="ncu-is-not-installed-here"))

@@ -397,15 +397,19 @@ def export_csv(report: Path, csv_path: Path, ncu: str = "ncu") -> str:
 
 def profile(
     target: list[str], out_dir: Path, cfg: NcuConfig | None = None
-) -> tuple[list[KernelProfile], Path]:
-    """Run `target` under ncu into out_dir/ncu.ncu-rep, export out_dir/ncu_details.csv, parse it."""
+) -> tuple[list[KernelProfile], Path | None]:
+    """Run `target` under ncu into out_dir/ncu.ncu-rep, export out_dir/ncu_details.csv, parse it.
+    ([], None) when ncu profiled no kernel (it then writes no report)."""
     cfg = cfg or NcuConfig()
     if shutil.which(cfg.ncu) is None:
         raise FileNotFoundError(f"{cfg.ncu!r} not found on PATH (Nsight Compute ships with the CUDA toolkit)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "ncu.ncu-rep"
+    report.unlink(missing_ok=True)  # an earlier run's report must not pass for this one's
     subprocess.run(profile_command(target, report, cfg), check=True)
+    if not report.exists():
+        return [], None
     csv_path = out_dir / "ncu_details.csv"
     return parse_csv(export_csv(report, csv_path, cfg.ncu)), csv_path
 

@@ -123,7 +123,8 @@ def main(args) -> int:
                     raise UsageError(str(exc)) from None
                 if args.impl:
                     kernels = ncu.label_cases(kernels, case_list)
-                print(f"wrote {csv_path} and {csv_path.parent / 'ncu.ncu-rep'}")
+                if csv_path is not None:
+                    print(f"wrote {csv_path} and {csv_path.parent / 'ncu.ncu-rep'}")
             run.write_json("ncu_summary.json", [k.summary() for k in kernels])
             run.finish(device="cuda", status="ok" if kernels else "no kernels")
         finally:
