@@ -372,9 +372,8 @@ def _split_fwd_kernel(
         m_row, s_row = _merge(m_all, s_all, COMPENSATED)
         if x_ptr.dtype.element_ty == tl.float32 and not PREFETCH:
             # fp32: y = exp(x - M) / S from the x the program holds, one rounded exponential
-            # an element as in F.softmax (e * exp(m - M) / S below has two, and erred by up to
-            # 5 ulp at 1024x131072 where torch erred by 3.5). An -inf element writes 0; a row
-            # of all -inf (M = -inf) writes NaN, as torch does.
+            # an element as in F.softmax (e * exp(m - M) / S below has two). An -inf element
+            # writes 0; a row of all -inf (M = -inf) writes NaN, as torch does.
             y_row = y_ptr + row * y_row_stride
             _store_chunk(y_row, cols, N, tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row), NEEDS_MASK)
         else:
