@@ -46,6 +46,7 @@ def test_references_are_registered():
     assert "numpy.softmax" in names
     pytest.importorskip("torch", reason="the torch references register only where torch is installed")
     assert {"torch.softmax.cuda", "torch.compile.softmax.cuda", "torch.copy.cuda"} <= names
+    assert "torch.compile.softmax_backward.cuda" in names
     refs = [i for i in registry.implementations("softmax", device="cuda") if i.is_reference]
     assert [i.label for i in refs] == ["F.softmax"]
 
@@ -86,7 +87,10 @@ def test_compiled_reference_compiles_every_shape_past_the_recompile_limit(monkey
         for n in range(1, 6):
             x = torch.randn(2, n)
             torch.testing.assert_close(references._compiled_softmax(x), torch.softmax(x, -1))
-    assert counters["stats"]["unique_graphs"] - before == 5
+            y, dy = torch.softmax(x, -1), torch.randn(2, n)
+            expected = torch._softmax_backward_data(dy, y, -1, y.dtype)
+            torch.testing.assert_close(references._compiled_softmax_backward(y, dy), expected)
+    assert counters["stats"]["unique_graphs"] - before == 10
 
 
 def _labtools_imports(module: str) -> set[str]:
