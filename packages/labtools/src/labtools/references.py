@@ -39,34 +39,31 @@ _compiled: dict = {}
 COMPILE_KW: dict = {"dynamic": False}  # tests swap in backend="eager" to stay fast
 
 
-def _compiled_call(op: str, make_fn, *tensors):
-    """torch.compile(make_fn()) applied to `tensors`, specialised per op, shape and dtype
-    (dynamic=False), each with its own compiled function so a long sweep never runs into
-    the recompile limit."""
+def _compiled_call(op: str, fn, *tensors):
+    """torch.compile(fn)(*tensors), compiled once per op, shape and dtype (dynamic=False), so a
+    long sweep never runs into the recompile limit."""
     import torch
 
     x = tensors[0]
     key = (op, tuple(x.shape), x.dtype, x.device.type)
-    fn = _compiled.get(key)
-    if fn is None:
-        # Dynamo counts recompiles per code object, and the entries of an op share one:
+    compiled = _compiled.get(key)
+    if compiled is None:
+        # Dynamo counts recompiles per code object, and the entries of an op share fn's:
         # past the limit (8 by default) it would silently fall back to eager.
         cfg = torch._dynamo.config
         name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
         setattr(cfg, name, max(getattr(cfg, name), 4 * (len(_compiled) + 1)))
-        fn = _compiled[key] = torch.compile(make_fn(), **COMPILE_KW)
-    return fn(*tensors)
+        compiled = _compiled[key] = torch.compile(fn, **COMPILE_KW)
+    return compiled(*tensors)
 
 
 def _compiled_softmax(x):
-    import torch
-
-    return _compiled_call("softmax", lambda: lambda t: torch.softmax(t, dim=-1), x)
+    return _compiled_call("softmax", _torch_softmax, x)
 
 
 def _compiled_softmax_backward(y, dy):
-    """dx from y and dy as Inductor fuses it (one kernel a row block, like ours)."""
-    return _compiled_call("softmax_backward", lambda: _torch_softmax_backward, y, dy)
+    """dx from y and dy as Inductor fuses it (one kernel, like ours)."""
+    return _compiled_call("softmax_backward", _torch_softmax_backward, y, dy)
 
 
 NUMPY_DTYPES = ("float64", "float32", "float16")
