@@ -251,6 +251,7 @@ def head_in_decode_us(model, prompt_ids: np.ndarray, max_new: int, device, repea
     probabilities at `.cpu()`. The heads take turns decode by decode, in alternating order. The
     head here runs after the rest of the forward, with the caches holding that other work, as in
     real use: what `head_alone`'s back-to-back calls cannot show."""
+    from labtools import bench
     from minigpt_torch.model import lm_head_softmax
 
     parts = ("rest", "head", "wait")
@@ -285,9 +286,7 @@ def head_in_decode_us(model, prompt_ids: np.ndarray, max_new: int, device, repea
     for part in ("head", "step"):
         per = {head: times[head][part] if part != "step" else [sum(v) for v in zip(*times[head].values())]
                for head in HEADS}  # fmt: skip
-        row[f"paired_{part}_triton_over_torch"] = statistics.median(
-            a / b for a, b in zip(per["triton"], per["torch"])
-        )
+        row[f"paired_{part}_triton_over_torch"] = bench.paired_ratio(per, "triton", "torch")
     print(f"head in decode batch {row['batch']:3d}: triton {row['triton']['median_head_us']:.2f} us, "
           f"torch {row['torch']['median_head_us']:.2f} us a step (paired {row['paired_head_triton_over_torch']:.3f}); "
           f"whole step paired {row['paired_step_triton_over_torch']:.3f}", file=sys.stderr)  # fmt: skip
