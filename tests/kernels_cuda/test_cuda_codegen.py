@@ -75,7 +75,8 @@ def test_registers_allow_the_block_size_each_specialization_launches_with(offlin
 def _ptx_ops(result) -> set[str]:
     return set(
         re.findall(
-            r"\b(ld\.[\w.:]+|st\.[\w.:]+|mapa[\w.:]*|barrier\.cluster[\w.]*)", result.ptx_path.read_text()
+            r"\b(ld\.[\w.:]+|st\.[\w.:]+|mapa[\w.:]*|barrier\.cluster[\w.]*|mbarrier\.[\w.:]+)",
+            result.ptx_path.read_text(),
         )
     )
 
@@ -96,13 +97,23 @@ def test_full_width_kernels_move_16_bytes_per_access_and_never_touch_local_memor
                 assert all(op.endswith(bits) and ".v" not in op for op in narrow), (r.spec.name, narrow)
             else:
                 assert wide and not narrow, (r.spec.name, global_ops)
-        if r.spec.cluster:
-            assert {
-                "mapa.shared::cluster.u32",
-                "barrier.cluster.arrive.release.aligned",
-                "barrier.cluster.wait.acquire.aligned",
-            } <= ops, r.spec.name
-            assert any(op.startswith("ld.shared::cluster") for op in ops), r.spec.name
+
+
+def test_cluster_kernels_exchange_a_row_without_a_release_barrier(offline):
+    """Each block pushes its partial into every block's shared memory (st.async, counted on the
+    receiver's mbarrier, awaited with acquire at cluster scope). No cluster barrier with release
+    semantics: its GPU-scope fence would wait for the block's stores to global memory every row."""
+    clusters = [r for r in offline if r.spec.cluster]
+    assert {r.spec.kernel for r in clusters} == {"softmax_cluster", "softmax_backward_cluster"}
+    for r in clusters:
+        ops = _ptx_ops(r)
+        assert "mapa.shared::cluster.u32" in ops, r.spec.name
+        assert any(op.startswith("st.async.shared::cluster.mbarrier::complete_tx::bytes") for op in ops), (
+            r.spec.name
+        )
+        assert "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64" in ops, r.spec.name
+        assert not any(op.startswith("barrier.cluster.arrive.release") for op in ops), (r.spec.name, ops)
+        assert not any(op.startswith("ld.shared::cluster") for op in ops), (r.spec.name, ops)
 
 
 def test_disk_cache_is_reused_and_keyed_by_everything_that_changes_the_binary(offline, cache):

@@ -59,7 +59,7 @@ class BackwardConfig:
     fused_max_row_bytes: int = 32 * 1024
     fused_packs_f32: int = 2
     fused_packs_16bit: int = 4
-    cluster_chunk_bytes: int = 32 * 1024
+    cluster_chunk_bytes: int = 16 * 1024  # so never 2-block clusters, the slowest on an H100
     max_cluster: int = 16
 
 

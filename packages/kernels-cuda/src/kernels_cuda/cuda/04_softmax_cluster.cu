@@ -8,11 +8,10 @@
 // packs a thread at a time: a 32 KB chunk took two dependent DRAM round trips, a 64 KB one four,
 // and the long-row shapes stalled at 82-94% of copy.) Once it has landed, each thread folds its
 // packs into a running (max, sum of exp) pair; the block merges its threads' pairs, and the C block
-// pairs are exchanged through distributed shared memory: after a cluster barrier, warp 0 of every
-// block reads each block's pair with mapa + ld.shared::cluster and merges them, so each block knows
-// the row's max and sum without a second pass over DRAM. Two pair slots alternate by row, so one
-// cluster barrier per row suffices (a block can only overwrite a slot after every block has passed
-// the next barrier, i.e. after every reader of that slot is done).
+// pairs are exchanged through distributed shared memory: warp 0 of every block pushes the block's
+// pair into every block's inbox (st.async, counted on the receiver's mbarrier; common.cuh says
+// why not a cluster barrier), waits until all C pairs have landed in its own and merges them, so
+// each block knows the row's max and sum without a second pass over DRAM.
 // What it buys over v3: v3's one-read-one-write traffic for rows up to C * 227 KB, with each SM
 // holding only its chunk of a row, so several rows stay in flight per SM even at N = 262144.
 //
@@ -44,19 +43,30 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   const Pack<VEC>* held = reinterpret_cast<const Pack<VEC>*>(smem);  // this block's chunk of the row
   __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier: one phase per bulk copy
   __shared__ Stats warp_stats[WARPS];
-  __shared__ Stats block_stats[2];  // this block's pair for the cluster to read; alternates by row
+  __shared__ Stats inbox[2][C];  // every block's pair of the row, pushed by that block; alternates by row
+  __shared__ __align__(8) unsigned long long inbox_full[2];  // mbarriers: a phase per use of an inbox
   __shared__ Stats row_stats;
 
   const unsigned rank = cluster_rank();
   const bool takes_edges = rank == C - 1;  // the block that also handles the head and the tail
   const int chunk_packs = chunk / VEC;
   const int first_pack = static_cast<int>(rank) * chunk_packs;  // of the body, this block's first
-  if (threadIdx.x == 0) mbarrier_init(&chunk_landed);
+  if (threadIdx.x == 0) {
+    mbarrier_init(&chunk_landed);
+    mbarrier_init(&inbox_full[0]);
+    mbarrier_init(&inbox_full[1]);
+  }
   __syncthreads();
+  // Pushes into a block need its inbox mbarriers initialised (mbarrier_init fences them for the
+  // cluster): arrive here, wait just before the first push, so the first row's copy is in flight
+  // meanwhile (a grid of one row a cluster pays this on every row).
+  cluster_arrive_relaxed();
+  bool first_row = true;
   int copy_parity = 0;  // chunk_landed's phase parity; flips with each copy (a row's body may miss a block)
   int slot = 0;
+  unsigned inbox_parity = 0;  // bit s: the parity of inbox_full[s]'s next phase
 
-  // Every block of a cluster runs the same rows, so the cluster barriers below always match up.
+  // Every block of a cluster runs the same rows, so every push has a receiver waiting for it.
   for (i64 row = cluster_index(); row < M; row += cluster_count(), slot ^= 1) {
     const elem_t* xr = x + row * x_stride;
     elem_t* yr = y + row * y_stride;
@@ -81,19 +91,24 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
 #pragma unroll 4
     for (int p = threadIdx.x; p < packs; p += THREADS) t = stats_add<VEC>(t, held[p]);
 
-    // Block pair -> this block's slot; cluster barrier; every block merges all C slots.
-    t = block_merge_to_warp0<WARPS>(t, warp_stats);
-    if (threadIdx.x == 0) block_stats[slot] = t;
-    cluster_sync();
+    // Block pair -> every block's inbox; once all C pairs are in this block's, merge them.
+    t = block_merge_to_warp0<WARPS>(t, warp_stats);  // every lane of warp 0 holds the block's pair
+    if (first_row) {
+      cluster_wait();  // every block's inbox is ready
+      first_row = false;
+    }
     if (threadIdx.x < 32) {
-      Stats r = stats_empty();
-      if (threadIdx.x < C) r = dsmem_load_stats(dsmem_address(&block_stats[slot], threadIdx.x));
+      if (threadIdx.x == 0) inbox_expect(&inbox_full[slot], C * sizeof(Stats));
+      if (threadIdx.x < C) push_stats(&inbox[slot][rank], t, &inbox_full[slot], threadIdx.x);
+      inbox_wait(&inbox_full[slot], inbox_parity >> slot & 1);
+      Stats r = threadIdx.x < C ? inbox[slot][threadIdx.x] : stats_empty();
       r = warp_merge<32>(r);
       if (threadIdx.x == 0) row_stats = r;
     }
+    inbox_parity ^= 1u << slot;
     __syncthreads();
     const bool last_row = row + cluster_count() >= M;  // the same for the whole cluster
-    if (last_row) cluster_arrive_relaxed();  // done with the other blocks' shared memory
+    if (last_row) cluster_arrive_relaxed();  // every push into this block has landed
     const float shift = safe_shift(row_stats.m);
     const float inv_sum = 1.f / row_stats.s;
 
@@ -109,6 +124,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     }
     __syncthreads();  // every read of the chunk (and of row_stats) is done before the next row's copy
   }
-  if (cluster_index() >= M) cluster_arrive_relaxed();  // a cluster with no row (not launched by the host)
-  cluster_wait();  // no block exits while another can still read its block_stats
+  if (cluster_index() >= M) {  // a cluster with no row (not launched by the host): the row loop's barrier halves
+    cluster_wait();
+    cluster_arrive_relaxed();
+  }
+  cluster_wait();  // no block exits while a push into its shared memory may still be in flight
 }

@@ -4,11 +4,10 @@
 // cluster kernel (04): block `rank` owns the contiguous chunk of `chunk` elements starting at
 // rank * chunk of the row's 16-byte-aligned body (below). Its chunk of y and its chunk of dy arrive in dynamic shared memory by two bulk
 // copies (TMA) that complete one mbarrier phase together; the block sums y * dy over the chunk;
-// the C partial sums are exchanged through distributed shared memory (a cluster barrier, then
-// warp 0 of every block reads each block's sum with mapa + ld.shared::cluster); then each block
-// writes its chunk of dx from shared memory. One read of y and dy and one write of dx per element,
-// for rows up to C * ~113 KB per array. Two sum slots alternate by row, so one cluster barrier
-// per row suffices (as in 04).
+// the C partial sums are exchanged through distributed shared memory as in 04 (warp 0 of every
+// block pushes the block's sum into every block's inbox with st.async and waits for all C in its
+// own); then each block writes its chunk of dx from shared memory. One read of y and dy and one
+// write of dx per element, for rows up to C * ~113 KB per array.
 //
 // Rows need not be whole 16-byte packs (an odd N such as a 50257-token vocabulary): as in 04, a
 // row is its head (the elements before its first 16-byte boundary), its aligned body and its tail,
@@ -36,19 +35,30 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   const Pack<VEC>* held_dy = held_y + chunk / VEC;
   __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier: one phase per row's copies
   __shared__ float warp_dots[WARPS];
-  __shared__ float block_dot[2];  // this block's sum for the cluster to read; alternates by row
+  __shared__ float inbox[2][C];  // every block's sum of the row, pushed by that block; alternates by row
+  __shared__ __align__(8) unsigned long long inbox_full[2];  // mbarriers: a phase per use of an inbox
   __shared__ float row_dot;
 
   const unsigned rank = cluster_rank();
   const bool takes_edges = rank == C - 1;  // the block that also handles the head and the tail
   const int chunk_packs = chunk / VEC;
   const int first_pack = static_cast<int>(rank) * chunk_packs;  // of the body, this block's first
-  if (threadIdx.x == 0) mbarrier_init(&chunk_landed);
+  if (threadIdx.x == 0) {
+    mbarrier_init(&chunk_landed);
+    mbarrier_init(&inbox_full[0]);
+    mbarrier_init(&inbox_full[1]);
+  }
   __syncthreads();
+  // Pushes into a block need its inbox mbarriers initialised (mbarrier_init fences them for the
+  // cluster): arrive here, wait just before the first push, so the first row's copy is in flight
+  // meanwhile (a grid of one row a cluster pays this on every row).
+  cluster_arrive_relaxed();
+  bool first_row = true;
   int copy_parity = 0;  // chunk_landed's phase parity; flips with each row's copies (a body may miss a block)
   int slot = 0;
+  unsigned inbox_parity = 0;  // bit s: the parity of inbox_full[s]'s next phase
 
-  // Every block of a cluster runs the same rows, so the cluster barriers below always match up.
+  // Every block of a cluster runs the same rows, so every push has a receiver waiting for it.
   for (i64 row = cluster_index(); row < M; row += cluster_count(), slot ^= 1) {
     const elem_t* yr = y + row * y_stride;
     const elem_t* dyr = dy + row * dy_stride;
@@ -80,17 +90,23 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
 #pragma unroll
       for (int k = 0; k < VEC; ++k) dot = fmaf(elem(a, k), elem(b, k), dot);
     }
-    dot = block_sum_to_warp0<WARPS>(dot, warp_dots);
-    if (threadIdx.x == 0) block_dot[slot] = dot;
-    cluster_sync();
+    dot = block_sum_to_warp0<WARPS>(dot, warp_dots);  // every lane of warp 0 holds the block's sum
+    if (first_row) {
+      cluster_wait();  // every block's inbox is ready
+      first_row = false;
+    }
     if (threadIdx.x < 32) {
-      float r = threadIdx.x < C ? dsmem_load_f32(dsmem_address(&block_dot[slot], threadIdx.x)) : 0.f;
+      if (threadIdx.x == 0) inbox_expect(&inbox_full[slot], C * sizeof(float));
+      if (threadIdx.x < C) push_f32(&inbox[slot][rank], dot, &inbox_full[slot], threadIdx.x);
+      inbox_wait(&inbox_full[slot], inbox_parity >> slot & 1);
+      float r = threadIdx.x < C ? inbox[slot][threadIdx.x] : 0.f;
       r = warp_sum<32>(r);
       if (threadIdx.x == 0) row_dot = r;
     }
+    inbox_parity ^= 1u << slot;
     __syncthreads();
     const bool last_row = row + cluster_count() >= M;  // the same for the whole cluster
-    if (last_row) cluster_arrive_relaxed();  // done with the other blocks' shared memory
+    if (last_row) cluster_arrive_relaxed();  // every push into this block has landed
     const float d = row_dot;
 
     elem_t* dxb = dxr + begin;  // dx's row has y's head (the host checks), so its body is aligned too
@@ -102,6 +118,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     if (has_edge) store_pack<1>(dxr + edge_col, make_pack<1>([&](int) { return edge_y * (edge_dy - d); }));
     __syncthreads();  // every read of the chunk (and of row_dot) is done before the next row's copies
   }
-  if (cluster_index() >= M) cluster_arrive_relaxed();  // a cluster with no row (not launched by the host)
-  cluster_wait();  // no block exits while another can still read its block_dot
+  if (cluster_index() >= M) {  // a cluster with no row (not launched by the host): the row loop's barrier halves
+    cluster_wait();
+    cluster_arrive_relaxed();
+  }
+  cluster_wait();  // no block exits while a push into its shared memory may still be in flight
 }

@@ -367,14 +367,46 @@ template <int VEC> __device__ __forceinline__ RowParts<VEC> row_parts(const elem
   return {head, body_packs, N - head - body_packs * VEC};
 }
 
-__device__ __forceinline__ Stats dsmem_load_stats(unsigned address) {
-  Stats t;
-  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(t.m), "=f"(t.s) : "r"(address) : "memory");
-  return t;
+// ---- one value a block, exchanged across a cluster without a cluster barrier (04, 07) ----------
+// Every block pushes its value into its own slot of every block's inbox with st.async, which counts
+// the bytes it delivers on the receiving block's mbarrier; a block reads its inbox once that
+// mbarrier's phase has completed, i.e. once every block's value has landed. A cluster barrier with
+// release semantics (barrier.cluster.arrive.release) also orders the block's earlier stores to
+// global memory, a GPU-scope fence (MEMBAR.ALL.GPU) that waits for the previous row's writes:
+// ncu's top stalls after the loads. A push waits for nothing.
+//
+// Protocol, per row: thread 0 announces the C values' bytes on the block's own mbarrier (its one
+// arrival of the phase; a peer's bytes may land before it, the count may go below zero); C lanes
+// push the block's value, one to each block (itself included); the block waits for the phase.
+// Inboxes alternate by row: a block writes a peer's slot s again only two rows later, after it has
+// received that peer's value of the row between, which the peer pushed after reading slot s.
+__device__ __forceinline__ void inbox_expect(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
+               : "memory");
 }
-__device__ __forceinline__ float dsmem_load_f32(unsigned address) {
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(address) : "memory");
-  return v;
+// t into block `rank`'s copy of *slot, counted on block `rank`'s copy of bar.
+__device__ __forceinline__ void push_stats(const Stats* slot, Stats t, unsigned long long* bar, unsigned rank) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
+                   dsmem_address(slot, rank)),
+               "f"(t.m), "f"(t.s), "r"(dsmem_address(bar, rank))
+               : "memory");
+}
+__device__ __forceinline__ void push_f32(const float* slot, float v, unsigned long long* bar, unsigned rank) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];" ::"r"(
+                   dsmem_address(slot, rank)),
+               "f"(v), "r"(dsmem_address(bar, rank))
+               : "memory");
+}
+// mbarrier_wait with acquire at cluster scope: the bytes completing the phase came from other blocks.
+__device__ __forceinline__ void inbox_wait(unsigned long long* bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(smem_address(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
 }
 #endif
