@@ -10,7 +10,8 @@ opaque custom ops instead, kernels_triton::softmax and kernels_triton::softmax_b
 each with a shape-only fake; eager calls skip the ops, whose dispatch costs as much host
 time as the launch. The most common eager call, a contiguous tensor along its last dim
 with no gradient wanted, is served from a dict of plans keyed on what the first such call
-checked (shape, dim, dtype, device, alignment), so a repeated call does no other checking.
+checked (shape, dim, dtype, device, alignment): a repeated call looks its plan up first and then
+checks only what the key does not hold (contiguity; for softmax_, that x needs no gradient).
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ import torch
 
 from kernels_triton import configs, launch
 from kernels_triton.configs import DTYPES, INTERPRET, SoftmaxConfig, dtype_name
+
+# The fast paths' test for tracing. Dynamo folds it to True while it traces, like
+# torch.compiler.is_compiling, which costs two more Python calls an eager call. Other tracers
+# (torch.export's non-strict mode, make_fx with fake tensors) pass tensor subclasses, which the
+# fast paths' `type(x) is torch.Tensor` already sends to the full path.
+_is_dynamo_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
 
 
 class SoftmaxDimError(IndexError, ValueError):
@@ -166,14 +173,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     instead of the tuned or committed pick or the heuristic. Under torch.compile or
     torch.export it is one opaque op, kernels_triton::softmax, with its backward.
     """
-    if (
-        not torch.compiler.is_compiling()
-        and type(x) is torch.Tensor
-        and type(dim) is int
-        and x.is_contiguous()
-    ):
+    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling():
         plan = _FORWARD.get((x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
-        if plan is not None:  # this key passed the checks below before
+        if plan is not None and x.is_contiguous():  # this key passed the checks below before
             if x.requires_grad and torch.is_grad_enabled():
                 return _Softmax.apply(x, dim, config, plan)
             y = torch.empty_like(x)
@@ -199,15 +201,9 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
     read a row twice (launch.py says why).
     A layout other than contiguous rows along dim is computed out of place and copied back.
     """
-    if (
-        not torch.compiler.is_compiling()
-        and type(x) is torch.Tensor
-        and type(dim) is int
-        and x.is_contiguous()
-        and not x.requires_grad
-    ):
+    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling():
         plan = _IN_PLACE.get((x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
-        if plan is not None:  # this key passed the checks below before
+        if plan is not None and x.is_contiguous() and not x.requires_grad:  # passed the checks below before
             plan(x, x)
             return x
     dim = _check(x, dim, "x")
@@ -235,10 +231,10 @@ def softmax_backward(
 ) -> torch.Tensor:
     """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y."""
     if (
-        not torch.compiler.is_compiling()
-        and type(y) is torch.Tensor
+        type(y) is torch.Tensor
         and type(dy) is torch.Tensor
         and type(dim) is int
+        and not _is_dynamo_compiling()
         and y.is_contiguous()
         and dy.is_contiguous()
     ):

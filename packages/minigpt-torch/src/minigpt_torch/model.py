@@ -113,21 +113,17 @@ def lm_head_softmax(logits: torch.Tensor, impl: str = "auto", *, overwrite: bool
     writes the probabilities over it (kernels_triton.softmax_) rather than allocating them,
     unless autograd needs it.
     """
-    if impl == "triton":
-        return _triton_head(_triton_module(required=True), logits, overwrite)
-    if impl == "auto" and logits.is_cuda and logits.dtype in TRITON_SOFTMAX_DTYPES:
-        kernels_triton = _triton_module()
+    # One function, no helpers: in a decode this runs once a step with the caches holding the
+    # rest of the forward, where each further Python call costs about a microsecond.
+    if impl == "triton" or (impl == "auto" and logits.is_cuda and logits.dtype in TRITON_SOFTMAX_DTYPES):
+        kernels_triton = _kernels_triton or _triton_module(required=impl == "triton")
         if kernels_triton is not None:
-            return _triton_head(kernels_triton, logits, overwrite)
+            if overwrite and not logits.requires_grad:
+                return kernels_triton.softmax_(logits, -1)
+            return kernels_triton.softmax(logits, -1)
     elif impl not in SOFTMAX_IMPLS:
         raise ValueError(f"impl must be one of {SOFTMAX_IMPLS}, got {impl!r}")
     return F.softmax(logits, dim=-1)
-
-
-def _triton_head(kernels_triton, logits: torch.Tensor, overwrite: bool) -> torch.Tensor:
-    if overwrite and not logits.requires_grad:
-        return kernels_triton.softmax_(logits, -1)
-    return kernels_triton.softmax(logits, -1)
 
 
 class GrammarMiniGPT(nn.Module):
