@@ -98,9 +98,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       first_row = false;
     }
     if (threadIdx.x < 32) {
-      if (threadIdx.x == 0) inbox_expect(&inbox_full[slot], C * sizeof(Stats));
+      if (threadIdx.x == 0) mbarrier_expect(&inbox_full[slot], C * sizeof(Stats));
       if (threadIdx.x < C) push_stats(&inbox[slot][rank], t, &inbox_full[slot], threadIdx.x);
-      inbox_wait(&inbox_full[slot], inbox_parity >> slot & 1);
+      mbarrier_wait<Acquire::cluster>(&inbox_full[slot], inbox_parity >> slot & 1);
       Stats r = threadIdx.x < C ? inbox[slot][threadIdx.x] : stats_empty();
       r = warp_merge<32>(r);
       if (threadIdx.x == 0) row_stats = r;

@@ -96,9 +96,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       first_row = false;
     }
     if (threadIdx.x < 32) {
-      if (threadIdx.x == 0) inbox_expect(&inbox_full[slot], C * sizeof(float));
+      if (threadIdx.x == 0) mbarrier_expect(&inbox_full[slot], C * sizeof(float));
       if (threadIdx.x < C) push_f32(&inbox[slot][rank], dot, &inbox_full[slot], threadIdx.x);
-      inbox_wait(&inbox_full[slot], inbox_parity >> slot & 1);
+      mbarrier_wait<Acquire::cluster>(&inbox_full[slot], inbox_parity >> slot & 1);
       float r = threadIdx.x < C ? inbox[slot][threadIdx.x] : 0.f;
       r = warp_sum<32>(r);
       if (threadIdx.x == 0) row_dot = r;

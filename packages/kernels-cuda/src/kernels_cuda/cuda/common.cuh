@@ -315,15 +315,19 @@ __device__ __forceinline__ void mbarrier_init(unsigned long long* bar) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_address(bar)) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the copy engine
 }
-// The issuing thread's one arrival on bar, announcing that `bytes` will land before its phase can
-// complete. Several bulk copies may complete one phase: announce their total once, before the
-// first copy (announcing each copy separately could complete the phase when the first lands).
-// The fence orders this block's earlier reads of the destinations (ordinary loads, after a
-// barrier) before the copy engine's writes to them.
-__device__ __forceinline__ void bulk_expect(unsigned long long* bar, unsigned bytes) {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+// The calling thread's one arrival on bar, announcing that `bytes` will land (from bulk copies or
+// other blocks' pushes) before its phase can complete.
+__device__ __forceinline__ void mbarrier_expect(unsigned long long* bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
                : "memory");
+}
+// mbarrier_expect before bulk copies. Several copies may complete one phase: announce their total
+// once, before the first copy (announcing each copy separately could complete the phase when the
+// first lands). The fence orders this block's earlier reads of the destinations (ordinary loads,
+// after a barrier) before the copy engine's writes to them.
+__device__ __forceinline__ void bulk_expect(unsigned long long* bar, unsigned bytes) {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  mbarrier_expect(bar, bytes);
 }
 // bytes (a multiple of 16) from src to dst (both 16-byte aligned), counted against bar's announced total.
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
@@ -338,14 +342,27 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
   bulk_copy(dst, src, bytes, bar);
 }
 // Wait until bar has completed the phase with this parity (0 for its first phase, then 1, 0, ...).
+// Acquire::cluster where the bytes completing the phase came from other blocks (st.async pushes);
+// the default, CTA scope, for this block's own bulk copies.
+enum class Acquire { cta, cluster };
+template <Acquire SCOPE = Acquire::cta>
 __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned parity) {
   unsigned done;
   do {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(done)
-        : "r"(smem_address(bar)), "r"(parity)
-        : "memory");
+    if constexpr (SCOPE == Acquire::cluster) {
+      asm volatile(
+          "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+          "selp.u32 %0, 1, 0, p;\n\t}"
+          : "=r"(done)
+          : "r"(smem_address(bar)), "r"(parity)
+          : "memory");
+    } else {
+      asm volatile(
+          "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+          : "=r"(done)
+          : "r"(smem_address(bar)), "r"(parity)
+          : "memory");
+    }
   } while (!done);
 }
 // ---- rows moved in bulk: head, aligned body, tail (04, 07) -------------------------------------
@@ -375,15 +392,12 @@ template <int VEC> __device__ __forceinline__ RowParts<VEC> row_parts(const elem
 // global memory, a GPU-scope fence (MEMBAR.ALL.GPU) that waits for the previous row's writes:
 // ncu's top stalls after the loads. A push waits for nothing.
 //
-// Protocol, per row: thread 0 announces the C values' bytes on the block's own mbarrier (its one
-// arrival of the phase; a peer's bytes may land before it, the count may go below zero); C lanes
-// push the block's value, one to each block (itself included); the block waits for the phase.
-// Inboxes alternate by row: a block writes a peer's slot s again only two rows later, after it has
-// received that peer's value of the row between, which the peer pushed after reading slot s.
-__device__ __forceinline__ void inbox_expect(unsigned long long* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
-               : "memory");
-}
+// Protocol, per row: thread 0 announces the C values' bytes on the block's own mbarrier
+// (mbarrier_expect: its one arrival of the phase; a peer's bytes may land before it, the count may
+// go below zero); C lanes push the block's value, one to each block (itself included); the block
+// waits for the phase (mbarrier_wait<Acquire::cluster>). Inboxes alternate by row: a block writes a
+// peer's slot s again only two rows later, after it has received that peer's value of the row
+// between, which the peer pushed after reading slot s.
 // t into block `rank`'s copy of *slot, counted on block `rank`'s copy of bar.
 __device__ __forceinline__ void push_stats(const Stats* slot, Stats t, unsigned long long* bar, unsigned rank) {
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
@@ -396,17 +410,5 @@ __device__ __forceinline__ void push_f32(const float* slot, float v, unsigned lo
                    dsmem_address(slot, rank)),
                "f"(v), "r"(dsmem_address(bar, rank))
                : "memory");
-}
-// mbarrier_wait with acquire at cluster scope: the bytes completing the phase came from other blocks.
-__device__ __forceinline__ void inbox_wait(unsigned long long* bar, unsigned parity) {
-  unsigned done;
-  do {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
-        "selp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(done)
-        : "r"(smem_address(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
 }
 #endif
