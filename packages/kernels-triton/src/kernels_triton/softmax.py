@@ -24,10 +24,10 @@ from kernels_triton import configs, launch
 from kernels_triton.configs import DTYPES, INTERPRET, SoftmaxConfig, dtype_name
 
 # The fast paths' test for tracing. Dynamo folds it to True while it traces, like
-# torch.compiler.is_compiling, which costs two more Python calls an eager call. Other tracers
+# torch.compiler.is_compiling, which makes two Python calls an eager call to this one's one. Other tracers
 # (torch.export's non-strict mode, make_fx with fake tensors) pass tensor subclasses, which the
 # fast paths' `type(x) is torch.Tensor` already sends to the full path.
-_is_dynamo_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
+_is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # in torch since 2.3; this package needs 2.4
 
 
 class SoftmaxDimError(IndexError, ValueError):
