@@ -61,7 +61,12 @@ def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
             dtype
         )
         assert chunk % sm.full_vec(dtype) == 0 and spec.cluster * chunk >= N
-        assert launch.shared_mem == 2 * chunk * size <= dev.max_shared_per_block - 1024
+        assert 2 * chunk * size <= dev.max_shared_per_block - 1024
+        if c["DY_PACKS"]:  # dy in registers: y's chunk alone in shared memory, two blocks an SM
+            assert chunk // c["VEC"] <= c["THREADS"] * c["DY_PACKS"] and launch.shared_mem == chunk * size
+            assert 2 * chunk * size > dev.max_shared_per_block // 2
+        else:
+            assert launch.shared_mem == 2 * chunk * size
         assert launch.grid % spec.cluster == 0
     else:
         assert spec.kernel == "softmax_backward_twopass" and c["VEC"] == vec and launch.shared_mem == 0
@@ -71,20 +76,23 @@ def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
 
 
 @pytest.mark.parametrize(
-    "M,N,dtype,kernel,cluster",
+    "M,N,dtype,kernel,cluster,dy_packs",
     [
-        (4096, 600, "float32", "softmax_backward_fused", 0),
-        (65536, 600, "bfloat16", "softmax_backward_fused", 0),
-        (1024, 8192, "float32", "softmax_backward_fused", 0),
-        (1024, 131072, "float32", "softmax_backward_cluster", 16),
-        (1024, 131072, "bfloat16", "softmax_backward_cluster", 16),
-        (256, 262144, "float32", "softmax_backward_cluster", 16),
-        (4096, 32768, "bfloat16", "softmax_backward_cluster", 4),  # never 2-block clusters
+        (4096, 600, "float32", "softmax_backward_fused", 0, None),
+        (65536, 600, "bfloat16", "softmax_backward_fused", 0, None),
+        (1024, 8192, "float32", "softmax_backward_fused", 0, None),
+        (1024, 131072, "float32", "softmax_backward_cluster", 16, 0),
+        (1024, 131072, "bfloat16", "softmax_backward_cluster", 16, 0),
+        (256, 262144, "float32", "softmax_backward_cluster", 16, bw.CLUSTER_DY_PACKS),  # 64 KB chunks
+        (256, 262144, "bfloat16", "softmax_backward_cluster", 16, 0),
+        (4096, 32768, "float32", "softmax_backward_cluster", 8, 0),  # 4096 elements a block,
+        (4096, 32768, "bfloat16", "softmax_backward_cluster", 8, 0),  # whatever the dtype
     ],
 )
-def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster):
+def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster, dy_packs):
     launch = bw.plan("auto", M, N, dtype, sm.full_vec(dtype), sm.H100)
     assert launch.spec.kernel == kernel and launch.spec.cluster == cluster
+    assert dict(launch.spec.constants).get("DY_PACKS") == dy_packs
     # without clusters: registers while the row fits, else two passes
     a100 = bw.plan("auto", M, N, dtype, sm.full_vec(dtype), sm.A100).spec.kernel
     fits = N <= bw.fused_capacity(sm.full_vec(dtype))
@@ -94,7 +102,7 @@ def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster):
 def test_long_odd_rows_take_the_cluster_kernel_where_y_dy_and_dx_share_offsets():
     """64 rows of 50257 (a GPT-2 vocabulary): not whole 16-byte packs, but fresh y, dy and dx
     share each row's offset, so the cluster kernel takes them instead of one block a row."""
-    for dtype, cluster in (("float32", 16), ("bfloat16", 8)):
+    for dtype, cluster in (("float32", 16), ("bfloat16", 16)):
         launch = bw.plan("auto", 64, 50257, dtype, 1, sm.H100, None, True)
         assert launch.spec.kernel == "softmax_backward_cluster" and launch.spec.cluster == cluster
         assert launch.grid == 64 * cluster
@@ -114,6 +122,10 @@ def test_every_backward_spec_compiles_offline_without_spills(tmp_path, monkeypat
     }
     for r in results:
         assert r.resources.spill_bytes == 0 and r.resources.stack_bytes == 0, r.spec.name
+        if r.spec.kernel == "softmax_backward_cluster" and not dict(r.spec.constants)["DY_PACKS"]:
+            assert r.resources.registers <= 64, (
+                r.spec.name
+            )  # four blocks an SM, as their shared memory allows
         ptx = r.ptx_path.read_text()
         bulk = bool(r.spec.cluster)
         if dict(r.spec.constants).get("VEC", 1) > 1:  # 16-byte stores; 16-byte loads or bulk copies
@@ -256,19 +268,40 @@ def test_backward_matches_the_float64_reference(variant, m, n, dtype, layout):
     _assert_backward(dx, y, dy, dim, dtype)
 
 
+CLUSTER_CASES = [
+    (n, chunk, dy_in_registers, dtype)
+    for dtype in ("float32", "bfloat16")
+    for n, chunk, dy_in_registers in [
+        (40008, 8192, True),
+        (131072, 8192, True),
+        (131072, 16384, True),
+        (262144, 8192, True),
+        (262144, 8192, False),
+        (2**18 + 8, 16384, True),
+    ]
+]
+CLUSTER_CASES += [(2**19, 8192, True, "bfloat16"), (2**19, 8192, False, "bfloat16")]  # past fp32's clusters
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize(
-    "n,cluster_chunk_kb", [(40008, 32), (131072, 32), (131072, 64), (262144, 32), (2**18 + 8, 64)]
-)
-def test_backward_cluster_every_size(dtype, n, cluster_chunk_kb):
+@pytest.mark.parametrize("n,chunk_elems,dy_in_registers,dtype", CLUSTER_CASES)
+def test_backward_cluster_every_size(dtype, n, chunk_elems, dy_in_registers):
+    """Every cluster size, with dy in shared memory and, where both chunks would fill more than
+    half of it (64 KB of each array a block: 131072 fp32 in 8-block clusters, 262144 fp32 and
+    2**19 bf16 in 16-block ones), in registers."""
     torch = _torch()
     y, dy = _probs((5, n), dtype), torch.randn(5, n, device="cuda").to(_dtype(dtype))
     # a fresh cache of dense calls too: it is keyed on the layout, not on the configuration
     old, cached = bw.AUTO, bw._dense_calls
-    bw.AUTO, bw._dense_calls = bw.BackwardConfig(cluster_chunk_bytes=cluster_chunk_kb * 1024), {}
+    bw.AUTO = bw.BackwardConfig(cluster_chunk_elems=chunk_elems, cluster_dy_in_registers=dy_in_registers)
+    bw._dense_calls = {}
     try:
-        assert bw.plan("cluster", 5, n, dtype, sm.full_vec(dtype), sm._device(0)).spec.cluster > 0
+        launch = bw.plan("cluster", 5, n, dtype, sm.full_vec(dtype), sm._device(0))
+        assert launch.spec.cluster > 0
+        in_registers = (
+            dy_in_registers and launch.extra[0] * arrays.ITEMSIZE[dtype] == 64 * 1024
+        )  # of each a block
+        assert (dict(launch.spec.constants)["DY_PACKS"] > 0) == in_registers
         with arrays.poison_outputs():
             dx = bw.softmax_backward(y, dy, variant="cluster")
     finally:

@@ -14,8 +14,9 @@ The kernels (read them in order, after the forward's):
     fused     06_softmax_backward.cu          rows in registers: one read of y and dy, one write of dx
     twopass   06_softmax_backward.cu          any row, any GPU: the dot, then a second pass for dx
     cluster   07_softmax_backward_cluster.cu  long rows over a thread-block cluster (sm_90): chunks
-                                              of y and dy in shared memory by bulk copies, the dot
-                                              exchanged through distributed shared memory
+                                              of y (and of dy, or dy in registers) in shared memory
+                                              by bulk copies, the dot exchanged through distributed
+                                              shared memory
     auto      fused up to BackwardConfig.fused_max_row_bytes, else cluster, else twopass
 
 Everything from here to `specializations()` is plain Python over shapes (no GPU), so the plans can
@@ -42,6 +43,7 @@ FUSED_BLOCK = 256  # threads per block when a row needs fewer (RPB rows per bloc
 FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 16-byte packs in all)
 FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
 TWOPASS_THREADS, TWOPASS_UNROLL = 512, 2
+CLUSTER_DY_PACKS = 16  # packs of dy a cluster-kernel thread holds where dy is in registers (64 words)
 CLUSTER_THREADS = 256
 
 
@@ -51,15 +53,19 @@ class BackwardConfig:
 
     fused_max_row_bytes: the fused kernel while a row of one array is at most this many bytes (it
         holds y and dy: twice this in registers); past it, the cluster kernel on sm_90.
-    cluster_chunk_bytes: the cluster kernel picks the smallest cluster whose blocks each hold at
-        most this much of each array (y and dy: twice this in shared memory); else the largest
-        cluster whose chunks fit a block at all.
+    cluster_chunk_elems: the cluster kernel picks the smallest cluster whose blocks each hold at
+        most this many elements of each array (16 KB of fp32, 8 KB of a 16-bit type: the same
+        work a thread whatever the dtype); else the largest cluster whose chunks fit a block.
+    cluster_dy_in_registers: where both chunks would take more than half of a block's shared
+        memory (one block an SM), the threads hold dy's chunk in registers and two blocks share an
+        SM, if CLUSTER_DY_PACKS packs a thread hold it.
     """
 
     fused_max_row_bytes: int = 32 * 1024
     fused_packs_f32: int = 2
     fused_packs_16bit: int = 4
-    cluster_chunk_bytes: int = 16 * 1024  # so never 2-block clusters, the slowest on an H100
+    cluster_chunk_elems: int = 4096  # so never 2-block clusters, the slowest on an H100
+    cluster_dy_in_registers: bool = True
     max_cluster: int = 16
 
 
@@ -107,12 +113,17 @@ def twopass_spec(dtype: str, vec: int) -> Spec:
     )
 
 
-def cluster_spec(dtype: str, cluster: int) -> Spec:
+def cluster_spec(dtype: str, cluster: int, dy_packs: int = 0) -> Spec:
     return Spec(
         CLUSTER_SOURCE,
         "softmax_backward_cluster",
         dtype,
-        (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", sm.full_vec(dtype))),
+        (
+            ("CLUSTER", cluster),
+            ("THREADS", CLUSTER_THREADS),
+            ("VEC", sm.full_vec(dtype)),
+            ("DY_PACKS", dy_packs),
+        ),
     )
 
 
@@ -129,18 +140,25 @@ def plan_cluster(
     size = arrays.ITEMSIZE[dtype]
     sizes = [c for c in sm.CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
     chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
-    pick = next(((c, k) for c, k in chunks if k * size <= cfg.cluster_chunk_bytes), None)
+    pick = next(((c, k) for c, k in chunks if k <= cfg.cluster_chunk_elems), None)
     if pick is None:
         c, k = chunks[-1]
         if 2 * k * size > device.max_shared_per_block - 1024:
             return None
         pick = (c, k)
     c, chunk = pick
+    dy_packs = 0
+    if (
+        cfg.cluster_dy_in_registers
+        and 2 * chunk * size > device.max_shared_per_block // 2
+        and chunk // vec <= CLUSTER_THREADS * CLUSTER_DY_PACKS
+    ):
+        dy_packs = CLUSTER_DY_PACKS
     return sm.Launch(
-        cluster_spec(dtype, c),
+        cluster_spec(dtype, c, dy_packs),
         grid=c * min(M, sm.MAX_GRID // c),
         block=CLUSTER_THREADS,
-        shared_mem=2 * chunk * size,
+        shared_mem=(1 if dy_packs else 2) * chunk * size,
         extra=(chunk,),
     )
 
@@ -193,7 +211,7 @@ def specializations() -> list[Spec]:
                 fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO))
             )
             specs.append(twopass_spec(dtype, vec))
-        specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
+        specs.extend(cluster_spec(dtype, c, n) for c in sm.CLUSTER_SIZES for n in (0, CLUSTER_DY_PACKS))
     return specs
 
 

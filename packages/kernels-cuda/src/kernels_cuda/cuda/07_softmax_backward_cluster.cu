@@ -9,6 +9,12 @@
 // own); then each block writes its chunk of dx from shared memory. One read of y and dy and one
 // write of dx per element, for rows up to C * ~113 KB per array.
 //
+// Where both chunks would fill an SM's shared memory (more than half of it: 64 KB of each array
+// at 256x262144 fp32), one block an SM has nothing in flight while it exchanges and writes, and
+// DRAM idles. With KL_DY_PACKS > 0 each thread instead holds its packs of dy in registers (loaded
+// while y's bulk copy flies, at most DY_PACKS a thread), shared memory holds y's chunk alone, and
+// two blocks share an SM: one's loads overlap the other's exchange and writes.
+//
 // Rows need not be whole 16-byte packs (an odd N such as a 50257-token vocabulary): as in 04, a
 // row is its head (the elements before its first 16-byte boundary), its aligned body and its tail,
 // the head and the tail fewer than VEC elements each. The body is split into chunks and moved in
@@ -17,22 +23,30 @@
 // same offset from a 16-byte boundary, row for row, so one split serves both reads and the write.
 //
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
-// KL_VEC (elements per 16-byte pack; divides chunk).
+// KL_VEC (elements per 16-byte pack; divides chunk), KL_DY_PACKS (0: dy in shared memory).
 #include "common.cuh"
 
-constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC;
+constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, DY_PACKS = KL_DY_PACKS;
+// dy in registers: room for two blocks an SM (at most 128 registers a thread). Otherwise no minimum:
+// a minimum of one block lets the compiler take up to 255 registers, and it took 72 instead of 38,
+// which left half as many blocks an SM.
+#if KL_DY_PACKS
+#define KL_BOUNDS __launch_bounds__(THREADS, 2)
+#else
+#define KL_BOUNDS __launch_bounds__(THREADS)
+#endif
 constexpr int WARPS = THREADS / 32;
 constexpr int PACK_BYTES = static_cast<int>(sizeof(Pack<VEC>));
 static_assert(C <= 32, "warp 0 reads one block's sum per lane");
 static_assert(PACK_BYTES == 16, "bulk copies move whole 16-byte packs");
 static_assert(2 * (VEC - 1) <= THREADS, "one thread per element of the head and the tail");
 
-extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
+extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
     softmax_backward_cluster(const elem_t* __restrict__ y, const elem_t* __restrict__ dy, elem_t* __restrict__ dx,
                              i64 M, int N, i64 y_stride, i64 dy_stride, i64 dx_stride, int chunk) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Pack<VEC>* held_y = reinterpret_cast<const Pack<VEC>*>(smem);  // chunk elements of y, then of dy
-  const Pack<VEC>* held_dy = held_y + chunk / VEC;
+  const Pack<VEC>* held_dy = held_y + chunk / VEC;                       // (unless DY_PACKS: y alone)
   __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier: one phase per row's copies
   __shared__ float warp_dots[WARPS];
   __shared__ float inbox[2][C];  // every block's sum of the row, pushed by that block; alternates by row
@@ -70,9 +84,23 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const unsigned bytes = static_cast<unsigned>(packs) * PACK_BYTES;
 
     if (packs && threadIdx.x == 0) {
-      bulk_expect(&chunk_landed, 2 * bytes);
+      bulk_expect(&chunk_landed, (DY_PACKS ? 1 : 2) * bytes);
       bulk_copy(smem, yr + begin, bytes, &chunk_landed);
-      bulk_copy(smem + static_cast<size_t>(chunk) * sizeof(elem_t), dyr + begin, bytes, &chunk_landed);
+      if constexpr (!DY_PACKS) {
+        bulk_copy(smem + static_cast<size_t>(chunk) * sizeof(elem_t), dyr + begin, bytes, &chunk_landed);
+      }
+    }
+    // DY_PACKS: dy_held[i] is pack threadIdx.x + i * THREADS of this block's chunk of dy, i < mine;
+    // all loads in flight at once, addressed from one base with constant offsets.
+    const int tid = static_cast<int>(threadIdx.x);
+    const int mine = packs > tid ? (packs - tid + THREADS - 1) / THREADS : 0;
+    Pack<VEC> dy_held[DY_PACKS ? DY_PACKS : 1];
+    if constexpr (DY_PACKS) {
+      const elem_t* dyb = dyr + begin + tid * VEC;
+#pragma unroll
+      for (int i = 0; i < DY_PACKS; ++i) {
+        if (i < mine) dy_held[i] = load_pack<VEC>(dyb + i * THREADS * VEC);
+      }
     }
     const int edge = static_cast<int>(threadIdx.x);  // this thread's edge element, loaded while the copies fly
     const bool has_edge = takes_edges && edge < head + tail;
@@ -84,11 +112,22 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       mbarrier_wait(&chunk_landed, copy_parity);
       copy_parity ^= 1;
     }
-#pragma unroll 4
-    for (int p = threadIdx.x; p < packs; p += THREADS) {
-      const Pack<VEC> a = held_y[p], b = held_dy[p];
+    if constexpr (DY_PACKS) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) dot = fmaf(elem(a, k), elem(b, k), dot);
+      for (int i = 0; i < DY_PACKS; ++i) {
+        if (i < mine) {
+          const Pack<VEC> a = held_y[tid + i * THREADS];
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) dot = fmaf(elem(a, k), elem(dy_held[i], k), dot);
+        }
+      }
+    } else {
+#pragma unroll 4
+      for (int p = threadIdx.x; p < packs; p += THREADS) {
+        const Pack<VEC> a = held_y[p], b = held_dy[p];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) dot = fmaf(elem(a, k), elem(b, k), dot);
+      }
     }
     dot = block_sum_to_warp0<WARPS>(dot, warp_dots);  // every lane of warp 0 holds the block's sum
     if (first_row) {
@@ -110,10 +149,21 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const float d = row_dot;
 
     elem_t* dxb = dxr + begin;  // dx's row has y's head (the host checks), so its body is aligned too
+    if constexpr (DY_PACKS) {
+      elem_t* dxt = dxb + tid * VEC;
+#pragma unroll
+      for (int i = 0; i < DY_PACKS; ++i) {
+        if (i < mine) {
+          const Pack<VEC> a = held_y[tid + i * THREADS], b = dy_held[i];
+          store_pack<VEC>(dxt + i * THREADS * VEC, make_pack<VEC>([&](int k) { return elem(a, k) * (elem(b, k) - d); }));
+        }
+      }
+    } else {
 #pragma unroll 4
-    for (int p = threadIdx.x; p < packs; p += THREADS) {
-      const Pack<VEC> a = held_y[p], b = held_dy[p];
-      store_pack<VEC>(dxb + p * VEC, make_pack<VEC>([&](int k) { return elem(a, k) * (elem(b, k) - d); }));
+      for (int p = threadIdx.x; p < packs; p += THREADS) {
+        const Pack<VEC> a = held_y[p], b = held_dy[p];
+        store_pack<VEC>(dxb + p * VEC, make_pack<VEC>([&](int k) { return elem(a, k) * (elem(b, k) - d); }));
+      }
     }
     if (has_edge) store_pack<1>(dxr + edge_col, make_pack<1>([&](int) { return edge_y * (edge_dy - d); }));
     __syncthreads();  // every read of the chunk (and of row_dot) is done before the next row's copies
