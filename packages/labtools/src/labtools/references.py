@@ -5,6 +5,7 @@ when one of them runs."""
 from __future__ import annotations
 
 import importlib.util
+import types
 
 from labtools.ops import softmax_backward_ref, softmax_ref
 from labtools.registry import Implementation
@@ -40,20 +41,20 @@ COMPILE_KW: dict = {"dynamic": False}  # tests swap in backend="eager" to stay f
 
 
 def _compiled_call(op: str, fn, *tensors):
-    """torch.compile(fn)(*tensors), compiled once per op, shape and dtype (dynamic=False), so a
-    long sweep never runs into the recompile limit."""
+    """torch.compile(fn)(*tensors), compiled once per op, shape and dtype (dynamic=False).
+
+    Each key compiles a copy of fn with a code object of its own. Dynamo keeps compiled entries,
+    and counts recompiles, per code object: with one shared by every shape of a sweep, it would
+    fall back to eager past its recompile limit (8 by default), and every call would test the
+    guards of the shapes before it. The copies leave Dynamo's global configuration alone."""
     import torch
 
     x = tensors[0]
     key = (op, tuple(x.shape), x.dtype, x.device.type)
     compiled = _compiled.get(key)
     if compiled is None:
-        # Dynamo counts recompiles per code object, and the entries of an op share fn's:
-        # past the limit (8 by default) it would silently fall back to eager.
-        cfg = torch._dynamo.config
-        name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
-        setattr(cfg, name, max(getattr(cfg, name), 4 * (len(_compiled) + 1)))
-        compiled = _compiled[key] = torch.compile(fn, **COMPILE_KW)
+        own = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__)
+        compiled = _compiled[key] = torch.compile(own, **COMPILE_KW)
     return compiled(*tensors)
 
 
