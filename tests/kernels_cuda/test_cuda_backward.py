@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels_cuda import arrays, codegen
 from kernels_cuda import softmax_backward as bw
@@ -97,6 +97,30 @@ def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster, dy_pac
     a100 = bw.plan("auto", M, N, dtype, sm.full_vec(dtype), sm.A100).spec.kernel
     fits = N <= bw.fused_capacity(sm.full_vec(dtype))
     assert a100 == ("softmax_backward_fused" if fits else "softmax_backward_twopass")
+
+
+@settings(max_examples=300)  # plain Python, a millisecond an example
+@given(
+    N=st.integers(4096, 1 << 20),
+    dtype=st.sampled_from(sm.DTYPES),
+    chunk_elems=st.integers(256, 1 << 18),
+    max_cluster=st.sampled_from(sm.CLUSTER_SIZES),
+    dy_in_registers=st.booleans(),
+)
+def test_a_cluster_launch_fits_shared_memory_whatever_the_configured_chunk(
+    N, dtype, chunk_elems, max_cluster, dy_in_registers
+):
+    """cluster_chunk_elems past what a block holds still plans a launch that fits (or none)."""
+    cfg = bw.BackwardConfig(
+        cluster_chunk_elems=chunk_elems, max_cluster=max_cluster, cluster_dy_in_registers=dy_in_registers
+    )
+    vec = sm.full_vec(dtype)
+    launch = bw.plan_cluster(8, N - N % vec, dtype, vec, sm.H100, cfg)
+    if launch is not None:
+        c, (chunk,) = dict(launch.spec.constants), launch.extra
+        assert launch.shared_mem <= sm.H100.max_shared_per_block - 1024
+        assert launch.spec.cluster * chunk >= N - N % vec
+        assert launch.shared_mem == (1 if c["DY_PACKS"] else 2) * chunk * arrays.ITEMSIZE[dtype]
 
 
 def test_long_odd_rows_take_the_cluster_kernel_where_y_dy_and_dx_share_offsets():

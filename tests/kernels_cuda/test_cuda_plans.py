@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels_cuda import arrays
 from kernels_cuda import softmax_variants as variants
@@ -200,6 +200,23 @@ def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
         )
     assert variants._plan("auto", 100, 32768, "float32", 4, variants.H100).spec.kernel == "softmax_cluster"
     assert dict(variants._plan("auto", 100, 600, "float32", 4, variants.H100).spec.constants)["ITEMS"] == 2
+
+
+@settings(max_examples=300)  # plain Python, a millisecond an example
+@given(
+    N=st.integers(4096, 1 << 20),
+    dtype=st.sampled_from(variants.DTYPES),
+    chunk_kb=st.integers(1, 1024),
+    max_cluster=st.sampled_from(variants.CLUSTER_SIZES),
+)
+def test_a_cluster_launch_fits_shared_memory_whatever_the_configured_chunk(N, dtype, chunk_kb, max_cluster):
+    """cluster_chunk_bytes past what a block holds still plans a launch that fits (or none)."""
+    cfg = variants.AutoConfig(cluster_chunk_bytes=chunk_kb * 1024, max_cluster=max_cluster)
+    vec = variants.full_vec(dtype)
+    launch = variants.plan_cluster(8, N - N % vec, dtype, vec, variants.H100, cfg)
+    if launch is not None:
+        assert launch.shared_mem <= variants.H100.max_shared_per_block - 1024
+        assert launch.spec.cluster * launch.extra[0] >= N - N % vec
 
 
 def test_pack_width_uses_16_bytes_only_when_every_row_start_is_16_byte_aligned():

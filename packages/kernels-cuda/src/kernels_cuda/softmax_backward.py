@@ -130,35 +130,40 @@ def cluster_spec(dtype: str, cluster: int, dy_packs: int = 0) -> Spec:
 def plan_cluster(
     M: int, N: int, dtype: str, vec: int, device: sm.Device, cfg: BackwardConfig, same_offsets: bool = False
 ) -> sm.Launch | None:
-    """None without clusters, past the largest cluster's shared memory (two arrays per block), or
-    for rows that are not whole 16-byte packs unless y's, dy's and dx's rows share their offsets
+    """None without clusters, past the largest cluster's shared memory, or for rows that are not
+    whole 16-byte packs unless y's, dy's and dx's rows share their offsets
     (`softmax_variants.offsets_match`): the kernel moves each row's aligned body in bulk and the
     few elements around it one at a time, one split for all three arrays."""
     if device.cc < 90 or not (vec == sm.full_vec(dtype) or same_offsets):
         return None
     vec = sm.full_vec(dtype)  # chunks are whole packs of the body
     size = arrays.ITEMSIZE[dtype]
+
+    def dy_packs(chunk: int) -> int:
+        """Packs of dy a thread holds in registers for blocks of this chunk (0: dy in shared memory)."""
+        both = 2 * chunk * size
+        fits = chunk // vec <= CLUSTER_THREADS * CLUSTER_DY_PACKS
+        return (
+            CLUSTER_DY_PACKS
+            if cfg.cluster_dy_in_registers and both > device.max_shared_per_block // 2 and fits
+            else 0
+        )
+
+    def shared(chunk: int) -> int:
+        return (1 if dy_packs(chunk) else 2) * chunk * size
+
     sizes = [c for c in sm.CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
     chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
-    pick = next(((c, k) for c, k in chunks if k <= cfg.cluster_chunk_elems), None)
-    if pick is None:
-        c, k = chunks[-1]
-        if 2 * k * size > device.max_shared_per_block - 1024:
-            return None
-        pick = (c, k)
-    c, chunk = pick
-    dy_packs = 0
-    if (
-        cfg.cluster_dy_in_registers
-        and 2 * chunk * size > device.max_shared_per_block // 2
-        and chunk // vec <= CLUSTER_THREADS * CLUSTER_DY_PACKS
-    ):
-        dy_packs = CLUSTER_DY_PACKS
+    fitting = [(c, k) for c, k in chunks if shared(k) <= device.max_shared_per_block - 1024]  # 1 KB: static
+    if not fitting:
+        return None
+    # the smallest cluster whose chunks are small enough, else the largest whose chunks fit
+    c, chunk = next(((c, k) for c, k in fitting if k <= cfg.cluster_chunk_elems), fitting[-1])
     return sm.Launch(
-        cluster_spec(dtype, c, dy_packs),
+        cluster_spec(dtype, c, dy_packs(chunk)),
         grid=c * min(M, sm.MAX_GRID // c),
         block=CLUSTER_THREADS,
-        shared_mem=(1 if dy_packs else 2) * chunk * size,
+        shared_mem=shared(chunk),
         extra=(chunk,),
     )
 

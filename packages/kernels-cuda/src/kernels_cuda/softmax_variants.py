@@ -216,11 +216,11 @@ def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig)
     size = arrays.ITEMSIZE[dtype]
     sizes = [c for c in CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
     chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
-    for c, chunk in chunks:  # the smallest cluster with chunks small enough to share an SM
-        if chunk * size <= cfg.cluster_chunk_bytes:
-            return c, chunk
-    c, chunk = chunks[-1]  # else the largest cluster, if its chunks fit a block (1 KB: static smem)
-    return (c, chunk) if chunk * size <= device.max_shared_per_block - 1024 else None
+    fitting = [(c, k) for c, k in chunks if k * size <= device.max_shared_per_block - 1024]  # 1 KB: static
+    if not fitting:
+        return None
+    # the smallest cluster with chunks small enough to share an SM, else the largest whose chunks fit
+    return next(((c, k) for c, k in fitting if k * size <= cfg.cluster_chunk_bytes), fitting[-1])
 
 
 def plan_cluster(
