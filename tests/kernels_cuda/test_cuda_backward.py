@@ -64,7 +64,7 @@ def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
         assert 2 * chunk * size <= dev.max_shared_per_block - 1024
         if c["DY_PACKS"]:  # dy in registers: y's chunk alone in shared memory, two blocks an SM
             assert chunk // c["VEC"] <= c["THREADS"] * c["DY_PACKS"] and launch.shared_mem == chunk * size
-            assert 2 * chunk * size > dev.max_shared_per_block // 2
+            assert 2 * chunk * size > dev.max_shared_per_block // 2 and spec.cluster >= 16
         else:
             assert launch.shared_mem == 2 * chunk * size
         assert launch.grid % spec.cluster == 0
@@ -81,12 +81,13 @@ def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
         (4096, 600, "float32", "softmax_backward_fused", 0, None),
         (65536, 600, "bfloat16", "softmax_backward_fused", 0, None),
         (1024, 8192, "float32", "softmax_backward_fused", 0, None),
-        (1024, 131072, "float32", "softmax_backward_cluster", 16, 0),
-        (1024, 131072, "bfloat16", "softmax_backward_cluster", 16, 0),
-        (256, 262144, "float32", "softmax_backward_cluster", 16, bw.CLUSTER_DY_PACKS),  # 64 KB chunks
-        (256, 262144, "bfloat16", "softmax_backward_cluster", 16, 0),
-        (4096, 32768, "float32", "softmax_backward_cluster", 8, 0),  # 4096 elements a block,
-        (4096, 32768, "bfloat16", "softmax_backward_cluster", 8, 0),  # whatever the dtype
+        (1024, 131072, "float32", "softmax_backward_cluster", 8, 0),  # 64 KB chunks: one block an SM
+        (1024, 131072, "bfloat16", "softmax_backward_cluster", 8, 0),
+        (256, 262144, "float32", "softmax_backward_cluster", 16, bw.CLUSTER_DY_PACKS),  # 128 KB in 8
+        (256, 262144, "bfloat16", "softmax_backward_cluster", 16, 0),  # not one 16-bit block an SM
+        (4096, 32768, "float32", "softmax_backward_cluster", 8, 0),
+        (4096, 32768, "bfloat16", "softmax_backward_cluster", 8, 0),
+        (8192, 16384, "float32", "softmax_backward_cluster", 8, 0),
     ],
 )
 def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster, dy_packs):
@@ -103,16 +104,17 @@ def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster, dy_pac
 @given(
     N=st.integers(4096, 1 << 20),
     dtype=st.sampled_from(sm.DTYPES),
-    chunk_elems=st.integers(256, 1 << 18),
+    cluster_size=st.sampled_from(sm.CLUSTER_SIZES),
     max_cluster=st.sampled_from(sm.CLUSTER_SIZES),
     dy_in_registers=st.booleans(),
 )
 def test_a_cluster_launch_fits_shared_memory_whatever_the_configured_chunk(
-    N, dtype, chunk_elems, max_cluster, dy_in_registers
+    N, dtype, cluster_size, max_cluster, dy_in_registers
 ):
-    """cluster_chunk_elems past what a block holds still plans a launch that fits (or none)."""
+    """Whatever cluster size is asked for, the plan's blocks fit their shared memory (or there is
+    no cluster launch)."""
     cfg = bw.BackwardConfig(
-        cluster_chunk_elems=chunk_elems, max_cluster=max_cluster, cluster_dy_in_registers=dy_in_registers
+        cluster_size=cluster_size, max_cluster=max_cluster, cluster_dy_in_registers=dy_in_registers
     )
     vec = sm.full_vec(dtype)
     launch = bw.plan_cluster(8, N - N % vec, dtype, vec, sm.H100, cfg)
@@ -126,7 +128,7 @@ def test_a_cluster_launch_fits_shared_memory_whatever_the_configured_chunk(
 def test_long_odd_rows_take_the_cluster_kernel_where_y_dy_and_dx_share_offsets():
     """64 rows of 50257 (a GPT-2 vocabulary): not whole 16-byte packs, but fresh y, dy and dx
     share each row's offset, so the cluster kernel takes them instead of one block a row."""
-    for dtype, cluster in (("float32", 16), ("bfloat16", 16)):
+    for dtype, cluster in (("float32", 8), ("bfloat16", 8)):
         launch = bw.plan("auto", 64, 50257, dtype, 1, sm.H100, None, True)
         assert launch.spec.kernel == "softmax_backward_cluster" and launch.spec.cluster == cluster
         assert launch.grid == 64 * cluster
@@ -293,39 +295,44 @@ def test_backward_matches_the_float64_reference(variant, m, n, dtype, layout):
 
 
 CLUSTER_CASES = [
-    (n, chunk, dy_in_registers, dtype)
+    (n, cluster, dy_in_registers, dtype)
     for dtype in ("float32", "bfloat16")
-    for n, chunk, dy_in_registers in [
-        (40008, 8192, True),
-        (131072, 8192, True),
-        (131072, 16384, True),
-        (262144, 8192, True),
-        (262144, 8192, False),
-        (2**18 + 8, 16384, True),
+    for n, cluster, dy_in_registers in [
+        (40008, 2, True),
+        (16384, 4, True),
+        (131072, 4, True),  # fp32: 4-block chunks do not fit, 8-block ones do
+        (131072, 16, True),
+        (262144, 16, True),
+        (262144, 16, False),
+        (2**18 + 8, 16, True),
     ]
 ]
-CLUSTER_CASES += [(2**19, 8192, True, "bfloat16"), (2**19, 8192, False, "bfloat16")]  # past fp32's clusters
+CLUSTER_CASES += [(2**19, 16, True, "bfloat16"), (2**19, 16, False, "bfloat16")]  # past fp32's clusters
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n,chunk_elems,dy_in_registers,dtype", CLUSTER_CASES)
-def test_backward_cluster_every_size(dtype, n, chunk_elems, dy_in_registers):
-    """Every cluster size, with dy in shared memory and, where both chunks would fill more than
-    half of it (64 KB of each array a block: 131072 fp32 in 8-block clusters, 262144 fp32 and
-    2**19 bf16 in 16-block ones), in registers."""
+@pytest.mark.parametrize("n,cluster_size,dy_in_registers,dtype", CLUSTER_CASES)
+def test_backward_cluster_every_size(dtype, n, cluster_size, dy_in_registers):
+    """Every cluster size, with dy in shared memory and, in 16-block clusters whose two chunks
+    would fill more than half of it (64 KB of each array a block: 262144 fp32, 2**19 bf16), in
+    registers."""
     torch = _torch()
     y, dy = _probs((5, n), dtype), torch.randn(5, n, device="cuda").to(_dtype(dtype))
     # a fresh cache of dense calls too: it is keyed on the layout, not on the configuration
     old, cached = bw.AUTO, bw._dense_calls
-    bw.AUTO = bw.BackwardConfig(cluster_chunk_elems=chunk_elems, cluster_dy_in_registers=dy_in_registers)
+    bw.AUTO = bw.BackwardConfig(cluster_size=cluster_size, cluster_dy_in_registers=dy_in_registers)
     bw._dense_calls = {}
     try:
-        launch = bw.plan("cluster", 5, n, dtype, sm.full_vec(dtype), sm._device(0))
-        assert launch.spec.cluster > 0
+        device = sm._device(0)
+        launch = bw.plan("cluster", 5, n, dtype, sm.full_vec(dtype), device)
+        (chunk,), size = launch.extra, arrays.ITEMSIZE[dtype]
+        assert launch.spec.cluster >= cluster_size
         in_registers = (
-            dy_in_registers and launch.extra[0] * arrays.ITEMSIZE[dtype] == 64 * 1024
-        )  # of each a block
-        assert (dict(launch.spec.constants)["DY_PACKS"] > 0) == in_registers
+            dy_in_registers
+            and launch.spec.cluster == 16
+            and 2 * chunk * size > device.max_shared_per_block // 2
+        )
+        assert (dict(launch.spec.constants)["DY_PACKS"] > 0) == (in_registers and chunk * size <= 64 * 1024)
         with arrays.poison_outputs():
             dx = bw.softmax_backward(y, dy, variant="cluster")
     finally:

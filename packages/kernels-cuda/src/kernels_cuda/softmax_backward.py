@@ -53,18 +53,21 @@ class BackwardConfig:
 
     fused_max_row_bytes: the fused kernel while a row of one array is at most this many bytes (it
         holds y and dy: twice this in registers); past it, the cluster kernel on sm_90.
-    cluster_chunk_elems: the cluster kernel picks the smallest cluster whose blocks each hold at
-        most this many elements of each array (16 KB of fp32, 8 KB of a 16-bit type: the same
-        work a thread whatever the dtype); else the largest cluster whose chunks fit a block.
-    cluster_dy_in_registers: where both chunks would take more than half of a block's shared
-        memory (one block an SM), the threads hold dy's chunk in registers and two blocks share an
-        SM, if CLUSTER_DY_PACKS packs a thread hold it.
+    cluster_size: the cluster kernel's blocks a row: this many where their chunks fit a block's
+        shared memory (in 16-bit types, half of it), else the smallest larger cluster whose
+        chunks do (up to max_cluster), else the largest that fits. On an H100 8 was the fastest
+        from rows of 16384 to 131072 elements: 2-block clusters wait longest on their exchange,
+        4-block ones were slower at 4096x32768, and 16-block clusters of one block an SM fit 7
+        to the GPU (112 of 132 SMs: a cluster stays inside a GPC) where 8-block ones fit 16.
+    cluster_dy_in_registers: in 16-block clusters whose two chunks would take more than half of
+        a block's shared memory (one block an SM), the threads hold dy's chunk in registers
+        (CLUSTER_DY_PACKS packs a thread at most) and two blocks share an SM.
     """
 
     fused_max_row_bytes: int = 32 * 1024
     fused_packs_f32: int = 2
     fused_packs_16bit: int = 4
-    cluster_chunk_elems: int = 4096  # so never 2-block clusters, the slowest on an H100
+    cluster_size: int = 8
     cluster_dy_in_registers: bool = True
     max_cluster: int = 16
 
@@ -139,31 +142,39 @@ def plan_cluster(
     vec = sm.full_vec(dtype)  # chunks are whole packs of the body
     size = arrays.ITEMSIZE[dtype]
 
-    def dy_packs(chunk: int) -> int:
-        """Packs of dy a thread holds in registers for blocks of this chunk (0: dy in shared memory)."""
-        both = 2 * chunk * size
-        fits = chunk // vec <= CLUSTER_THREADS * CLUSTER_DY_PACKS
-        return (
-            CLUSTER_DY_PACKS
-            if cfg.cluster_dy_in_registers and both > device.max_shared_per_block // 2 and fits
-            else 0
-        )
+    def dy_packs(c: int, chunk: int) -> int:
+        """Packs of dy a thread holds in registers in c-block clusters of this chunk (0: dy in
+        shared memory)."""
+        if not (
+            cfg.cluster_dy_in_registers and c >= 16 and chunk // vec <= CLUSTER_THREADS * CLUSTER_DY_PACKS
+        ):
+            return 0
+        return CLUSTER_DY_PACKS if 2 * chunk * size > device.max_shared_per_block // 2 else 0
 
-    def shared(chunk: int) -> int:
-        return (1 if dy_packs(chunk) else 2) * chunk * size
+    def shared(c: int, chunk: int) -> int:
+        return (1 if dy_packs(c, chunk) else 2) * chunk * size
 
     sizes = [c for c in sm.CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
     chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
-    fitting = [(c, k) for c, k in chunks if shared(k) <= device.max_shared_per_block - 1024]  # 1 KB: static
+    room = device.max_shared_per_block - 1024  # 1 KB: the kernel's static shared memory
+    fitting = [(c, k) for c, k in chunks if shared(c, k) <= room]
     if not fitting:
         return None
-    # the smallest cluster whose chunks are small enough, else the largest whose chunks fit
-    c, chunk = next(((c, k) for c, k in fitting if k <= cfg.cluster_chunk_elems), fitting[-1])
+
+    # The configured size if its chunks fit, else the smallest larger one that fits, else the
+    # largest. In 16-bit types, not one whose chunks leave one block an SM: their elements cost a
+    # block as much arithmetic as fp32 ones, for half the bytes, and while a lone block computes,
+    # none of its SM's loads are in flight (8-block clusters of 64 KB bf16 chunks at 256x262144
+    # were 1.4% slower than 16-block ones; of 64 KB fp32 chunks at 1024x131072, 0.8% faster).
+    def preferred(c: int, k: int) -> bool:
+        return c >= cfg.cluster_size and (size == 4 or shared(c, k) <= device.max_shared_per_block // 2)
+
+    c, chunk = next(((c, k) for c, k in fitting if preferred(c, k)), fitting[-1])
     return sm.Launch(
-        cluster_spec(dtype, c, dy_packs(chunk)),
+        cluster_spec(dtype, c, dy_packs(c, chunk)),
         grid=c * min(M, sm.MAX_GRID // c),
         block=CLUSTER_THREADS,
-        shared_mem=shared(chunk),
+        shared_mem=shared(c, chunk),
         extra=(chunk,),
     )
 
