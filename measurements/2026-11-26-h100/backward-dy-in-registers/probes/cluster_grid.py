@@ -3,7 +3,6 @@
 the number of clusters in the grid: one cluster a row (today's grid) or a persistent grid of G
 clusters that loop over the rows. do_bench: L2 flushed, median. Each config checked first."""
 
-import math
 import sys
 from dataclasses import replace
 
@@ -57,13 +56,13 @@ for shape, dtype in SHAPES:
     if which == "fwd":
         ref = torch.softmax(x.double(), -1)
         x = x.to(dtype)
-        fn = lambda: sm.softmax(x)  # noqa: E731
+        fn = lambda: sm.softmax(x)  # noqa: E731, B023
         chunks = (32, 64, 128)
     else:
         y = torch.softmax(x, -1).to(dtype)
         dy = torch.randn(shape, device="cuda", dtype=dtype)
         ref = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
-        fn = lambda: sb.softmax_backward(y, dy)  # noqa: E731
+        fn = lambda: sb.softmax_backward(y, dy)  # noqa: E731, B023
         chunks = (8, 16, 32)
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     for kb in chunks:
