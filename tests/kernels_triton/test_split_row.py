@@ -372,6 +372,23 @@ def test_applies():
     assert not sr.applies(4, 10**9, torch.float32, dev)  # more programs a row than fit
 
 
+def test_long_rows_get_wider_programs_with_the_same_values_a_thread():
+    """A row that would need more programs than SMs gets chunks and warps doubled together, up
+    to MAX_WARPS; past that it does not split. Few rows still halve them, as before."""
+    for config in (sr.FORWARD_CONFIG, sr.BACKWARD_CONFIG):
+        per_thread = config.chunk // (32 * config.num_warps)
+        for n in (131072, 700_001, 2_000_000, 10**7):
+            sized = sr._sized_config(config, 4, n, 132)
+            assert sized.chunk // (32 * sized.num_warps) == per_thread
+            assert sized.num_warps <= sr.MAX_WARPS
+            fits = sr._cdiv(n, sr._widened(config, n, 132).chunk) <= 132
+            assert fits == (sr._cdiv(n, config.chunk * sr.MAX_WARPS // config.num_warps) <= 132)
+            if fits and sr._cdiv(n, config.chunk) > 132:
+                assert sr._cdiv(n, sized.chunk) <= 132 < sr._cdiv(n, sized.chunk // 2)
+        assert sr._sized_config(config, 1, 262144, 132).chunk == sr.MIN_CHUNK  # one row: every SM busy
+        assert sr._sized_config(config, 256, 262144, 132) == config
+
+
 def test_bad_inputs_are_refused():
     x = torch.ones(2, 8, device=DEVICE)
     with pytest.raises(TypeError, match="x2d must be a torch.Tensor"):
@@ -526,7 +543,9 @@ def test_gpu_public_op_on_split_rows_on_a_second_stream():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("shape", [(1024, 131072), (256, 262144), (64, 50257), (8, 128257), (1, 262144)])
+@pytest.mark.parametrize(
+    "shape", [(1024, 131072), (256, 262144), (64, 50257), (8, 128257), (1, 262144), (4, 700_001)]
+)  # 700001: wider programs
 def test_gpu_public_op_takes_the_split_path(shape, dtype):
     """kernels_triton.softmax and its autograd backward send these shapes to split_row and
     agree with float64 (first rows) and with torch (all rows)."""

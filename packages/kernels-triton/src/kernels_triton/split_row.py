@@ -21,7 +21,9 @@ registers cannot hold a row of 131072 fp32 values; SPLIT programs on different S
 Rows come in waves: the grid is persistent, G groups of SPLIT programs, and group g
 takes rows g, g + G, g + 2G, ...; G is chosen so that every program fits on the GPU at
 once (the occupancy of the compiled kernel times the number of SMs) and so that the last
-wave is as full as the others.
+wave is as full as the others. A row is never split over more programs than there are SMs:
+a longer one gets wider programs (chunk and warps doubled together, the values a thread
+unchanged, up to MAX_WARPS), and past that it is not split at all.
 
 Loading ahead. A program's wave is load -> reduce -> publish -> wait for the peers' words
 -> store, and while it waits nothing of its own is on its way from memory. With
@@ -150,6 +152,7 @@ INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
 PREFETCH = {torch.float32: False, torch.float16: True, torch.bfloat16: True}
 
 MIN_CHUNK = 1024  # few rows: chunks are halved down to this to give every SM a program
+MAX_WARPS = 16  # long rows: chunks are doubled, with the warps, up to this many (512 threads)
 MIN_COLS = 4096  # below this a row fits one program and the one-pass kernel is already one read
 
 
@@ -602,16 +605,30 @@ def _programs_per_sm(kernel, args: list, meta: dict, config: SplitConfig, device
     return occ
 
 
-def _default_config(direction: str, M: int, N: int, sms: int) -> SplitConfig:
-    """The direction's config; for few rows, halved (chunk and warps, so values a thread
-    stay the same) until the rows' chunks give every SM a program, down to MIN_CHUNK."""
-    if INTERPRET:
-        return INTERPRETER_CONFIG
-    config = FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG
+def _widened(config: SplitConfig, N: int, sms: int) -> SplitConfig:
+    """config with chunk and warps doubled together (the values a thread stay the same), up
+    to MAX_WARPS, while a row of N would need more programs than there are SMs."""
+    chunk, warps = config.chunk, config.num_warps
+    while _cdiv(N, chunk) > sms and warps < MAX_WARPS:
+        chunk, warps = chunk * 2, warps * 2
+    return SplitConfig(chunk, warps)
+
+
+def _sized_config(config: SplitConfig, M: int, N: int, sms: int) -> SplitConfig:
+    """config widened for rows of N (_widened), then, for few rows, halved (chunk and warps)
+    until the rows' chunks give every SM a program, down to MIN_CHUNK."""
+    config = _widened(config, N, sms)
     chunk, warps = config.chunk, config.num_warps
     while M * _cdiv(N, chunk) < sms and chunk > MIN_CHUNK:
         chunk, warps = chunk // 2, max(1, warps // 2)
     return SplitConfig(chunk, warps)
+
+
+def _default_config(direction: str, M: int, N: int, sms: int) -> SplitConfig:
+    """The direction's config, sized for M rows of N on `sms` SMs (_sized_config)."""
+    if INTERPRET:
+        return INTERPRETER_CONFIG
+    return _sized_config(FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG, M, N, sms)
 
 
 def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | None, spin_limit: int | None):
@@ -724,8 +741,8 @@ def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: b
         return False
     config = BACKWARD_CONFIG if backward else FORWARD_CONFIG
     dev = _device(device)
-    if _cdiv(n_cols, config.chunk) > dev.sms:  # a row would need more than one program an SM
-        return False
+    if _cdiv(n_cols, _widened(config, n_cols, dev.sms).chunk) > dev.sms:
+        return False  # a row would need more than one program an SM, even at MAX_WARPS
     # Past these row lengths kernels_triton.softmax's own kernels read a row twice; at them
     # (4096 x 32768) they measured faster than this path, except the fp32 backward
     # (measurements/2026-11-25-h100/triton-split-row/).
