@@ -55,10 +55,10 @@ class BackwardConfig:
         holds y and dy: twice this in registers); past it, the cluster kernel on sm_90.
     cluster_size: the cluster kernel's blocks a row: this many where their chunks fit a block's
         shared memory (in 16-bit types, half of it), else the smallest larger cluster whose
-        chunks do (up to max_cluster), else the largest that fits. On an H100 8 was the fastest
-        from rows of 16384 to 131072 elements: 2-block clusters wait longest on their exchange,
-        4-block ones were slower at 4096x32768, and 16-block clusters of one block an SM fit 7
-        to the GPU (112 of 132 SMs: a cluster stays inside a GPC) where 8-block ones fit 16.
+        chunks do (up to max_cluster), else the largest that fits. 8 was the fastest on an H100
+        from rows of 16384 to 131072 elements (experiments/notes/kernels-cuda.md): smaller
+        clusters wait longer on their exchange, and a cluster stays inside a GPC, so 16-block
+        clusters of one block an SM leave more SMs idle than 8-block ones.
     cluster_dy_in_registers: in 16-block clusters whose two chunks would take more than half of
         a block's shared memory (one block an SM), the threads hold dy's chunk in registers
         (CLUSTER_DY_PACKS packs a thread at most) and two blocks share an SM.
@@ -164,8 +164,7 @@ def plan_cluster(
     # The configured size if its chunks fit, else the smallest larger one that fits, else the
     # largest. In 16-bit types, not one whose chunks leave one block an SM: their elements cost a
     # block as much arithmetic as fp32 ones, for half the bytes, and while a lone block computes,
-    # none of its SM's loads are in flight (8-block clusters of 64 KB bf16 chunks at 256x262144
-    # were 1.4% slower than 16-block ones; of 64 KB fp32 chunks at 1024x131072, 0.8% faster).
+    # none of its SM's loads are in flight.
     def preferred(c: int, k: int) -> bool:
         return c >= cfg.cluster_size and (size == 4 or shared(c, k) <= device.max_shared_per_block // 2)
 
@@ -227,7 +226,8 @@ def specializations() -> list[Spec]:
                 fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO))
             )
             specs.append(twopass_spec(dtype, vec))
-        specs.extend(cluster_spec(dtype, c, n) for c in sm.CLUSTER_SIZES for n in (0, CLUSTER_DY_PACKS))
+        specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
+        specs.append(cluster_spec(dtype, 16, CLUSTER_DY_PACKS))  # dy in registers: 16-block clusters only
     return specs
 
 

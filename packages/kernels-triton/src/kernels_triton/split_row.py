@@ -136,9 +136,9 @@ class SplitConfig:
 
 # 64 fp32 values a thread in the forward (x), 32 + 32 in the backward (y and dy): the
 # configs that held the most bytes on chip an SM and ran fastest among those timed
-# (measurements/2026-11-25-h100/triton-split-row/). The forward's programs are twice as wide
-# as they were before it loaded ahead (measurements/2026-11-26-h100/triton-split-configs/),
-# which also lets rows of up to 8192 elements an SM split.
+# (measurements/2026-11-25-h100/triton-split-row/); the forward, which loads ahead in 16-bit
+# types, over programs of twice the backward's width (measurements/2026-11-26-h100/
+# triton-split-configs/).
 FORWARD_CONFIG = SplitConfig(chunk=8192, num_warps=4)
 BACKWARD_CONFIG = SplitConfig(chunk=4096, num_warps=4)
 INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
@@ -148,7 +148,8 @@ INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
 # the registers of the fp32 values it becomes. Off for fp32, where it costs as many as the
 # current chunk: fewer programs an SM (the grid is sized from the compiled kernel's
 # occupancy either way) for an exchange that is already a smaller part of the wave. (In the
-# fp32 backward it was 1-3% faster at four shapes and 2-3% slower at two.)
+# fp32 backward it was faster at some shapes and slower at others: measurements/2026-11-26-h100/
+# triton-split-configs/.)
 PREFETCH = {torch.float32: False, torch.float16: True, torch.bfloat16: True}
 
 MIN_CHUNK = 1024  # few rows: chunks are halved down to this to give every SM a program

@@ -9,11 +9,12 @@
 // own); then each block writes its chunk of dx from shared memory. One read of y and dy and one
 // write of dx per element, for rows up to C * ~113 KB per array.
 //
-// Where both chunks would fill an SM's shared memory (more than half of it: 64 KB of each array
-// at 256x262144 fp32), one block an SM has nothing in flight while it exchanges and writes, and
-// DRAM idles. With KL_DY_PACKS > 0 each thread instead holds its packs of dy in registers (loaded
-// while y's bulk copy flies, at most DY_PACKS a thread), shared memory holds y's chunk alone, and
-// two blocks share an SM: one's loads overlap the other's exchange and writes.
+// Where both chunks take more than half of an SM's shared memory (64 KB of each array at
+// 256x262144 fp32), one block an SM has nothing in flight while it exchanges and writes, and in
+// 16-block clusters (a cluster stays inside a GPC) only 7 fit the GPU. With KL_DY_PACKS > 0 each
+// thread instead holds its packs of dy in registers (loaded while y's bulk copy flies, at most
+// DY_PACKS a thread), shared memory holds y's chunk alone, and two blocks share an SM: one's loads
+// overlap the other's exchange and writes.
 //
 // Rows need not be whole 16-byte packs (an odd N such as a 50257-token vocabulary): as in 04, a
 // row is its head (the elements before its first 16-byte boundary), its aligned body and its tail,
@@ -28,8 +29,8 @@
 
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, DY_PACKS = KL_DY_PACKS;
 // dy in registers: room for two blocks an SM (at most 128 registers a thread). Otherwise no minimum:
-// a minimum of one block lets the compiler take up to 255 registers, and it took 72 instead of 38,
-// which left half as many blocks an SM.
+// a minimum of one block lets the compiler take up to 255 registers, and it nearly doubled them,
+// which halved the blocks an SM.
 #if KL_DY_PACKS
 #define KL_BOUNDS __launch_bounds__(THREADS, 2)
 #else
