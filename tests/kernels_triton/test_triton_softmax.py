@@ -532,12 +532,31 @@ def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
     configs.forget()
 
 
+def test_forget_plans_empties_every_plan_cache():
+    """What a tune calls once it has written new picks: no plan made before survives, so the
+    next call of every shape plans with the picks as they are now."""
+    x = _randn((4, 64), torch.float32, 5)
+    softmax(x)
+    softmax_(x.clone())
+    y = softmax(x.clone().requires_grad_())
+    y.backward(torch.ones_like(y))
+    assert softmax_module._FORWARD and softmax_module._IN_PLACE and launch._PLANS
+    assert {id(d) for d in (softmax_module._FORWARD, softmax_module._BACKWARD, softmax_module._IN_PLACE)} <= {
+        id(d) for d in launch.PLAN_CACHES
+    }
+    launch.forget_plans()
+    assert not any(launch.PLAN_CACHES)
+
+
 @pytest.mark.gpu
 def test_gpu_tune(tmp_path, monkeypatch):
     from kernels_triton.tune import main
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     packaged = configs.PICKS_FILE.read_bytes()
+    x = torch.randn(256, 1000, device="cuda")
+    softmax(x)  # planned before the tune, with the committed pick ...
+    softmax(x, config=SoftmaxConfig(1024, 8))  # ... and the bucket's last record says "given"
     assert main(["--shape", "256", "600", "--dtype", "float32", "--dtype", "bfloat16"]) == 0
     path = configs.user_picks_path(torch.cuda.get_device_name())
     doc = json.loads(path.read_text())
@@ -547,7 +566,7 @@ def test_gpu_tune(tmp_path, monkeypatch):
         (k, d) for k in ("softmax_fwd", "softmax_bwd") for d in ("float32", "bfloat16")
     }
     assert configs.PICKS_FILE.read_bytes() == packaged
-    softmax(torch.randn(256, 1000, device="cuda"))  # the same bucket: the tuned pick serves
+    softmax(x)  # the same bucket: the tuned pick serves, though this shape was planned before
     used = [p for p in autotune_picks()["used"] if p["N"] == 1000 and p["kernel"] == "softmax_fwd"]
     assert used[0]["source"] == "tuned"
     configs.forget()

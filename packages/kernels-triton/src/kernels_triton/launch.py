@@ -53,6 +53,19 @@ TUNE_ON_FIRST_USE = (
 
 Plan = Callable[..., None]  # plan(*tensors): launch on tensors laid out as the plan's key says
 _PLANS: dict[tuple, Plan] = {}
+# Every dict that keeps plans made by make_plan (this module's, and softmax.py's fast paths'), each
+# with the config its launches were planned with: forget_plans() empties them all.
+PLAN_CACHES: list[dict] = [_PLANS]
+
+
+def forget_plans() -> None:
+    """Drop every plan made so far and what was read from the picks files: the next launch of
+    each shape plans anew, with the picks as they are now (after a tune wrote new ones)."""
+    configs.forget()
+    for plans in PLAN_CACHES:
+        plans.clear()
+
+
 # Compiled kernels keyed on everything Triton specialised them on but M, which it does not
 # specialise (kernels.py) beyond its integer width: the row strides and N exactly, pointer
 # alignment, M < 2**31, the constexprs and the warps. A plan for a new M (a growing sequence,

@@ -76,6 +76,7 @@ def _from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor
 _FORWARD: dict[tuple, launch.Plan] = {}
 _BACKWARD: dict[tuple, launch.Plan] = {}
 _IN_PLACE: dict[tuple, launch.Plan] = {}  # softmax_, keyed as _FORWARD
+launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch.forget_plans()
 
 
 def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None, run: bool = True) -> torch.Tensor:

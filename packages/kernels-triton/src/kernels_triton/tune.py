@@ -186,7 +186,7 @@ def save(picks: list[dict], path: Path, gpu: str) -> list[dict]:
             "sha256": configs.digest(gpu, every),
         }
         _atomic.atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
-    configs.forget()
+    launch.forget_plans()  # shapes planned before launch with the new picks
     return every
 
 
