@@ -544,8 +544,9 @@ def test_gpu_public_op_on_split_rows_on_a_second_stream():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize(
-    "shape", [(1024, 131072), (256, 262144), (64, 50257), (8, 128257), (1, 262144), (4, 700_001)]
-)  # 700001: wider programs
+    "shape",
+    [(1024, 131072), (256, 262144), (64, 50257), (8, 128257), (1, 262144), (4, 700_001), (2, 1_500_001)],
+)  # 700001: wider backward programs; 1500001: wider forward ones too
 def test_gpu_public_op_takes_the_split_path(shape, dtype):
     """kernels_triton.softmax and its autograd backward send these shapes to split_row and
     agree with float64 (first rows) and with torch (all rows)."""
