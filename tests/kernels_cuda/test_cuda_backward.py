@@ -149,9 +149,8 @@ def test_every_backward_spec_compiles_offline_without_spills(tmp_path, monkeypat
     for r in results:
         assert r.resources.spill_bytes == 0 and r.resources.stack_bytes == 0, r.spec.name
         if r.spec.kernel == "softmax_backward_cluster" and not dict(r.spec.constants)["DY_PACKS"]:
-            assert r.resources.registers <= 64, (
-                r.spec.name
-            )  # four blocks an SM, as their shared memory allows
+            # four blocks an SM, as their shared memory allows
+            assert r.resources.registers <= 64, r.spec.name
         ptx = r.ptx_path.read_text()
         bulk = bool(r.spec.cluster)
         if dict(r.spec.constants).get("VEC", 1) > 1:  # 16-byte stores; 16-byte loads or bulk copies

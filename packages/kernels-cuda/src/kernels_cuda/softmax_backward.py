@@ -44,6 +44,7 @@ FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 1
 FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
 TWOPASS_THREADS, TWOPASS_UNROLL = 512, 2
 CLUSTER_DY_PACKS = 16  # packs of dy a cluster-kernel thread holds where dy is in registers (64 words)
+DY_IN_REGISTERS_CLUSTER = 16  # the cluster size whose blocks may hold dy in registers (BackwardConfig)
 CLUSTER_THREADS = 256
 
 
@@ -146,7 +147,9 @@ def plan_cluster(
         """Packs of dy a thread holds in registers in c-block clusters of this chunk (0: dy in
         shared memory)."""
         if not (
-            cfg.cluster_dy_in_registers and c >= 16 and chunk // vec <= CLUSTER_THREADS * CLUSTER_DY_PACKS
+            cfg.cluster_dy_in_registers
+            and c == DY_IN_REGISTERS_CLUSTER
+            and chunk // vec <= CLUSTER_THREADS * CLUSTER_DY_PACKS
         ):
             return 0
         return CLUSTER_DY_PACKS if 2 * chunk * size > device.max_shared_per_block // 2 else 0
@@ -154,10 +157,8 @@ def plan_cluster(
     def shared(c: int, chunk: int) -> int:
         return (1 if dy_packs(c, chunk) else 2) * chunk * size
 
-    sizes = [c for c in sm.CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
-    chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
-    room = device.max_shared_per_block - 1024  # 1 KB: the kernel's static shared memory
-    fitting = [(c, k) for c, k in chunks if shared(c, k) <= room]
+    chunks = sm.cluster_chunks(N, vec, min(cfg.max_cluster, device.max_cluster))
+    fitting = [(c, k) for c, k in chunks if shared(c, k) <= sm.cluster_room(device)]
     if not fitting:
         return None
 
@@ -227,7 +228,7 @@ def specializations() -> list[Spec]:
             )
             specs.append(twopass_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
-        specs.append(cluster_spec(dtype, 16, CLUSTER_DY_PACKS))  # dy in registers: 16-block clusters only
+        specs.append(cluster_spec(dtype, DY_IN_REGISTERS_CLUSTER, CLUSTER_DY_PACKS))
     return specs
 
 

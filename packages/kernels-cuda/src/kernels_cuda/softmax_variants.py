@@ -211,12 +211,23 @@ def cluster_spec(dtype: str, cluster: int) -> Spec:
     )
 
 
+def cluster_chunks(N: int, vec: int, max_cluster: int) -> list[tuple[int, int]]:
+    """(cluster size, chunk) for every cluster size up to max_cluster, smallest first: a chunk is
+    the elements one block of the cluster holds, N split evenly, rounded up to whole vec-packs."""
+    return [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in CLUSTER_SIZES if c <= max_cluster]
+
+
+def cluster_room(device: Device) -> int:
+    """Dynamic shared memory a cluster kernel's block may take: the device's opt-in limit less 1 KB
+    for the kernels' static shared memory (mbarriers, inboxes, per-warp partials)."""
+    return device.max_shared_per_block - 1024
+
+
 def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig) -> tuple[int, int] | None:
     """(cluster size, chunk elements per block) for a row of N, or None if no cluster holds it."""
     size = arrays.ITEMSIZE[dtype]
-    sizes = [c for c in CLUSTER_SIZES if c <= min(cfg.max_cluster, device.max_cluster)]
-    chunks = [(c, math.ceil(math.ceil(N / c) / vec) * vec) for c in sizes]
-    fitting = [(c, k) for c, k in chunks if k * size <= device.max_shared_per_block - 1024]  # 1 KB: static
+    chunks = cluster_chunks(N, vec, min(cfg.max_cluster, device.max_cluster))
+    fitting = [(c, k) for c, k in chunks if k * size <= cluster_room(device)]
     if not fitting:
         return None
     # the smallest cluster with chunks small enough to share an SM, else the largest whose chunks fit

@@ -64,9 +64,8 @@ def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.De
     with 512 threads a block (half the passes over shared memory per thread)."""
     size = arrays.ITEMSIZE[dtype]
     out = []
-    for c in variants.CLUSTER_SIZES:
-        chunk = math.ceil(math.ceil(N / c) / vec) * vec
-        if 8 * 1024 <= chunk * size <= device.max_shared_per_block - 1024 and chunk < N:
+    for c, chunk in variants.cluster_chunks(N, vec, max(variants.CLUSTER_SIZES)):
+        if 8 * 1024 <= chunk * size <= variants.cluster_room(device) and chunk < N:
             for threads in (
                 (variants.CLUSTER_THREADS, 512) if chunk * size >= 64 * 1024 else (variants.CLUSTER_THREADS,)
             ):
