@@ -1,4 +1,7 @@
-import json, sys, glob, statistics as st
+import glob
+import json
+import sys
+
 R = sys.argv[1]
 best = {}
 for f in sorted(glob.glob(f"{R}/ab-*-*.json")):
@@ -13,4 +16,6 @@ for f in sorted(glob.glob(f"{R}/ab-*-*.json")):
 for k, d in best.items():
     o, n = d.get("old"), d.get("new")
     if o and n:
-        print(f"{str(k):36s} old {o[0]:8.1f} us {o[1]*100:5.1f}%  new {n[0]:8.1f} us {n[1]*100:5.1f}%  {n[0]/o[0]-1:+.1%}")
+        print(
+            f"{str(k):36s} old {o[0]:8.1f} us {o[1] * 100:5.1f}%  new {n[0]:8.1f} us {n[1] * 100:5.1f}%  {n[0] / o[0] - 1:+.1%}"
+        )
