@@ -3,14 +3,16 @@
 
 One model (the shipped checkpoint, fp32) and one set of prompts; only `model.softmax_impl`
 changes between the two heads, so the weights, prompts and decoded tokens are the same.
-Two decoding loops, both greedy:
+Decoding loops, all greedy:
 
 - generate: what `minigpt-torch generate` runs (minigpt_np.sample.continue_batch over
   minigpt_torch.adapter.TorchLM): each step copies the next-token probabilities to the
   host, picks the argmax there and stops a row at "."; tokens = tokens actually produced.
+  On CUDA each step is a replayed CUDA graph (TorchLM's default there).
+- generate_eager (CUDA only): the same with TorchLM(cuda_graphs=False), every op launched
+  from Python: the host sets the pace.
 - device: the same model stepped on the device with torch ops only (argmax on the device,
-  a fixed number of new tokens, no stop), synchronized once per decode: less host work per
-  token, so the head's own cost shows more.
+  a fixed number of new tokens, no stop), synchronized once per decode.
 
 For each loop and batch size: warm-up decodes (Triton compiles here), then `--repeats`
 repeats (more where a repeat is few batches: at least --min-pairs pairs) in which every batch of
@@ -21,8 +23,9 @@ after each decode), median over repeats. The paired ratio: the median over all p
 two decodes' tokens/s ratio, with its quartiles. The LM-head softmax alone is timed too
 (`head_alone`), per call on the logits shapes a decode passes it, back to back, and within a
 decode (`head_in_decode`: each step's host time split into the model up to the logits, the
-head and the wait at `.cpu()`), where the rest of the forward runs between two heads: the
-head's share of a step, which the decode figures cannot resolve. JSON out (stdout, or --out written
+head and the wait at `.cpu()`, eagerly), where the rest of the forward runs between two
+heads: the head's share of a step, which the decode figures cannot resolve. On CUDA,
+`graph_step` is the device time of the graphed step alone, the heads in turns. JSON out (stdout, or --out written
 atomically) with GPU name, versions, date and command.
 
     python3 scripts/minigpt_tokens_per_second.py --out tokens_per_second.json          # CUDA
@@ -128,13 +131,14 @@ def measure(args) -> dict:
     device = torch.device(args.device)
     model, tokenizer, _ = load()
     model = model.to(device).eval()
-    lm = TorchLM(model)
+    lms = {"generate": TorchLM(model), "generate_eager": TorchLM(model, cuda_graphs=False)}
     stop_id = tokenizer.ids["."]
     all_prompts = prompts(args.prompts, args.prompt_words, tokenizer)
     max_new = min(args.max_new_tokens, model.config.block_size - all_prompts.shape[1])
 
     results = []
-    for loop in ("generate", "device"):
+    loops = ("generate", "generate_eager", "device") if device.type == "cuda" else ("generate", "device")
+    for loop in loops:
         for batch in args.batch_sizes:
             batches = [all_prompts[i : i + batch] for i in range(0, len(all_prompts), batch)]
             dev_batches = [torch.from_numpy(b).to(device) for b in batches]
@@ -144,8 +148,8 @@ def measure(args) -> dict:
                 model.softmax_impl = head
                 sync(device)
                 t0 = time.perf_counter()
-                if loop == "generate":
-                    n, out = decode_generate(lm, batches[i], stop_id, max_new)
+                if loop != "device":
+                    n, out = decode_generate(lms[loop], batches[i], stop_id, max_new)
                 else:
                     n, out = decode_device(model, dev_batches[i], max_new)
                 sync(device)
@@ -174,7 +178,7 @@ def measure(args) -> dict:
                     pair_ratios.append(pair["torch"] / pair["triton"])  # = tokens/s ratio: same tokens
                 for head in HEADS:
                     seconds[head].append(total[head])
-            if loop == "generate":
+            if loop != "device":
                 same = outputs["triton"] == outputs["torch"]
             else:
                 same = all(torch.equal(a, b) for a, b in zip(outputs["triton"], outputs["torch"]))
@@ -198,10 +202,48 @@ def measure(args) -> dict:
                   f"same tokens {same}", file=sys.stderr)  # fmt: skip
     heads = [head_call_us(model, batch, all_prompts.shape[1], max_new, device, args.repeats)
              for batch in args.batch_sizes]  # fmt: skip
+    graph_steps = [graph_step_device_us(model, batch, args.repeats) for batch in args.batch_sizes
+                   if device.type == "cuda"]  # fmt: skip
     in_decode = [head_in_decode_us(model, all_prompts[:batch], max_new, device, args.repeats)
                  for batch in args.batch_sizes]  # fmt: skip
-    return {"results": results, "head_alone": heads, "head_in_decode": in_decode, "max_new_tokens": max_new,
-            "prompt_tokens": int(all_prompts.shape[1])}  # fmt: skip
+    return {"results": results, "head_alone": heads, "head_in_decode": in_decode, "graph_step": graph_steps,
+            "max_new_tokens": max_new, "prompt_tokens": int(all_prompts.shape[1])}  # fmt: skip
+
+
+def graph_step_device_us(model, batch: int, repeats: int) -> dict:
+    """The decoding step `generate` replays on CUDA (adapter.GraphedStep), device time only:
+    CUDA events around 200 back-to-back replays, the heads taking turns round by round in
+    alternating order, two untimed rounds first. Without the host, what is left between the two
+    heads is their kernels: the paired ratio is the LM-head softmax's effect on a step."""
+    from labtools import bench
+    from minigpt_torch.adapter import GraphedStep
+
+    before = model.softmax_impl
+    steps = {}
+    for head in HEADS:
+        model.softmax_impl = head
+        steps[head] = GraphedStep(model, batch)
+    model.softmax_impl = before
+    times = {head: [] for head in HEADS}
+    rounds = max(4 * repeats, 40)
+    for r in range(rounds + 2):
+        for head in HEADS if r % 2 == 0 else HEADS[::-1]:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(200):
+                steps[head].graph.replay()
+            end.record()
+            end.synchronize()
+            if r >= 2:
+                times[head].append(start.elapsed_time(end) * 1e3 / 200)
+    row = {"batch": batch, "rounds": rounds, "replays_per_round": 200}
+    for head in HEADS:
+        row[head] = {"median_us_per_step": statistics.median(times[head]), "us_per_step": times[head]}
+    row["paired_triton_over_torch"] = bench.paired_ratio(times, "triton", "torch")
+    print(f"graph step batch {batch:3d}: triton {row['triton']['median_us_per_step']:.2f} us, "
+          f"torch {row['torch']['median_us_per_step']:.2f} us of device time a step "
+          f"(paired {row['paired_triton_over_torch']:.4f})", file=sys.stderr)  # fmt: skip
+    return row
 
 
 def head_call_us(model, batch: int, prompt: int, max_new: int, device, repeats: int) -> dict:

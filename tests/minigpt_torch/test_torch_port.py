@@ -227,3 +227,28 @@ def test_cpu_path_never_imports_kernels_triton(monkeypatch):
 def test_too_long_sequence_is_a_clear_error():
     with pytest.raises(ValueError, match="block_size"):
         load_pretrained()(torch.zeros(1, 33, dtype=torch.int64))
+
+
+@given(B=st.integers(1, 4), T=st.integers(1, 12), seed=st.integers(0, 2**31 - 1))
+def test_next_token_probs_at_a_position_ignores_the_ids_after_it(B, T, seed):
+    """model.next_token_probs(ids, last) is the forward's row at position last[b], whatever
+    ids follow it (the padding a graphed decode relies on)."""
+    model = from_numpy(perturbed(SMALL, seed % 1000), torch.float64)
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, SMALL.vocab_size, (B, SMALL.block_size), generator=gen)
+    last = torch.randint(0, T, (B,), generator=gen)
+    padded = ids.clone()
+    padded[:, T:] = torch.randint(0, SMALL.vocab_size, (B, SMALL.block_size - T), generator=gen)
+    with torch.no_grad():
+        got = model.next_token_probs(padded, last)
+        want = torch.stack([model(ids[b : b + 1, : int(last[b]) + 1])[0, -1] for b in range(B)])
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
+
+
+def test_cuda_graphs_need_a_cuda_model():
+    from minigpt_torch.adapter import TorchLM
+
+    model = load_pretrained()
+    assert not TorchLM(model).cuda_graphs  # on the CPU: eager
+    with pytest.raises(ValueError, match="cuda_graphs needs a model on a CUDA device"):
+        TorchLM(model, cuda_graphs=True)

@@ -25,7 +25,7 @@ END = "."
 
 class LanguageModel(Protocol):
     """What sampling needs of a model: the NumPy MiniGPT, or the PyTorch port behind an
-    adapter (minigpt_torch.sample.TorchLM)."""
+    adapter (minigpt_torch.adapter.TorchLM)."""
 
     def next_token_probs(self, idx: np.ndarray) -> np.ndarray:
         """(B, T) int ids -> (B, V) probabilities of the next token."""

@@ -137,15 +137,26 @@ class GrammarMiniGPT(nn.Module):
         self.ln_f = nn.LayerNorm(config.n_embd, eps=LN_EPS)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size)
 
-    def logits(self, idx: torch.Tensor) -> torch.Tensor:
-        """(B, T) token ids -> (B, T, V) logits."""
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """(B, T) token ids -> (B, T, C): the last block's output, before the final LayerNorm."""
         T = idx.shape[1]
         if T > self.config.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
         x = self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))
         for block in self.blocks:
             x = block(x)
-        return self.lm_head(self.ln_f(x))
+        return x
+
+    def logits(self, idx: torch.Tensor) -> torch.Tensor:
+        """(B, T) token ids -> (B, T, V) logits."""
+        return self.lm_head(self.ln_f(self.hidden(idx)))
+
+    def next_token_probs(self, idx: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+        """(B, T) token ids and (B,) positions -> (B, V): the probabilities of the token after
+        position last[b] of row b, the LM head run at that position only. Attention is causal, so
+        ids after `last` do not change the result: a decode can pad its rows to one length."""
+        x = self.hidden(idx)[torch.arange(idx.shape[0], device=idx.device), last]  # (B, C)
+        return lm_head_softmax(self.lm_head(self.ln_f(x)), self.softmax_impl, overwrite=True)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Next-token probabilities (B, T, V); with `targets` (B, T), the mean
