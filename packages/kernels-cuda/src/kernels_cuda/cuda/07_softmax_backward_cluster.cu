@@ -58,6 +58,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
   const bool takes_edges = rank == C - 1;  // the block that also handles the head and the tail
   const int chunk_packs = chunk / VEC;
   const int first_pack = static_cast<int>(rank) * chunk_packs;  // of the body, this block's first
+  const int tid = static_cast<int>(threadIdx.x);
   if (threadIdx.x == 0) {
     mbarrier_init(&chunk_landed);
     mbarrier_init(&inbox_full[0]);
@@ -91,10 +92,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
         bulk_copy(smem + static_cast<size_t>(chunk) * sizeof(elem_t), dyr + begin, bytes, &chunk_landed);
       }
     }
-    // DY_PACKS: dy_held[i] is pack threadIdx.x + i * THREADS of this block's chunk of dy, i < mine;
-    // all loads in flight at once, addressed from one base with constant offsets.
-    const int tid = static_cast<int>(threadIdx.x);
-    const int mine = packs > tid ? (packs - tid + THREADS - 1) / THREADS : 0;
+    // DY_PACKS: dy_held[i] is pack tid + i * THREADS of this block's chunk of dy, i < mine; all
+    // loads in flight at once, addressed from one base with constant offsets.
+    const int mine = DY_PACKS && packs > tid ? (packs - tid + THREADS - 1) / THREADS : 0;
     Pack<VEC> dy_held[DY_PACKS ? DY_PACKS : 1];
     if constexpr (DY_PACKS) {
       const elem_t* dyb = dyr + begin + tid * VEC;
@@ -103,9 +103,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
         if (i < mine) dy_held[i] = load_pack<VEC>(dyb + i * THREADS * VEC);
       }
     }
-    const int edge = static_cast<int>(threadIdx.x);  // this thread's edge element, loaded while the copies fly
-    const bool has_edge = takes_edges && edge < head + tail;
-    const int edge_col = parts.edge_col(edge, N);
+    // element tid of the head and the tail, loaded while the copies fly
+    const bool has_edge = takes_edges && tid < head + tail;
+    const int edge_col = parts.edge_col(tid, N);
     const float edge_y = has_edge ? elem(load_pack<1>(yr + edge_col), 0) : 0.f;
     const float edge_dy = has_edge ? elem(load_pack<1>(dyr + edge_col), 0) : 0.f;
     float dot = edge_y * edge_dy;
@@ -124,7 +124,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
       }
     } else {
 #pragma unroll 4
-      for (int p = threadIdx.x; p < packs; p += THREADS) {
+      for (int p = tid; p < packs; p += THREADS) {
         const Pack<VEC> a = held_y[p], b = held_dy[p];
 #pragma unroll
         for (int k = 0; k < VEC; ++k) dot = fmaf(elem(a, k), elem(b, k), dot);
@@ -161,7 +161,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
       }
     } else {
 #pragma unroll 4
-      for (int p = threadIdx.x; p < packs; p += THREADS) {
+      for (int p = tid; p < packs; p += THREADS) {
         const Pack<VEC> a = held_y[p], b = held_dy[p];
         store_pack<VEC>(dxb + p * VEC, make_pack<VEC>([&](int k) { return elem(a, k) * (elem(b, k) - d); }));
       }
