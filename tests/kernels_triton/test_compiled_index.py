@@ -4,7 +4,8 @@ On the CPU: a subprocess without the interpreter compiles the forward kernel for
 target (Triton compiles without a GPU), records it, and loads it back: the same kernel,
 and nothing served once a file, the key or the entry no longer matches. On the GPU: a
 second process launches a kernel the first compiled without calling Triton's installation
-hash, whose absence from the call path is the point of the index.
+hash, whose absence from the call path is the point of the index: the one-program-a-row
+kernels and the split-row kernels (split_row.py keeps its own compiled kernels).
 """
 
 import os
@@ -115,3 +116,45 @@ def test_a_second_process_launches_without_the_jit(tmp_path):
         )
         assert run.returncode == 0, run.stderr[-3000:]
         assert run.stdout.split()[:2] == ["ok", "1"]
+
+
+SPLIT_ROW_SECOND_PROCESS = textwrap.dedent(
+    """
+    import torch, triton.runtime.cache as cache
+    import kernels_triton
+    from kernels_triton import launch, split_row
+
+    def refuse():
+        raise AssertionError("Triton's installation hash was computed: the JIT ran")
+
+    x = torch.randn(8, 128257, device="cuda", dtype=torch.bfloat16) * 8
+    dy = torch.randn_like(x)
+    assert launch.split_row_applies("softmax_fwd", 8, 128257, x.dtype, x.device)
+    assert launch.split_row_applies("softmax_bwd", 8, 128257, x.dtype, x.device)
+    if {second}:
+        cache.triton_key = refuse
+    y = kernels_triton.softmax(x)
+    dx = kernels_triton.softmax_backward(y, dy)
+    ref = torch.softmax(x.double(), -1)
+    torch.testing.assert_close(y.double(), ref, atol=4e-3, rtol=1e-2)
+    ref_dx = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
+    torch.testing.assert_close(dx.double(), ref_dx, atol=2e-2, rtol=2e-2)
+    print("ok", len(split_row._COMPILED))
+    """
+)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_second_process_launches_the_split_row_kernels_without_the_jit(tmp_path):
+    """As above, for a row long enough for the split-row kernels (a Llama-3 vocabulary in bf16),
+    forward and backward."""
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path), "KERNELS_TRITON_WARM_UP": "0"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    for second in (False, True):
+        code = SPLIT_ROW_SECOND_PROCESS.format(second=second)
+        run = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert run.stdout.split()[0] == "ok" and int(run.stdout.split()[1]) >= 2

@@ -27,11 +27,23 @@ import functools
 import hashlib
 import json
 import os
+import threading
 
 import triton
 
 FORMAT = 2
 ENTRY_FILE = "kernels_triton_index.json"
+# The head start on the JIT's once-per-process work (launch.warm_up_in_background's thread): a
+# launch that goes through the JIT waits for it rather than redo that work beside it; a launch
+# an entry here serves does not wait.
+warm_up: threading.Thread | None = None
+
+
+def wait_for_warm_up() -> None:
+    if warm_up is not None:
+        warm_up.join()
+
+
 _PLAIN = (bool, int, float, str, type(None))  # values that survive a JSON round trip unchanged
 
 

@@ -216,8 +216,7 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
         plan = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
         plan(*tensors)
         return plan
-    if _warm_up_thread is not None:  # wait for its head start rather than redo that work beside it
-        _warm_up_thread.join()
+    compiled_index.wait_for_warm_up()  # the JIT's first use: wait for the head start rather than redo it
     compiled = kernel[program_grid](*tensors, *scalars, **meta, num_warps=config.num_warps)
     if INTERPRET:  # no compiled kernel: run the Python function again on the next tensors
 
@@ -245,8 +244,6 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
     def through_jit(*ts):
         split(*as_rows(ts))
 
-    if _warm_up_thread is not None:  # the first launch goes through the JIT: as in make_plan
-        _warm_up_thread.join()
     launched = split_row.compiled_launch(name[-3:], as_rows(tensors))
     if launched is None:  # under the interpreter: launched, but no compiled kernel to reuse
         return through_jit
@@ -414,13 +411,11 @@ def warm_up_in_background() -> threading.Thread | None:
         except Exception:  # noqa: BLE001 - only a head start: the first launch does this work itself
             pass
 
-    global _warm_up_thread
-    thread = _warm_up_thread = threading.Thread(target=warm_up, name="kernels_triton warm-up", daemon=True)
+    thread = compiled_index.warm_up = threading.Thread(
+        target=warm_up, name="kernels_triton warm-up", daemon=True
+    )
     thread.start()
     return thread
-
-
-_warm_up_thread: threading.Thread | None = None
 
 
 def _launch_hooks_installed() -> bool:

@@ -87,6 +87,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels_triton import compiled_index
+
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 LOG2E = tl.constexpr(1.4426950408889634)
@@ -599,11 +601,53 @@ def _programs_per_sm(kernel, args: list, meta: dict, config: SplitConfig, device
     )
     occ = _OCCUPANCY.get(key)
     if occ is None:
-        compiled = kernel.warmup(*args, grid=(1,), **meta)
-        compiled._init_handles()
+        compiled = _compiled(kernel, args, meta, device)
         occ = _occupancy(compiled.n_regs, compiled.metadata.shared, config.num_warps, _device(device))
         _OCCUPANCY[key] = occ
     return occ
+
+
+# Integer arguments Triton does not specialize on (the kernels' do_not_specialize): only their width counts.
+_NOT_SPECIALIZED = ("n_groups", "split", "n_words")
+# Compiled kernels by (kernel, specialization, device index): a launch's first in this process.
+_COMPILED: dict[tuple, object] = {}
+
+
+def _specialization(kernel, args: list, meta: dict) -> tuple:
+    """At least what Triton specializes a compiled kernel on: each tensor's dtype and 16-byte
+    alignment, the value of each integer it specializes (M, N, the row strides), the width of
+    the others, and the constexprs, warps and stages."""
+    parts = []
+    for name, a in zip(kernel.arg_names, args, strict=False):
+        if isinstance(a, torch.Tensor):
+            parts.append((name, str(a.dtype), a.data_ptr() % 16 == 0))
+        elif name in _NOT_SPECIALIZED:
+            parts.append((name, -(2**31) <= a < 2**31))
+        else:
+            parts.append((name, a))
+    return (kernel.__name__, tuple(parts), tuple(sorted(meta.items())))
+
+
+def _compiled(kernel, args: list, meta: dict, device: torch.device):
+    """The kernel compiled for these arguments: one this process has, else one an earlier
+    process compiled (compiled_index.py: no trip through Triton's JIT, whose first use in a
+    process hashes Triton's installation), else what Triton's warmup compiles or finds in its
+    cache, recorded in the index for the next process."""
+    spec = _specialization(kernel, args, meta)
+    key = (kernel, spec, device.index)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        index_key = compiled_index.key(kernel, spec, torch.cuda.get_device_capability(device))
+        compiled = compiled_index.load(index_key, kernel)
+        if compiled is None:
+            compiled_index.wait_for_warm_up()
+            compiled = kernel.warmup(*args, grid=(1,), **meta)
+            compiled_index.record(index_key, compiled)
+        compiled._init_handles()
+        if len(_COMPILED) > 4096:
+            _COMPILED.clear()
+        _COMPILED[key] = compiled
+    return compiled
 
 
 def _widened(config: SplitConfig, N: int, sms: int) -> SplitConfig:
@@ -687,7 +731,14 @@ def _run(direction, tensors, config, spin_limit):
     strides = [t.stride(0) for t in tensors]
     args = (scratch, M, N, *strides, plan.groups, plan.split, scratch.numel())
     try:
-        compiled = plan.kernel[(plan.groups * plan.split,)](*tensors, *args, **plan.meta)
+        if INTERPRET:
+            compiled = plan.kernel[(plan.groups * plan.split,)](*tensors, *args, **plan.meta)
+        else:  # the compiled kernel launched as the JIT would, without the JIT
+            compiled = _compiled(plan.kernel, [*tensors, *args], plan.meta, tensors[0].device)
+            constexprs = [plan.meta[name] for name in plan.kernel.arg_names[len(tensors) + len(args) :]]
+            compiled[(plan.groups * plan.split, 1, 1)](
+                *(t.data_ptr() for t in tensors), scratch.data_ptr(), *args[1:], *constexprs
+            )
     except BaseException:
         # A launch that stopped part way (the interpreter raising inside a program) leaves the
         # finished-programs counter mid-count: the next launch on this stream gets a fresh buffer.
