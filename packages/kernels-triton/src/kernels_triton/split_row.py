@@ -103,6 +103,9 @@ MAX_PROGRAMS_PER_SM = 32  # the hardware limit of resident blocks per SM (sm_80 
 # GPU a poll is one L2 round trip; the bound only matters when a peer is not running.
 SPIN_LIMIT = 2 if INTERPRET else 1 << 16
 FALLBACK_SUB = 1024  # tile width when a missing partial is computed from memory
+# The kernels' integer arguments Triton does not specialize on (their values change with the grid,
+# not the compiled code): only their width counts in a compiled kernel's specialization.
+NOT_SPECIALIZED = ("n_groups", "split", "n_words")
 
 # the same numbers as seen from device code (a kernel reads only constexpr globals)
 EPOCH_TL, FINISHED_TL, FALLBACKS_TL = tl.constexpr(EPOCH), tl.constexpr(FINISHED), tl.constexpr(FALLBACKS)
@@ -310,7 +313,7 @@ def _finish(scratch_ptr, epoch, waves, n_words, CLEAR: tl.constexpr):
         tl.atomic_xchg(scratch_ptr + FINISHED_TL, 0, sem="relaxed")
 
 
-@triton.jit(do_not_specialize=["n_groups", "split", "n_words"])
+@triton.jit(do_not_specialize=list(NOT_SPECIALIZED))
 def _split_fwd_kernel(
     x_ptr,
     y_ptr,
@@ -397,7 +400,7 @@ def _split_fwd_kernel(
     _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
 
 
-@triton.jit(do_not_specialize=["n_groups", "split", "n_words"])
+@triton.jit(do_not_specialize=list(NOT_SPECIALIZED))
 def _split_bwd_kernel(
     y_ptr,
     dy_ptr,
@@ -607,8 +610,6 @@ def _programs_per_sm(kernel, args: list, meta: dict, config: SplitConfig, device
     return occ
 
 
-# Integer arguments Triton does not specialize on (the kernels' do_not_specialize): only their width counts.
-_NOT_SPECIALIZED = ("n_groups", "split", "n_words")
 # Compiled kernels by (kernel, specialization, device index): a launch's first in this process.
 _COMPILED: dict[tuple, object] = {}
 
@@ -621,7 +622,7 @@ def _specialization(kernel, args: list, meta: dict) -> tuple:
     for name, a in zip(kernel.arg_names, args, strict=False):
         if isinstance(a, torch.Tensor):
             parts.append((name, str(a.dtype), a.data_ptr() % 16 == 0))
-        elif name in _NOT_SPECIALIZED:
+        elif name in NOT_SPECIALIZED:
             parts.append((name, -(2**31) <= a < 2**31))
         else:
             parts.append((name, a))
