@@ -95,6 +95,23 @@ def test_compiled_reference_compiles_every_shape_past_the_recompile_limit(monkey
     assert counters["stats"]["unique_graphs"] - before == 10
 
 
+def test_compiled_reference_keeps_a_functions_closure_and_defaults(monkeypatch):
+    """The per-shape copy of an op's function is the same function: closures and keyword
+    defaults included."""
+    torch = pytest.importorskip("torch")
+    from labtools import references
+
+    monkeypatch.setattr(references, "COMPILE_KW", {"dynamic": False, "backend": "eager"})
+    monkeypatch.setattr(references, "_compiled", {})
+    scale = 3.0
+
+    def scaled(x, *, dim=-1):
+        return torch.softmax(x * scale, dim)
+
+    x = torch.randn(2, 5)
+    torch.testing.assert_close(references._compiled_call("test", scaled, x), torch.softmax(3.0 * x, -1))
+
+
 def _labtools_imports(module: str) -> set[str]:
     """The labtools modules `module` imports anywhere in its source (function bodies too)."""
     import ast

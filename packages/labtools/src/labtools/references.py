@@ -53,7 +53,10 @@ def _compiled_call(op: str, fn, *tensors):
     key = (op, tuple(x.shape), x.dtype, x.device.type)
     compiled = _compiled.get(key)
     if compiled is None:
-        own = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__)
+        own = types.FunctionType(
+            fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+        )
+        own.__kwdefaults__ = fn.__kwdefaults__
         compiled = _compiled[key] = torch.compile(own, **COMPILE_KW)
     return compiled(*tensors)
 
