@@ -44,6 +44,20 @@ def wait_for_warm_up() -> None:
         warm_up.join()
 
 
+def load_or_compile(kernel, specialization: tuple, capability: tuple[int, int], compile):
+    """The CompiledKernel for `kernel` launched with `specialization`: the one an earlier process
+    recorded (no trip through Triton's JIT), else compile() (Triton's JIT, once the warm-up
+    thread's head start is done), recorded for the next process. Handles initialised."""
+    index_key = key(kernel, specialization, capability)
+    compiled = load(index_key, kernel)
+    if compiled is None:
+        wait_for_warm_up()
+        compiled = compile()
+        record(index_key, compiled)
+    compiled._init_handles()
+    return compiled
+
+
 _PLAIN = (bool, int, float, str, type(None))  # values that survive a JSON round trip unchanged
 
 

@@ -205,29 +205,24 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
     )  # fmt: skip
     compiled_key = (*specialization, device_index)
     kernel = KERNELS[name]
-    compiled = _COMPILED.get(compiled_key)
-    index_key = None
-    if compiled is None and not INTERPRET:  # compiled by an earlier process: no JIT either
-        index_key = compiled_index.key(kernel, specialization, capability(device_index))
-        compiled = compiled_index.load(index_key, kernel)
-        if compiled is not None:
-            _remember_compiled(compiled_key, compiled)
-    if compiled is not None:  # another M or another process: the same kernel, no trip through the JIT
-        plan = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
-        plan(*tensors)
-        return plan
-    compiled_index.wait_for_warm_up()  # the JIT's first use: wait for the head start rather than redo it
-    compiled = kernel[program_grid](*tensors, *scalars, **meta, num_warps=config.num_warps)
-    if INTERPRET:  # no compiled kernel: run the Python function again on the next tensors
+    if INTERPRET:  # no compiled kernel: a plan runs the kernel's Python on the tensors
 
         def interpret(*ts):
             ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
             kernel[program_grid](*ts, *scalars, **meta, num_warps=config.num_warps)
 
+        interpret(*tensors)
         return interpret
-    _remember_compiled(compiled_key, compiled)
-    compiled_index.record(index_key, compiled)
-    return direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
+    compiled = _COMPILED.get(compiled_key)
+    if compiled is None:  # another M reuses one: no trip through the JIT
+        compiled = compiled_index.load_or_compile(
+            kernel, specialization, capability(device_index),
+            lambda: kernel.warmup(*tensors, *scalars, grid=program_grid, **meta, num_warps=config.num_warps),
+        )  # fmt: skip
+        _remember_compiled(compiled_key, compiled)
+    plan = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
+    plan(*tensors)
+    return plan
 
 
 def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Plan:

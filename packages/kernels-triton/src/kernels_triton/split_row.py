@@ -626,25 +626,22 @@ def _specialization(kernel, args: list, meta: dict) -> tuple:
             parts.append((name, -(2**31) <= a < 2**31))
         else:
             parts.append((name, a))
-    return (kernel.__name__, tuple(parts), tuple(sorted(meta.items())))
+    return (tuple(parts), tuple(sorted(meta.items())))
 
 
 def _compiled(kernel, args: list, meta: dict, device: torch.device):
     """The kernel compiled for these arguments: one this process has, else one an earlier
-    process compiled (compiled_index.py: no trip through Triton's JIT, whose first use in a
-    process hashes Triton's installation), else what Triton's warmup compiles or finds in its
-    cache, recorded in the index for the next process."""
+    process compiled or Triton's warmup compiles now (compiled_index.load_or_compile)."""
     spec = _specialization(kernel, args, meta)
     key = (kernel, spec, device.index)
     compiled = _COMPILED.get(key)
     if compiled is None:
-        index_key = compiled_index.key(kernel, spec, torch.cuda.get_device_capability(device))
-        compiled = compiled_index.load(index_key, kernel)
-        if compiled is None:
-            compiled_index.wait_for_warm_up()
-            compiled = kernel.warmup(*args, grid=(1,), **meta)
-            compiled_index.record(index_key, compiled)
-        compiled._init_handles()
+        compiled = compiled_index.load_or_compile(
+            kernel,
+            spec,
+            torch.cuda.get_device_capability(device),
+            lambda: kernel.warmup(*args, grid=(1,), **meta),
+        )
         if len(_COMPILED) > 4096:
             _COMPILED.clear()
         _COMPILED[key] = compiled
