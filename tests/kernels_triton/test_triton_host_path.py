@@ -169,13 +169,17 @@ def test_a_new_row_count_reuses_the_compiled_kernel(monkeypatch):
 
     jit_calls = []
 
-    class Counting:  # the kernel, with its JIT entry (kernel[grid]) counted
+    class Counting:  # the kernel, with its JIT entries (kernel[grid], kernel.warmup) counted
         def __init__(self, kernel):
             self.kernel = kernel
 
         def __getitem__(self, grid):
             jit_calls.append(grid)
             return self.kernel[grid]
+
+        def warmup(self, *args, grid, **kwargs):
+            jit_calls.append(grid)
+            return self.kernel.warmup(*args, grid=grid, **kwargs)
 
     monkeypatch.setattr(launch, "KERNELS", {k: Counting(v) for k, v in launch.KERNELS.items()})
     compiled_before = len(launch._COMPILED)
