@@ -211,10 +211,10 @@ def measure(args) -> dict:
 
 
 def graph_step_device_us(model, batch: int, repeats: int) -> dict:
-    """The decoding step `generate` replays on CUDA (adapter.GraphedStep), device time only:
-    CUDA events around 200 back-to-back replays, the heads taking turns round by round in
-    alternating order, two untimed rounds first. Without the host, what is left between the two
-    heads is their kernels: the paired ratio is the LM-head softmax's effect on a step."""
+    """The decoding step `generate` replays on CUDA (adapter.GraphedStep) alone: 200 replays back
+    to back a round, synchronized at the end (labtools.bench.time_calls_taking_turns), the heads
+    in turns. A replay costs the host a few microseconds against hundreds on the GPU, so this is
+    the step's device time, and the paired ratio the LM-head softmax's effect on it."""
     from labtools import bench
     from minigpt_torch.adapter import GraphedStep
 
@@ -224,18 +224,14 @@ def graph_step_device_us(model, batch: int, repeats: int) -> dict:
         model.softmax_impl = head
         steps[head] = GraphedStep(model, batch)
     model.softmax_impl = before
-    times = {head: [] for head in HEADS}
     rounds = max(4 * repeats, 40)
-    for r in range(rounds + 2):
-        for head in HEADS if r % 2 == 0 else HEADS[::-1]:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(200):
-                steps[head].graph.replay()
-            end.record()
-            end.synchronize()
-            if r >= 2:
-                times[head].append(start.elapsed_time(end) * 1e3 / 200)
+    times = bench.time_calls_taking_turns(
+        {head: steps[head].graph.replay for head in HEADS},
+        calls=200,
+        rounds=rounds,
+        synchronize=torch.cuda.synchronize,
+        warmup=2,
+    )
     row = {"batch": batch, "rounds": rounds, "replays_per_round": 200}
     for head in HEADS:
         row[head] = {"median_us_per_step": statistics.median(times[head]), "us_per_step": times[head]}
