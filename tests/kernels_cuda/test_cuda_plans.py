@@ -266,16 +266,18 @@ def test_cluster_split_prefers_small_clusters_with_chunks_that_share_an_sm():
     assert c * chunk >= 40001 and math.ceil(40001 / c) == chunk
 
 
-@pytest.mark.parametrize("M,N", TARGETS)
+@pytest.mark.parametrize("M,N", [*TARGETS, (64, 50257), (3, 40001)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_tune_candidates_start_with_autos_plan_and_each_holds_the_row(M, N, dtype):
     from kernels_cuda import tune
 
     cands = tune.candidates(M, N, dtype, variants.H100)
-    assert cands[0].launch == variants.plan("auto", M, N, dtype, variants.full_vec(dtype), variants.H100)
+    assert cands[0].launch == variants.prepare((M, N), (N, 1), dtype, -1, "auto", variants.H100).launch
     assert len({c.launch for c in cands}) == len(cands) >= 2
     for c in cands:
         k = dict(c.launch.spec.constants)
+        if c.launch.spec.kernel != "softmax_cluster" and N % variants.full_vec(dtype):
+            assert k["VEC"] == 1, c.name  # 16-byte packs would be misaligned from the second row on
         if c.launch.spec.kernel == "softmax_fused":
             assert k["TPR"] * k["ITEMS"] * k["VEC"] >= N and k["ITEMS"] <= variants.fused_items_max(k["VEC"])
         elif c.launch.spec.kernel == "softmax_cluster":

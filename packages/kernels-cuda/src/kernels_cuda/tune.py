@@ -87,14 +87,17 @@ def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.De
 
 
 def candidates(M: int, N: int, dtype: str, device: variants.Device) -> list[Candidate]:
-    """Every candidate for a contiguous (M, N) input, auto's own plan first."""
-    vec = variants.full_vec(dtype)
+    """Every candidate for a contiguous (M, N) input and a fresh output, auto's own plan first.
+    v3 and the online kernel move rows in 16-byte packs only where every row is whole packs (else
+    element by element, as a launch would: pack_width); v4 always does (it splits off each row's
+    unaligned head and tail)."""
+    vec = variants.pack_width(dtype, N, (0, 0), (N, N))  # torch allocations are 16-byte aligned
     found = fused_candidates(M, N, dtype, vec)
     if device.cc >= 90 and N * arrays.ITEMSIZE[dtype] > 16 * 1024:
-        found += cluster_candidates(M, N, dtype, vec, device)
+        found += cluster_candidates(M, N, dtype, variants.full_vec(dtype), device)
     if N * arrays.ITEMSIZE[dtype] > 32 * 1024:
         found.append(Candidate("v4 online", variants.plan("v4_online", M, N, dtype, vec, device)))
-    auto = variants.plan("auto", M, N, dtype, vec, device)
+    auto = variants.plan("auto", M, N, dtype, vec, device, same_offsets=True)
     return [Candidate(f"auto = {auto.spec.name.split('.', 1)[1]}", auto)] + [
         c for c in found if c.launch != auto
     ]
