@@ -116,6 +116,16 @@ def test_cluster_kernels_exchange_a_row_without_a_release_barrier(offline):
         assert not any(op.startswith("ld.shared::cluster") for op in ops), (r.spec.name, ops)
 
 
+def test_cluster_forward_copies_its_chunk_to_shared_memory_from_every_thread(offline):
+    """04 reads its chunk with cp.async, 16 bytes an instruction from every thread (all in flight
+    at once, through no register), not with one bulk copy from one thread."""
+    forward = [r for r in offline if r.spec.kernel == "softmax_cluster"]
+    assert forward
+    for r in forward:
+        ptx = r.ptx_path.read_text()
+        assert "cp.async.cg.shared.global" in ptx and "cp.async.bulk" not in ptx, r.spec.name
+
+
 def test_disk_cache_is_reused_and_keyed_by_everything_that_changes_the_binary(offline, cache):
     spec = variants.online_spec("float16", 8)
     first = codegen.compile_spec(spec, "sm_90")

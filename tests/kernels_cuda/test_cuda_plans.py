@@ -266,6 +266,19 @@ def test_cluster_split_prefers_small_clusters_with_chunks_that_share_an_sm():
     assert c * chunk >= 40001 and math.ceil(40001 / c) == chunk
 
 
+def test_cluster_split_gives_rows_from_128_kb_chunks_of_16_kb():
+    cfg = variants.AutoConfig()
+    assert variants.cluster_split(131072, "bfloat16", 8, variants.H100, cfg) == (16, 8192)  # 16 KB
+    assert variants.cluster_split(65536, "bfloat16", 8, variants.H100, cfg) == (8, 8192)
+    assert variants.cluster_split(32768, "float32", 4, variants.H100, cfg) == (8, 4096)
+    assert variants.cluster_split(262144, "bfloat16", 8, variants.H100, cfg) == (
+        16,
+        16384,
+    )  # none reaches 16 KB
+    assert variants.cluster_split(50257, "float32", 4, variants.H100, cfg)[0] == 16  # 201 KB
+    assert variants.cluster_split(50257, "bfloat16", 8, variants.H100, cfg)[0] == 2  # 100 KB: up to 64 KB
+
+
 @pytest.mark.parametrize("M,N", [*TARGETS, (64, 50257), (3, 40001)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_tune_candidates_start_with_autos_plan_and_each_holds_the_row(M, N, dtype):

@@ -145,27 +145,38 @@ def test_v3_holds_rows_up_to_8_packs_a_thread_with_16_byte_packs(n, dtype):
         kernels_cuda.softmax(_make_input("offset", 2, n, dtype, 1.0)[0], variant="v3")
 
 
-# With auto's 64 KB chunks: fp32 C = 2 (32 and 64 KB chunks), 4, 8, 16; bf16 C = 8; a ragged last
-# chunk (40008 over 2 blocks of 20008); 16 blocks of ~96 KB of bf16 (past 64 KB: the largest cluster).
+# Every cluster size, through auto's chunk rule (rows from 128 KB in 16 KB chunks, shorter ones
+# up to 64 KB): fp32 C = 2 (32 and 48 KB chunks), 8, 16 (16 KB, and 64 KB: none reaches 16 KB);
+# bf16 C = 8 and 16; a ragged last chunk (40008 over 2 blocks of 20008); 16 blocks of ~96 KB of
+# bf16 (past 16 KB: the largest cluster). 4-block clusters, which auto's rule no longer builds,
+# with 64 KB chunks for rows from 128 KB too (`long_chunk`).
 @pytest.mark.parametrize(
-    "dtype,n,cluster",
+    "dtype,n,cluster,long_chunk",
     [
-        ("float32", 16384, 2),
-        ("float32", 32768, 2),
-        ("float32", 65536, 4),
-        ("float32", 131072, 8),
-        ("float32", 262144, 16),
-        ("bfloat16", 262144, 8),
-        ("float16", 40008, 2),
-        ("bfloat16", 3 * 2**18 + 8, 16),
+        ("float32", 16384, 2, None),
+        ("float32", 24576, 2, None),
+        ("float32", 32768, 8, None),
+        ("float32", 65536, 16, None),
+        ("float32", 262144, 16, None),
+        ("bfloat16", 65536, 8, None),
+        ("bfloat16", 262144, 16, None),
+        ("float16", 40008, 2, None),
+        ("bfloat16", 3 * 2**18 + 8, 16, None),
+        ("float32", 65536, 4, 64 * 1024),
+        ("bfloat16", 131072, 4, 64 * 1024),
     ],
 )
-def test_v4_runs_every_cluster_size(dtype, n, cluster):
+def test_v4_runs_every_cluster_size(dtype, n, cluster, long_chunk):
     x = _randn((3, n), dtype, 4.0)
     vec = variants.pack_width(dtype, n, (x.data_ptr(), 0), (n, n))
-    assert variants.plan("v4", 3, n, dtype, vec, variants._device(0)).spec.cluster == cluster
-    with arrays.poison_outputs():
-        y = kernels_cuda.softmax(x, variant="v4")
+    try:
+        if long_chunk:
+            variants.set_auto_config(long_row_chunk_bytes=long_chunk)
+        assert variants.plan("v4", 3, n, dtype, vec, variants._device(0)).spec.cluster == cluster
+        with arrays.poison_outputs():
+            y = kernels_cuda.softmax(x, variant="v4")
+    finally:
+        variants.set_auto_config(long_row_chunk_bytes=variants.AutoConfig.long_row_chunk_bytes)
     _assert_softmax(y, x, -1, dtype)
 
 

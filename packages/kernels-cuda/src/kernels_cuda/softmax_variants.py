@@ -64,19 +64,24 @@ class AutoConfig:
         runs up to its capacity). Past it, a row in registers leaves too few rows in flight per SM.
     fused_packs_f32, fused_packs_16bit: the 16-byte packs a v3 thread holds before a row gets more
         threads (up to 256 of them; past that, up to 8 packs, then up to 1024 threads).
-    cluster_chunk_bytes: v4 picks the smallest cluster whose blocks each hold at most this much of
-        a row; if none does, the largest cluster, if its chunk fits a block's shared memory at all.
+    cluster_chunk_bytes, long_row_chunk_bytes: v4 picks the smallest cluster whose blocks each
+        hold at most cluster_chunk_bytes of a row, or long_row_chunk_bytes for rows of at least
+        long_row_bytes; if none does, the largest cluster, if its chunk fits a block's shared
+        memory at all.
     max_cluster: the largest cluster v4 uses (16 needs the non-portable cluster attribute, H100).
 
     The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows while
-    it keeps enough rows in flight per SM, and 64 KB chunks keep clusters small enough for several
-    to share the GPU. The measurements are in experiments/notes/kernels-cuda.md.
+    it keeps enough rows in flight per SM; rows from 128 KB run fastest in 16 KB chunks (the
+    most blocks an SM, each with all its copies in flight), shorter ones in 2-block clusters of
+    up to 64 KB a block. The measurements are in experiments/notes/kernels-cuda.md.
     """
 
     fused_max_row_bytes: int = 64 * 1024
     fused_packs_f32: int = 2
     fused_packs_16bit: int = 4
     cluster_chunk_bytes: int = 64 * 1024
+    long_row_bytes: int = 128 * 1024
+    long_row_chunk_bytes: int = 16 * 1024
     max_cluster: int = 16
 
 
@@ -231,7 +236,8 @@ def cluster_split(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig)
     if not fitting:
         return None
     # the smallest cluster with chunks small enough to share an SM, else the largest whose chunks fit
-    return next(((c, k) for c, k in fitting if k * size <= cfg.cluster_chunk_bytes), fitting[-1])
+    limit = cfg.long_row_chunk_bytes if N * size >= cfg.long_row_bytes else cfg.cluster_chunk_bytes
+    return next(((c, k) for c, k in fitting if k * size <= limit), fitting[-1])
 
 
 def plan_cluster(

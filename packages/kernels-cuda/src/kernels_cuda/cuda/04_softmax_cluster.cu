@@ -2,11 +2,13 @@
 //
 // The C blocks of a cluster share a row: block `rank` owns the contiguous chunk of `chunk` elements
 // starting at rank * chunk and keeps it in dynamic shared memory (up to ~227 KB a block on an
-// H100) between its one read from DRAM and its one write. The read is one bulk copy (TMA,
-// cp.async.bulk) issued by one thread and completing on an mbarrier: the whole chunk is in flight
-// at once and no thread holds it in registers. (The first version loaded through registers, 4
-// packs a thread at a time: a 32 KB chunk took two dependent DRAM round trips, a 64 KB one four,
-// and the long-row shapes stalled at 82-94% of copy.) Once it has landed, each thread folds its
+// H100) between its one read from DRAM and its one write. The read goes straight to shared
+// memory (cp.async, 16 bytes an instruction): every thread issues the copies of all its packs at
+// once, so the whole chunk is in flight together and no thread holds it in registers. (Loading
+// through registers, 4 packs a thread at a time, took two dependent DRAM round trips for a 32 KB
+// chunk and four for 64 KB; one bulk copy of the chunk issued by one thread, TMA's
+// cp.async.bulk, was slower at every long-row shape timed: experiments/notes/kernels-cuda.md.)
+// Once it has landed, each thread folds its
 // packs into a running (max, sum of exp) pair; the block merges its threads' pairs, and the C block
 // pairs are exchanged through distributed shared memory: warp 0 of every block pushes the block's
 // pair into every block's inbox (st.async, counted on the receiver's mbarrier; common.cuh says
@@ -18,7 +20,7 @@
 // Rows need not be whole 16-byte packs (an odd N, say, such as a 50257-token vocabulary): a row is
 // its head (the elements before its first 16-byte boundary), its aligned body, and its tail (what
 // is left after the last whole pack), the head and the tail fewer than VEC elements each. The body
-// is split into chunks and moved in bulk as above; the last block of the cluster also takes the
+// is split into chunks and moved as above; the last block of the cluster also takes the
 // head and the tail, one element per thread, folded into its pair like its chunk. Without this,
 // such rows went to the two-pass kernel (05) with element-wide loads, and few long rows (64 of
 // them: 64 blocks on 132 SMs, 2-byte loads) ran far from the memory system's speed. The host
@@ -33,7 +35,7 @@ constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC;
 constexpr int WARPS = THREADS / 32;
 constexpr int PACK_BYTES = static_cast<int>(sizeof(Pack<VEC>));
 static_assert(C <= 32, "warp 0 reads one block's pair per lane");
-static_assert(PACK_BYTES == 16, "bulk copies move whole 16-byte packs");
+static_assert(PACK_BYTES == 16, "cp.async moves whole 16-byte packs");
 static_assert(2 * (VEC - 1) <= THREADS, "one thread per element of the head and the tail");
 
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
@@ -41,7 +43,6 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
                     i64 y_stride, int chunk) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Pack<VEC>* held = reinterpret_cast<const Pack<VEC>*>(smem);  // this block's chunk of the row
-  __shared__ __align__(8) unsigned long long chunk_landed;  // mbarrier: one phase per bulk copy
   __shared__ Stats warp_stats[WARPS];
   __shared__ Stats inbox[2][C];  // every block's pair of the row, pushed by that block; alternates by row
   __shared__ __align__(8) unsigned long long inbox_full[2];  // mbarriers: a phase per use of an inbox
@@ -52,7 +53,6 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   const int chunk_packs = chunk / VEC;
   const int first_pack = static_cast<int>(rank) * chunk_packs;  // of the body, this block's first
   if (threadIdx.x == 0) {
-    mbarrier_init(&chunk_landed);
     mbarrier_init(&inbox_full[0]);
     mbarrier_init(&inbox_full[1]);
   }
@@ -62,7 +62,6 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   // meanwhile (a grid of one row a cluster pays this on every row).
   cluster_arrive_relaxed();
   bool first_row = true;
-  int copy_parity = 0;  // chunk_landed's phase parity; flips with each copy (a row's body may miss a block)
   int slot = 0;
   unsigned inbox_parity = 0;  // bit s: the parity of inbox_full[s]'s next phase
 
@@ -75,19 +74,18 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const int packs = max(0, min(chunk_packs, parts.body_packs - first_pack));  // 0 past the body's end
 
     // DRAM -> shared memory (in flight while the edge elements load), then the pair of the chunk.
-    if (packs && threadIdx.x == 0) {
-      bulk_load(smem, xr + head + first_pack * VEC, static_cast<unsigned>(packs) * PACK_BYTES, &chunk_landed);
-    }
+    const Pack<VEC>* chunk_src = reinterpret_cast<const Pack<VEC>*>(xr + head + first_pack * VEC);
+#pragma unroll 8
+    for (int p = threadIdx.x; p < packs; p += THREADS) copy_async_16(smem + p * PACK_BYTES, chunk_src + p);
+    copy_async_commit();
     const int edge = static_cast<int>(threadIdx.x);  // this thread's edge element, if any
     const bool has_edge = takes_edges && edge < head + tail;
     const int edge_col = parts.edge_col(edge, N);
     const Pack<1> edge_value = has_edge ? load_pack<1>(xr + edge_col) : neg_inf_pack<1>();
     Stats t = stats_empty();
     if (has_edge) t = stats_add<1>(t, edge_value);
-    if (packs) {
-      mbarrier_wait(&chunk_landed, copy_parity);
-      copy_parity ^= 1;
-    }
+    copy_async_wait();
+    __syncthreads();  // every thread's copies have landed
 #pragma unroll 4
     for (int p = threadIdx.x; p < packs; p += THREADS) t = stats_add<VEC>(t, held[p]);
 

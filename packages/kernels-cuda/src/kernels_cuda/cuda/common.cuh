@@ -336,11 +336,15 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
                "l"(src), "r"(bytes), "r"(smem_address(bar))
                : "memory");
 }
-// One bulk copy that completes bar's current phase on its own.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
-  bulk_expect(bar, bytes);
-  bulk_copy(dst, src, bytes, bar);
+// 16 bytes from global src to shared dst (both 16-byte aligned) without passing through registers:
+// the thread goes on while the copy flies. copy_async_commit closes the thread's group of copies
+// issued so far; copy_async_wait waits for all its groups (then a __syncthreads publishes the
+// block's copies to the block).
+__device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(dst)), "l"(src) : "memory");
 }
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 // Wait until bar has completed the phase with this parity (0 for its first phase, then 1, 0, ...).
 // Acquire::cluster where the bytes completing the phase came from other blocks (st.async pushes);
 // the default, CTA scope, for this block's own bulk copies.
