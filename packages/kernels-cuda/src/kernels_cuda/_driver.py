@@ -25,12 +25,13 @@ from functools import cache
 CUDA_SUCCESS = 0
 CUDA_ERROR_INVALID_CONTEXT = 201
 # CUfunction_attribute and CUdevice_attribute values (cuda.h)
+FUNC_SHARED_SIZE_BYTES = 1
 FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 DEV_COMPUTE_CAPABILITY_MAJOR = 75
 DEV_COMPUTE_CAPABILITY_MINOR = 76
 DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
-DEFAULT_MAX_DYNAMIC_SHARED = 48 * 1024
+DEFAULT_SHARED_PER_BLOCK = 48 * 1024  # static and dynamic together, before a kernel opts in to more
 
 _p = ctypes.c_void_p
 _u = ctypes.c_uint
@@ -181,8 +182,16 @@ class Function:
                 lib.cuModuleGetFunction(ctypes.byref(fn), module, name.encode()),
                 f"cuModuleGetFunction({name})",
             )
+            static = _i()
+            check(
+                lib.cuFuncGetAttribute(ctypes.byref(static), FUNC_SHARED_SIZE_BYTES, fn),
+                f"cuFuncGetAttribute({name})",
+            )
         self.module, self.handle = module.value, fn.value
-        self.max_dynamic_shared = DEFAULT_MAX_DYNAMIC_SHARED
+        # the dynamic shared memory a launch may ask for as things stand: the default 48 KB a block
+        # counts the kernel's static shared memory too (mbarriers, inboxes), so a 48 KB chunk needs
+        # the opt-in as well
+        self.max_dynamic_shared = DEFAULT_SHARED_PER_BLOCK - static.value
         self._lock = threading.Lock()
 
     def set_attribute(self, attribute: int, value: int) -> None:
@@ -192,8 +201,8 @@ class Function:
             )
 
     def allow_shared(self, nbytes: int) -> None:
-        """Raise the kernel's dynamic shared memory limit to `nbytes` if it is lower (past 48 KB
-        the driver wants the kernel's opt-in first)."""
+        """Raise the kernel's dynamic shared memory limit to `nbytes` if it is lower (past 48 KB a
+        block, static shared memory included, the driver wants the kernel's opt-in first)."""
         with self._lock:
             if nbytes > self.max_dynamic_shared:
                 self.set_attribute(FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
@@ -234,7 +243,7 @@ class PackedLaunch:
     )
 
     def __init__(self, function: Function, grid, block, shared_mem: int, types, values):
-        if shared_mem > DEFAULT_MAX_DYNAMIC_SHARED:
+        if shared_mem > function.max_dynamic_shared:
             function.allow_shared(shared_mem)
         self.function = function
         self._slots = [t(v) for t, v in zip(types, values, strict=True)]
