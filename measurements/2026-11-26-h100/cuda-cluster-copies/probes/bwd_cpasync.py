@@ -1,3 +1,5 @@
+# A frozen probe of 2026-11-26 (measurements/2026-11-26-h100/cuda-cluster-copies/README.md), run from the repository root as .probes/bwd_cpasync.py.
+# ruff: noqa: E741, B023, F401 -- kept as it ran
 """Device time of kernels_cuda.softmax_backward with 07 as packaged (one bulk copy a chunk) or as
 .probes/cuda07/ has it (cp.async from every thread), the first argument choosing; at the cluster
 sizes 8 (auto's) and 16. labtools.bench.time_cuda: L2 cold, inputs rotated, median; each case
