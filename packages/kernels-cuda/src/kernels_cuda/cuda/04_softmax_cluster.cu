@@ -84,8 +84,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const Pack<1> edge_value = has_edge ? load_pack<1>(xr + edge_col) : neg_inf_pack<1>();
     Stats t = stats_empty();
     if (has_edge) t = stats_add<1>(t, edge_value);
+    // Each thread reads only the packs it copied (the loops below stride as the copies did), and
+    // a thread's own copies are visible to it once it has waited for them: no block barrier here.
     copy_async_wait();
-    __syncthreads();  // every thread's copies have landed
 #pragma unroll 4
     for (int p = threadIdx.x; p < packs; p += THREADS) t = stats_add<VEC>(t, held[p]);
 
