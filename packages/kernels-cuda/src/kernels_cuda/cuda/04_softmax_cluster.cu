@@ -7,10 +7,10 @@
 // once, so the whole chunk is in flight together and no thread holds it in registers. (Loading
 // through registers, 4 packs a thread at a time, took two dependent DRAM round trips for a 32 KB
 // chunk and four for 64 KB; one bulk copy of the chunk issued by one thread, TMA's
-// cp.async.bulk, was slower at every long-row shape timed: experiments/notes/kernels-cuda.md.)
-// Once it has landed, each thread folds its
-// packs into a running (max, sum of exp) pair; the block merges its threads' pairs, and the C block
-// pairs are exchanged through distributed shared memory: warp 0 of every block pushes the block's
+// cp.async.bulk, was up to 2% slower in the 16-32 KB chunks auto uses for long rows:
+// experiments/notes/kernels-cuda.md.) Once its own copies have landed, each thread folds the
+// packs it copied into a running (max, sum of exp) pair; the block merges its threads' pairs, and
+// the C block pairs are exchanged through distributed shared memory: warp 0 of every block pushes the block's
 // pair into every block's inbox (st.async, counted on the receiver's mbarrier; common.cuh says
 // why not a cluster barrier), waits until all C pairs have landed in its own and merges them, so
 // each block knows the row's max and sum without a second pass over DRAM.

@@ -338,8 +338,8 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
 }
 // 16 bytes from global src to shared dst (both 16-byte aligned) without passing through registers:
 // the thread goes on while the copy flies. copy_async_commit closes the thread's group of copies
-// issued so far; copy_async_wait waits for all its groups (then a __syncthreads publishes the
-// block's copies to the block).
+// issued so far; copy_async_wait waits for all its groups, after which the thread sees what its own
+// copies wrote (another thread's copies only after a __syncthreads).
 __device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(dst)), "l"(src) : "memory");
 }
