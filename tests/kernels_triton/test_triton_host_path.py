@@ -11,7 +11,7 @@ Triton may be another version than the CPU's.
 import pytest
 import torch
 import triton
-from kernels_triton import launch
+from kernels_triton import compiled_index, launch
 
 CudaLauncher = pytest.importorskip("triton.backends.nvidia.driver").CudaLauncher
 VERSION = ".".join(triton.__version__.split(".")[:2])
@@ -182,8 +182,8 @@ def test_a_new_row_count_reuses_the_compiled_kernel(monkeypatch):
             return self.kernel.warmup(*args, grid=grid, **kwargs)
 
     monkeypatch.setattr(launch, "KERNELS", {k: Counting(v) for k, v in launch.KERNELS.items()})
-    compiled_before = len(launch._COMPILED)
+    compiled_before = len(compiled_index._LOADED)
     for m in range(1, 41):
         x = torch.randn(m, 3001, device="cuda") * 4
         torch.testing.assert_close(softmax(x), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
-    assert 1 <= len(jit_calls) <= len(launch._COMPILED) - compiled_before <= 4
+    assert 1 <= len(jit_calls) <= len(compiled_index._LOADED) - compiled_before <= 4

@@ -44,18 +44,39 @@ def wait_for_warm_up() -> None:
         warm_up.join()
 
 
-def load_or_compile(kernel, specialization: tuple, capability: tuple[int, int], compile):
-    """The CompiledKernel for `kernel` launched with `specialization`: the one an earlier process
-    recorded (no trip through Triton's JIT), else compile() (Triton's JIT, once the warm-up
-    thread's head start is done), recorded for the next process. Handles initialised."""
-    index_key = key(kernel, specialization, capability)
+# The kernels this process has loaded or compiled, by (kernel, specialization, device index):
+# another plan or another row count that needs one finds it here, with no key to hash.
+_LOADED: dict[tuple, object] = {}
+MAX_LOADED = 4096
+
+
+def load_or_compile(kernel, specialization: tuple, device_index: int, compile):
+    """The CompiledKernel for `kernel` launched with `specialization` on CUDA device
+    `device_index`: one this process already has, else the one an earlier process recorded (no
+    trip through Triton's JIT), else compile() (Triton's JIT, once the warm-up thread's head
+    start is done), recorded for the next process. Handles initialised."""
+    mine = (kernel, specialization, device_index)
+    compiled = _LOADED.get(mine)
+    if compiled is not None:
+        return compiled
+    index_key = key(kernel, specialization, _capability(device_index))
     compiled = load(index_key, kernel)
     if compiled is None:
         wait_for_warm_up()
         compiled = compile()
         record(index_key, compiled)
     compiled._init_handles()
+    if len(_LOADED) >= MAX_LOADED:
+        _LOADED.clear()
+    _LOADED[mine] = compiled
     return compiled
+
+
+@functools.cache
+def _capability(device_index: int) -> tuple[int, int]:
+    import torch
+
+    return torch.cuda.get_device_capability(device_index)
 
 
 _PLAIN = (bool, int, float, str, type(None))  # values that survive a JSON round trip unchanged

@@ -66,12 +66,6 @@ def forget_plans() -> None:
         plans.clear()
 
 
-# Compiled kernels keyed on everything Triton specialised them on but M, which it does not
-# specialise (kernels.py) beyond its integer width: the row strides and N exactly, pointer
-# alignment, M < 2**31, the constexprs and the warps. A plan for a new M (a growing sequence,
-# a last partial batch) reuses one without a trip through Triton's JIT, which costs tens of
-# microseconds of host time.
-_COMPILED: dict[tuple, object] = {}
 # (kernel, N, rows_per_sm, dtype name) -> the config its launches ran with in this process
 # and where it came from ("given", "tuned", "committed", "heuristic", "interpreter")
 USED: dict[tuple, dict] = {}
@@ -199,11 +193,14 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
     program_grid = grid(meta, m, sms, x.element_size() * STREAMS[name])
     scalars = (*(t.stride(0) for t in tensors), m, n)
     rest = (*scalars, *meta.values())
+    # Everything Triton specialises the kernel on but M, which it does not (kernels.py) beyond its
+    # integer width: N and the row strides exactly, pointer alignment, M < 2**31, the constexprs
+    # and the warps. A plan for a new M (a growing sequence, a last partial batch) gets the same
+    # compiled kernel without a trip through Triton's JIT, which costs tens of microseconds.
     specialization = (
         name, n, scalars[:-2], x.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors),
         m < 2**31, tuple(meta.values()), config.num_warps,
     )  # fmt: skip
-    compiled_key = (*specialization, device_index)
     kernel = KERNELS[name]
     if INTERPRET:  # no compiled kernel: a plan runs the kernel's Python on the tensors
 
@@ -213,13 +210,10 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
 
         interpret(*tensors)
         return interpret
-    compiled = _COMPILED.get(compiled_key)
-    if compiled is None:  # another M reuses one: no trip through the JIT
-        compiled = compiled_index.load_or_compile(
-            kernel, specialization, capability(device_index),
-            lambda: kernel.warmup(*tensors, *scalars, grid=program_grid, **meta, num_warps=config.num_warps),
-        )  # fmt: skip
-        _remember_compiled(compiled_key, compiled)
+    compiled = compiled_index.load_or_compile(  # another M reuses one: no trip through the JIT
+        kernel, specialization, device_index,
+        lambda: kernel.warmup(*tensors, *scalars, grid=program_grid, **meta, num_warps=config.num_warps),
+    )  # fmt: skip
     plan = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
     plan(*tensors)
     return plan
@@ -254,17 +248,6 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
             through_jit(*ts)
 
     return plan
-
-
-def _remember_compiled(compiled_key: tuple, compiled) -> None:
-    if len(_COMPILED) >= MAX_PLANS:
-        _COMPILED.clear()
-    _COMPILED[compiled_key] = compiled
-
-
-@functools.cache
-def capability(device_index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(device_index)
 
 
 def direct_launcher(

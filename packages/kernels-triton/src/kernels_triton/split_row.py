@@ -610,10 +610,6 @@ def _programs_per_sm(kernel, args: list, meta: dict, config: SplitConfig, device
     return occ
 
 
-# Compiled kernels by (kernel, specialization, device index): a launch's first in this process.
-_COMPILED: dict[tuple, object] = {}
-
-
 def _specialization(kernel, args: list, meta: dict) -> tuple:
     """At least what Triton specializes a compiled kernel on: each tensor's dtype and 16-byte
     alignment, the value of each integer it specializes (M, N, the row strides), the width of
@@ -632,20 +628,12 @@ def _specialization(kernel, args: list, meta: dict) -> tuple:
 def _compiled(kernel, args: list, meta: dict, device: torch.device):
     """The kernel compiled for these arguments: one this process has, else one an earlier
     process compiled or Triton's warmup compiles now (compiled_index.load_or_compile)."""
-    spec = _specialization(kernel, args, meta)
-    key = (kernel, spec, device.index)
-    compiled = _COMPILED.get(key)
-    if compiled is None:
-        compiled = compiled_index.load_or_compile(
-            kernel,
-            spec,
-            torch.cuda.get_device_capability(device),
-            lambda: kernel.warmup(*args, grid=(1,), **meta),
-        )
-        if len(_COMPILED) > 4096:
-            _COMPILED.clear()
-        _COMPILED[key] = compiled
-    return compiled
+    return compiled_index.load_or_compile(
+        kernel,
+        _specialization(kernel, args, meta),
+        device.index,
+        lambda: kernel.warmup(*args, grid=(1,), **meta),
+    )
 
 
 def _widened(config: SplitConfig, N: int, sms: int) -> SplitConfig:
