@@ -16,6 +16,11 @@ import torch
 from minigpt_torch.model import GrammarMiniGPT
 
 
+def host_ids(idx) -> torch.Tensor:
+    """NumPy token ids (any integer dtype, any layout) as a contiguous int64 tensor on the host."""
+    return torch.from_numpy(np.ascontiguousarray(idx, dtype=np.int64))
+
+
 class GraphedStep:
     """model.next_token_probs for `batch` rows, captured once as a CUDA graph and replayed.
 
@@ -43,7 +48,7 @@ class GraphedStep:
     def __call__(self, idx: np.ndarray) -> np.ndarray:
         """(batch, T) ids, T <= block_size -> (batch, V) next-token probabilities."""
         t = idx.shape[1]
-        self.ids[:, :t].copy_(torch.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)))
+        self.ids[:, :t].copy_(host_ids(idx))
         self.last.fill_(t - 1)
         self.graph.replay()
         return self.probs.cpu().numpy()
@@ -66,7 +71,7 @@ class TorchLM:
         self._steps: dict[tuple[int, str], GraphedStep] = {}
 
     def _ids(self, idx) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)).to(self.device)
+        return host_ids(idx).to(self.device)
 
     @torch.no_grad()
     def next_token_probs(self, idx: np.ndarray) -> np.ndarray:
