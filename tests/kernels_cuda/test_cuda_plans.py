@@ -186,6 +186,20 @@ def test_long_odd_rows_take_the_cluster_kernel_where_x_and_y_share_offsets():
     assert offset_both.out_direct and offset_both.launch.spec.kernel == "softmax_cluster"
 
 
+def test_auto_on_hopper_rows_past_32_kb_take_clusters_else_v3_while_it_holds_them():
+    """48 and 64 KB rows: 2-block clusters; a 40 KB row that no cluster takes (x and y rows at
+    different offsets) stays on v3, which holds it element-wide and reads it once, and goes to
+    the online kernel only past v3's capacity."""
+    for n, dtype, cluster in ((12288, "float32", 2), (24576, "bfloat16", 2), (32768, "bfloat16", 2)):
+        launch = variants.plan("auto", 4096, n, dtype, variants.full_vec(dtype), variants.H100)
+        assert launch.spec.kernel == "softmax_cluster" and launch.spec.cluster == cluster
+    assert variants.plan("auto", 64, 8192, "float32", 4, variants.H100).spec.kernel == "softmax_fused"
+    odd = variants.prepare((64, 10000), (10001, 1), "float32", -1, "auto", variants.H100, x_address=4)
+    assert odd.launch.spec.kernel == "softmax_fused" and dict(odd.launch.spec.constants)["VEC"] == 1
+    past_v3 = variants.prepare((64, 20000), (20001, 1), "float32", -1, "auto", variants.H100, x_address=4)
+    assert past_v3.launch.spec.kernel == "softmax_online"
+
+
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     try:
         variants.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)

@@ -9,13 +9,14 @@ The variants, one .cu file each under cuda/ (read them in order):
     v1         01_softmax_naive.cu    one thread per row, three passes from DRAM
     v2         02_softmax_shared.cu   one block per row, shared-memory tree reductions
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
-    v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): bulk copies into
-                                      shared memory, DSMEM exchange; rows that are not whole 16-byte
+    v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): asynchronous copies
+                                      into shared memory, DSMEM exchange; rows that are not whole 16-byte
                                       packs too, when x's and y's rows share their offsets
                05_softmax_online.cu   without clusters, past their capacity, or for rows whose x and y
                                       offsets differ: two-pass online softmax
     v4_online  05_softmax_online.cu   the online path alone, for comparison
-    auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4
+    auto       v3 for rows up to AutoConfig.fused_max_row_bytes, else v4 (v3 for a row no cluster
+               takes, while it holds the row)
 
 The host path, in the order a call takes it:
     planning   plan(variant, M, N, dtype, vec, device) -> Launch: which kernel, grid, block
@@ -60,8 +61,9 @@ ONLINE_THREADS, ONLINE_UNROLL = 512, 2
 class AutoConfig:
     """What `variant="auto"` chooses by. Change with `set_auto_config(...)`.
 
-    fused_max_row_bytes: v3 while a row is at most this many bytes (on sm_90; without clusters v3
-        runs up to its capacity). Past it, a row in registers leaves too few rows in flight per SM.
+    fused_max_row_bytes: v3 while a row is at most this many bytes (on sm_90; without clusters, or
+        for a row no cluster takes, v3 runs up to its capacity). Past it, a row in registers
+        leaves too few rows in flight per SM.
     fused_packs_f32, fused_packs_16bit: the 16-byte packs a v3 thread holds before a row gets more
         threads (up to 256 of them; past that, up to 8 packs, then up to 1024 threads).
     cluster_chunk_bytes, long_row_chunk_bytes: v4 picks the smallest cluster whose blocks each
@@ -70,13 +72,13 @@ class AutoConfig:
         memory at all.
     max_cluster: the largest cluster v4 uses (16 needs the non-portable cluster attribute, H100).
 
-    The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows while
-    it keeps enough rows in flight per SM; rows from 128 KB run fastest in 16 KB chunks (the
-    most blocks an SM, each with all its copies in flight), shorter ones in 2-block clusters of
-    up to 64 KB a block. The measurements are in experiments/notes/kernels-cuda.md.
+    The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows of up
+    to 32 KB; rows from 128 KB run fastest in 16 KB chunks (the most blocks an SM, each with all
+    its copies in flight), shorter ones in 2-block clusters of up to 64 KB a block. The
+    measurements are in experiments/notes/kernels-cuda.md.
     """
 
-    fused_max_row_bytes: int = 64 * 1024
+    fused_max_row_bytes: int = 32 * 1024
     fused_packs_f32: int = 2
     fused_packs_16bit: int = 4
     cluster_chunk_bytes: int = 64 * 1024
@@ -299,10 +301,13 @@ def plan(
     if variant == "v4_online":
         return Launch(online_spec(dtype, vec), grid=min(M, MAX_GRID), block=ONLINE_THREADS)
     if variant == "auto":
-        fits_v3 = N <= fused_capacity(vec) and (
-            N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90
-        )
-        return plan("v3" if fits_v3 else "v4", M, N, dtype, vec, device, cfg, same_offsets)
+        fits_v3 = N <= fused_capacity(vec)
+        if fits_v3 and (N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90):
+            return plan_fused(M, N, dtype, vec, cfg)
+        # past fused_max_row_bytes: a cluster, else v3 while it holds the row (one read, where
+        # the online kernel reads it twice), else the online kernel
+        cluster = plan_cluster(M, N, dtype, vec, device, cfg, same_offsets)
+        return cluster or plan("v3" if fits_v3 else "v4_online", M, N, dtype, vec, device, cfg)
     raise ValueError(f"softmax: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
