@@ -39,7 +39,7 @@ from kernels_cuda.codegen import Spec
 VARIANTS = ("auto", "fused", "twopass", "cluster")
 FUSED_SOURCE = "06_softmax_backward.cu"
 CLUSTER_SOURCE = "07_softmax_backward_cluster.cu"
-FUSED_BLOCK = 256  # threads per block when a row needs fewer (RPB rows per block)
+FUSED_BLOCK = sm.FUSED_BLOCK  # threads a block when a row needs fewer (RPB rows a block), as v3's
 FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 16-byte packs in all)
 FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
 TWOPASS_THREADS, TWOPASS_UNROLL = 512, 2
@@ -67,7 +67,7 @@ class BackwardConfig:
 
     fused_max_row_bytes: int = 32 * 1024
     fused_packs_f32: int = 2
-    fused_packs_16bit: int = 4
+    fused_packs_16bit: int = 2
     cluster_size: int = 8
     cluster_dy_in_registers: bool = True
     max_cluster: int = 16
@@ -81,7 +81,7 @@ def fused_capacity(vec: int) -> int:
 
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
-    rpb = max(1, FUSED_BLOCK // tpr)
+    rpb = max(1, FUSED_BLOCK[arrays.ITEMSIZE[dtype]] // tpr)
     return Spec(
         FUSED_SOURCE,
         "softmax_backward_fused",

@@ -50,7 +50,10 @@ MAX_N = 2**31 - 2**20  # kernels index within a row with 32-bit ints, plus a blo
 
 NAIVE_BLOCK = 256
 SHARED_BLOCK = 256
-FUSED_BLOCK = 256  # threads per block for rows shorter than a block (RPB rows per block)
+# Threads a v3 block has when a row needs fewer (RPB rows a block), by element size. 16-bit rows
+# of a few hundred elements ran faster in 128-thread blocks, fp32 ones in 256-thread blocks
+# (experiments/notes/kernels-cuda.md).
+FUSED_BLOCK = {4: 256, 2: 128}
 FUSED_MAX_TPR = 1024
 CLUSTER_SIZES = (2, 4, 8, 16)
 CLUSTER_THREADS = 256
@@ -80,7 +83,7 @@ class AutoConfig:
 
     fused_max_row_bytes: int = 32 * 1024
     fused_packs_f32: int = 2
-    fused_packs_16bit: int = 4
+    fused_packs_16bit: int = 2
     cluster_chunk_bytes: int = 64 * 1024
     long_row_bytes: int = 128 * 1024
     long_row_chunk_bytes: int = 16 * 1024
@@ -187,7 +190,7 @@ def fused_ladder(vec: int, packs: int) -> list[tuple[int, int]]:
 
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
-    rpb = max(1, FUSED_BLOCK // tpr)
+    rpb = max(1, FUSED_BLOCK[arrays.ITEMSIZE[dtype]] // tpr)
     return Spec(
         "03_softmax_fused.cu",
         "softmax_fused",

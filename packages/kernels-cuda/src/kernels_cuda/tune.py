@@ -43,7 +43,7 @@ def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> lis
     for tpr in (1 << k for k in range(11)):
         items = math.ceil(packs / tpr)
         if items <= variants.fused_items_max(vec) and len(out) < keep:
-            rpb = max(1, variants.FUSED_BLOCK // tpr)
+            rpb = max(1, variants.FUSED_BLOCK[arrays.ITEMSIZE[dtype]] // tpr)
             spec = variants.Spec(
                 "03_softmax_fused.cu",
                 "softmax_fused",
