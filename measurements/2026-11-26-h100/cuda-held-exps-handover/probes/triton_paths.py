@@ -40,16 +40,22 @@ for M, N in SHAPES:
                 y, dy = (t.double() for t in sets[0])
                 ref = y * (dy - (y * dy).sum(-1, keepdim=True))
                 run = kernels_triton.softmax_backward
-            picked = "split" if real_applies(
-                "softmax_fwd" if direction == "fwd" else "softmax_bwd", M, N, dtype, sets[0][0].device
-            ) else "own"
+            picked = (
+                "split"
+                if real_applies(
+                    "softmax_fwd" if direction == "fwd" else "softmax_bwd", M, N, dtype, sets[0][0].device
+                )
+                else "own"
+            )
             line = []
             for path in ("own", "split"):
                 use(path)
                 out = run(*sets[0])
                 err = (out.double() - ref).abs().max().item()
                 us = time_cuda(run, sets, time_cap_s=0.4).median_us
-                line.append(f"{path}{'*' if path == picked else ''} {us:8.1f}{'' if err < 2e-2 else f' BAD {err:.3g}'}")
+                line.append(
+                    f"{path}{'*' if path == picked else ''} {us:8.1f}{'' if err < 2e-2 else f' BAD {err:.3g}'}"
+                )
             use("auto")
             print(f"{direction} {M}x{N} {str(dtype)[6:]:8s} " + " | ".join(line), flush=True)
             del sets
