@@ -113,6 +113,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
       mbarrier_wait(&chunk_landed, copy_parity);
       copy_parity ^= 1;
     }
+    // The dot and the store below each have two loops over this thread's packs (dy in registers
+    // or in shared memory), written out: one helper taking the loop body as a lambda made ptxas
+    // spill 28-36 bytes in DY_PACKS builds.
     if constexpr (DY_PACKS) {
 #pragma unroll
       for (int i = 0; i < DY_PACKS; ++i) {
