@@ -7,7 +7,9 @@ Four parts, one JSON (GPU, versions, date, command with every record):
    divided by `calls`; the median of `repeats` such loops, the implementations taking turns
    loop by loop (a drift of the host's speed hits them alike). F.softmax and kernels_cuda (auto) at
    512x600 fp32, 4096x600 fp32 and 64x50257 bf16; with --before DIR, also the kernels_cuda found
-   in DIR (an older checkout's packages/kernels-cuda/src), timed in a child process.
+   in DIR (an older checkout's packages/kernels-cuda/src), timed in a child process in turns
+   with F.softmax there: compare the two paired ratios, not the times (the host's speed may
+   differ between the processes). So is the ctypes-launcher run below.
 2. First call at a row length the process has not seen (1000x12288 fp32), each in a fresh
    process: with an empty kernel cache (cold: NVRTC runs) and with the cache the cold run left
    (warm). F.softmax's first call at the same shape is timed in the same processes.
@@ -373,8 +375,10 @@ def main() -> int:
         return 0
     import kernels_cuda
 
-    if args.child == "call-time":
-        print(json.dumps(call_times([("kernels_cuda", kernels_cuda.softmax)], args.calls, args.repeats)))
+    if args.child == "call-time":  # F.softmax in turns here too: the paired ratio is this process's
+        impls = [("F.softmax", lambda x: torch.softmax(x, -1)), ("kernels_cuda", kernels_cuda.softmax)]
+        records = call_times(impls, args.calls, args.repeats)
+        print(json.dumps([r for r in records if r["impl"] == "kernels_cuda"]))
         return 0
 
     from kernels_cuda import _driver
