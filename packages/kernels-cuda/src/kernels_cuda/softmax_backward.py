@@ -39,7 +39,6 @@ from kernels_cuda.codegen import Spec
 VARIANTS = ("auto", "fused", "twopass", "cluster")
 FUSED_SOURCE = "06_softmax_backward.cu"
 CLUSTER_SOURCE = "07_softmax_backward_cluster.cu"
-FUSED_BLOCK = sm.FUSED_BLOCK  # threads a block when a row needs fewer (RPB rows a block), as v3's
 FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 16-byte packs in all)
 FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
 TWOPASS_THREADS, TWOPASS_UNROLL = 512, 2
@@ -81,7 +80,7 @@ def fused_capacity(vec: int) -> int:
 
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
-    rpb = max(1, FUSED_BLOCK[arrays.ITEMSIZE[dtype]] // tpr)
+    rpb = sm.fused_rows_per_block(dtype, tpr)  # as v3's
     return Spec(
         FUSED_SOURCE,
         "softmax_backward_fused",

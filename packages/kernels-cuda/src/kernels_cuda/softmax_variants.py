@@ -189,8 +189,14 @@ def fused_ladder(vec: int, packs: int) -> list[tuple[int, int]]:
     return sub_warp + warp + warps + more_packs + most
 
 
+def fused_rows_per_block(dtype: str, tpr: int) -> int:
+    """Rows a block of the row-in-registers kernels (v3, and the fused backward) holds at TPR
+    threads a row: FUSED_BLOCK threads a block where rows need fewer."""
+    return max(1, FUSED_BLOCK[arrays.ITEMSIZE[dtype]] // tpr)
+
+
 def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
-    rpb = max(1, FUSED_BLOCK[arrays.ITEMSIZE[dtype]] // tpr)
+    rpb = fused_rows_per_block(dtype, tpr)
     return Spec(
         "03_softmax_fused.cu",
         "softmax_fused",

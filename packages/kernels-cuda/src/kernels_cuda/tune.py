@@ -43,13 +43,8 @@ def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> lis
     for tpr in (1 << k for k in range(11)):
         items = math.ceil(packs / tpr)
         if items <= variants.fused_items_max(vec) and len(out) < keep:
-            rpb = max(1, variants.FUSED_BLOCK[arrays.ITEMSIZE[dtype]] // tpr)
-            spec = variants.Spec(
-                "03_softmax_fused.cu",
-                "softmax_fused",
-                dtype,
-                (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)),
-            )
+            spec = variants.fused_spec(dtype, tpr, items, vec)
+            rpb = dict(spec.constants)["RPB"]
             out.append(
                 Candidate(
                     f"v3 TPR={tpr} ITEMS={items}",
