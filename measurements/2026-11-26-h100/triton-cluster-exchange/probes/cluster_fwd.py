@@ -26,14 +26,14 @@ import cluster_kernel as ck  # noqa: E402
 POINTER = {torch.float32: "*fp32", torch.bfloat16: "*bf16"}
 
 
-def build(dtype, C, chunk, warps):
+def build(dtype, C, chunk, warps, raw):
     sig = {
         "x_ptr": POINTER[dtype], "y_ptr": POINTER[dtype], "N": "i32", "x_stride": "i32",
-        "y_stride": "i32", "slot_base": "i32", "C": "constexpr", "CHUNK": "constexpr",
+        "y_stride": "i32", "slot_base": "i32", "C": "constexpr", "CHUNK": "constexpr", "RAW": "constexpr",
     }  # fmt: skip
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(5)}
     k = triton.compile(
-        ASTSource(ck.cluster_fwd, sig, constexprs={"C": C, "CHUNK": chunk}, attrs=attrs),
+        ASTSource(ck.cluster_fwd, sig, constexprs={"C": C, "CHUNK": chunk, "RAW": raw}, attrs=attrs),
         target=GPUTarget("cuda", 90, 32),
         options={"num_warps": warps, "num_stages": 1},
     )
@@ -45,17 +45,18 @@ def build(dtype, C, chunk, warps):
         M, N = x.shape
         k.run(
             M, 1, 1, torch.cuda.current_stream().cuda_stream, k.function, packed, None, None, None,
-            x.data_ptr(), y.data_ptr(), N, x.stride(0), y.stride(0), base, C, chunk,
+            x.data_ptr(), y.data_ptr(), N, x.stride(0), y.stride(0), base, C, chunk, raw,
         )  # fmt: skip
 
     return run, k.n_regs
 
 
 CASES = {
-    (256, 262144): [(16, 16384, 8), (16, 16384, 16)],
-    (1024, 131072): [(8, 16384, 8), (8, 16384, 16), (16, 8192, 4), (16, 8192, 8)],
-    (2048, 65536): [(4, 16384, 8), (4, 16384, 16), (8, 8192, 4), (8, 8192, 8)],
-    (4096, 32768): [(2, 16384, 8), (2, 16384, 16), (4, 8192, 4), (4, 8192, 8)],
+    (256, 262144): [(16, 16384, 8, 0), (16, 16384, 8, 1), (16, 16384, 16, 1)],
+    (1024, 131072): [(8, 16384, 8, 0), (8, 16384, 8, 1), (16, 8192, 4, 1), (16, 8192, 8, 1)],
+    (2048, 65536): [(4, 16384, 8, 0), (4, 16384, 8, 1), (8, 8192, 4, 1)],
+    (4096, 32768): [(2, 16384, 8, 0), (2, 16384, 8, 1), (4, 8192, 4, 0), (4, 8192, 4, 1)],
+    (64, 50256): [(8, 8192, 4, 1), (16, 4096, 4, 1)],
 }
 
 if __name__ == "__main__":
@@ -71,10 +72,10 @@ if __name__ == "__main__":
                 "cuda": lambda x=x: kernels_cuda.softmax(x),
             }
             notes = {}
-            for C, chunk, warps in configs:
-                label = f"C{C}/{chunk}/{warps}w"
+            for C, chunk, warps, raw in configs:
+                label = f"C{C}/{chunk}/{warps}w{'/raw' if raw else ''}"
                 try:
-                    run, regs = build(dtype, C, chunk, warps)
+                    run, regs = build(dtype, C, chunk, warps, bool(raw))
                     y.fill_(float("nan"))
                     run(x, y)
                     torch.cuda.synchronize()

@@ -60,13 +60,16 @@ def _read(idx, base):
 
 
 @triton.jit
-def cluster_fwd(x_ptr, y_ptr, N, x_stride, y_stride, slot_base, C: tl.constexpr, CHUNK: tl.constexpr):
+def cluster_fwd(
+    x_ptr, y_ptr, N, x_stride, y_stride, slot_base, C: tl.constexpr, CHUNK: tl.constexpr, RAW: tl.constexpr
+):
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)
     rank = pid % C
     cols = rank * CHUNK + tl.arange(0, CHUNK)
     mask = cols < N
-    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=float("-inf")).to(tl.float32)
+    raw = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=float("-inf"))
+    x = raw.to(tl.float32)
     m = tl.max(x, 0)
     ref = tl.where(m == float("-inf"), 0.0, m)
     e = tl.exp2((x - ref) * LOG2E)
@@ -84,5 +87,11 @@ def cluster_fwd(x_ptr, y_ptr, N, x_stride, y_stride, slot_base, C: tl.constexpr,
         s_all * tl.exp2((tl.where(m_all == float("-inf"), m_row, m_all) - m_row) * LOG2E),
     )
     s_row = tl.sum(w, 0)
-    scale = tl.where(m == float("-inf"), 0.0, tl.exp2((m - m_row) * LOG2E) / s_row)
-    tl.store(y_ptr + row * y_stride + cols, (e * scale).to(y_ptr.dtype.element_ty), mask=mask)
+    if RAW:
+        # y from the raw chunk (one exponential an element, as F.softmax): only the raw chunk is
+        # live across the exchange, not its fp32 exponentials. A row of all -inf gives NaN.
+        y = tl.exp2((raw.to(tl.float32) - m_row) * LOG2E) * (1.0 / s_row)
+    else:
+        scale = tl.where(m == float("-inf"), 0.0, tl.exp2((m - m_row) * LOG2E) / s_row)
+        y = e * scale
+    tl.store(y_ptr + row * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
