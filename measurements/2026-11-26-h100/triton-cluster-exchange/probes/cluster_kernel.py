@@ -95,3 +95,60 @@ def cluster_fwd(
         scale = tl.where(m == float("-inf"), 0.0, tl.exp2((m - m_row) * LOG2E) / s_row)
         y = e * scale
     tl.store(y_ptr + row * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _push1(peers, v, slot):
+    # store v at byte offset `slot` of peer `peers`'s dynamic shared memory
+    return tl.inline_asm_elementwise(
+        asm="""{
+        .reg .u32 a, r;
+        mov.u32 a, global_smem;
+        add.u32 a, a, $3;
+        mapa.shared::cluster.u32 r, a, $1;
+        st.shared::cluster.f32 [r], $2;
+        mov.u32 $0, 0;
+        }""",
+        constraints="=r,r,f,r",
+        args=[peers, v, slot],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _read1(idx, base):
+    return tl.inline_asm_elementwise(
+        asm="""{
+        .reg .u32 a;
+        mov.u32 a, global_smem;
+        add.u32 a, a, $2;
+        mad.lo.u32 a, $1, 4, a;
+        ld.shared.f32 $0, [a];
+        }""",
+        constraints="=f,r,r",
+        args=[idx, base],
+        dtype=tl.float32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def cluster_bwd(
+    y_ptr, dy_ptr, dx_ptr, N, y_stride, dy_stride, dx_stride, slot_base, C: tl.constexpr, CHUNK: tl.constexpr
+):
+    pid = tl.program_id(0)
+    row = (pid // C).to(tl.int64)
+    rank = pid % C
+    cols = rank * CHUNK + tl.arange(0, CHUNK)
+    mask = cols < N
+    y = tl.load(y_ptr + row * y_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    d = tl.sum(y * dy, 0)
+    peers = tl.arange(0, C)
+    pushed = _push1(peers, tl.broadcast_to(d, [C]), tl.broadcast_to(slot_base + rank * 4, [C]))
+    synced = _cluster_sync(tl.sum(pushed, 0))
+    dot = tl.sum(_read1(peers, tl.broadcast_to(slot_base + synced, [C])), 0)
+    tl.store(dx_ptr + row * dx_stride + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)
