@@ -548,8 +548,10 @@ def test_gpu_public_op_on_split_rows_on_a_second_stream():
     [(1024, 131072), (256, 262144), (64, 50257), (8, 128257), (1, 262144), (4, 700_001), (2, 1_500_001)],
 )  # 700001: wider backward programs; 1500001: wider forward ones too
 def test_gpu_public_op_takes_the_split_path(shape, dtype):
-    """kernels_triton.softmax and its autograd backward send these shapes to split_row and
-    agree with float64 (first rows) and with torch (all rows)."""
+    """kernels_triton.softmax and its autograd backward would send these shapes to split_row
+    (the backward goes to kernels_triton.cluster first where that applies: sm_90, 32768-131072
+    columns, tests/kernels_triton/test_cluster.py) and agree with float64 (first rows) and with
+    torch (all rows)."""
     from kernels_triton import launch, softmax
 
     m, n = shape

@@ -26,6 +26,7 @@ from kernels_triton import (
     SoftmaxConfig,
     SoftmaxDimError,
     autotune_picks,
+    cluster,
     configs,
     launch,
     softmax,
@@ -524,8 +525,10 @@ def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
         x = torch.rand(m, n, device="cuda", dtype=getattr(torch, pick["dtype"]))
         out = launch_poisoned(pick["kernel"], [x] if pick["kernel"] == "softmax_fwd" else [x, x], None)
         assert not out.isnan().any()
-        if launch.split_row_applies(pick["kernel"], m, n, x.dtype, x.device):
-            continue  # launched by kernels_triton.split_row, which takes no picks
+        if launch.split_row_applies(pick["kernel"], m, n, x.dtype, x.device) or (
+            pick["kernel"] == "softmax_bwd" and cluster.applies(m, n, x.dtype, x.device)
+        ):
+            continue  # launched by kernels_triton.split_row or .cluster, which take no picks
         rows = configs.rows_per_sm(m, launch.num_sms(x.get_device()))
         used = launch.USED[(pick["kernel"], n, rows, pick["dtype"])]
         assert used["source"] == "committed", (pick, used)

@@ -24,7 +24,9 @@ Under Triton's interpreter there is no compiled kernel: a plan runs the kernel's
 on the tensors.
 
 Whole rows or split rows: split_row_applies() is the one place that sends a launch to a
-kernel that splits each row over several programs instead of the kernels here.
+kernel that splits each row over several programs instead of the kernels here, and
+cluster.applies() the one place that sends a backward to the kernel that splits each row over
+the blocks of a thread-block cluster (cluster.py), which comes first where it applies.
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ import importlib
 import math
 import os
 import threading
+import types
 from collections.abc import Callable
 
 import torch
 import triton
 
-from kernels_triton import compiled_index, configs
+from kernels_triton import cluster, compiled_index, configs
 from kernels_triton import split_row as _split_row_module
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2
 from kernels_triton.kernels import KERNELS, STREAMS
@@ -174,6 +177,8 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
     """Plan a launch on tensors like these (and launch it once, which compiles), then
     return the plan for the next launch on tensors with the same key."""
     x = tensors[0]
+    if name == "softmax_bwd" and cluster.applies(m, n, x.dtype, x.device):
+        return cluster_plan(tensors, m, n)
     # In place, the split-row kernels could read what a peer has already written: their
     # fallback rereads a late peer's chunk from memory. The kernels below read every element
     # of a row before they write it, and no program reads another's row.
@@ -247,6 +252,32 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
         else:
             through_jit(*ts)
 
+    return plan
+
+
+def cluster_plan(tensors: list[torch.Tensor], m: int, n: int) -> Plan:
+    """Launch the backward on the cluster kernel (cluster.py) once, which compiles it, and return
+    a plan that launches the same compiled kernel as clusters of C blocks, one a row: the
+    launch metadata it is given names C blocks a cluster and the shared memory of the exchange.
+    (While a profiler's launch hook is installed the plan calls the launcher itself, which
+    does not call the hook.)"""
+    rows = [t if t.dim() == 2 else t.view(m, n) for t in tensors]
+    compiled, packed, grid_x, rest = cluster.compiled_backward(rows)
+    device_index = tensors[0].get_device()
+    if _launch_hooks_installed():
+        stream = torch._C._cuda_getCurrentRawStream
+        run, function = compiled.run, compiled.function
+
+        def plan(*ts):
+            run(grid_x, 1, 1, stream(device_index), function, packed, None, None, None,
+                *(t.data_ptr() for t in ts), *rest)  # fmt: skip
+
+    else:
+        as_cluster = types.SimpleNamespace(
+            run=compiled.run, function=compiled.function, packed_metadata=packed
+        )
+        plan = direct_launcher(as_cluster, (grid_x, 1, 1), len(tensors), rest, device_index)
+    plan(*tensors)
     return plan
 
 
