@@ -1,10 +1,12 @@
 """The softmax backward over thread-block clusters (kernels_triton.cluster) against float64.
 
-Rows of 32768 to 131072 elements take it on sm_90: whole 8192-element chunks and a ragged last
-one (odd N), one row and many, 16-byte aligned rows and not, strided rows, every dtype, and
-non-finite values, which must come out where torch's backward puts them. Outputs are filled
-with NaN before each launch, so an element no block writes fails. On a CPU the kernel never runs
-(cluster.applies is False there: the interpreter has no clusters), which the first test checks.
+kernels_triton's backward takes it on sm_90 for rows of 32768 to 131072 elements, in launches of
+at least cluster.MIN_BYTES. The kernel itself (cluster.backward) is tested at any size: whole
+8192-element chunks and a ragged last one (odd N), one row and many, 16-byte aligned rows and
+not, strided rows, every dtype, and non-finite values, which must come out where torch's
+backward puts them. Outputs are filled with NaN before each launch, so an element no block
+writes fails. On a CPU the kernel never runs (cluster.applies is False there: the interpreter has
+no clusters), which the first test checks.
 """
 
 import math
@@ -14,7 +16,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels_triton import cluster, compiled_index, launch
+from kernels_triton import cluster, launch
 from labtools.ops import softmax_backward_ref, tolerance
 
 SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
@@ -27,7 +29,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 def backward_poisoned(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor | None = None) -> torch.Tensor:
     dx = torch.empty_like(y) if dx is None else dx
     dx.fill_(math.nan)
-    launch.launch("softmax_bwd", [y, dy, dx], *y.shape)
+    cluster.backward(y, dy, dx)
     return dx
 
 
@@ -52,7 +54,7 @@ def test_never_on_a_cpu():
 
 @pytest.mark.gpu
 @needs_sm90
-def test_the_backward_takes_the_cluster_kernel_from_32768_to_131072_columns():
+def test_the_backward_takes_the_cluster_kernel_from_32768_to_131072_columns_in_large_launches(monkeypatch):
     cuda = torch.device("cuda")
     for n, taken in (
         (16384, False),
@@ -62,10 +64,18 @@ def test_the_backward_takes_the_cluster_kernel_from_32768_to_131072_columns():
         (131072, True),
         (131073, False),
     ):
-        assert cluster.applies(3, n, torch.bfloat16, cuda) == taken, n
-    y, dy = inputs(3, 40000, torch.float32, 0)
-    backward_poisoned(y, dy)
-    assert any(key[0] is cluster.cluster_bwd_kernel for key in compiled_index._LOADED)
+        assert cluster.applies(1024, n, torch.bfloat16, cuda) == taken, n
+    rows = cluster.MIN_BYTES // (3 * 4 * 40000) + 1  # fp32 rows of 40000: just past MIN_BYTES
+    assert cluster.applies(rows, 40000, torch.float32, cuda)
+    assert not cluster.applies(rows - 1, 40000, torch.float32, cuda)
+    planned = []
+    compiled_backward = cluster.compiled_backward
+    monkeypatch.setattr(cluster, "compiled_backward", lambda ts: planned.append(ts) or compiled_backward(ts))
+    y, dy = inputs(rows, 40000, torch.float32, 0)
+    dx = torch.full_like(y, math.nan)
+    launch.launch("softmax_bwd", [y, dy, dx], *y.shape)
+    assert len(planned) == 1
+    np.testing.assert_allclose(dx.cpu().double().numpy(), reference(y, dy), **tolerance(torch.float32))
 
 
 @pytest.mark.gpu

@@ -47,6 +47,12 @@ NUM_WARPS = 4
 MAX_CLUSTER = 16
 MIN_COLS = 32768
 MAX_COLS = CHUNK * MAX_CLUSTER
+# Launches that move fewer bytes (y, dy and dx) stay on the other kernels. Below this a call is
+# bound by the host, and a cluster launch costs the host more (cuLaunchKernelEx with cluster
+# attributes; for 16-block clusters Triton's launcher also sets the non-portable attribute each
+# launch): on an H100 the device time fell there but the call time rose (measurements/
+# 2026-11-26-h100/triton-cluster-backward/).
+MIN_BYTES = 16 * 1024 * 1024
 SLOT_BYTES = 4  # one fp32 partial a block
 
 
@@ -142,15 +148,25 @@ def _capable(device_index: int) -> bool:
 
 
 def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether the backward of n_rows rows of n_cols goes to the cluster kernel."""
+    """Whether kernels_triton's backward of n_rows rows of n_cols goes to the cluster kernel."""
     return (
         not INTERPRET
         and device.type == "cuda"
         and dtype in DTYPES
-        and n_rows >= 1
         and MIN_COLS <= n_cols <= MAX_COLS
+        and 3 * n_rows * n_cols * dtype.itemsize >= MIN_BYTES
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
+
+
+def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor) -> None:
+    """dx2d = y2d * (dy2d - sum(y2d * dy2d, dim=-1)) on the cluster kernel, whatever the size
+    (`applies` decides only what kernels_triton's dispatch sends here): 2-D CUDA tensors of one
+    shape and dtype, unit column stride, rows of 1 to MAX_COLS elements, on sm_90."""
+    compiled, packed, grid_x, rest = compiled_backward([y2d, dy2d, dx2d])
+    stream = torch.cuda.current_stream(y2d.device).cuda_stream
+    compiled.run(grid_x, 1, 1, stream, compiled.function, packed, None, None, None,
+                 y2d.data_ptr(), dy2d.data_ptr(), dx2d.data_ptr(), *rest)  # fmt: skip
 
 
 def compiled_backward(tensors: list[torch.Tensor]):
