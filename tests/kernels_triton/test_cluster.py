@@ -1,7 +1,7 @@
 """The softmax backward over thread-block clusters (kernels_triton.cluster) against float64.
 
 kernels_triton's backward takes it on sm_90 for rows of 32768 to 131072 elements, in launches of
-at least cluster.MIN_BYTES. The kernel itself (cluster.backward) is tested at any size: whole
+at least cluster.MIN_BYTES. The kernel itself (launch.cluster_plan) is tested at any size: whole
 8192-element chunks and a ragged last one (odd N), one row and many, 16-byte aligned rows and
 not, strided rows, every dtype, and non-finite values, which must come out where torch's
 backward puts them. Outputs are filled with NaN before each launch, so an element no block
@@ -29,7 +29,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 def backward_poisoned(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor | None = None) -> torch.Tensor:
     dx = torch.empty_like(y) if dx is None else dx
     dx.fill_(math.nan)
-    cluster.backward(y, dy, dx)
+    launch.cluster_plan([y, dy, dx], *y.shape)
     return dx
 
 

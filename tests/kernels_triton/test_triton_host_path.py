@@ -74,6 +74,28 @@ def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_neede
 
 
 @pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
+@pytest.mark.parametrize("hooked", [False, True], ids=["direct", "hook installed"])
+def test_a_plan_given_launch_metadata_launches_with_it(no_driver_needed, monkeypatch, hooked):
+    """kernels_triton.cluster's plans hand direct_launcher metadata of their own (num_ctas = C,
+    more shared memory): the launch passes it where Triton's launcher would pass the kernel's,
+    with a profiler's launch hook installed too (the runner would launch with the kernel's own)."""
+    record = []
+    launcher = fake_launcher(record)
+    rest = (40000, 40000, 40000, 40000, 16, 8, 8192)
+    tensors = [Tensor(4096 * (i + 1)) for i in range(3)]
+    compiled = Compiled(launcher)
+    cluster_metadata = (4, 8, 48)
+    launcher(35, 1, 1, 77, compiled.function, cluster_metadata, None, None, None,
+             *(t.address for t in tensors), *rest)  # fmt: skip
+    monkeypatch.setattr(launch, "_launch_hooks_installed", lambda: hooked)
+    plan = launch.direct_launcher(
+        compiled, (35, 1, 1), 3, rest, device_index=0, packed_metadata=cluster_metadata
+    )
+    plan(*tensors)
+    assert len(record) == 2 and record[1] == record[0]
+
+
+@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
 def test_a_launcher_that_needs_scratch_keeps_tritons_own_call():
     assert launch.c_launch_layout(fake_launcher([], scratch=128)) is None
 

@@ -39,9 +39,8 @@ import triton
 import triton.language as tl
 
 from kernels_triton import compiled_index
-from kernels_triton.configs import INTERPRET
+from kernels_triton.configs import DTYPES, INTERPRET
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 CHUNK = 8192  # elements a block holds: 64 of y and dy a thread over 4 warps
 NUM_WARPS = 4
 MAX_CLUSTER = 16
@@ -157,16 +156,6 @@ def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) 
         and 3 * n_rows * n_cols * dtype.itemsize >= MIN_BYTES
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
-
-
-def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor) -> None:
-    """dx2d = y2d * (dy2d - sum(y2d * dy2d, dim=-1)) on the cluster kernel, whatever the size
-    (`applies` decides only what kernels_triton's dispatch sends here): 2-D CUDA tensors of one
-    shape and dtype, unit column stride, rows of 1 to MAX_COLS elements, on sm_90."""
-    compiled, packed, grid_x, rest = compiled_backward([y2d, dy2d, dx2d])
-    stream = torch.cuda.current_stream(y2d.device).cuda_stream
-    compiled.run(grid_x, 1, 1, stream, compiled.function, packed, None, None, None,
-                 y2d.data_ptr(), dy2d.data_ptr(), dx2d.data_ptr(), *rest)  # fmt: skip
 
 
 def compiled_backward(tensors: list[torch.Tensor]):

@@ -36,7 +36,6 @@ import importlib
 import math
 import os
 import threading
-import types
 from collections.abc import Callable
 
 import torch
@@ -258,31 +257,24 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
 def cluster_plan(tensors: list[torch.Tensor], m: int, n: int) -> Plan:
     """Launch the backward on the cluster kernel (cluster.py) once, which compiles it, and return
     a plan that launches the same compiled kernel as clusters of C blocks, one a row: the
-    launch metadata it is given names C blocks a cluster and the shared memory of the exchange.
-    (While a profiler's launch hook is installed the plan calls the launcher itself, which
-    does not call the hook.)"""
+    launch metadata cluster.py gives names C blocks a cluster and the shared memory of the
+    exchange."""
     rows = [t if t.dim() == 2 else t.view(m, n) for t in tensors]
     compiled, packed, grid_x, rest = cluster.compiled_backward(rows)
-    device_index = tensors[0].get_device()
-    if _launch_hooks_installed():
-        stream = torch._C._cuda_getCurrentRawStream
-        run, function = compiled.run, compiled.function
-
-        def plan(*ts):
-            run(grid_x, 1, 1, stream(device_index), function, packed, None, None, None,
-                *(t.data_ptr() for t in ts), *rest)  # fmt: skip
-
-    else:
-        as_cluster = types.SimpleNamespace(
-            run=compiled.run, function=compiled.function, packed_metadata=packed
-        )
-        plan = direct_launcher(as_cluster, (grid_x, 1, 1), len(tensors), rest, device_index)
+    plan = direct_launcher(
+        compiled, (grid_x, 1, 1), len(tensors), rest, tensors[0].get_device(), packed_metadata=packed
+    )
     plan(*tensors)
     return plan
 
 
 def direct_launcher(
-    compiled, program_grid: tuple[int, int, int], n_tensors: int, rest: tuple, device_index: int
+    compiled,
+    program_grid: tuple[int, int, int],
+    n_tensors: int,
+    rest: tuple,
+    device_index: int,
+    packed_metadata: tuple | None = None,
 ) -> Plan:
     """plan(*tensors) that launches `compiled` (a triton CompiledKernel) on the tensors'
     data pointers followed by `rest`, with everything but the stream and the pointers bound.
@@ -291,16 +283,23 @@ def direct_launcher(
     Triton's C launch function itself with the arguments the launcher's Python __call__
     would pass it (no scratch buffers, no hooks): that __call__ costs as much host time as
     the rest of a call. Otherwise the plan calls the launcher with what Triton's own runner
-    passes it, or, while a profiler's launch hook is installed, goes through that runner."""
+    passes it, or, while a profiler's launch hook is installed, goes through that runner.
+
+    packed_metadata: the launch metadata to launch with instead of the compiled kernel's
+    (cluster.py's: num_ctas = C and more shared memory than Triton allocated). Triton's runner
+    would launch with the kernel's own, so such a plan never goes through it: while a launch
+    hook is installed it calls the launcher without the hook."""
     gx, gy, gz = program_grid
     stream = torch._C._cuda_getCurrentRawStream
-    if _launch_hooks_installed() or not all(
-        hasattr(compiled, a) for a in ("run", "function", "packed_metadata")
+    hooked = _launch_hooks_installed()
+    if packed_metadata is None and (
+        hooked or not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata"))
     ):
         runner = compiled[program_grid]
         return lambda *ts: runner(*(t.data_ptr() for t in ts), *rest)
-    launcher, function, packed = compiled.run, compiled.function, compiled.packed_metadata
-    layout = c_launch_layout(launcher)
+    launcher, function = compiled.run, compiled.function
+    packed = compiled.packed_metadata if packed_metadata is None else packed_metadata
+    layout = None if hooked else c_launch_layout(launcher)
     if layout is None:  # a launcher of another Triton version: called as its runner calls it
 
         def call_launcher(*ts):
