@@ -1,12 +1,15 @@
-"""The softmax backward over thread-block clusters (kernels_triton.cluster) against float64.
+"""The softmax forward and backward over thread-block clusters (kernels_triton.cluster) against
+float64.
 
-kernels_triton's backward takes it on sm_90 for rows of 32768 to 131072 elements, in launches of
-at least cluster.MIN_BYTES. The kernel itself (launch.cluster_plan) is tested at any size: whole
+kernels_triton takes them on sm_90 for rows of 32768 to 131072 elements: the backward in launches
+of at least cluster.MIN_BYTES, the forward in fp32 and, in 16-bit types, when every row's cluster
+fits on the GPU at once. The
+kernels themselves (launch.cluster_plan) are tested at any size the forward fits: whole
 8192-element chunks and a ragged last one (odd N), one row and many, 16-byte aligned rows and
-not, strided rows, every dtype, and non-finite values, which must come out where torch's
-backward puts them. Outputs are filled with NaN before each launch, so an element no block
-writes fails. On a CPU the kernel never runs (cluster.applies is False there: the interpreter has
-no clusters), which the first test checks.
+not, strided rows, every dtype, and non-finite and huge values, which must come out where
+torch puts them. Outputs are filled with NaN before each launch, so an element no block writes
+fails. On a CPU the kernels never run (the interpreter has no clusters), which the first test
+checks.
 """
 
 import math
@@ -17,7 +20,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from kernels_triton import cluster, launch
-from labtools.ops import softmax_backward_ref, tolerance
+from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
 
 SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 needs_sm90 = pytest.mark.skipif(
@@ -29,8 +32,15 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 def backward_poisoned(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor | None = None) -> torch.Tensor:
     dx = torch.empty_like(y) if dx is None else dx
     dx.fill_(math.nan)
-    launch.cluster_plan([y, dy, dx], *y.shape)
+    launch.cluster_plan("bwd", [y, dy, dx], *y.shape, any_size=True)
     return dx
+
+
+def forward_poisoned(x: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
+    y = torch.empty_like(x) if y is None else y
+    y.fill_(math.nan)
+    launch.cluster_plan("fwd", [x, y], *x.shape, any_size=True)
+    return y
 
 
 def inputs(m: int, n: int, dtype: torch.dtype, seed: int, pad: int = 0):
@@ -50,6 +60,7 @@ def reference(y: torch.Tensor, dy: torch.Tensor) -> np.ndarray:
 def test_never_on_a_cpu():
     for n in (cluster.MIN_COLS, cluster.MAX_COLS):
         assert not cluster.applies(4, n, torch.float32, torch.device("cpu"))
+        assert not cluster.forward_may_apply(4, n, torch.float32, torch.device("cpu"))
 
 
 @pytest.mark.gpu
@@ -69,12 +80,12 @@ def test_the_backward_takes_the_cluster_kernel_from_32768_to_131072_columns_in_l
     assert cluster.applies(rows, 40000, torch.float32, cuda)
     assert not cluster.applies(rows - 1, 40000, torch.float32, cuda)
     planned = []
-    compiled_backward = cluster.compiled_backward
-    monkeypatch.setattr(cluster, "compiled_backward", lambda ts: planned.append(ts) or compiled_backward(ts))
+    compiled_launch = cluster.compiled_launch
+    monkeypatch.setattr(cluster, "compiled_launch", lambda d, ts: planned.append(d) or compiled_launch(d, ts))
     y, dy = inputs(rows, 40000, torch.float32, 0)
     dx = torch.full_like(y, math.nan)
     launch.launch("softmax_bwd", [y, dy, dx], *y.shape)
-    assert len(planned) == 1
+    assert planned == ["bwd"]
     np.testing.assert_allclose(dx.cpu().double().numpy(), reference(y, dy), **tolerance(torch.float32))
 
 
@@ -121,3 +132,126 @@ def test_non_finite_values_come_out_as_in_torch(dtype):
     expected = torch._softmax_backward_data(dy.float(), y.float(), -1, torch.float32)
     torch.testing.assert_close(dx.float(), expected, equal_nan=True, **tolerance(dtype))
     assert dx[3].isfinite().all()
+
+
+def fits_at_once(m: int, n: int, dtype: torch.dtype) -> bool:
+    """Whether the forward's dispatch sends m rows of n to the cluster kernel (compiles it)."""
+    x = torch.zeros((m, n), dtype=dtype, device="cuda")
+    return cluster.takes("fwd", [x, torch.empty_like(x)])
+
+
+def dispatched_forward(monkeypatch, x: torch.Tensor) -> tuple[torch.Tensor, list[bool]]:
+    """kernels_triton's forward of x through a fresh plan, and what cluster.takes() answered."""
+    answers = []
+    takes = cluster.takes
+    monkeypatch.setattr(cluster, "takes", lambda d, ts: answers.append(takes(d, ts)) or answers[-1])
+    launch.forget_plans()
+    y = torch.full_like(x, math.nan)
+    launch.launch("softmax_fwd", [x, y], *x.shape)
+    monkeypatch.undo()
+    return y, answers
+
+
+@pytest.mark.gpu
+@needs_sm90
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_16_bit_forward_takes_the_cluster_kernel_when_its_rows_fit_at_once(monkeypatch, dtype):
+    cuda = torch.device("cuda")
+    for m, n, may in (
+        (64, 50257, True),
+        (8, 131072, True),
+        (1, 32767, False),
+        (1, 131073, False),
+        (4096, 32768, False),
+    ):
+        assert cluster.forward_may_apply(m, n, dtype, cuda) == may, (m, n)
+    rows = 1  # the most rows of 32768 whose clusters fit at once, then one more
+    while fits_at_once(rows * 2, 32768, dtype):
+        rows *= 2
+    while fits_at_once(rows + 1, 32768, dtype):
+        rows += 1
+    assert 8 <= rows < 2048, rows
+    for m in (rows, rows + 1):
+        x = torch.randn((m, 32768), device="cuda").to(dtype)
+        y, answers = dispatched_forward(monkeypatch, x)
+        # the cluster kernel took the rows that fit and let one more fall through to another
+        # kernel, whose result is checked as well
+        assert answers == [m == rows], m
+        np.testing.assert_allclose(
+            y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
+        )
+
+
+@pytest.mark.gpu
+@needs_sm90
+def test_the_fp32_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch):
+    """fp32 (where the split-row forward does not load ahead): 700 rows of 50257 are many waves of
+    8-block clusters, and still the cluster kernel's."""
+    x = torch.randn((700, 50257), device="cuda") * 3
+    assert cluster.forward_may_apply(700, 50257, torch.float32, torch.device("cuda"))
+    assert fits_at_once(700, 50257, torch.float32)
+    y, answers = dispatched_forward(monkeypatch, x)
+    assert answers == [True]
+    np.testing.assert_allclose(
+        y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(torch.float32)
+    )
+
+
+@pytest.mark.gpu
+@needs_sm90
+@given(
+    m=st.sampled_from([1, 2, 3, 7, 16]),  # 16 clusters of 16 blocks fit at once in every dtype
+    n=st.sampled_from([32768, 40000, 50257, 65536, 98304 + 5, 131072]),
+    dtype=st.sampled_from(DTYPES),
+    pad=st.sampled_from([0, 3, 8]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_forward_matches_float64(m, n, dtype, pad, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = (torch.randn((m, n + pad), generator=g, device="cuda") * 4).to(dtype)[:, pad:]
+    y = forward_poisoned(x, torch.empty((m, n + pad), dtype=dtype, device="cuda")[:, pad:])
+    np.testing.assert_allclose(
+        y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
+    )
+
+
+@pytest.mark.gpu
+@needs_sm90
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward_adversarial_rows_come_out_as_in_torch(dtype):
+    """Rows whose maximum is first, last or repeated, huge finite magnitudes (up to the dtype's
+    largest), a chunk of all -inf, and rows of -inf, +inf or NaN: torch's results, NaN included."""
+    n, big = 70000, torch.finfo(dtype).max
+    x = torch.randn((10, n), device="cuda").to(dtype)
+    x[0, 0] = 30
+    x[1, -1] = 30
+    x[2, 100:110] = 30
+    x[3, :] = big * 0.9
+    x[3, 1] = big
+    x[4, 5] = -big
+    x[4, 60000] = big
+    x[5, 8192:16384] = -math.inf
+    x[6, :] = -math.inf
+    x[7, 123] = math.inf
+    x[8, 69999] = math.nan
+    x[9, :] = 0  # every element equal
+    y = forward_poisoned(x)
+    expected = torch.softmax(x.double(), -1)
+    torch.testing.assert_close(y.double(), expected, equal_nan=True, **tolerance(dtype))
+    assert y[6].isnan().all() and y[7].isnan().all() and y[8].isnan().all()
+
+
+@pytest.mark.gpu
+@needs_sm90
+def test_forward_error_no_worse_than_torch():
+    """fp32, against float64: at most torch's own error on the same input (plus an ulp of the
+    largest output: the order of summation differs), over every chunk of a 16-block row, the
+    maximum first, last or repeated."""
+    x = torch.randn((8, 131072), device="cuda") * 5
+    x[0, 0], x[1, -1], x[2, ::4096] = 40, 40, 40
+    expected = softmax_ref(x.cpu().double().numpy())
+    ours = forward_poisoned(x).cpu().double().numpy()
+    theirs = torch.softmax(x, -1).cpu().double().numpy()
+    ulp = float(np.spacing(np.float32(np.abs(expected).max())))
+    err, torch_err = np.abs(ours - expected).max(), np.abs(theirs - expected).max()
+    assert err <= max(torch_err, ulp), (err, torch_err, ulp)

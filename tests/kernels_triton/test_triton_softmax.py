@@ -523,10 +523,11 @@ def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
     for pick in doc["picks"]:
         m, n = pick["tuned_at"]
         x = torch.rand(m, n, device="cuda", dtype=getattr(torch, pick["dtype"]))
-        out = launch_poisoned(pick["kernel"], [x] if pick["kernel"] == "softmax_fwd" else [x, x], None)
+        inputs = [x] if pick["kernel"] == "softmax_fwd" else [x, x]
+        out = launch_poisoned(pick["kernel"], inputs, None)
         assert not out.isnan().any()
-        if launch.split_row_applies(pick["kernel"], m, n, x.dtype, x.device) or (
-            pick["kernel"] == "softmax_bwd" and cluster.applies(m, n, x.dtype, x.device)
+        if launch.split_row_applies(pick["kernel"], m, n, x.dtype, x.device) or cluster.takes(
+            pick["kernel"][-3:], [*inputs, out]
         ):
             continue  # launched by kernels_triton.split_row or .cluster, which take no picks
         rows = configs.rows_per_sm(m, launch.num_sms(x.get_device()))

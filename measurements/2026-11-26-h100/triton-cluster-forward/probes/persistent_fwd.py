@@ -15,7 +15,6 @@ value), triton.testing.do_bench medians, L2 flushed, best of two rounds. G: the 
 cuOccupancyMaxActiveClusters for the compiled kernel ("occ"), half of it, or one cluster a row
 ("rows": no loop, no loading ahead)."""
 
-import os
 import sys
 
 import kernels_cuda
@@ -89,7 +88,9 @@ def fwd_kernel(
         e = tl.exp2((x - _shift(m)) * LOG2E)
         s = _sum(e, COMPENSATED)
         base = slot_base + (((row - first) // n_clusters) % 2).to(tl.int32) * (C * 8)
-        pushed = _push2(ranks, tl.broadcast_to(m, [C]), tl.broadcast_to(s, [C]), tl.broadcast_to(base + rank * 8, [C]))
+        pushed = _push2(
+            ranks, tl.broadcast_to(m, [C]), tl.broadcast_to(s, [C]), tl.broadcast_to(base + rank * 8, [C])
+        )
         after = _cluster_barrier(tl.sum(pushed, axis=0))
         m_all, s_all = _slot2(ranks, tl.broadcast_to(base + after, [C]))
         m_row, s_row = _merge(m_all, s_all, COMPENSATED)
@@ -170,7 +171,10 @@ if __name__ == "__main__":
             x[2, 5] = 3e38 if dtype != torch.float16 else 6e4
             ref = torch.softmax(x.double(), -1)
             y = torch.empty_like(x)
-            runs = {"triton": lambda x=x: kernels_triton.softmax(x), "cuda": lambda x=x: kernels_cuda.softmax(x)}
+            runs = {
+                "triton": lambda x=x: kernels_triton.softmax(x),
+                "cuda": lambda x=x: kernels_cuda.softmax(x),
+            }
             err_t = (kernels_triton.softmax(x).double() - ref).nan_to_num(0.0).abs().max().item()
             notes = {}
             for C, chunk, warps, prefetch in configs:

@@ -1,19 +1,22 @@
-"""Softmax backward over a thread-block cluster, in Triton, the row's exchange in inline PTX.
+"""Softmax over a thread-block cluster, in Triton, the row's exchange in inline PTX.
 
-    dx = y * (dy - sum(y * dy))   along the last dim of (M, N) rows, 32768 <= N <= 131072, sm_90
+    y  = softmax(x)              along the last dim of (M, N) rows, 32768 <= N <= 131072, sm_90
+    dx = y * (dy - sum(y * dy))  the backward, from the saved output y
 
 Why a cluster. The split-row kernels (split_row.py) hold a row in several programs and exchange
-each program's partial through global memory: publish, then poll the peers' words, a round
+each program's partials through global memory: publish, then poll the peers' words, a round
 trip through L2 on every row and a spin while a peer is late. On sm_90 a row can instead go to
-the C blocks of one thread-block cluster, which the hardware schedules together, and the C
-partial dot products travel through distributed shared memory: every block writes its partial
-into every block's shared memory (st.shared::cluster), one cluster barrier (arrive.release,
-wait.acquire) makes the C writes visible, and each block adds up the C values it holds. No
-scratch buffer, no polling, no fallback for a peer that never comes: the blocks of a cluster
-run together by construction. Each block reads its chunk of y and dy once and writes its chunk
-of dx once, so a row costs 3 accesses per element, the least there is.
+the C blocks of one thread-block cluster, which the hardware schedules together, and the
+partials travel through distributed shared memory: every block writes its partial into every
+block's shared memory (st.shared::cluster), one cluster barrier (arrive.release, wait.acquire)
+makes the C writes visible, and each block merges the C values it holds. No scratch buffer, no
+polling, no fallback for a peer that never comes: the blocks of a cluster run together by
+construction. Each block reads its chunk once and writes its chunk once, so a row costs the
+least traffic there is (2 accesses per element forward, 3 backward). The partials: forward the
+chunk's (max m, sum of exp(x - m)), merged by the rescaling rule of split_row.py; backward the
+chunk's sum of y * dy.
 
-How Triton builds it. Triton 3.6 compiles no row reduction with num_ctas > 1, so the kernel is
+How Triton builds it. Triton 3.6 compiles no row reduction with num_ctas > 1, so a kernel is
 compiled for one block and launched as a cluster by its own launcher, given num_ctas = C in the
 launch metadata: the grid is then M * C blocks, block b is rank b % C of the cluster that takes
 row b // C. Triton's reductions use the start of the block's dynamic shared memory
@@ -21,13 +24,23 @@ row b // C. Triton's reductions use the start of the block's dynamic shared memo
 asks for that much more. Inline PTX is all the exchange needs: mapa (a peer's address of a
 shared variable), st.shared::cluster, the cluster barrier, ld.shared.
 
-Where it is used (kernels_triton.launch): the backward at 32768 to 131072 columns on sm_90,
-one 8192-element chunk a block over 4 warps, in clusters of C blocks, ceil(N / 8192) rounded up
-to a power of two (a block past the row's end reads nothing and adds 0; 16-block clusters are
-a non-portable size, which H100 and H200 allow). On an H100 it was faster there than the
-split-row and looped kernels, or level, at every row count timed, and slower at 262144 columns,
-which it does not take (measurements/2026-11-26-h100/triton-cluster-exchange/ and
-triton-cluster-backward/).
+Where it is used (kernels_triton.launch), on sm_90, one 8192-element chunk a block over 4 warps,
+C = ceil(N / 8192) rounded up to a power of two (a block past the row's end reads nothing and
+adds nothing; 16-block clusters are a non-portable size, which H100 and H200 allow):
+- the backward at 32768 to 131072 columns, in launches of at least MIN_BYTES: on an H100 faster
+  there than the split-row and looped kernels, or level, at every row count timed, and slower
+  at 262144 columns, which it does not take (measurements/2026-11-26-h100/
+  triton-cluster-exchange/ and triton-cluster-backward/);
+- the forward at 32768 to 131072 columns: in fp32 at any row count, in 16-bit types when every
+  row's cluster fits on the GPU at once (forward_fits: the driver's count of co-resident
+  clusters for the compiled kernel). The split-row forward loads each program's next row while
+  it exchanges the current one in 16-bit types (split_row.PREFETCH), and with several waves of
+  rows that wins over one cluster a row, which cannot (a cluster that loops over rows needs
+  registers for the next chunk, which halved the clusters resident and measured slower at every
+  shape). In fp32, where the split-row forward does not load ahead, and with one wave, where
+  there is no next row, the exchange in shared memory is what is left to win: on an H100 the
+  cluster forward was faster or level at every row count timed in fp32 and at every one-wave
+  16-bit shape of more than 32768 columns (measurements/2026-11-26-h100/triton-cluster-forward/).
 """
 
 from __future__ import annotations
@@ -40,8 +53,9 @@ import triton.language as tl
 
 from kernels_triton import compiled_index
 from kernels_triton.configs import DTYPES, INTERPRET
+from kernels_triton.split_row import LOG2E, PREFETCH, _load_chunk, _max_sum, _merge, _store_chunk
 
-CHUNK = 8192  # elements a block holds: 64 of y and dy a thread over 4 warps
+CHUNK = 8192  # elements a block holds: 64 of x (forward), of y and dy (backward) a thread over 4 warps
 NUM_WARPS = 4
 MAX_CLUSTER = 16
 MIN_COLS = 32768
@@ -52,7 +66,7 @@ MAX_COLS = CHUNK * MAX_CLUSTER
 # launch): on an H100 the device time fell there but the call time rose (measurements/
 # 2026-11-26-h100/triton-cluster-backward/).
 MIN_BYTES = 16 * 1024 * 1024
-SLOT_BYTES = 4  # one fp32 partial a block
+SLOT_BYTES = {"fwd": 8, "bwd": 4}  # a block's partial: (m, s) forward, the dot product backward
 
 
 @triton.jit
@@ -109,6 +123,78 @@ def _slot(rank_from, base):
     )
 
 
+@triton.jit
+def _push_pair(rank_to, m, s, slot):
+    """Write (m, s) at byte offset `slot` of block `rank_to`'s shared memory in this cluster."""
+    return tl.inline_asm_elementwise(
+        asm="""{
+        .reg .u32 a, r;
+        mov.u32 a, global_smem;
+        add.u32 a, a, $4;
+        mapa.shared::cluster.u32 r, a, $1;
+        st.shared::cluster.v2.f32 [r], {$2, $3};
+        mov.u32 $0, 0;
+        }""",
+        constraints="=r,r,f,f,r",
+        args=[rank_to, m, s, slot],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _slot_pair(rank_from, base):
+    """This block's pair slot `rank_from` (at byte offset base + 8 * rank_from)."""
+    return tl.inline_asm_elementwise(
+        asm="""{
+        .reg .u32 a;
+        mov.u32 a, global_smem;
+        add.u32 a, a, $3;
+        mad.lo.u32 a, $2, 8, a;
+        ld.shared.v2.f32 {$0, $1}, [a];
+        }""",
+        constraints="=f,=f,r,r",
+        args=[rank_from, base],
+        dtype=(tl.float32, tl.float32),
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit(do_not_specialize=["slot_base"])
+def cluster_fwd_kernel(
+    x_ptr,
+    y_ptr,
+    N,
+    x_row_stride,
+    y_row_stride,
+    slot_base,
+    C: tl.constexpr,
+    CHUNK: tl.constexpr,
+    NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
+    COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (split_row._sum)
+):
+    pid = tl.program_id(0)
+    row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
+    rank = pid % C  # = %cluster_ctarank: a cluster is C consecutive blocks
+    cols = rank * CHUNK + tl.arange(0, CHUNK)
+    x = _load_chunk(x_ptr + row * x_row_stride, cols, N, float("-inf"), NEEDS_MASK)
+    m, e, s = _max_sum(x, COMPENSATED)  # a chunk of all -inf: m = -inf, s = 0
+    ranks = tl.arange(0, C)
+    pushed = _push_pair(
+        ranks, tl.broadcast_to(m, [C]), tl.broadcast_to(s, [C]), tl.broadcast_to(slot_base + rank * 8, [C])
+    )
+    after = _cluster_barrier(tl.sum(pushed, axis=0))
+    m_all, s_all = _slot_pair(ranks, tl.broadcast_to(slot_base + after, [C]))
+    m_row, s_row = _merge(m_all, s_all, COMPENSATED)
+    # y = exp(x - M) / S from the x the block holds, one rounded exponential an element as in
+    # F.softmax. An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf
+    # or NaN makes S NaN and the row NaN: torch's results.
+    y = tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row)
+    _store_chunk(y_ptr + row * y_row_stride, cols, N, y, NEEDS_MASK)
+
+
 @triton.jit(do_not_specialize=["slot_base"])
 def cluster_bwd_kernel(
     y_ptr,
@@ -146,37 +232,101 @@ def _capable(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index)[0] == 9
 
 
-def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether kernels_triton's backward of n_rows rows of n_cols goes to the cluster kernel."""
+def _cluster_size(n_cols: int) -> int:
+    return triton.next_power_of_2(triton.cdiv(n_cols, CHUNK))  # tl.arange(0, C): powers of two only
+
+
+def _takes(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
     return (
         not INTERPRET
         and device.type == "cuda"
         and dtype in DTYPES
+        and n_rows >= 1
         and MIN_COLS <= n_cols <= MAX_COLS
-        and 3 * n_rows * n_cols * dtype.itemsize >= MIN_BYTES
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
 
 
-def compiled_backward(tensors: list[torch.Tensor]):
-    """The compiled kernel for y, dy, dx laid out like `tensors` (2-D, unit column stride), and
-    what a launch passes after the three data pointers: (packed launch metadata, grid_x, the
-    scalar and constexpr arguments). The metadata asks for num_ctas = C, so the launcher makes
-    the grid grid_x * C blocks in clusters of C, and for the exchange slots past Triton's own
-    shared memory."""
-    y = tensors[0]
-    m, n = y.shape
-    c = triton.next_power_of_2(triton.cdiv(n, CHUNK))  # tl.arange(0, C) takes powers of two only
+def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether kernels_triton's backward of n_rows rows of n_cols goes to the cluster kernel."""
+    return _takes(n_rows, n_cols, dtype, device) and 3 * n_rows * n_cols * dtype.itemsize >= MIN_BYTES
+
+
+def forward_may_apply(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether the forward of n_rows rows of n_cols may go to the cluster kernel: what can be
+    known before compiling it (in 16-bit types, at most as many blocks as the SMs can hold at
+    2048 threads each). Whether it does is forward_fits(), on the compiled kernel."""
+    if not _takes(n_rows, n_cols, dtype, device):
+        return False
+    if not PREFETCH[dtype]:
+        return True
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return n_rows * _cluster_size(n_cols) * 32 * NUM_WARPS <= 2048 * sms
+
+
+def forward_fits(compiled, packed: tuple, n_rows: int, dtype: torch.dtype) -> bool:
+    """Whether the forward of n_rows rows goes to the cluster kernel: always where the split-row
+    forward would not load ahead (fp32), else when the clusters of all n_rows rows are resident
+    at once, by the driver's count of co-resident clusters of the compiled kernel (Triton's
+    binding of cuOccupancyMaxActiveClusters, which sizes blocks at 128 threads: NUM_WARPS = 4;
+    False where this Triton has no such binding)."""
+    if not PREFETCH[dtype]:
+        return True
+    occupancy = getattr(triton.runtime.driver.active.utils, "cuOccupancyMaxActiveClusters", None)
+    if occupancy is None or NUM_WARPS != 4:
+        return False
+    compiled._init_handles()
+    _, c, shared = packed
+    return n_rows <= occupancy(compiled.function, shared, c)
+
+
+def takes(direction: str, tensors: list[torch.Tensor]) -> bool:
+    """Whether kernels_triton sends this launch of `direction` ("fwd": x, y; "bwd": y, dy, dx; 2-D
+    tensors) to the cluster kernel: the one place that decides it. A forward may compile the
+    kernel to learn it (forward_fits)."""
+    first = tensors[0]
+    m, n = first.shape
+    if direction == "bwd":
+        return applies(m, n, first.dtype, first.device)
+    if not forward_may_apply(m, n, first.dtype, first.device):
+        return False
+    compiled, packed, _, _ = compiled_launch(direction, tensors)
+    return forward_fits(compiled, packed, m, first.dtype)
+
+
+def compiled_launch(direction: str, tensors: list[torch.Tensor]):
+    """The compiled kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) for tensors laid out
+    like `tensors` (2-D, unit column stride), and what a launch passes after the data pointers:
+    (packed launch metadata, grid_x, the scalar and constexpr arguments). The metadata asks for
+    num_ctas = C, so the launcher makes the grid grid_x * C blocks in clusters of C, and for the
+    exchange slots past Triton's own shared memory."""
+    first = tensors[0]
+    m, n = first.shape
+    c = _cluster_size(n)
     strides = tuple(t.stride(0) for t in tensors)
-    specialization = ("cluster_bwd", n, strides, y.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors), c)
+    if direction == "fwd":
+        kernel = cluster_fwd_kernel
+        constexprs = {
+            "C": c,
+            "CHUNK": CHUNK,
+            "NEEDS_MASK": n != c * CHUNK,
+            "COMPENSATED": first.dtype == torch.float32,
+        }
+    else:
+        kernel = cluster_bwd_kernel
+        constexprs = {"C": c, "CHUNK": CHUNK}
+    specialization = (
+        f"cluster_{direction}", n, strides, first.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors), c,
+        tuple(constexprs.values()),
+    )  # fmt: skip
     compiled = compiled_index.load_or_compile(
-        cluster_bwd_kernel,
+        kernel,
         specialization,
-        y.device.index,
-        lambda: cluster_bwd_kernel.warmup(
-            *tensors, n, *strides, 0, C=c, CHUNK=CHUNK, grid=(1,), num_warps=NUM_WARPS, num_stages=1
+        first.device.index,
+        lambda: kernel.warmup(
+            *tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=NUM_WARPS, num_stages=1
         ),
     )
     slot_base = -(-compiled.metadata.shared // 16) * 16
-    packed = (NUM_WARPS, c, slot_base + c * SLOT_BYTES)
-    return compiled, packed, m, (n, *strides, slot_base, c, CHUNK)
+    packed = (NUM_WARPS, c, slot_base + c * SLOT_BYTES[direction])
+    return compiled, packed, m, (n, *strides, slot_base, *constexprs.values())

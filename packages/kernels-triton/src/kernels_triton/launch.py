@@ -25,8 +25,8 @@ on the tensors.
 
 Whole rows or split rows: split_row_applies() is the one place that sends a launch to a
 kernel that splits each row over several programs instead of the kernels here, and
-cluster.applies() the one place that sends a backward to the kernel that splits each row over
-the blocks of a thread-block cluster (cluster.py), which comes first where it applies.
+cluster.takes() the one place that sends a launch to the kernels that split each row over the
+blocks of a thread-block cluster (cluster.py), which come first where they apply.
 """
 
 from __future__ import annotations
@@ -176,8 +176,8 @@ def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: So
     """Plan a launch on tensors like these (and launch it once, which compiles), then
     return the plan for the next launch on tensors with the same key."""
     x = tensors[0]
-    if name == "softmax_bwd" and cluster.applies(m, n, x.dtype, x.device):
-        return cluster_plan(tensors, m, n)
+    if (plan := cluster_plan(name[-3:], tensors, m, n)) is not None:
+        return plan
     # In place, the split-row kernels could read what a peer has already written: their
     # fallback rereads a late peer's chunk from memory. The kernels below read every element
     # of a row before they write it, and no program reads another's row.
@@ -254,13 +254,18 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
     return plan
 
 
-def cluster_plan(tensors: list[torch.Tensor], m: int, n: int) -> Plan:
-    """Launch the backward on the cluster kernel (cluster.py) once, which compiles it, and return
-    a plan that launches the same compiled kernel as clusters of C blocks, one a row: the
-    launch metadata cluster.py gives names C blocks a cluster and the shared memory of the
-    exchange."""
+def cluster_plan(
+    direction: str, tensors: list[torch.Tensor], m: int, n: int, *, any_size: bool = False
+) -> Plan | None:
+    """Launch `direction` ("fwd" or "bwd") on the cluster kernel (cluster.py) once, which compiles
+    it, and return a plan that launches the same compiled kernel as clusters of C blocks, one a
+    row: the launch metadata cluster.py gives names C blocks a cluster and the shared memory of
+    the exchange. None, with nothing launched, where cluster.takes() sends the launch elsewhere,
+    unless any_size (the tests: the kernel at sizes the dispatch leaves to other kernels)."""
     rows = [t if t.dim() == 2 else t.view(m, n) for t in tensors]
-    compiled, packed, grid_x, rest = cluster.compiled_backward(rows)
+    if not any_size and not cluster.takes(direction, rows):
+        return None
+    compiled, packed, grid_x, rest = cluster.compiled_launch(direction, rows)
     plan = direct_launcher(
         compiled, (grid_x, 1, 1), len(tensors), rest, tensors[0].get_device(), packed_metadata=packed
     )
