@@ -217,11 +217,12 @@ def test_forward_matches_float64(m, n, dtype, pad, seed):
 
 @pytest.mark.gpu
 @needs_sm90
+@pytest.mark.parametrize("n", [70000, 70001])  # 16-byte aligned rows; rows with a head and a tail
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_forward_adversarial_rows_come_out_as_in_torch(dtype):
+def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n):
     """Rows whose maximum is first, last or repeated, huge finite magnitudes (up to the dtype's
     largest), a chunk of all -inf, and rows of -inf, +inf or NaN: torch's results, NaN included."""
-    n, big = 70000, torch.finfo(dtype).max
+    big = torch.finfo(dtype).max
     x = torch.randn((10, n), device="cuda").to(dtype)
     x[0, 0] = 30
     x[1, -1] = 30
@@ -233,7 +234,7 @@ def test_forward_adversarial_rows_come_out_as_in_torch(dtype):
     x[5, 8192:16384] = -math.inf
     x[6, :] = -math.inf
     x[7, 123] = math.inf
-    x[8, 69999] = math.nan
+    x[8, n - 1] = math.nan  # with n = 70001: in the tail, which its block holds beside no other element
     x[9, :] = 0  # every element equal
     y = forward_poisoned(x)
     expected = torch.softmax(x.double(), -1)
@@ -255,3 +256,21 @@ def test_forward_error_no_worse_than_torch():
     ulp = float(np.spacing(np.float32(np.abs(expected).max())))
     err, torch_err = np.abs(ours - expected).max(), np.abs(theirs - expected).max()
     assert err <= max(torch_err, ulp), (err, torch_err, ulp)
+
+
+@pytest.mark.gpu
+@needs_sm90
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward_rows_off_16_byte_boundaries(dtype):
+    """Rows of odd length start at every offset from a 16-byte boundary: the kernel splits them
+    into head, aligned body and tail (cluster._packs) where x and y rows share their offsets,
+    and reads them an element at a time where they do not (y with another row stride)."""
+    m, n = 24, 50257
+    x = (torch.randn((m, n), device="cuda") * 4).to(dtype)
+    x[3, 0], x[5, n - 1] = 30, 30  # the maximum in a head, and in a tail
+    expected = softmax_ref(x.cpu().double().numpy())
+    assert cluster._packs([x, torch.empty_like(x)]) == 16 // x.element_size()
+    np.testing.assert_allclose(forward_poisoned(x).cpu().double().numpy(), expected, **tolerance(dtype))
+    y = torch.empty((m, n + 5), dtype=dtype, device="cuda")[:, :n]
+    assert cluster._packs([x, y]) == 0
+    np.testing.assert_allclose(forward_poisoned(x, y).cpu().double().numpy(), expected, **tolerance(dtype))

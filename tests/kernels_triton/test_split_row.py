@@ -162,6 +162,10 @@ def adversarial_rows(n: int) -> torch.Tensor:
     r = base.clone()
     r[n // 2 + 1] = nan  # NaN: NaN
     rows.append(r)
+    r = base.clone()
+    r[: n // 4] = -inf
+    r[5] = nan  # NaN in a chunk of otherwise -inf, whose max is then -inf on a GPU: NaN
+    rows.append(r)
     return torch.stack(rows).to(DEVICE)
 
 

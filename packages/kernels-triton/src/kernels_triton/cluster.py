@@ -53,7 +53,16 @@ import triton.language as tl
 
 from kernels_triton import compiled_index
 from kernels_triton.configs import DTYPES, INTERPRET
-from kernels_triton.split_row import LOG2E, PREFETCH, _load_chunk, _max_sum, _merge, _store_chunk
+from kernels_triton.split_row import (
+    LOG2E,
+    PREFETCH,
+    _load_chunk,
+    _max_sum,
+    _merge,
+    _shift,
+    _store_chunk,
+    _sum,
+)
 
 CHUNK = 8192  # elements a block holds: 64 of x (forward), of y and dy (backward) a thread over 4 warps
 NUM_WARPS = 4
@@ -162,6 +171,16 @@ def _slot_pair(rank_from, base):
     )
 
 
+@triton.jit
+def _edge_cols(head, body, N, VEC: tl.constexpr):
+    """A row's elements outside its aligned body, as 2 * VEC lanes: the head, columns [0, head),
+    then the tail, columns [head + body, N); each fewer than VEC. Returns (cols, which lanes are
+    elements)."""
+    lanes = tl.arange(0, 2 * VEC)
+    cols = tl.where(lanes < VEC, lanes, head + body + lanes - VEC)
+    return cols, tl.where(lanes < VEC, lanes < head, cols < N)
+
+
 @triton.jit(do_not_specialize=["slot_base"])
 def cluster_fwd_kernel(
     x_ptr,
@@ -174,13 +193,40 @@ def cluster_fwd_kernel(
     CHUNK: tl.constexpr,
     NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
     COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (split_row._sum)
+    VEC: tl.constexpr,  # > 0: rows not 16-byte aligned, split into head, body and tail (below)
 ):
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
     rank = pid % C  # = %cluster_ctarank: a cluster is C consecutive blocks
-    cols = rank * CHUNK + tl.arange(0, CHUNK)
-    x = _load_chunk(x_ptr + row * x_row_stride, cols, N, float("-inf"), NEEDS_MASK)
-    m, e, s = _max_sum(x, COMPENSATED)  # a chunk of all -inf: m = -inf, s = 0
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    if VEC > 0:
+        # Rows that do not start on a 16-byte boundary (an odd N, say) would be read an element at
+        # a time, which also takes registers for every element's address. So a row is its head
+        # (the elements before its first 16-byte boundary), its body of whole 16-byte packs of
+        # VEC elements, split into the blocks' chunks and moved a pack at a time, and its tail
+        # (what is left after the last whole pack); the last block also takes the head and the
+        # tail, an element at a time. The host sends only layouts whose x and y rows sit at the
+        # same offset from a 16-byte boundary (equal strides, aligned bases).
+        head = (VEC - (row * x_row_stride) % VEC) % VEC
+        body = tl.multiple_of((N - head) // VEC * VEC, VEC)
+        in_body = rank * CHUNK + tl.arange(0, CHUNK) < body
+        # the offsets of this block's chunk of the body from x_ptr and y_ptr: whole packs
+        x_start = tl.multiple_of(row * x_row_stride + head + rank * CHUNK, VEC)
+        y_start = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC)
+        x = tl.load(x_ptr + x_start + tl.arange(0, CHUNK), mask=in_body, other=float("-inf")).to(tl.float32)
+        edge_cols, in_edges = _edge_cols(head, body, N, VEC)
+        in_edges = in_edges & (rank == C - 1)
+        x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
+        m = tl.maximum(tl.max(x, axis=0), tl.max(x_edges, axis=0))
+        shift = _shift(m)
+        s = _sum(tl.exp2((x - shift) * LOG2E), COMPENSATED) + _sum(
+            tl.exp2((x_edges - shift) * LOG2E), COMPENSATED
+        )
+    else:
+        cols = rank * CHUNK + tl.arange(0, CHUNK)
+        x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
+        m, e, s = _max_sum(x, COMPENSATED)  # a chunk of all -inf: m = -inf, s = 0
     ranks = tl.arange(0, C)
     pushed = _push_pair(
         ranks, tl.broadcast_to(m, [C]), tl.broadcast_to(s, [C]), tl.broadcast_to(slot_base + rank * 8, [C])
@@ -192,7 +238,12 @@ def cluster_fwd_kernel(
     # F.softmax. An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf
     # or NaN makes S NaN and the row NaN: torch's results.
     y = tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row)
-    _store_chunk(y_ptr + row * y_row_stride, cols, N, y, NEEDS_MASK)
+    if VEC > 0:
+        tl.store(y_ptr + y_start + tl.arange(0, CHUNK), y.to(y_ptr.dtype.element_ty), mask=in_body)
+        y_edges = tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
+        tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
+    else:
+        _store_chunk(y_row, cols, N, y, NEEDS_MASK)
 
 
 @triton.jit(do_not_specialize=["slot_base"])
@@ -294,6 +345,19 @@ def takes(direction: str, tensors: list[torch.Tensor]) -> bool:
     return forward_fits(compiled, packed, m, first.dtype)
 
 
+def _packs(tensors: list[torch.Tensor]) -> int:
+    """VEC, the elements of a 16-byte pack, where the rows are not all 16-byte aligned but every
+    tensor's rows sit at the same offset from a 16-byte boundary (aligned bases, equal strides),
+    so that the kernels can split each row into head, aligned body and tail; else 0."""
+    vec = 16 // tensors[0].element_size()
+    stride = tensors[0].stride(0)
+    if stride % vec == 0 and tensors[0].shape[1] % vec == 0:
+        return 0  # every row aligned already
+    if all(t.data_ptr() % 16 == 0 and t.stride(0) == stride for t in tensors):
+        return vec
+    return 0
+
+
 def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     """The compiled kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) for tensors laid out
     like `tensors` (2-D, unit column stride), and what a launch passes after the data pointers:
@@ -311,6 +375,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
             "CHUNK": CHUNK,
             "NEEDS_MASK": n != c * CHUNK,
             "COMPENSATED": first.dtype == torch.float32,
+            "VEC": _packs(tensors),
         }
     else:
         kernel = cluster_bwd_kernel

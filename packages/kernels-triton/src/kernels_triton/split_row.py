@@ -285,10 +285,12 @@ def _dot_from_memory(y_row, dy_row, start, N, CHUNK: tl.constexpr, SUB: tl.const
 
 @triton.jit
 def _merge(m_all, s_all, COMPENSATED: tl.constexpr):
-    """(M, S) of a row from its chunks' (m_j, s_j), s_j taken relative to _shift(m_j)."""
+    """(M, S) of a row from its chunks' (m_j, s_j), s_j taken relative to _shift(m_j). A chunk
+    with m_j = -inf adds its s_j unscaled: 0, or NaN where it holds a NaN beside nothing but
+    -inf (tl.max passes over NaN), which must still make the row NaN."""
     m_row = tl.max(m_all, axis=0)
     weight = tl.exp2((_shift(m_all) - m_row) * LOG2E)
-    return m_row, _sum(tl.where(m_all == float("-inf"), 0.0, s_all * weight), COMPENSATED)
+    return m_row, _sum(tl.where(m_all == float("-inf"), s_all, s_all * weight), COMPENSATED)
 
 
 @triton.jit
@@ -391,9 +393,10 @@ def _split_fwd_kernel(
         else:
             # 16-bit outputs round far above that difference. With PREFETCH the form above ran
             # 1.2-1.6x slower on an H100 (not understood; same registers offline), so the
-            # chunk's own e is rescaled: y = e * exp(m - M) / S; a chunk of all -inf has e = 0
-            # and writes 0, a row of all -inf writes NaN.
-            scale = tl.where(m == float("-inf"), 0.0, tl.exp2((m - m_row) * LOG2E) / s_row)
+            # chunk's own e is rescaled: y = e * exp(m - M) / S. A chunk whose max is -inf writes
+            # e * 0 * S: 0, or NaN where a NaN made S NaN (tl.max passes over a NaN beside
+            # nothing but -inf); a row of all -inf writes NaN.
+            scale = tl.where(m == float("-inf"), 0.0 * s_row, tl.exp2((m - m_row) * LOG2E) / s_row)
             scale = tl.where(m_row == float("-inf"), float("nan"), scale)
             y_row = y_ptr + row * y_row_stride
             _store_chunk(y_row, cols, N, e * scale, NEEDS_MASK)
