@@ -346,13 +346,15 @@ def takes(direction: str, tensors: list[torch.Tensor]) -> bool:
 
 
 def _packs(tensors: list[torch.Tensor]) -> int:
-    """VEC, the elements of a 16-byte pack, where the rows are not all 16-byte aligned but every
-    tensor's rows sit at the same offset from a 16-byte boundary (aligned bases, equal strides),
-    so that the kernels can split each row into head, aligned body and tail; else 0."""
+    """VEC, the elements of a 16-byte pack, where Triton cannot see that the rows are whole
+    16-byte packs but every tensor's rows sit at the same offset from a 16-byte boundary (aligned
+    bases, equal strides), so that the kernels can split each row into head, aligned body and
+    tail; else 0. (Triton specializes an integer argument on divisibility by 16: a stride and an
+    N that are multiples of 16 elements tell it every row and every mask is whole packs.)"""
     vec = 16 // tensors[0].element_size()
     stride = tensors[0].stride(0)
-    if stride % vec == 0 and tensors[0].shape[1] % vec == 0:
-        return 0  # every row aligned already
+    if stride % 16 == 0 and tensors[0].shape[1] % 16 == 0:
+        return 0
     if all(t.data_ptr() % 16 == 0 and t.stride(0) == stride for t in tensors):
         return vec
     return 0
