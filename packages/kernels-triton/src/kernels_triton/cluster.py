@@ -172,13 +172,23 @@ def _slot_pair(rank_from, base):
 
 
 @triton.jit
-def _edge_cols(head, body, N, VEC: tl.constexpr):
-    """A row's elements outside its aligned body, as 2 * VEC lanes: the head, columns [0, head),
-    then the tail, columns [head + body, N); each fewer than VEC. Returns (cols, which lanes are
-    elements)."""
+def _split_row(row, row_stride, rank, N, C: tl.constexpr, CHUNK: tl.constexpr, VEC: tl.constexpr):
+    """A row that does not start on a 16-byte boundary, as its head (the elements before its
+    first 16-byte boundary), its body of whole 16-byte packs of VEC elements, and its tail (what
+    is left after the last whole pack). Every tensor's row starts row * row_stride elements past
+    a 16-byte aligned base (the host sends only such layouts: equal strides, aligned bases).
+    Returns the head's length, which of this block's CHUNK lanes of the body are in it (the
+    block's chunk starts at row * row_stride + head + rank * CHUNK, whole packs: loads and stores
+    move 16 bytes at a time), and the head's and the tail's columns as 2 * VEC lanes with which
+    of them are elements: the last block takes them, an element at a time; the other blocks
+    none."""
+    head = (VEC - (row * row_stride) % VEC) % VEC
+    body = tl.multiple_of((N - head) // VEC * VEC, VEC)
+    in_body = rank * CHUNK + tl.arange(0, CHUNK) < body
     lanes = tl.arange(0, 2 * VEC)
-    cols = tl.where(lanes < VEC, lanes, head + body + lanes - VEC)
-    return cols, tl.where(lanes < VEC, lanes < head, cols < N)
+    edge_cols = tl.where(lanes < VEC, lanes, head + body + lanes - VEC)
+    in_edges = tl.where(lanes < VEC, lanes < head, edge_cols < N)
+    return head, in_body, edge_cols, in_edges & (rank == C - 1)
 
 
 @triton.jit(do_not_specialize=["slot_base"])
@@ -193,30 +203,18 @@ def cluster_fwd_kernel(
     CHUNK: tl.constexpr,
     NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
     COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (split_row._sum)
-    VEC: tl.constexpr,  # > 0: rows not 16-byte aligned, split into head, body and tail (below)
+    VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (_split_row)
 ):
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
     rank = pid % C  # = %cluster_ctarank: a cluster is C consecutive blocks
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride
-    if VEC > 0:
-        # Rows that do not start on a 16-byte boundary (an odd N, say) would be read an element at
-        # a time, which also takes registers for every element's address. So a row is its head
-        # (the elements before its first 16-byte boundary), its body of whole 16-byte packs of
-        # VEC elements, split into the blocks' chunks and moved a pack at a time, and its tail
-        # (what is left after the last whole pack); the last block also takes the head and the
-        # tail, an element at a time. The host sends only layouts whose x and y rows sit at the
-        # same offset from a 16-byte boundary (equal strides, aligned bases).
-        head = (VEC - (row * x_row_stride) % VEC) % VEC
-        body = tl.multiple_of((N - head) // VEC * VEC, VEC)
-        in_body = rank * CHUNK + tl.arange(0, CHUNK) < body
-        # the offsets of this block's chunk of the body from x_ptr and y_ptr: whole packs
+    if VEC > 0:  # rows off 16-byte boundaries, which Triton would read an element at a time
+        head, in_body, edge_cols, in_edges = _split_row(row, x_row_stride, rank, N, C, CHUNK, VEC)
         x_start = tl.multiple_of(row * x_row_stride + head + rank * CHUNK, VEC)
         y_start = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC)
         x = tl.load(x_ptr + x_start + tl.arange(0, CHUNK), mask=in_body, other=float("-inf")).to(tl.float32)
-        edge_cols, in_edges = _edge_cols(head, body, N, VEC)
-        in_edges = in_edges & (rank == C - 1)
         x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
         m = tl.maximum(tl.max(x, axis=0), tl.max(x_edges, axis=0))
         shift = _shift(m)
@@ -258,23 +256,39 @@ def cluster_bwd_kernel(
     slot_base,
     C: tl.constexpr,
     CHUNK: tl.constexpr,
+    VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (_split_row)
 ):
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
     rank = pid % C  # = %cluster_ctarank: a cluster is C consecutive blocks
-    cols = rank * CHUNK + tl.arange(0, CHUNK)
-    in_row = cols < N
-    y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
-    dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
+    if VEC > 0:
+        head, in_body, edge_cols, in_edges = _split_row(row, y_row_stride, rank, N, C, CHUNK, VEC)
+        body = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
+        y = tl.load(y_ptr + body, mask=in_body, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + body, mask=in_body, other=0.0).to(tl.float32)
+        edges = row * y_row_stride + edge_cols
+        y_edges = tl.load(y_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
+        dy_edges = tl.load(dy_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
+        d = tl.sum(y * dy, axis=0) + tl.sum(y_edges * dy_edges, axis=0)
+    else:
+        cols = rank * CHUNK + tl.arange(0, CHUNK)
+        in_row = cols < N
+        y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
+        d = tl.sum(y * dy, axis=0)
     # this block's partial into slot `rank` of every block (each element of `ranks` is held by
     # a few threads of the block, which write the same value: harmless), then the barrier
     ranks = tl.arange(0, C)
-    pushed = _push(
-        ranks, tl.broadcast_to(tl.sum(y * dy, axis=0), [C]), tl.broadcast_to(slot_base + rank * 4, [C])
-    )
+    pushed = _push(ranks, tl.broadcast_to(d, [C]), tl.broadcast_to(slot_base + rank * 4, [C]))
     after = _cluster_barrier(tl.sum(pushed, axis=0))
     dot = tl.sum(_slot(ranks, tl.broadcast_to(slot_base + after, [C])), axis=0)
-    tl.store(dx_ptr + row * dx_row_stride + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=in_row)
+    if VEC > 0:
+        tl.store(dx_ptr + body, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=in_body)
+        dx_edges = y_edges * (dy_edges - dot)
+        tl.store(dx_ptr + edges, dx_edges.to(dx_ptr.dtype.element_ty), mask=in_edges)
+    else:
+        dx = y * (dy - dot)
+        tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_row)
 
 
 @functools.cache
@@ -381,7 +395,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
         }
     else:
         kernel = cluster_bwd_kernel
-        constexprs = {"C": c, "CHUNK": CHUNK}
+        constexprs = {"C": c, "CHUNK": CHUNK, "VEC": _packs(tensors)}
     specialization = (
         f"cluster_{direction}", n, strides, first.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors), c,
         tuple(constexprs.values()),
