@@ -24,6 +24,11 @@ row b // C. Triton's reductions use the start of the block's dynamic shared memo
 asks for that much more. Inline PTX is all the exchange needs: mapa (a peer's address of a
 shared variable), st.shared::cluster, the cluster barrier, ld.shared.
 
+Rows that do not start on a 16-byte boundary (an odd N) are split into a head, a body of whole
+16-byte packs, which the blocks' chunks cover, and a tail, which the last block takes an element at
+a time (_split_row); read an element at a time, such rows moved 2 or 4 bytes a load instruction and
+took far more registers.
+
 Where it is used (kernels_triton.launch), on sm_90, one 8192-element chunk a block over 4 warps,
 C = ceil(N / 8192) rounded up to a power of two (a block past the row's end reads nothing and
 adds nothing; 16-block clusters are a non-portable size, which H100 and H200 allow):
