@@ -3,13 +3,12 @@ float64.
 
 kernels_triton takes them on sm_90 for rows of 32768 to 131072 elements: the backward in launches
 of at least cluster.MIN_BYTES, the forward in fp32 and, in 16-bit types, when every row's cluster
-fits on the GPU at once. The
-kernels themselves (launch.cluster_plan) are tested at any size the forward fits: whole
-8192-element chunks and a ragged last one (odd N), one row and many, 16-byte aligned rows and
-not, strided rows, every dtype, and non-finite and huge values, which must come out where
-torch puts them. Outputs are filled with NaN before each launch, so an element no block writes
-fails. On a CPU the kernels never run (the interpreter has no clusters), which the first test
-checks.
+fits on the GPU at once. The kernels themselves (launch.cluster_plan) are tested at any size the
+forward fits: whole 8192-element chunks and a ragged last one, rows off 16-byte boundaries (odd
+N: head, body and tail), one row and many, strided rows, every dtype, and non-finite and huge
+values, which must come out where torch puts them. Outputs are filled with NaN before each
+launch, so an element no block writes fails. On a CPU the kernels never run (the interpreter has
+no clusters), which the first test checks.
 """
 
 import math
