@@ -58,9 +58,10 @@ import triton.language as tl
 
 from kernels_triton import compiled_index
 from kernels_triton.configs import DTYPES, INTERPRET
+from kernels_triton.kernels import LOG2E
 from kernels_triton.split_row import (
-    LOG2E,
     PREFETCH,
+    _device,
     _load_chunk,
     _max_sum,
     _merge,
@@ -330,8 +331,7 @@ def forward_may_apply(n_rows: int, n_cols: int, dtype: torch.dtype, device: torc
         return False
     if not PREFETCH[dtype]:
         return True
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    return n_rows * _cluster_size(n_cols) * 32 * NUM_WARPS <= 2048 * sms
+    return n_rows * _cluster_size(n_cols) * 32 * NUM_WARPS <= 2048 * _device(device).sms
 
 
 def forward_fits(compiled, packed: tuple, n_rows: int, dtype: torch.dtype) -> bool:
@@ -345,8 +345,7 @@ def forward_fits(compiled, packed: tuple, n_rows: int, dtype: torch.dtype) -> bo
     occupancy = getattr(triton.runtime.driver.active.utils, "cuOccupancyMaxActiveClusters", None)
     if occupancy is None or NUM_WARPS != 4:
         return False
-    compiled._init_handles()
-    _, c, shared = packed
+    _, c, shared = packed  # compiled_launch's kernel has its handles (compiled_index)
     return n_rows <= occupancy(compiled.function, shared, c)
 
 

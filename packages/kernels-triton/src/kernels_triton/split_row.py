@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import threading
 from dataclasses import dataclass
 
@@ -88,10 +87,8 @@ import triton
 import triton.language as tl
 
 from kernels_triton import compiled_index
-
-INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-LOG2E = tl.constexpr(1.4426950408889634)
+from kernels_triton.configs import DTYPES, INTERPRET
+from kernels_triton.kernels import LOG2E
 
 # The scratch buffer (int64 words): a header, then two words (m, s) per program per wave parity.
 EPOCH, FINISHED, FALLBACKS = 0, 1, 2
