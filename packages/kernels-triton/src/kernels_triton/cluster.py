@@ -7,22 +7,22 @@ Why a cluster. The split-row kernels (split_row.py) hold a row in several progra
 each program's partials through global memory: publish, then poll the peers' words, a round
 trip through L2 on every row and a spin while a peer is late. On sm_90 a row can instead go to
 the C blocks of one thread-block cluster, which the hardware schedules together, and the
-partials travel through distributed shared memory: every block writes its partial into every
-block's shared memory (st.shared::cluster), one cluster barrier (arrive.release, wait.acquire)
-makes the C writes visible, and each block merges the C values it holds. No scratch buffer, no
-polling, no fallback for a peer that never comes: the blocks of a cluster run together by
-construction. Each block reads its chunk once and writes its chunk once, so a row costs the
-least traffic there is (2 accesses per element forward, 3 backward). The partials: forward the
-chunk's (max m, sum of exp(x - m)), merged by the rescaling rule of split_row.py; backward the
-chunk's sum of y * dy.
+partials travel through distributed shared memory: every block pushes its partial into every
+block's shared memory (st.async, which counts the bytes on the receiver's mbarrier), waits until
+its own C have landed, and merges them. No scratch buffer, no polling of global memory, no
+fallback for a peer that never comes: the blocks of a cluster run together by construction.
+Each block reads its chunk once and writes its chunk once, so a row costs the least traffic there
+is (2 accesses per element forward, 3 backward). The partials: forward the chunk's (max m, sum
+of exp(x - m)), merged by the rescaling rule of split_row.py; backward the chunk's sum of y * dy.
 
 How Triton builds it. Triton 3.6 compiles no row reduction with num_ctas > 1, so a kernel is
 compiled for one block and launched as a cluster by its own launcher, given num_ctas = C in the
 launch metadata: the grid is then M * C blocks, block b is rank b % C of the cluster that takes
 row b // C. Triton's reductions use the start of the block's dynamic shared memory
-(global_smem); the C exchange slots sit past what Triton allocates (slot_base), and the launch
-asks for that much more. Inline PTX is all the exchange needs: mapa (a peer's address of a
-shared variable), st.shared::cluster, the cluster barrier, ld.shared.
+(global_smem); the exchange's mbarrier and C slots sit past what Triton allocates (slot_base),
+and the launch asks for that much more. Inline PTX is all the exchange needs (_exchange): mbarrier
+init, arrive and wait, a relaxed cluster barrier, mapa (a peer's address of a shared variable),
+st.async, ld.shared.
 
 Rows that do not start on a 16-byte boundary (an odd N) are split into a head, a body of whole
 16-byte packs, which the blocks' chunks cover, and a tail, which the last block takes an element at
@@ -81,38 +81,41 @@ MAX_COLS = CHUNK * MAX_CLUSTER
 # launch): on an H100 the device time fell there but the call time rose (measurements/
 # 2026-11-26-h100/triton-cluster-backward/).
 MIN_BYTES = 16 * 1024 * 1024
-SLOT_BYTES = {"fwd": 8, "bwd": 4}  # a block's partial: (m, s) forward, the dot product backward
+
+
+# The exchange. A block's shared memory past Triton's own (from slot_base, which the launch adds):
+#   [slot_base, +8)              an mbarrier: its phase completes when all C partials have landed
+#   [slot_base + 8 + 8 * r, +8)  the partial of the cluster's block r, a pair of fp32
+# Each block pushes its partial into its slot of every block's inbox with st.async, which counts
+# the bytes it delivers on the receiver's mbarrier, and reads its own inbox once its mbarrier's
+# phase completes. The blocks first meet at a cluster barrier with relaxed semantics, so that no
+# push finds an uninitialised mbarrier. The release form (arrive.release), which also made the
+# partials visible, orders a block's earlier global memory operations too: a GPU-scope fence
+# (MEMBAR.ALL.GPU in the SASS), a top stall under ncu, which this exchange does not have. A block
+# exits only after every push into its shared memory has landed (its phase completed), so no push
+# targets a block that has left. Each asm below runs once a thread (scalar operands); the 0 or 1
+# it returns goes into the next step's operands, which keeps the steps in order.
 
 
 @triton.jit
-def _push(rank_to, value, slot):
-    """Write `value` at byte offset `slot` of block `rank_to`'s shared memory in this cluster."""
+def _open_inbox(slot_base):
+    """Thread 0 initialises the block's mbarrier (one arrival: its own, with the byte count);
+    then every thread arrives on the cluster barrier, relaxed (_push waits on it)."""
     return tl.inline_asm_elementwise(
         asm="""{
-        .reg .u32 a, r;
-        mov.u32 a, global_smem;
-        add.u32 a, a, $3;
-        mapa.shared::cluster.u32 r, a, $1;
-        st.shared::cluster.f32 [r], $2;
+        .reg .u32 t, bar;
+        .reg .pred first;
+        mov.u32 t, %tid.x;
+        setp.eq.u32 first, t, 0;
+        mov.u32 bar, global_smem;
+        add.u32 bar, bar, $1;
+        @first mbarrier.init.shared::cta.b64 [bar], 1;
+        @first fence.mbarrier_init.release.cluster;
+        barrier.cluster.arrive.relaxed.aligned;
         mov.u32 $0, 0;
         }""",
-        constraints="=r,r,f,r",
-        args=[rank_to, value, slot],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
-
-
-@triton.jit
-def _cluster_barrier(after):
-    """Every thread of every block of the cluster arrives (release: its writes to the peers'
-    shared memory before it) and waits (acquire). `after`: a value computed from the writes,
-    so the barrier comes after them; returns 0, for the reads that must come after it."""
-    return tl.inline_asm_elementwise(
-        asm="barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n\tmov.u32 $0, 0;",
         constraints="=r,r",
-        args=[after],
+        args=[slot_base],
         dtype=tl.int32,
         is_pure=False,
         pack=1,
@@ -120,38 +123,30 @@ def _cluster_barrier(after):
 
 
 @triton.jit
-def _slot(rank_from, base):
-    """This block's slot `rank_from` (at byte offset base + 4 * rank_from of its shared memory)."""
+def _push(m, s, slot_base, rank, C: tl.constexpr):
+    """After the cluster barrier (every block's mbarrier is initialised): thread 0 announces the
+    C * 8 bytes its inbox will receive, and thread r < C pushes (m, s) into slot `rank` of block
+    r's inbox, counted on block r's mbarrier: each pair is sent exactly once."""
     return tl.inline_asm_elementwise(
         asm="""{
-        .reg .u32 a;
-        mov.u32 a, global_smem;
-        add.u32 a, a, $2;
-        mad.lo.u32 a, $1, 4, a;
-        ld.shared.f32 $0, [a];
-        }""",
-        constraints="=f,r,r",
-        args=[rank_from, base],
-        dtype=tl.float32,
-        is_pure=False,
-        pack=1,
-    )
-
-
-@triton.jit
-def _push_pair(rank_to, m, s, slot):
-    """Write (m, s) at byte offset `slot` of block `rank_to`'s shared memory in this cluster."""
-    return tl.inline_asm_elementwise(
-        asm="""{
-        .reg .u32 a, r;
-        mov.u32 a, global_smem;
-        add.u32 a, a, $4;
-        mapa.shared::cluster.u32 r, a, $1;
-        st.shared::cluster.v2.f32 [r], {$2, $3};
+        .reg .u32 t, bar, slot, peer_bar, peer_slot;
+        .reg .pred first, pusher;
+        barrier.cluster.wait.aligned;
+        mov.u32 t, %tid.x;
+        mov.u32 bar, global_smem;
+        add.u32 bar, bar, $3;
+        add.u32 slot, bar, 8;
+        mad.lo.u32 slot, $4, 8, slot;
+        setp.eq.u32 first, t, 0;
+        @first mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], $5;
+        setp.lt.u32 pusher, t, $6;
+        @pusher mapa.shared::cluster.u32 peer_slot, slot, t;
+        @pusher mapa.shared::cluster.u32 peer_bar, bar, t;
+        @pusher st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [peer_slot], {$1, $2}, [peer_bar];
         mov.u32 $0, 0;
         }""",
-        constraints="=r,r,f,f,r",
-        args=[rank_to, m, s, slot],
+        constraints="=r,f,f,r,r,r,r",
+        args=[m, s, slot_base, rank, C * 8, C],
         dtype=tl.int32,
         is_pure=False,
         pack=1,
@@ -159,15 +154,49 @@ def _push_pair(rank_to, m, s, slot):
 
 
 @triton.jit
-def _slot_pair(rank_from, base):
-    """This block's pair slot `rank_from` (at byte offset base + 8 * rank_from)."""
+def _wait_inbox(slot_base):
+    """Returns 1 once the block's mbarrier has completed phase 0: all C pairs have landed and are
+    visible to this thread (acquire at cluster scope). try_wait gives up after a time the hardware
+    chooses, so it is retried."""
+    return tl.inline_asm_elementwise(
+        asm="""{
+        .reg .u32 bar;
+        .reg .pred done;
+        mov.u32 bar, global_smem;
+        add.u32 bar, bar, $1;
+        wait_${:uid}:
+        mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [bar], 0;
+        @!done bra wait_${:uid};
+        mov.u32 $0, 1;
+        }""",
+        constraints="=r,r",
+        args=[slot_base],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _exchange(m, s, slot_base, rank, C: tl.constexpr):
+    """Every block's (m, s) of this row, as two [C] tensors in rank order. `m`, `s`: this block's
+    partial (the backward sends its dot product as m, 0 as s)."""
+    opened = _open_inbox(slot_base)
+    pushed = _push(m, s, slot_base + opened, rank, C)
+    full = _wait_inbox(slot_base + pushed)
+    return _inbox(tl.arange(0, C), tl.broadcast_to(slot_base + full - 1, [C]))
+
+
+@triton.jit
+def _inbox(rank_from, base):
+    """Slot `rank_from` of this block's inbox: the pair at byte offset base + 8 + 8 * rank_from."""
     return tl.inline_asm_elementwise(
         asm="""{
         .reg .u32 a;
         mov.u32 a, global_smem;
         add.u32 a, a, $3;
         mad.lo.u32 a, $2, 8, a;
-        ld.shared.v2.f32 {$0, $1}, [a];
+        ld.shared.v2.f32 {$0, $1}, [a+8];
         }""",
         constraints="=f,=f,r,r",
         args=[rank_from, base],
@@ -231,12 +260,7 @@ def cluster_fwd_kernel(
         cols = rank * CHUNK + tl.arange(0, CHUNK)
         x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
         m, e, s = _max_sum(x, COMPENSATED)  # a chunk of all -inf: m = -inf, s = 0
-    ranks = tl.arange(0, C)
-    pushed = _push_pair(
-        ranks, tl.broadcast_to(m, [C]), tl.broadcast_to(s, [C]), tl.broadcast_to(slot_base + rank * 8, [C])
-    )
-    after = _cluster_barrier(tl.sum(pushed, axis=0))
-    m_all, s_all = _slot_pair(ranks, tl.broadcast_to(slot_base + after, [C]))
+    m_all, s_all = _exchange(m, s, slot_base, rank, C)
     m_row, s_row = _merge(m_all, s_all, COMPENSATED)
     # y = exp(x - M) / S from the x the block holds, one rounded exponential an element as in
     # F.softmax. An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf
@@ -282,12 +306,8 @@ def cluster_bwd_kernel(
         y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
         d = tl.sum(y * dy, axis=0)
-    # this block's partial into slot `rank` of every block (each element of `ranks` is held by
-    # a few threads of the block, which write the same value: harmless), then the barrier
-    ranks = tl.arange(0, C)
-    pushed = _push(ranks, tl.broadcast_to(d, [C]), tl.broadcast_to(slot_base + rank * 4, [C]))
-    after = _cluster_barrier(tl.sum(pushed, axis=0))
-    dot = tl.sum(_slot(ranks, tl.broadcast_to(slot_base + after, [C])), axis=0)
+    d_all, _ = _exchange(d, 0.0, slot_base, rank, C)
+    dot = tl.sum(d_all, axis=0)
     if VEC > 0:
         tl.store(dx_ptr + body, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=in_body)
         dx_edges = y_edges * (dy_edges - dot)
@@ -413,5 +433,5 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
         ),
     )
     slot_base = -(-compiled.metadata.shared // 16) * 16
-    packed = (NUM_WARPS, c, slot_base + c * SLOT_BYTES[direction])
+    packed = (NUM_WARPS, c, slot_base + 8 + 8 * c)
     return compiled, packed, m, (n, *strides, slot_base, *constexprs.values())
