@@ -1,12 +1,12 @@
 """The softmax forward and backward over thread-block clusters (kernels_triton.cluster) against
 float64.
 
-kernels_triton takes them on sm_90 for rows of 32768 to 131072 elements: the backward in launches
-of at least cluster.MIN_BYTES, the forward in fp32 and, in 16-bit types, when every row's cluster
-fits on the GPU at once. The kernels themselves (launch.cluster_plan) are tested at any size the
-forward fits: whole 8192-element chunks and a ragged last one, rows off 16-byte boundaries (odd
-N: head, body and tail), one row and many, strided rows, every dtype, and non-finite and huge
-values, which must come out where torch puts them. Outputs are filled with NaN before each
+kernels_triton takes them on sm_90 for rows of 32768 to 131072 elements (the fp32 forward up to
+262144): the forward at any row count, the backward in launches of at least cluster.MIN_BYTES.
+The kernels themselves (launch.cluster_plan) are tested at any size: whole chunks and a ragged
+last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
+body and tail), one row and many, strided rows, every dtype, and non-finite and huge values, which
+must come out where torch puts them. Outputs are filled with NaN before each
 launch, so an element no block writes fails. On a CPU the kernels never run (the interpreter has
 no clusters), which the first test checks.
 """
@@ -57,9 +57,9 @@ def reference(y: torch.Tensor, dy: torch.Tensor) -> np.ndarray:
 
 
 def test_never_on_a_cpu():
-    for n in (cluster.MIN_COLS, cluster.MAX_COLS):
-        assert not cluster.applies(4, n, torch.float32, torch.device("cpu"))
-        assert not cluster.forward_may_apply(4, n, torch.float32, torch.device("cpu"))
+    for direction in ("fwd", "bwd"):
+        for n in (cluster.MIN_COLS, cluster.MAX_COLS[direction]):
+            assert not cluster.applies(direction, 1024, n, torch.float32, torch.device("cpu"))
 
 
 @pytest.mark.gpu
@@ -74,10 +74,11 @@ def test_the_backward_takes_the_cluster_kernel_from_32768_to_131072_columns_in_l
         (131072, True),
         (131073, False),
     ):
-        assert cluster.applies(1024, n, torch.bfloat16, cuda) == taken, n
+        assert cluster.applies("bwd", 1024, n, torch.bfloat16, cuda) == taken, n
+    assert not cluster.applies("bwd", 1024, 262144, torch.float32, cuda)
     rows = cluster.MIN_BYTES // (3 * 4 * 40000) + 1  # fp32 rows of 40000: just past MIN_BYTES
-    assert cluster.applies(rows, 40000, torch.float32, cuda)
-    assert not cluster.applies(rows - 1, 40000, torch.float32, cuda)
+    assert cluster.applies("bwd", rows, 40000, torch.float32, cuda)
+    assert not cluster.applies("bwd", rows - 1, 40000, torch.float32, cuda)
     planned = []
     compiled_launch = cluster.compiled_launch
     monkeypatch.setattr(cluster, "compiled_launch", lambda d, ts: planned.append(d) or compiled_launch(d, ts))
@@ -134,12 +135,6 @@ def test_non_finite_values_come_out_as_in_torch(dtype, n):
     assert dx[3].isfinite().all()
 
 
-def fits_at_once(m: int, n: int, dtype: torch.dtype) -> bool:
-    """Whether the forward's dispatch sends m rows of n to the cluster kernel (compiles it)."""
-    x = torch.zeros((m, n), dtype=dtype, device="cuda")
-    return cluster.takes("fwd", [x, torch.empty_like(x)])
-
-
 def dispatched_forward(monkeypatch, x: torch.Tensor) -> tuple[torch.Tensor, list[bool]]:
     """kernels_triton's forward of x through a fresh plan, and what cluster.takes() answered."""
     answers = []
@@ -154,53 +149,49 @@ def dispatched_forward(monkeypatch, x: torch.Tensor) -> tuple[torch.Tensor, list
 
 @pytest.mark.gpu
 @needs_sm90
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_the_16_bit_forward_takes_the_cluster_kernel_when_its_rows_fit_at_once(monkeypatch, dtype):
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtype):
+    """From 32768 to 131072 columns in every dtype, to 262144 in fp32, one row or many waves of
+    clusters: 1100 rows of 50257 are more 8-block clusters than an H100 holds at once."""
     cuda = torch.device("cuda")
-    for m, n, may in (
-        (64, 50257, True),
-        (8, 131072, True),
+    longest = 262144 if dtype == torch.float32 else 131072
+    for m, n, taken in (
         (1, 32767, False),
-        (1, 131073, False),
-        (4096, 32768, False),
+        (1, 32768, True),
+        (4096, 32768, True),
+        (64, 131072, True),
+        (64, 262144, dtype == torch.float32),
+        (1, longest + 1, False),
     ):
-        assert cluster.forward_may_apply(m, n, dtype, cuda) == may, (m, n)
-    rows = 1  # the most rows of 32768 whose clusters fit at once, then one more
-    while fits_at_once(rows * 2, 32768, dtype):
-        rows *= 2
-    while fits_at_once(rows + 1, 32768, dtype):
-        rows += 1
-    assert 8 <= rows < 2048, rows
-    for m in (rows, rows + 1):
-        x = torch.randn((m, 32768), device="cuda").to(dtype)
-        y, answers = dispatched_forward(monkeypatch, x)
-        # the cluster kernel took the rows that fit and let one more fall through to another
-        # kernel, whose result is checked as well
-        assert answers == [m == rows], m
-        np.testing.assert_allclose(
-            y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
-        )
+        assert cluster.applies("fwd", m, n, dtype, cuda) == taken, (m, n)
+    x = (torch.randn((1100, 50257), device="cuda") * 3).to(dtype)
+    y, answers = dispatched_forward(monkeypatch, x)
+    assert answers == [True]
+    np.testing.assert_allclose(
+        y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
+    )
 
 
 @pytest.mark.gpu
 @needs_sm90
-def test_the_fp32_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch):
-    """fp32 (where the split-row forward does not load ahead): 700 rows of 50257 are many waves of
-    8-block clusters, and still the cluster kernel's."""
-    x = torch.randn((700, 50257), device="cuda") * 3
-    assert cluster.forward_may_apply(700, 50257, torch.float32, torch.device("cuda"))
-    assert fits_at_once(700, 50257, torch.float32)
-    y, answers = dispatched_forward(monkeypatch, x)
-    assert answers == [True]
+@pytest.mark.parametrize("n", [131073, 200000, 262144])
+def test_forward_rows_past_131072_in_blocks_of_16384(n):
+    """fp32 rows of 131073 to 262144 columns: 16 blocks of 16384 elements over 8 warps, the last
+    blocks partly or wholly past the row's end; rows off 16-byte boundaries (131073) included."""
+    assert cluster._block(n) == (16384, 8) and cluster._cluster_size(n) == 16
+    x = torch.randn((3, n), device="cuda") * 4
+    x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
     np.testing.assert_allclose(
-        y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(torch.float32)
+        forward_poisoned(x).cpu().double().numpy(),
+        softmax_ref(x.cpu().double().numpy()),
+        **tolerance(torch.float32),
     )
 
 
 @pytest.mark.gpu
 @needs_sm90
 @given(
-    m=st.sampled_from([1, 2, 3, 7, 16]),  # 16 clusters of 16 blocks fit at once in every dtype
+    m=st.sampled_from([1, 2, 3, 7, 16]),
     n=st.sampled_from([32768, 32776, 40000, 50257, 65536, 98304 + 5, 131072]),
     dtype=st.sampled_from(DTYPES),
     pad=st.sampled_from([0, 3, 8]),

@@ -29,23 +29,18 @@ Rows that do not start on a 16-byte boundary (an odd N) are split into a head, a
 a time (_split_row); read an element at a time, such rows moved 2 or 4 bytes a load instruction and
 took far more registers.
 
-Where it is used (kernels_triton.launch), on sm_90, one 8192-element chunk a block over 4 warps,
-C = ceil(N / 8192) rounded up to a power of two (a block past the row's end reads nothing and
-adds nothing; 16-block clusters are a non-portable size, which H100 and H200 allow):
+Where it is used (kernels_triton.launch), on sm_90. A block holds one chunk: 8192 elements over
+4 warps for rows of up to 16 * 8192 columns, 16384 over 8 warps for longer ones (_block); C =
+ceil(N / chunk) rounded up to a power of two (a block past the row's end reads nothing and adds
+nothing; 16-block clusters are a non-portable size, which H100 and H200 allow):
+- the forward at 32768 to 131072 columns in every dtype at any row count, and in fp32 up to
+  262144 columns. With the exchange by st.async it was faster than the split-row forward, which
+  loads each program's next row while it exchanges the current one, at every shape timed on an
+  H100 but 16-bit rows of 262144 (measurements/2026-11-27-h100/cluster-reread/);
 - the backward at 32768 to 131072 columns, in launches of at least MIN_BYTES: on an H100 faster
-  there than the split-row and looped kernels, or level, at every row count timed, and slower
-  at 262144 columns, which it does not take (measurements/2026-11-26-h100/
-  triton-cluster-exchange/ and triton-cluster-backward/);
-- the forward at 32768 to 131072 columns: in fp32 at any row count, in 16-bit types when every
-  row's cluster fits on the GPU at once (forward_fits: the driver's count of co-resident
-  clusters for the compiled kernel). The split-row forward loads each program's next row while
-  it exchanges the current one in 16-bit types (split_row.PREFETCH), and with several waves of
-  rows that wins over one cluster a row, which cannot (a cluster that loops over rows needs
-  registers for the next chunk, which halved the clusters resident and measured slower at every
-  shape). In fp32, where the split-row forward does not load ahead, and with one wave, where
-  there is no next row, the exchange in shared memory is what is left to win: on an H100 the
-  cluster forward was faster or level at every row count timed in fp32 and at every one-wave
-  16-bit shape of more than 32768 columns (measurements/2026-11-26-h100/triton-cluster-forward/).
+  there than the split-row and looped kernels, or level, at every row count timed, and level or
+  slower at 262144 columns, which it does not take (measurements/2026-11-26-h100/
+  triton-cluster-exchange/ and triton-cluster-backward/, 2026-11-27-h100/cluster-reread/).
 """
 
 from __future__ import annotations
@@ -60,8 +55,6 @@ from kernels_triton import compiled_index
 from kernels_triton.configs import DTYPES, INTERPRET
 from kernels_triton.kernels import LOG2E
 from kernels_triton.split_row import (
-    PREFETCH,
-    _device,
     _load_chunk,
     _max_sum,
     _merge,
@@ -70,11 +63,9 @@ from kernels_triton.split_row import (
     _sum,
 )
 
-CHUNK = 8192  # elements a block holds: 64 of x (forward), of y and dy (backward) a thread over 4 warps
-NUM_WARPS = 4
 MAX_CLUSTER = 16
 MIN_COLS = 32768
-MAX_COLS = CHUNK * MAX_CLUSTER
+MAX_COLS = {"fwd": 262144, "bwd": 131072}  # fp32; 16-bit forwards up to 131072 (max_cols)
 # Launches that move fewer bytes (y, dy and dx) stay on the other kernels. Below this a call is
 # bound by the host, and a cluster launch costs the host more (cuLaunchKernelEx with cluster
 # attributes; for 16-block clusters Triton's launcher also sets the non-portable attribute each
@@ -323,64 +314,37 @@ def _capable(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index)[0] == 9
 
 
+def _block(n_cols: int) -> tuple[int, int]:
+    """(chunk, warps) of a block: 64 elements a thread of x (forward), of y and dy (backward)."""
+    return (8192, 4) if n_cols <= 8192 * MAX_CLUSTER else (16384, 8)
+
+
 def _cluster_size(n_cols: int) -> int:
-    return triton.next_power_of_2(triton.cdiv(n_cols, CHUNK))  # tl.arange(0, C): powers of two only
+    return triton.next_power_of_2(triton.cdiv(n_cols, _block(n_cols)[0]))  # tl.arange(0, C): powers of two
 
 
-def _takes(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
+def max_cols(direction: str, dtype: torch.dtype) -> int:
+    return MAX_COLS[direction] if dtype == torch.float32 else 131072
+
+
+def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether kernels_triton's launch of `direction` ("fwd" or "bwd") over n_rows rows of n_cols
+    goes to the cluster kernel: the one place that decides it."""
     return (
         not INTERPRET
         and device.type == "cuda"
         and dtype in DTYPES
         and n_rows >= 1
-        and MIN_COLS <= n_cols <= MAX_COLS
+        and MIN_COLS <= n_cols <= max_cols(direction, dtype)
+        and (direction == "fwd" or 3 * n_rows * n_cols * dtype.itemsize >= MIN_BYTES)
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
 
 
-def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether kernels_triton's backward of n_rows rows of n_cols goes to the cluster kernel."""
-    return _takes(n_rows, n_cols, dtype, device) and 3 * n_rows * n_cols * dtype.itemsize >= MIN_BYTES
-
-
-def forward_may_apply(n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether the forward of n_rows rows of n_cols may go to the cluster kernel: what can be
-    known before compiling it (in 16-bit types, at most as many blocks as the SMs can hold at
-    2048 threads each). Whether it does is forward_fits(), on the compiled kernel."""
-    if not _takes(n_rows, n_cols, dtype, device):
-        return False
-    if not PREFETCH[dtype]:
-        return True
-    return n_rows * _cluster_size(n_cols) * 32 * NUM_WARPS <= 2048 * _device(device).sms
-
-
-def forward_fits(compiled, packed: tuple, n_rows: int, dtype: torch.dtype) -> bool:
-    """Whether the forward of n_rows rows goes to the cluster kernel: always where the split-row
-    forward would not load ahead (fp32), else when the clusters of all n_rows rows are resident
-    at once, by the driver's count of co-resident clusters of the compiled kernel (Triton's
-    binding of cuOccupancyMaxActiveClusters, which sizes blocks at 128 threads: NUM_WARPS = 4;
-    False where this Triton has no such binding)."""
-    if not PREFETCH[dtype]:
-        return True
-    occupancy = getattr(triton.runtime.driver.active.utils, "cuOccupancyMaxActiveClusters", None)
-    if occupancy is None or NUM_WARPS != 4:
-        return False
-    _, c, shared = packed  # compiled_launch's kernel has its handles (compiled_index)
-    return n_rows <= occupancy(compiled.function, shared, c)
-
-
 def takes(direction: str, tensors: list[torch.Tensor]) -> bool:
-    """Whether kernels_triton sends this launch of `direction` ("fwd": x, y; "bwd": y, dy, dx; 2-D
-    tensors) to the cluster kernel: the one place that decides it. A forward may compile the
-    kernel to learn it (forward_fits)."""
+    """applies() for a launch of `direction` ("fwd": x, y; "bwd": y, dy, dx; 2-D tensors)."""
     first = tensors[0]
-    m, n = first.shape
-    if direction == "bwd":
-        return applies(m, n, first.dtype, first.device)
-    if not forward_may_apply(m, n, first.dtype, first.device):
-        return False
-    compiled, packed, _, _ = compiled_launch(direction, tensors)
-    return forward_fits(compiled, packed, m, first.dtype)
+    return applies(direction, *first.shape, first.dtype, first.device)
 
 
 def _packs(tensors: list[torch.Tensor]) -> int:
@@ -407,19 +371,20 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     first = tensors[0]
     m, n = first.shape
     c = _cluster_size(n)
+    chunk, warps = _block(n)
     strides = tuple(t.stride(0) for t in tensors)
     if direction == "fwd":
         kernel = cluster_fwd_kernel
         constexprs = {
             "C": c,
-            "CHUNK": CHUNK,
-            "NEEDS_MASK": n != c * CHUNK,
+            "CHUNK": chunk,
+            "NEEDS_MASK": n != c * chunk,
             "COMPENSATED": first.dtype == torch.float32,
             "VEC": _packs(tensors),
         }
     else:
         kernel = cluster_bwd_kernel
-        constexprs = {"C": c, "CHUNK": CHUNK, "VEC": _packs(tensors)}
+        constexprs = {"C": c, "CHUNK": chunk, "VEC": _packs(tensors)}
     specialization = (
         f"cluster_{direction}", n, strides, first.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors), c,
         tuple(constexprs.values()),
@@ -429,9 +394,9 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
         specialization,
         first.device.index,
         lambda: kernel.warmup(
-            *tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=NUM_WARPS, num_stages=1
+            *tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps, num_stages=1
         ),
     )
     slot_base = -(-compiled.metadata.shared // 16) * 16
-    packed = (NUM_WARPS, c, slot_base + 8 + 8 * c)
+    packed = (warps, c, slot_base + 8 + 8 * c)
     return compiled, packed, m, (n, *strides, slot_base, *constexprs.values())
