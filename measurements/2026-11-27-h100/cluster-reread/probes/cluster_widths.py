@@ -4,7 +4,8 @@ elements over 4 warps), at every row count: does a block of more warps, or a wid
 blocks a cluster, which also reaches 262144 columns in 16 blocks), move the long rows?
 
     cluster_widths.py [SHAPES [CONFIGS [DTYPES [DIRECTION]]]]
-    e.g. cluster_widths.py 1024x131072,256x262144 8192x4,16384x8 bfloat16 bwd
+    e.g. cluster_widths.py 1024x131072,256x262144 8192x4,16384x8,16384x8x80 bfloat16 bwd
+    (CHUNKxWARPS[xMAXNREG]: a cap on the registers a thread, Triton's maxnreg)
 
 For each shape and dtype: kernels_triton's dispatch (softmax, or softmax_backward) and each
 (CHUNK, warps) of the cluster kernel, launched as the package launches it (launch.direct_launcher
@@ -25,7 +26,7 @@ SHAPES = "256x262144,1024x131072,2048x65536,512x65536,4096x32768,16x131072"
 CONFIGS = "8192x4,8192x8,16384x8,16384x16,4096x4,4096x2"
 
 
-def make(tensors, chunk, warps, direction):
+def make(tensors, chunk, warps, direction, maxnreg=None):
     m, n = tensors[0].shape
     c = triton.next_power_of_2(triton.cdiv(n, chunk))
     if direction == "fwd":
@@ -37,7 +38,10 @@ def make(tensors, chunk, warps, direction):
         kernel = cluster.cluster_bwd_kernel
         const = dict(C=c, CHUNK=chunk, VEC=0)
     strides = [t.stride(0) for t in tensors]
-    compiled = kernel.warmup(*tensors, n, *strides, 0, **const, grid=(1,), num_warps=warps, num_stages=1)
+    limit = {} if maxnreg is None else {"maxnreg": maxnreg}
+    compiled = kernel.warmup(
+        *tensors, n, *strides, 0, **const, grid=(1,), num_warps=warps, num_stages=1, **limit
+    )
     compiled._init_handles()
     slot_base = -(-compiled.metadata.shared // 16) * 16
     shared = slot_base + 8 + 8 * c  # the exchange's mbarrier and C pairs (cluster._exchange)
@@ -77,12 +81,12 @@ def main():
             f"{direction} {m}x{n} {str(dtype)[6:]}: dispatch {base * 1e3:.1f} us {gb / base:.0f} TB/s",
             flush=True,
         )
-        for chunk, warps in configs:
+        for chunk, warps, *maxnreg in configs:
             c = triton.next_power_of_2(triton.cdiv(n, chunk))
             if c > 16 or c < 2:
                 continue
             try:
-                plan, compiled, shared, c = make(tensors, chunk, warps, direction)
+                plan, compiled, shared, c = make(tensors, chunk, warps, direction, *maxnreg)
                 out.fill_(float("nan"))
                 plan(*tensors)
                 torch.cuda.synchronize()
@@ -92,7 +96,7 @@ def main():
                 print(f"  CHUNK={chunk} w={warps}: {type(e).__name__} {str(e)[:120]}", flush=True)
                 continue
             print(
-                f"  CHUNK={chunk:5d} w={warps:2d} C={c:2d} regs={compiled.n_regs} spills={compiled.n_spills} "
+                f"  CHUNK={chunk:5d} w={warps:2d} C={c:2d} maxnreg={maxnreg} regs={compiled.n_regs} spills={compiled.n_spills} "
                 f"{ms * 1e3:7.1f} us {gb / ms:.2f} TB/s /dispatch {ms / base:.3f} err {err:.1e}",
                 flush=True,
             )
