@@ -1,8 +1,8 @@
 """The softmax forward and backward over thread-block clusters (kernels_triton.cluster) against
 float64.
 
-kernels_triton takes them on sm_90 for rows of 32768 to 131072 elements (the fp32 forward up to
-262144): the forward at any row count, the backward in launches of at least cluster.MIN_BYTES.
+kernels_triton takes them on sm_90 for rows of 32768 to 262144 elements (the fp32 backward to
+131072): the forward at any row count, the backward in launches of at least cluster.MIN_BYTES.
 The kernels themselves (launch.cluster_plan) are tested at any size: whole chunks and a ragged
 last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
 body and tail), one row and many, strided rows, every dtype, and non-finite and huge values, which
@@ -58,13 +58,13 @@ def reference(y: torch.Tensor, dy: torch.Tensor) -> np.ndarray:
 
 def test_never_on_a_cpu():
     for direction in ("fwd", "bwd"):
-        for n in (cluster.MIN_COLS, cluster.MAX_COLS[direction]):
+        for n in (cluster.MIN_COLS, cluster.MAX_COLS):
             assert not cluster.applies(direction, 1024, n, torch.float32, torch.device("cpu"))
 
 
 @pytest.mark.gpu
 @needs_sm90
-def test_the_backward_takes_the_cluster_kernel_from_32768_to_131072_columns_in_large_launches(monkeypatch):
+def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_in_large_launches(monkeypatch):
     cuda = torch.device("cuda")
     for n, taken in (
         (16384, False),
@@ -72,10 +72,12 @@ def test_the_backward_takes_the_cluster_kernel_from_32768_to_131072_columns_in_l
         (32768, True),
         (50257, True),
         (131072, True),
-        (131073, False),
+        (131073, True),
+        (262144, True),
+        (262145, False),
     ):
         assert cluster.applies("bwd", 1024, n, torch.bfloat16, cuda) == taken, n
-    assert not cluster.applies("bwd", 1024, 262144, torch.float32, cuda)
+        assert cluster.applies("bwd", 1024, n, torch.float32, cuda) == (taken and n <= 131072), n
     rows = cluster.MIN_BYTES // (3 * 4 * 40000) + 1  # fp32 rows of 40000: just past MIN_BYTES
     assert cluster.applies("bwd", rows, 40000, torch.float32, cuda)
     assert not cluster.applies("bwd", rows - 1, 40000, torch.float32, cuda)
@@ -151,17 +153,16 @@ def dispatched_forward(monkeypatch, x: torch.Tensor) -> tuple[torch.Tensor, list
 @needs_sm90
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtype):
-    """From 32768 to 131072 columns in every dtype, to 262144 in fp32, one row or many waves of
-    clusters: 1100 rows of 50257 are more 8-block clusters than an H100 holds at once."""
+    """From 32768 to 262144 columns, one row or many waves of clusters: 1100 rows of 50257 are more
+    8-block clusters than an H100 holds at once."""
     cuda = torch.device("cuda")
-    longest = 262144 if dtype == torch.float32 else 131072
     for m, n, taken in (
         (1, 32767, False),
         (1, 32768, True),
         (4096, 32768, True),
         (64, 131072, True),
-        (64, 262144, dtype == torch.float32),
-        (1, longest + 1, False),
+        (64, 262144, True),
+        (1, 262145, False),
     ):
         assert cluster.applies("fwd", m, n, dtype, cuda) == taken, (m, n)
     x = (torch.randn((1100, 50257), device="cuda") * 3).to(dtype)
@@ -175,16 +176,20 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
 @pytest.mark.gpu
 @needs_sm90
 @pytest.mark.parametrize("n", [131073, 200000, 262144])
-def test_forward_rows_past_131072_in_blocks_of_16384(n):
-    """fp32 rows of 131073 to 262144 columns: 16 blocks of 16384 elements over 8 warps, the last
-    blocks partly or wholly past the row's end; rows off 16-byte boundaries (131073) included."""
-    assert cluster._block(n) == (16384, 8) and cluster._cluster_size(n) == 16
-    x = torch.randn((3, n), device="cuda") * 4
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_past_131072_in_blocks_of_16384(dtype, n):
+    """Rows of 131073 to 262144 columns, both directions: 16 blocks of 16384 elements over 8 warps
+    with capped registers, the last blocks partly or wholly past the row's end; rows off 16-byte
+    boundaries (131073) included."""
+    assert cluster._block(n, "fwd")[:2] == (16384, 8) and cluster._cluster_size(n) == 16
+    x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
     np.testing.assert_allclose(
-        forward_poisoned(x).cpu().double().numpy(),
-        softmax_ref(x.cpu().double().numpy()),
-        **tolerance(torch.float32),
+        forward_poisoned(x).cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
+    )
+    y, dy = inputs(3, n, dtype, n)
+    np.testing.assert_allclose(
+        backward_poisoned(y, dy).cpu().double().numpy(), reference(y, dy), **tolerance(dtype)
     )
 
 

@@ -553,9 +553,9 @@ def test_gpu_public_op_on_split_rows_on_a_second_stream():
 )  # 700001: wider backward programs; 1500001: wider forward ones too
 def test_gpu_public_op_takes_the_split_path(shape, dtype):
     """kernels_triton.softmax and its autograd backward would send these shapes to split_row
-    (both go to kernels_triton.cluster first where that applies: sm_90, 32768-131072 columns, to
-    262144 in the fp32 forward, tests/kernels_triton/test_cluster.py) and agree with float64
-    (first rows) and with torch (all rows)."""
+    (both go to kernels_triton.cluster first where that applies: sm_90, 32768-262144 columns,
+    tests/kernels_triton/test_cluster.py) and agree with float64 (first rows) and with torch
+    (all rows)."""
     from kernels_triton import launch, softmax
 
     m, n = shape

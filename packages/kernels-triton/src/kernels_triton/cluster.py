@@ -29,18 +29,17 @@ Rows that do not start on a 16-byte boundary (an odd N) are split into a head, a
 a time (_split_row); read an element at a time, such rows moved 2 or 4 bytes a load instruction and
 took far more registers.
 
-Where it is used (kernels_triton.launch), on sm_90. A block holds one chunk: 8192 elements over
-4 warps for rows of up to 16 * 8192 columns, 16384 over 8 warps for longer ones (_block); C =
-ceil(N / chunk) rounded up to a power of two (a block past the row's end reads nothing and adds
-nothing; 16-block clusters are a non-portable size, which H100 and H200 allow):
-- the forward at 32768 to 131072 columns in every dtype at any row count, and in fp32 up to
-  262144 columns. With the exchange by st.async it was faster than the split-row forward, which
-  loads each program's next row while it exchanges the current one, at every shape timed on an
-  H100 but 16-bit rows of 262144 (measurements/2026-11-27-h100/cluster-reread/);
-- the backward at 32768 to 131072 columns, in launches of at least MIN_BYTES: on an H100 faster
-  there than the split-row and looped kernels, or level, at every row count timed, and level or
-  slower at 262144 columns, which it does not take (measurements/2026-11-26-h100/
-  triton-cluster-exchange/ and triton-cluster-backward/, 2026-11-27-h100/cluster-reread/).
+Where it is used (kernels_triton.launch), on sm_90, for rows of 32768 to 262144 columns. A
+block holds one chunk: 8192 elements over 4 warps for rows of up to 16 * 8192 columns, 16384 over
+8 warps with capped registers for longer ones (_block); C = ceil(N / chunk) rounded up to a power
+of two (a block past the row's end reads nothing and adds nothing; 16-block clusters are a
+non-portable size, which H100 and H200 allow):
+- the forward at any row count. With the exchange by st.async it was faster than the split-row
+  forward, which loads each program's next row while it exchanges the current one, at every
+  shape timed on an H100 (measurements/2026-11-27-h100/cluster-reread/);
+- the backward in launches of at least MIN_BYTES, in fp32 up to 131072 columns (max_cols): on
+  an H100 faster there than the split-row and looped kernels, or level, at every row count timed
+  (measurements/2026-11-26-h100/triton-cluster-backward/, 2026-11-27-h100/cluster-reread/).
 """
 
 from __future__ import annotations
@@ -65,7 +64,7 @@ from kernels_triton.split_row import (
 
 MAX_CLUSTER = 16
 MIN_COLS = 32768
-MAX_COLS = {"fwd": 262144, "bwd": 131072}  # fp32; 16-bit forwards up to 131072 (max_cols)
+MAX_COLS = 16384 * MAX_CLUSTER  # but the fp32 backward: up to 8192 * MAX_CLUSTER (max_cols)
 # Launches that move fewer bytes (y, dy and dx) stay on the other kernels. Below this a call is
 # bound by the host, and a cluster launch costs the host more (cuLaunchKernelEx with cluster
 # attributes; for 16-block clusters Triton's launcher also sets the non-portable attribute each
@@ -314,17 +313,28 @@ def _capable(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index)[0] == 9
 
 
-def _block(n_cols: int) -> tuple[int, int]:
-    """(chunk, warps) of a block: 64 elements a thread of x (forward), of y and dy (backward)."""
-    return (8192, 4) if n_cols <= 8192 * MAX_CLUSTER else (16384, 8)
+def _block(n_cols: int, direction: str) -> tuple[int, int, int | None]:
+    """(chunk, warps, register cap) of a block: 64 elements a thread of x (forward), of y and dy
+    (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384 over 8 warps, its registers
+    capped so that blocks share an SM: 3 forward (80 a thread), 2 backward (128); uncapped, the
+    compiler took 83-124 and 147-162, and one block fewer an SM was 3-6% slower on an H100."""
+    if n_cols <= 8192 * MAX_CLUSTER:
+        return 8192, 4, None
+    return 16384, 8, 80 if direction == "fwd" else 128
 
 
 def _cluster_size(n_cols: int) -> int:
-    return triton.next_power_of_2(triton.cdiv(n_cols, _block(n_cols)[0]))  # tl.arange(0, C): powers of two
+    chunk = _block(n_cols, "fwd")[0]  # the same chunk both directions
+    return triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
 
 
 def max_cols(direction: str, dtype: torch.dtype) -> int:
-    return MAX_COLS[direction] if dtype == torch.float32 else 131072
+    """The longest row the cluster kernel takes. The fp32 backward past 8192 * MAX_CLUSTER columns
+    needs 147-162 registers a thread in 16384-element blocks, and capped at 128 it spills: 5-17%
+    slower than the split-row backward on an H100, where the 16-bit backward was 4-10% faster."""
+    if direction == "bwd" and dtype == torch.float32:
+        return 8192 * MAX_CLUSTER
+    return MAX_COLS
 
 
 def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
@@ -371,7 +381,8 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     first = tensors[0]
     m, n = first.shape
     c = _cluster_size(n)
-    chunk, warps = _block(n)
+    chunk, warps, maxnreg = _block(n, direction)
+    cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     strides = tuple(t.stride(0) for t in tensors)
     if direction == "fwd":
         kernel = cluster_fwd_kernel
@@ -394,7 +405,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
         specialization,
         first.device.index,
         lambda: kernel.warmup(
-            *tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps, num_stages=1
+            *tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps, num_stages=1, **cap
         ),
     )
     slot_base = -(-compiled.metadata.shared // 16) * 16
