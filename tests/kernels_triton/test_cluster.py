@@ -62,6 +62,30 @@ def test_never_on_a_cpu():
             assert not cluster.applies(direction, 1024, n, torch.float32, torch.device("cpu"))
 
 
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+@pytest.mark.parametrize("n", [65536, 200000])
+def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkeypatch, direction, n):
+    """The compiled-kernel index keys on the kernel's source and the specialization: the block's
+    warps and register cap, which _block sets outside the kernel's source, must be in it, so that
+    a kernel compiled under another rule is never served. (No GPU: the lookup is intercepted.)"""
+    looked_up = []
+
+    class Compiled:
+        metadata = type("Metadata", (), {"shared": 40})
+
+    def load_or_compile(kernel, specialization, device_index, compile):
+        looked_up.append(specialization)
+        return Compiled()
+
+    monkeypatch.setattr(cluster.compiled_index, "load_or_compile", load_or_compile)
+    tensors = [torch.zeros((2, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
+    _, packed, _, _ = cluster.compiled_launch(direction, tensors)
+    chunk, warps, maxnreg = cluster._block(n, direction)
+    assert looked_up[0][-2:] == (warps, maxnreg)
+    c = cluster._cluster_size(n)
+    assert packed == (warps, c, 48 + 8 + 8 * c)  # Triton's 40 bytes rounded to 16, mbarrier, C pairs
+
+
 @pytest.mark.gpu
 @needs_sm90
 def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_in_large_launches(monkeypatch):

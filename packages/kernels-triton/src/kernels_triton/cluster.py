@@ -316,8 +316,9 @@ def _capable(device_index: int) -> bool:
 def _block(n_cols: int, direction: str) -> tuple[int, int, int | None]:
     """(chunk, warps, register cap) of a block: 64 elements a thread of x (forward), of y and dy
     (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384 over 8 warps, its registers
-    capped so that blocks share an SM: 3 forward (80 a thread), 2 backward (128); uncapped, the
-    compiler took 83-124 and 147-162, and one block fewer an SM was 3-6% slower on an H100."""
+    capped so that blocks share an SM: 3 forward (80 a thread), 2 backward (128). Uncapped, the
+    compiler took 83-124 and 147-162 registers, one block fewer an SM, and the 16-bit kernels were
+    9-12% slower on an H100 (measurements/2026-11-27-h100/cluster-reread/, call h)."""
     if n_cols <= 8192 * MAX_CLUSTER:
         return 8192, 4, None
     return 16384, 8, 80 if direction == "fwd" else 128
@@ -377,7 +378,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     like `tensors` (2-D, unit column stride), and what a launch passes after the data pointers:
     (packed launch metadata, grid_x, the scalar and constexpr arguments). The metadata asks for
     num_ctas = C, so the launcher makes the grid grid_x * C blocks in clusters of C, and for the
-    exchange slots past Triton's own shared memory."""
+    exchange's mbarrier and slots past Triton's own shared memory."""
     first = tensors[0]
     m, n = first.shape
     c = _cluster_size(n)
@@ -398,7 +399,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
         constexprs = {"C": c, "CHUNK": chunk, "VEC": _packs(tensors)}
     specialization = (
         f"cluster_{direction}", n, strides, first.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors), c,
-        tuple(constexprs.values()),
+        tuple(constexprs.values()), warps, maxnreg,
     )  # fmt: skip
     compiled = compiled_index.load_or_compile(
         kernel,
