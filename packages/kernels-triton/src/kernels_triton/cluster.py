@@ -87,6 +87,11 @@ MIN_BYTES = 16 * 1024 * 1024
 # it returns goes into the next step's operands, which keeps the steps in order.
 
 
+def _inbox_bytes(c: int) -> int:
+    """The shared memory the exchange adds past Triton's: the mbarrier and C pairs of fp32."""
+    return 8 + 8 * c
+
+
 @triton.jit
 def _open_inbox(slot_base):
     """Thread 0 initialises the block's mbarrier (one arrival: its own, with the byte count);
@@ -318,7 +323,7 @@ def _block(n_cols: int, direction: str) -> tuple[int, int, int | None]:
     (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384 over 8 warps, its registers
     capped so that blocks share an SM: 3 forward (80 a thread), 2 backward (128). Uncapped, the
     compiler took 83-124 and 147-162 registers, one block fewer an SM, and the 16-bit kernels were
-    9-12% slower on an H100 (measurements/2026-11-27-h100/cluster-reread/, call h)."""
+    10-14% slower on an H100 (measurements/2026-11-27-h100/cluster-reread/, call h)."""
     if n_cols <= 8192 * MAX_CLUSTER:
         return 8192, 4, None
     return 16384, 8, 80 if direction == "fwd" else 128
@@ -410,5 +415,5 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
         ),
     )
     slot_base = -(-compiled.metadata.shared // 16) * 16
-    packed = (warps, c, slot_base + 8 + 8 * c)
+    packed = (warps, c, slot_base + _inbox_bytes(c))
     return compiled, packed, m, (n, *strides, slot_base, *constexprs.values())
