@@ -80,7 +80,7 @@ def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkey
     monkeypatch.setattr(cluster.compiled_index, "load_or_compile", load_or_compile)
     tensors = [torch.zeros((2, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
     _, packed, _, _ = cluster.compiled_launch(direction, tensors)
-    chunk, warps, maxnreg = cluster._block(n, direction)
+    chunk, warps, maxnreg = cluster._block(n, direction, torch.bfloat16)
     assert looked_up[0][-2:] == (warps, maxnreg)
     c = cluster._cluster_size(n)
     assert packed == (warps, c, 48 + 8 + 8 * c)  # Triton's 40 bytes rounded to 16, mbarrier, C pairs
@@ -205,7 +205,7 @@ def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     """Rows of 131073 to 262144 columns, both directions: 16 blocks of 16384 elements over 8 warps
     with capped registers, the last blocks partly or wholly past the row's end; rows off 16-byte
     boundaries (131073) included."""
-    assert cluster._block(n, "fwd")[:2] == (16384, 8) and cluster._cluster_size(n) == 16
+    assert cluster._block(n, "fwd", dtype)[:2] == (16384, 8) and cluster._cluster_size(n) == 16
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
     np.testing.assert_allclose(
@@ -237,7 +237,8 @@ def test_forward_matches_float64(m, n, dtype, pad, seed):
 
 @pytest.mark.gpu
 @needs_sm90
-@pytest.mark.parametrize("n", [70000, 70001])  # 16-byte aligned rows; rows with a head and a tail
+# 16-byte aligned rows; rows with a head and a tail; past 131072 (16384-element blocks)
+@pytest.mark.parametrize("n", [70000, 70001, 200001])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n):
     """Rows whose maximum is first, last or repeated, huge finite magnitudes (up to the dtype's

@@ -1,6 +1,6 @@
 """Softmax over a thread-block cluster, in Triton, the row's exchange in inline PTX.
 
-    y  = softmax(x)              along the last dim of (M, N) rows, 32768 <= N <= 131072, sm_90
+    y  = softmax(x)              along the last dim of (M, N) rows, 32768 <= N <= 262144, sm_90
     dx = y * (dy - sum(y * dy))  the backward, from the saved output y
 
 Why a cluster. The split-row kernels (split_row.py) hold a row in several programs and exchange
@@ -22,7 +22,9 @@ row b // C. Triton's reductions use the start of the block's dynamic shared memo
 (global_smem); the exchange's mbarrier and C slots sit past what Triton allocates (slot_base),
 and the launch asks for that much more. Inline PTX is all the exchange needs (_exchange): mbarrier
 init, arrive and wait, a relaxed cluster barrier, mapa (a peer's address of a shared variable),
-st.async, ld.shared.
+st.async, ld.shared. A 16-bit chunk stays packed in registers, two values to one, and is
+widened a pair at a time, also in inline PTX (WIDEN_PAIR): so the forward's blocks of 16384
+fit four to an SM.
 
 Rows that do not start on a 16-byte boundary (an odd N) are split into a head, a body of whole
 16-byte packs, which the blocks' chunks cover, and a tail, which the last block takes an element at
@@ -45,6 +47,7 @@ non-portable size, which H100 and H200 allow):
 from __future__ import annotations
 
 import functools
+import struct
 
 import torch
 import triton
@@ -54,8 +57,6 @@ from kernels_triton import compiled_index
 from kernels_triton.configs import DTYPES, INTERPRET
 from kernels_triton.kernels import LOG2E
 from kernels_triton.split_row import (
-    _load_chunk,
-    _max_sum,
     _merge,
     _shift,
     _store_chunk,
@@ -90,6 +91,101 @@ MIN_BYTES = 16 * 1024 * 1024
 def _inbox_bytes(c: int) -> int:
     """The shared memory the exchange adds past Triton's: the mbarrier and C pairs of fp32."""
     return 8 + 8 * c
+
+
+# 16-bit chunks stay packed, two values a 32-bit register, from their load to their store: a
+# thread's 64 elements take 32 registers, not the 64 of fp32, and 16384-element blocks of 8 warps
+# fit 4 to an SM in the forward, not 3. Triton would widen a whole tensor at once wherever a
+# 16-bit value meets fp32 arithmetic, so the steps after the exchange widen a pair at a time in
+# inline asm. WIDEN_PAIR: the PTX that widens the pair in register {x} into fp32 {lo} and {hi},
+# by the PTX name of the 16-bit type.
+WIDEN_PAIR = {
+    "bf16": "shl.b32 {lo}, {x}, 16; and.b32 {hi}, {x}, 0xffff0000;",  # a bf16 is its fp32's high half
+    "f16": "{{ .reg .b16 l16, h16; mov.b32 {{l16, h16}}, {x}; cvt.f32.f16 {lo}, l16; cvt.f32.f16 {hi}, h16; }}",
+}
+
+
+def _normalized_asm(kind: str) -> str:
+    """exp2((x - m) * log2 e) * inv_s for the pair in $1 (m in $2 and $3, inv_s in $4 and $5,
+    the same value twice), packed into $0: the instructions Triton emits for the fp32 expression
+    (log2 e rounded to fp32 as Triton rounds it), then the rounding pack of the store."""
+    log2e = struct.pack(">f", LOG2E.value).hex().upper()
+    return f"""{{
+    .reg .f32 lo, hi;
+    {WIDEN_PAIR[kind].format(lo="lo", hi="hi", x="$1")}
+    sub.f32 lo, lo, $2;
+    sub.f32 hi, hi, $3;
+    mul.f32 lo, lo, 0f{log2e};
+    mul.f32 hi, hi, 0f{log2e};
+    ex2.approx.ftz.f32 lo, lo;
+    ex2.approx.ftz.f32 hi, hi;
+    mul.f32 lo, lo, $4;
+    mul.f32 hi, hi, $5;
+    cvt.rn.{kind}x2.f32 $0, hi, lo;
+    }}"""
+
+
+WIDEN_BF16 = tl.constexpr(WIDEN_PAIR["bf16"].format(lo="$0", hi="$1", x="$2"))
+WIDEN_FP16 = tl.constexpr(WIDEN_PAIR["f16"].format(lo="$0", hi="$1", x="$2"))
+NORMALIZED_BF16 = tl.constexpr(_normalized_asm("bf16"))
+NORMALIZED_FP16 = tl.constexpr(_normalized_asm("f16"))
+
+
+@triton.jit
+def _widen(x):
+    """x as fp32, a packed pair at a time: an asm the compiler may neither merge with another
+    widening of x nor move ahead of the exchange, so that the backward holds y and dy packed
+    across it."""
+    if x.dtype == tl.bfloat16:
+        return tl.inline_asm_elementwise(WIDEN_BF16, "=r,=r,r", [x], dtype=tl.float32, is_pure=False, pack=2)
+    elif x.dtype == tl.float16:
+        return tl.inline_asm_elementwise(WIDEN_FP16, "=r,=r,r", [x], dtype=tl.float32, is_pure=False, pack=2)
+    else:
+        return x
+
+
+@triton.jit
+def _normalized(x, m_row, inv_s):
+    """exp(x - m_row) * inv_s in x's dtype: a 16-bit x a packed pair at a time (_normalized_asm),
+    never all widened at once. (Triton widened every element before the first exponential: 80
+    registers a thread where this takes 64, 16384 elements over 8 warps on sm_90.)"""
+    if x.dtype == tl.bfloat16:
+        return tl.inline_asm_elementwise(
+            NORMALIZED_BF16, "=r,r,f,f,f,f", [x, m_row, inv_s], dtype=tl.bfloat16, is_pure=True, pack=2
+        )
+    elif x.dtype == tl.float16:
+        return tl.inline_asm_elementwise(
+            NORMALIZED_FP16, "=r,r,f,f,f,f", [x, m_row, inv_s], dtype=tl.float16, is_pure=True, pack=2
+        )
+    else:
+        return tl.exp2((x - m_row) * LOG2E) * inv_s
+
+
+@triton.jit
+def _maximum(a, b):
+    """max(a, b) in a's dtype. A 16-bit max is one instruction (max.bf16, max.f16: the other
+    operand where one is NaN, as tl.maximum); widened to fp32 and back, its widening was shared
+    with the sum's, which then held the chunk in fp32 as well."""
+    if a.dtype == tl.bfloat16:
+        return tl.inline_asm_elementwise(
+            asm="max.bf16 $0, $1, $2;",
+            constraints="=h,h,h",
+            args=[a, b],
+            dtype=tl.bfloat16,
+            is_pure=True,
+            pack=1,
+        )
+    elif a.dtype == tl.float16:
+        return tl.inline_asm_elementwise(
+            asm="max.f16 $0, $1, $2;",
+            constraints="=h,h,h",
+            args=[a, b],
+            dtype=tl.float16,
+            is_pure=True,
+            pack=1,
+        )
+    else:
+        return tl.maximum(a, b)
 
 
 @triton.jit
@@ -244,23 +340,29 @@ def cluster_fwd_kernel(
         head, in_body, edge_cols, in_edges = _split_row(row, x_row_stride, rank, N, C, CHUNK, VEC)
         x_start = tl.multiple_of(row * x_row_stride + head + rank * CHUNK, VEC)
         y_start = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC)
-        x = tl.load(x_ptr + x_start + tl.arange(0, CHUNK), mask=in_body, other=float("-inf")).to(tl.float32)
+        x = tl.load(x_ptr + x_start + tl.arange(0, CHUNK), mask=in_body, other=float("-inf"))
         x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
-        m = tl.maximum(tl.max(x, axis=0), tl.max(x_edges, axis=0))
+        m = tl.maximum(tl.reduce(x, 0, _maximum).to(tl.float32), tl.max(x_edges, axis=0))
         shift = _shift(m)
-        s = _sum(tl.exp2((x - shift) * LOG2E), COMPENSATED) + _sum(
+        s = _sum(tl.exp2((x.to(tl.float32) - shift) * LOG2E), COMPENSATED) + _sum(
             tl.exp2((x_edges - shift) * LOG2E), COMPENSATED
         )
     else:
         cols = rank * CHUNK + tl.arange(0, CHUNK)
-        x = _load_chunk(x_row, cols, N, float("-inf"), NEEDS_MASK)
-        m, e, s = _max_sum(x, COMPENSATED)  # a chunk of all -inf: m = -inf, s = 0
+        if NEEDS_MASK:
+            x = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
+        else:
+            x = tl.load(x_row + cols)
+        m = tl.reduce(x, 0, _maximum).to(tl.float32)
+        s = _sum(
+            tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E), COMPENSATED
+        )  # a chunk of all -inf: m = -inf, s = 0
     m_all, s_all = _exchange(m, s, slot_base, rank, C)
     m_row, s_row = _merge(m_all, s_all, COMPENSATED)
     # y = exp(x - M) / S from the x the block holds, one rounded exponential an element as in
     # F.softmax. An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf
     # or NaN makes S NaN and the row NaN: torch's results.
-    y = tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row)
+    y = _normalized(x, m_row, 1.0 / s_row)
     if VEC > 0:
         tl.store(y_ptr + y_start + tl.arange(0, CHUNK), y.to(y_ptr.dtype.element_ty), mask=in_body)
         y_edges = tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
@@ -289,26 +391,26 @@ def cluster_bwd_kernel(
     if VEC > 0:
         head, in_body, edge_cols, in_edges = _split_row(row, y_row_stride, rank, N, C, CHUNK, VEC)
         body = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
-        y = tl.load(y_ptr + body, mask=in_body, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + body, mask=in_body, other=0.0).to(tl.float32)
+        y = tl.load(y_ptr + body, mask=in_body, other=0.0)
+        dy = tl.load(dy_ptr + body, mask=in_body, other=0.0)
         edges = row * y_row_stride + edge_cols
         y_edges = tl.load(y_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
         dy_edges = tl.load(dy_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
-        d = tl.sum(y * dy, axis=0) + tl.sum(y_edges * dy_edges, axis=0)
+        d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0) + tl.sum(y_edges * dy_edges, axis=0)
     else:
         cols = rank * CHUNK + tl.arange(0, CHUNK)
         in_row = cols < N
-        y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
-        d = tl.sum(y * dy, axis=0)
+        y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0)
+        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0)
+        d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
     d_all, _ = _exchange(d, 0.0, slot_base, rank, C)
     dot = tl.sum(d_all, axis=0)
     if VEC > 0:
-        tl.store(dx_ptr + body, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=in_body)
+        tl.store(dx_ptr + body, (_widen(y) * (_widen(dy) - dot)).to(dx_ptr.dtype.element_ty), mask=in_body)
         dx_edges = y_edges * (dy_edges - dot)
         tl.store(dx_ptr + edges, dx_edges.to(dx_ptr.dtype.element_ty), mask=in_edges)
     else:
-        dx = y * (dy - dot)
+        dx = _widen(y) * (_widen(dy) - dot)
         tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_row)
 
 
@@ -318,19 +420,23 @@ def _capable(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index)[0] == 9
 
 
-def _block(n_cols: int, direction: str) -> tuple[int, int, int | None]:
+def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
     """(chunk, warps, register cap) of a block: 64 elements a thread of x (forward), of y and dy
     (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384 over 8 warps, its registers
-    capped so that blocks share an SM: 3 forward (80 a thread), 2 backward (128). Uncapped, the
-    compiler took 83-124 and 147-162 registers, one block fewer an SM, and the 16-bit kernels were
-    10-14% slower on an H100 (measurements/2026-11-27-h100/cluster-reread/, call h)."""
+    capped so that blocks share an SM: forward 4 in 16 bits (64 a thread: the chunk is held
+    packed), 3 in fp32 (80), backward 2 (128). Uncapped, the compiler took more and fit one block
+    fewer an SM: 10-14% slower on an H100 (measurements/2026-11-27-h100/cluster-reread/, call h);
+    the 16-bit forward at 64 rather than 80 was 2-8% faster where a row's blocks do not all hold
+    data (512x200000, 64x262144) and level at 256x262144 (held-16bit/, call b)."""
     if n_cols <= 8192 * MAX_CLUSTER:
         return 8192, 4, None
-    return 16384, 8, 80 if direction == "fwd" else 128
+    if direction == "bwd":
+        return 16384, 8, 128
+    return 16384, 8, 80 if dtype == torch.float32 else 64
 
 
 def _cluster_size(n_cols: int) -> int:
-    chunk = _block(n_cols, "fwd")[0]  # the same chunk both directions
+    chunk = _block(n_cols, "fwd", torch.float32)[0]  # the same chunk both directions, every dtype
     return triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
 
 
@@ -387,7 +493,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     first = tensors[0]
     m, n = first.shape
     c = _cluster_size(n)
-    chunk, warps, maxnreg = _block(n, direction)
+    chunk, warps, maxnreg = _block(n, direction, first.dtype)
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     strides = tuple(t.stride(0) for t in tensors)
     if direction == "fwd":
