@@ -353,10 +353,9 @@ def cluster_fwd_kernel(
             x = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
         else:
             x = tl.load(x_row + cols)
-        m = tl.reduce(x, 0, _maximum).to(tl.float32)
-        s = _sum(
-            tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E), COMPENSATED
-        )  # a chunk of all -inf: m = -inf, s = 0
+        m = tl.reduce(x, 0, _maximum).to(tl.float32)  # x in its storage dtype until _normalized
+        # a chunk of all -inf: m = -inf, s = 0
+        s = _sum(tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E), COMPENSATED)
     m_all, s_all = _exchange(m, s, slot_base, rank, C)
     m_row, s_row = _merge(m_all, s_all, COMPENSATED)
     # y = exp(x - M) / S from the x the block holds, one rounded exponential an element as in
