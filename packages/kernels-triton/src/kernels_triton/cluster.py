@@ -97,8 +97,10 @@ def _inbox_bytes(c: int) -> int:
 # thread's 64 elements take 32 registers, not the 64 of fp32, and 16384-element blocks of 8 warps
 # fit 4 to an SM in the forward, not 3. Triton would widen a whole tensor at once wherever a
 # 16-bit value meets fp32 arithmetic, so the steps after the exchange widen a pair at a time in
-# inline asm. WIDEN_PAIR: the PTX that widens the pair in register {x} into fp32 {lo} and {hi},
-# by the PTX name of the 16-bit type.
+# inline asm. On an H100 the 16-bit forward got up to 7% faster for it where a launch takes
+# more than one wave, and 3-4% slower (0.3-0.5 us) where it fits one (16-32 rows of 65536-131072;
+# measurements/2026-11-27-h100/held-16bit/). WIDEN_PAIR: the PTX that widens the pair in
+# register {x} into fp32 {lo} and {hi}, by the PTX name of the 16-bit type.
 WIDEN_PAIR = {
     "bf16": "shl.b32 {lo}, {x}, 16; and.b32 {hi}, {x}, 0xffff0000;",  # a bf16 is its fp32's high half
     "f16": "{{ .reg .b16 l16, h16; mov.b32 {{l16, h16}}, {x}; cvt.f32.f16 {lo}, l16; cvt.f32.f16 {hi}, h16; }}",
