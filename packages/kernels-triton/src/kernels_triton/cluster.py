@@ -138,10 +138,9 @@ def _widen(x):
     """x as fp32, a packed pair at a time: an asm the compiler may neither merge with another
     widening of x nor move ahead of the exchange, so that the backward holds y and dy packed
     across it."""
-    if x.dtype == tl.bfloat16:
-        return tl.inline_asm_elementwise(WIDEN_BF16, "=r,=r,r", [x], dtype=tl.float32, is_pure=False, pack=2)
-    elif x.dtype == tl.float16:
-        return tl.inline_asm_elementwise(WIDEN_FP16, "=r,=r,r", [x], dtype=tl.float32, is_pure=False, pack=2)
+    if x.dtype.is_bf16() or x.dtype.is_fp16():
+        asm: tl.constexpr = WIDEN_BF16 if x.dtype.is_bf16() else WIDEN_FP16
+        return tl.inline_asm_elementwise(asm, "=r,=r,r", [x], dtype=tl.float32, is_pure=False, pack=2)
     else:
         return x
 
@@ -151,13 +150,10 @@ def _normalized(x, m_row, inv_s):
     """exp(x - m_row) * inv_s in x's dtype: a 16-bit x a packed pair at a time (_normalized_asm),
     never all widened at once. (Triton widened every element before the first exponential: 80
     registers a thread where this takes 64, 16384 elements over 8 warps on sm_90.)"""
-    if x.dtype == tl.bfloat16:
+    if x.dtype.is_bf16() or x.dtype.is_fp16():
+        asm: tl.constexpr = NORMALIZED_BF16 if x.dtype.is_bf16() else NORMALIZED_FP16
         return tl.inline_asm_elementwise(
-            NORMALIZED_BF16, "=r,r,f,f,f,f", [x, m_row, inv_s], dtype=tl.bfloat16, is_pure=True, pack=2
-        )
-    elif x.dtype == tl.float16:
-        return tl.inline_asm_elementwise(
-            NORMALIZED_FP16, "=r,r,f,f,f,f", [x, m_row, inv_s], dtype=tl.float16, is_pure=True, pack=2
+            asm, "=r,r,f,f,f,f", [x, m_row, inv_s], dtype=x.dtype, is_pure=True, pack=2
         )
     else:
         return tl.exp2((x - m_row) * LOG2E) * inv_s
@@ -168,24 +164,9 @@ def _maximum(a, b):
     """max(a, b) in a's dtype. A 16-bit max is one instruction (max.bf16, max.f16: the other
     operand where one is NaN, as tl.maximum); widened to fp32 and back, its widening was shared
     with the sum's, which then held the chunk in fp32 as well."""
-    if a.dtype == tl.bfloat16:
-        return tl.inline_asm_elementwise(
-            asm="max.bf16 $0, $1, $2;",
-            constraints="=h,h,h",
-            args=[a, b],
-            dtype=tl.bfloat16,
-            is_pure=True,
-            pack=1,
-        )
-    elif a.dtype == tl.float16:
-        return tl.inline_asm_elementwise(
-            asm="max.f16 $0, $1, $2;",
-            constraints="=h,h,h",
-            args=[a, b],
-            dtype=tl.float16,
-            is_pure=True,
-            pack=1,
-        )
+    if a.dtype.is_bf16() or a.dtype.is_fp16():
+        asm: tl.constexpr = "max.bf16 $0, $1, $2;" if a.dtype.is_bf16() else "max.f16 $0, $1, $2;"
+        return tl.inline_asm_elementwise(asm, "=h,h,h", [a, b], dtype=a.dtype, is_pure=True, pack=1)
     else:
         return tl.maximum(a, b)
 
