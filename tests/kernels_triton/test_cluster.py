@@ -8,10 +8,15 @@ last one, both block widths (8192 and 16384 elements), rows off 16-byte boundari
 body and tail), one row and many, strided rows, every dtype, and non-finite and huge values, which
 must come out where torch puts them. Outputs are filled with NaN before each
 launch, so an element no block writes fails. On a CPU the kernels never run (the interpreter has
-no clusters), which the first test checks.
+no clusters), which the first test checks; they are compiled for sm_90 there instead, which checks
+their inline PTX and the registers their blocks are sized by.
 """
 
+import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -60,6 +65,48 @@ def test_never_on_a_cpu():
     for direction in ("fwd", "bwd"):
         for n in (cluster.MIN_COLS, cluster.MAX_COLS):
             assert not cluster.applies(direction, 1024, n, torch.float32, torch.device("cpu"))
+
+
+OFFLINE_CASES = {  # name: (direction, N, dtype), compiled as a launch on contiguous rows would
+    "fwd 262144 bf16": ("fwd", 262144, "bfloat16"),
+    "fwd 262144 fp16": ("fwd", 262144, "float16"),
+    "fwd 200000 fp32": ("fwd", 200000, "float32"),
+    "fwd 131072 bf16": ("fwd", 131072, "bfloat16"),
+    "fwd 50257 bf16, head and tail": ("fwd", 50257, "bfloat16"),
+    "bwd 131072 bf16": ("bwd", 131072, "bfloat16"),
+    "bwd 262144 fp16": ("bwd", 262144, "float16"),
+    "bwd 70001 fp32, head and tail": ("bwd", 70001, "float32"),
+}
+
+
+def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packed():
+    """Compiled for sm_90 by Triton's own ptxas (in a process without TRITON_INTERPRET): every
+    form's inline PTX assembles, the chunks move 16 bytes a load and a store, and 16-bit chunks
+    stay packed in registers, which the blocks are sized by (cluster._block): the 16-bit forward
+    past 131072 within its cap of 64 registers with at most 32 bytes spilled (widened to fp32
+    first, 136-176 bytes spilled), 8192-element blocks in at most 64 (widened: 80-96), the 16-bit
+    backward's in at most 128 (widened: 147-156). Counts under Triton 3.6 and 3.9."""
+    code = (
+        "import json, torch\n"
+        "from kernels_triton.offline import compile_cluster, memory_instructions, resources, sass\n"
+        f"cases = {OFFLINE_CASES!r}\n"
+        "found = {}\n"
+        "for name, (direction, n, dtype) in cases.items():\n"
+        "    compiled = compile_cluster(direction, n, getattr(torch, dtype))\n"
+        "    found[name] = {**resources(compiled), **memory_instructions(sass(compiled))}\n"
+        "print(json.dumps(found))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found.keys() == OFFLINE_CASES.keys()
+    for case, counts in found.items():
+        assert counts.get("LDG.E.128", 0) > 0 and counts.get("STG.E.128", 0) > 0, (case, counts)
+    for case in ("fwd 262144 bf16", "fwd 262144 fp16"):
+        assert found[case]["registers"] <= 64 and found[case]["stack"] <= 32, (case, found[case])
+    assert found["fwd 131072 bf16"]["registers"] <= 64, found["fwd 131072 bf16"]
+    assert found["bwd 131072 bf16"]["registers"] <= 128, found["bwd 131072 bf16"]
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])

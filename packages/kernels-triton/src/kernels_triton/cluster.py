@@ -466,6 +466,24 @@ def _packs(tensors: list[torch.Tensor]) -> int:
     return 0
 
 
+def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int):
+    """(kernel, constexprs, warps, register cap) of a launch of `direction` ("fwd", "bwd") on rows
+    of n_cols in `dtype`; vec as _packs gives it (0: rows of whole 16-byte packs). What
+    compiled_launch compiles, and kernels_triton.offline without a GPU."""
+    c = _cluster_size(n_cols)
+    chunk, warps, maxnreg = _block(n_cols, direction, dtype)
+    if direction == "fwd":
+        constexprs = {
+            "C": c,
+            "CHUNK": chunk,
+            "NEEDS_MASK": n_cols != c * chunk,
+            "COMPENSATED": dtype == torch.float32,
+            "VEC": vec,
+        }
+        return cluster_fwd_kernel, constexprs, warps, maxnreg
+    return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
+
+
 def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     """The compiled kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) for tensors laid out
     like `tensors` (2-D, unit column stride), and what a launch passes after the data pointers:
@@ -474,22 +492,10 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     exchange's mbarrier and slots past Triton's own shared memory."""
     first = tensors[0]
     m, n = first.shape
-    c = _cluster_size(n)
-    chunk, warps, maxnreg = _block(n, direction, first.dtype)
-    cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     strides = tuple(t.stride(0) for t in tensors)
-    if direction == "fwd":
-        kernel = cluster_fwd_kernel
-        constexprs = {
-            "C": c,
-            "CHUNK": chunk,
-            "NEEDS_MASK": n != c * chunk,
-            "COMPENSATED": first.dtype == torch.float32,
-            "VEC": _packs(tensors),
-        }
-    else:
-        kernel = cluster_bwd_kernel
-        constexprs = {"C": c, "CHUNK": chunk, "VEC": _packs(tensors)}
+    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, _packs(tensors))
+    c = constexprs["C"]
+    cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     specialization = (
         f"cluster_{direction}", n, strides, first.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors), c,
         tuple(constexprs.values()), warps, maxnreg,

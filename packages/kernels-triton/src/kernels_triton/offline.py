@@ -2,11 +2,13 @@
 
 The kernel is specialised as a launch on contiguous (M, N) tensors would specialise it
 (16-byte aligned pointers, integers divisible by 16 marked so, the constexprs of
-kernels_triton.launch.tile_meta) and compiled by Triton for the target (sm_90 by
-default) with its bundled ptxas. The interpreter never compiles: this is how a CPU
-machine checks the GPU-only side -- vector widths, L2 hints, spills -- before a GPU does.
+kernels_triton.launch.tile_meta, or of kernels_triton.cluster.kernel_for for the cluster
+kernels) and compiled by Triton for the target (sm_90 by default) with its bundled ptxas. The
+interpreter never compiles: this is how a CPU machine checks the GPU-only side -- vector
+widths, L2 hints, registers and spills, the cluster kernels' inline PTX -- before a GPU does.
 
     python -m kernels_triton.offline softmax_fwd 4096 600 bfloat16 --block 1024 --warps 4 [--sass]
+    python -m kernels_triton.offline cluster_fwd 256 262144 bfloat16
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from kernels_triton import cluster
 from kernels_triton.configs import INTERPRET, SoftmaxConfig
 from kernels_triton.kernels import KERNELS, STREAMS
 from kernels_triton.launch import tile_meta
@@ -55,13 +58,50 @@ def compile_for(name: str, M: int, N: int, dtype: torch.dtype, config: SoftmaxCo
     return triton.compile(source, target=GPUTarget("cuda", arch, 32), options={"num_warps": config.num_warps})
 
 
+def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90):
+    """The compiled cluster kernel of `direction` ("fwd", "bwd") that a launch on contiguous,
+    16-byte aligned rows of N columns would use (kernels_triton.cluster.compiled_launch)."""
+    if INTERPRET:
+        raise RuntimeError("compiling needs the kernels as Triton compiles them: unset TRITON_INTERPRET")
+    vec = 0 if N % 16 == 0 else 16 // dtype.itemsize  # cluster._packs of such rows
+    fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec)
+    signature, attrs = {}, {}
+    for i, arg in enumerate(fn.arg_names):
+        if arg.endswith("_ptr"):
+            signature[arg] = POINTER_TYPES[dtype]
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        elif arg in constexprs:
+            signature[arg] = "constexpr"
+        else:  # N and the row strides (N: contiguous rows), slot_base (never specialised)
+            signature[arg] = "i32"
+            if arg != "slot_base" and N % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    options = {"num_warps": warps, "num_stages": 1} | ({} if maxnreg is None else {"maxnreg": maxnreg})
+    source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
+    return triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
+
+
+def resources(compiled) -> dict[str, int]:
+    """Registers a thread and stack bytes a thread (spills) of a compiled kernel, from the
+    cuobjdump that Triton bundles."""
+    usage = _cuobjdump(compiled, "-res-usage")
+    return {
+        "registers": int(re.search(r"REG:(\d+)", usage)[1]),
+        "stack": int(re.search(r"STACK:(\d+)", usage)[1]),
+    }
+
+
 def sass(compiled) -> str:
     """The SASS of a compiled kernel, from the cuobjdump that Triton bundles."""
+    return _cuobjdump(compiled, "-sass")
+
+
+def _cuobjdump(compiled, flag: str) -> str:
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(compiled.asm["cubin"])
         f.flush()
-        return subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+        return subprocess.run([tool, flag, f.name], capture_output=True, text=True, check=True).stdout
 
 
 def memory_instructions(sass_text: str) -> dict[str, int]:
@@ -72,28 +112,41 @@ def memory_instructions(sass_text: str) -> dict[str, int]:
     return counts
 
 
+CLUSTER_KERNELS = {"cluster_fwd": "fwd", "cluster_bwd": "bwd"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kernels_triton.offline", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("kernel", choices=sorted(KERNELS))
+    parser.add_argument("kernel", choices=sorted(KERNELS) + sorted(CLUSTER_KERNELS))
     parser.add_argument("M", type=int)
     parser.add_argument("N", type=int)
     parser.add_argument("dtype", choices=[str(d)[6:] for d in POINTER_TYPES])
-    parser.add_argument("--block", type=int, required=True)
+    parser.add_argument("--block", type=int, help="the tile (the cluster kernels choose their own)")
     parser.add_argument("--warps", type=int, default=4)
     parser.add_argument("--l2-hints", action="store_true")
     parser.add_argument("--arch", type=int, default=90)
     parser.add_argument("--sass", action="store_true", help="print the whole SASS")
     args = parser.parse_args(argv)
-    config = SoftmaxConfig(args.block, args.warps, args.l2_hints)
-    compiled = compile_for(args.kernel, args.M, args.N, getattr(torch, args.dtype), config, args.arch)
+    dtype = getattr(torch, args.dtype)
+    if args.kernel in CLUSTER_KERNELS:
+        direction = CLUSTER_KERNELS[args.kernel]
+        longest = cluster.max_cols(direction, dtype)
+        if not cluster.MIN_COLS <= args.N <= longest:
+            parser.error(f"N: {args.kernel} takes {cluster.MIN_COLS} to {longest} columns in {args.dtype}")
+        compiled, what = compile_cluster(direction, args.N, dtype, args.arch), "cluster"
+    else:
+        if args.block is None:
+            parser.error(f"--block is required for {args.kernel}")
+        config = SoftmaxConfig(args.block, args.warps, args.l2_hints)
+        compiled, what = compile_for(args.kernel, args.M, args.N, dtype, config, args.arch), config
     text = sass(compiled)
     print(
         text
         if args.sass
-        else f"{args.kernel} {args.M}x{args.N} {args.dtype} {config}: "
-        f"shared {compiled.metadata.shared} B, {memory_instructions(text)}"
+        else f"{args.kernel} {args.M}x{args.N} {args.dtype} {what}: shared {compiled.metadata.shared} B, "
+        f"{resources(compiled)}, {memory_instructions(text)}"
     )
     return 0
 
