@@ -12,11 +12,7 @@ no clusters), which the first test checks; they are compiled for sm_90 there ins
 their inline PTX and the registers their blocks are sized by.
 """
 
-import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -79,7 +75,7 @@ OFFLINE_CASES = {  # name: (direction, N, dtype), compiled as a launch on contig
 }
 
 
-def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packed():
+def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packed(without_interpreter):
     """Compiled for sm_90 by Triton's own ptxas (in a process without TRITON_INTERPRET): every
     form's inline PTX assembles, the chunks move 16 bytes a load and a store, and 16-bit chunks
     stay packed in registers, which the blocks are sized by (cluster._block): the 16-bit forward
@@ -96,10 +92,7 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
         "    found[name] = {**resources(compiled), **memory_instructions(sass(compiled))}\n"
         "print(json.dumps(found))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    found = json.loads(run.stdout.strip().splitlines()[-1])
+    found = without_interpreter(code)
     assert found.keys() == OFFLINE_CASES.keys()
     for case, counts in found.items():
         assert counts.get("LDG.E.128", 0) > 0 and counts.get("STG.E.128", 0) > 0, (case, counts)

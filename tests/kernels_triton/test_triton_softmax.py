@@ -332,7 +332,7 @@ OFFLINE_CASES = {  # name: (kernel, M, N, dtype, config), as the committed picks
 }
 
 
-def test_kernels_compile_for_sm90_without_a_gpu():
+def test_kernels_compile_for_sm90_without_a_gpu(without_interpreter):
     """What the interpreter never checks, compiled here for sm_90 by Triton's own ptxas
     (in a process without TRITON_INTERPRET): every global load and store 16 bytes wide
     (rows of 600 included), no local memory (spills), and the looped path's L2 hints
@@ -345,10 +345,7 @@ def test_kernels_compile_for_sm90_without_a_gpu():
         "print(json.dumps({k: memory_instructions(sass(compile_for(n, m, c, getattr(torch, d), SoftmaxConfig(*cfg))))"
         " for k, (n, m, c, d, cfg) in cases.items()}))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    found = json.loads(run.stdout.strip().splitlines()[-1])
+    found = without_interpreter(code)
     for case, counts in found.items():
         hinted = OFFLINE_CASES[case][4][2]
         assert counts.get("LDG.E.128", 0) + counts.get("LDG.E.EL.128", 0) > 0, (case, counts)
