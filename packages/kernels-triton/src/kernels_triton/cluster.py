@@ -24,7 +24,9 @@ and the launch asks for that much more. Inline PTX is all the exchange needs (_e
 init, arrive and wait, a relaxed cluster barrier, mapa (a peer's address of a shared variable),
 st.async, ld.shared. A 16-bit chunk stays packed in registers, two values to one, and is
 widened a pair at a time, also in inline PTX (WIDEN_PAIR): so the forward's blocks of 16384
-fit four to an SM.
+fit four to an SM. An fp32 chunk's exponentials take the registers its x would, so the fp32
+forward holds exp(x - m) across the exchange and only rescales it after (HOLD_EXPS), where a
+launch of one wave waits on every instruction after the exchange.
 
 Rows that do not start on a 16-byte boundary (an odd N) are split into a head, a body of whole
 16-byte packs, which the blocks' chunks cover, and a tail, which the last block takes an element at
@@ -313,6 +315,7 @@ def cluster_fwd_kernel(
     NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
     COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (split_row._sum)
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (_split_row)
+    HOLD_EXPS: tl.constexpr,  # hold exp(x - m) in fp32 across the exchange, not x (see below)
 ):
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
@@ -326,10 +329,8 @@ def cluster_fwd_kernel(
         x = tl.load(x_ptr + x_start + tl.arange(0, CHUNK), mask=in_body, other=float("-inf"))
         x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
         m = tl.maximum(tl.reduce(x, 0, _maximum).to(tl.float32), tl.max(x_edges, axis=0))
-        shift = _shift(m)
-        s = _sum(tl.exp2((x.to(tl.float32) - shift) * LOG2E), COMPENSATED) + _sum(
-            tl.exp2((x_edges - shift) * LOG2E), COMPENSATED
-        )
+        e = tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E)
+        s = _sum(e, COMPENSATED) + _sum(tl.exp2((x_edges - _shift(m)) * LOG2E), COMPENSATED)
     else:
         cols = rank * CHUNK + tl.arange(0, CHUNK)
         if NEEDS_MASK:
@@ -338,13 +339,21 @@ def cluster_fwd_kernel(
             x = tl.load(x_row + cols)
         m = tl.reduce(x, 0, _maximum).to(tl.float32)  # x in its storage dtype until _normalized
         # a chunk of all -inf: m = -inf, s = 0
-        s = _sum(tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E), COMPENSATED)
+        e = tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E)
+        s = _sum(e, COMPENSATED)
     m_all, s_all = _exchange(m, s, slot_base, rank, C)
     m_row, s_row = _merge(m_all, s_all, COMPENSATED)
-    # y = exp(x - M) / S from the x the block holds, one rounded exponential an element as in
-    # F.softmax. An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf
-    # or NaN makes S NaN and the row NaN: torch's results.
-    y = _normalized(x, m_row, 1.0 / s_row)
+    # An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf or NaN makes
+    # S NaN and the row NaN: torch's results.
+    if HOLD_EXPS:
+        # y = exp(x - m) * (exp(m - M) / S): one multiply an element after the exchange, where a
+        # launch of one wave waits on it; the chunk's exponentials in fp32 registers. A chunk of
+        # all -inf: exp(m - M) = 0, so 0 * 0, not exp(0 - M) which may overflow.
+        y = e * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
+    else:
+        # y = exp(x - M) / S from the x the block holds, as in F.softmax: a 16-bit chunk stays
+        # packed across the exchange (half the registers of its exponentials)
+        y = _normalized(x, m_row, 1.0 / s_row)
     if VEC > 0:
         tl.store(y_ptr + y_start + tl.arange(0, CHUNK), y.to(y_ptr.dtype.element_ty), mask=in_body)
         y_edges = tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
@@ -479,6 +488,7 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int):
             "NEEDS_MASK": n_cols != c * chunk,
             "COMPENSATED": dtype == torch.float32,
             "VEC": vec,
+            "HOLD_EXPS": dtype == torch.float32,  # 16-bit: twice the registers of packed x
         }
         return cluster_fwd_kernel, constexprs, warps, maxnreg
     return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
