@@ -1,0 +1,90 @@
+# A probe: not part of any package.
+"""kernels_triton.cluster's forward in other block forms at launches of few rows (one wave): the
+chunk a block holds, its warps, a register cap, and whether it holds exp(x - m) across the
+exchange (HOLD_EXPS), the rest of the launch as the package builds it (cluster.kernel_for,
+launch.direct_launcher with the cluster metadata).
+
+    cluster_forms.py SHAPES DTYPES FORMS [ROUNDS]
+    e.g. cluster_forms.py 16x131072,32x65536 bfloat16 8192x4:0,8192x8:0,8192x8:1 3
+    (a form: CHUNKxWARPS[xMAXNREG]:HOLD; the first form is the baseline of the ratios)
+
+Device time: triton.testing.do_bench median, L2 flushed, the forms in turns for ROUNDS rounds,
+the median of the rounds. Each form's output is checked against float64 (largest error)."""
+
+import sys
+
+import torch
+import triton
+import triton.testing
+from kernels_triton import cluster, launch
+
+
+def parse(form):
+    shape, hold = form.split(":")
+    chunk, warps, *cap = (int(v) for v in shape.split("x"))
+    return chunk, warps, (cap[0] if cap else None), bool(int(hold))
+
+
+def make(tensors, chunk, warps, maxnreg, hold):
+    m, n = tensors[0].shape
+    kernel, const, _, _ = cluster.kernel_for("fwd", n, tensors[0].dtype, cluster._packs(tensors))
+    c = triton.next_power_of_2(triton.cdiv(n, chunk))
+    const = dict(const, C=c, CHUNK=chunk, NEEDS_MASK=n != c * chunk, HOLD_EXPS=hold)
+    strides = [t.stride(0) for t in tensors]
+    cap = {} if maxnreg is None else {"maxnreg": maxnreg}
+    compiled = kernel.warmup(
+        *tensors, n, *strides, 0, **const, grid=(1,), num_warps=warps, num_stages=1, **cap
+    )
+    compiled._init_handles()
+    slot_base = -(-compiled.metadata.shared // 16) * 16
+    plan = launch.direct_launcher(
+        compiled, (m, 1, 1), len(tensors), (n, *strides, slot_base, *const.values()), tensors[0].get_device(),
+        packed_metadata=(warps, c, slot_base + 8 + 8 * c),
+    )  # fmt: skip
+    return plan, compiled, c
+
+
+def main():
+    shapes = [tuple(int(v) for v in s.split("x")) for s in sys.argv[1].split(",")]
+    dtypes = [getattr(torch, d) for d in sys.argv[2].split(",")]
+    forms = sys.argv[3].split(",")
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    for m, n in shapes:
+        for dtype in dtypes:
+            x = (torch.randn((m, n), device="cuda") * 5).to(dtype)
+            x[:, -1] = 40
+            y = torch.empty_like(x)
+            ref = torch.softmax(x.double(), -1)
+            plans, notes, times = {}, {}, {}
+            for form in forms:
+                chunk, warps, maxnreg, hold = parse(form)
+                c = triton.next_power_of_2(triton.cdiv(n, chunk))
+                if not 2 <= c <= cluster.MAX_CLUSTER:
+                    continue
+                plans[form], compiled, c = make([x, y], chunk, warps, maxnreg, hold)
+                y.fill_(float("nan"))
+                plans[form](x, y)
+                torch.cuda.synchronize()
+                err = (y.double() - ref).abs().max().item()
+                notes[form] = f"C={c} regs={compiled.n_regs} spills={compiled.n_spills} err={err:.1e}"
+                times[form] = []
+            for _ in range(rounds):
+                for form, plan in plans.items():
+                    times[form].append(
+                        triton.testing.do_bench(lambda p=plan, x=x, y=y: p(x, y), return_mode="median") * 1e3
+                    )
+            gb = 2 * x.numel() * x.element_size() / 1e3
+            base = None
+            print(f"fwd {m}x{n} {str(dtype)[6:]}", flush=True)
+            for form, ts in times.items():
+                t = sorted(ts)[len(ts) // 2]
+                base = base or t
+                print(
+                    f"  {form:>14} {t:8.2f} us {gb / t:7.0f} GB/s /first {t / base:.3f}  {notes[form]}"
+                    f"  rounds {' '.join(f'{v:.2f}' for v in ts)}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
