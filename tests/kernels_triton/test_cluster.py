@@ -5,14 +5,16 @@ kernels_triton takes them on sm_90 for rows of 32768 to 262144 elements (the fp3
 131072): the forward at any row count, the backward in launches of at least cluster.MIN_BYTES.
 The kernels themselves (launch.cluster_plan) are tested at any size: whole chunks and a ragged
 last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
-body and tail), one row and many, strided rows, every dtype, and non-finite and huge values, which
-must come out where torch puts them. Outputs are filled with NaN before each
-launch, so an element no block writes fails. On a CPU the kernels never run (the interpreter has
+body and tail), one row and many, strided rows, every dtype, the forward's forms for launches of
+one wave and of many, and non-finite and huge values, which must come out where torch puts them.
+Outputs are filled with NaN before each launch, so an element no block writes fails. On a CPU the kernels never run (the interpreter has
 no clusters), which the first test checks; they are compiled for sm_90 there instead, which checks
 their inline PTX and the registers their blocks are sized by.
 """
 
 import math
+from contextlib import nullcontext
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -36,10 +38,20 @@ def backward_poisoned(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor | None
     return dx
 
 
-def forward_poisoned(x: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
+# The forward's two forms (cluster._block): as if the GPU had SMs enough for any launch to fit one
+# wave, or a single SM, so that every launch takes many waves' form.
+SMS = {"one wave": 10**6, "many waves": 1}
+
+
+def forward_poisoned(
+    x: torch.Tensor, y: torch.Tensor | None = None, waves: str | None = None
+) -> torch.Tensor:
+    """y = softmax(x) by the cluster kernel, y filled with NaN first; waves: the form of SMS
+    (None: the form the GPU's SM count gives the launch)."""
     y = torch.empty_like(x) if y is None else y
     y.fill_(math.nan)
-    launch.cluster_plan("fwd", [x, y], *x.shape, any_size=True)
+    with mock.patch.object(cluster, "_sm_count", lambda index: SMS[waves]) if waves else nullcontext():
+        launch.cluster_plan("fwd", [x, y], *x.shape, any_size=True)
     return y
 
 
@@ -63,16 +75,18 @@ def test_never_on_a_cpu():
             assert not cluster.applies(direction, 1024, n, torch.float32, torch.device("cpu"))
 
 
-OFFLINE_CASES = {  # name: (direction, N, dtype), compiled as a launch on contiguous rows would
-    "fwd 262144 bf16": ("fwd", 262144, "bfloat16"),
-    "fwd 262144 fp16": ("fwd", 262144, "float16"),
-    "fwd 200000 fp32": ("fwd", 200000, "float32"),
-    "fwd 131072 bf16": ("fwd", 131072, "bfloat16"),
-    "fwd 131072 fp32": ("fwd", 131072, "float32"),
-    "fwd 50257 bf16, head and tail": ("fwd", 50257, "bfloat16"),
-    "bwd 131072 bf16": ("bwd", 131072, "bfloat16"),
-    "bwd 262144 fp16": ("bwd", 262144, "float16"),
-    "bwd 70001 fp32, head and tail": ("bwd", 70001, "float32"),
+OFFLINE_CASES = {  # name: (direction, N, dtype, one wave), compiled as a launch on contiguous rows would
+    "fwd 262144 bf16": ("fwd", 262144, "bfloat16", False),
+    "fwd 262144 fp16": ("fwd", 262144, "float16", False),
+    "fwd 200000 fp32": ("fwd", 200000, "float32", False),
+    "fwd 131072 bf16": ("fwd", 131072, "bfloat16", False),
+    "fwd 131072 fp32": ("fwd", 131072, "float32", False),
+    "fwd 50257 bf16, head and tail": ("fwd", 50257, "bfloat16", False),
+    "fwd 131072 bf16, one wave": ("fwd", 131072, "bfloat16", True),
+    "fwd 262144 fp16, one wave": ("fwd", 262144, "float16", True),
+    "bwd 131072 bf16": ("bwd", 131072, "bfloat16", False),
+    "bwd 262144 fp16": ("bwd", 262144, "float16", False),
+    "bwd 70001 fp32, head and tail": ("bwd", 70001, "float32", False),
 }
 
 
@@ -83,15 +97,17 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     past 131072 within its cap of 64 registers with at most 32 bytes spilled (widened to fp32
     first, 136-176 bytes spilled), 8192-element blocks in at most 64 (widened: 80-96), the 16-bit
     backward's in at most 128 (widened: 147-156). Counts under Triton 3.6 and 3.9. The fp32
-    forward holds its exponentials across the exchange (HOLD_EXPS): one MUFU.EX2 an element of
-    its 64 a thread, and a few for the merge (taken again after the exchange: 129)."""
+    forward, and every forward of one wave, holds its exponentials across the exchange
+    (HOLD_EXPS): one MUFU.EX2 an element a thread, and a few for the merge (taken again after
+    the exchange: 129 for 64 elements); the one-wave form spills at most a word (Triton 3.6
+    none, 3.9 8 bytes at 262144 fp16)."""
     code = (
         "import json, torch\n"
         "from kernels_triton.offline import compile_cluster, memory_instructions, resources, sass\n"
         f"cases = {OFFLINE_CASES!r}\n"
         "found = {}\n"
-        "for name, (direction, n, dtype) in cases.items():\n"
-        "    compiled = compile_cluster(direction, n, getattr(torch, dtype))\n"
+        "for name, (direction, n, dtype, one_wave) in cases.items():\n"
+        "    compiled = compile_cluster(direction, n, getattr(torch, dtype), one_wave=one_wave)\n"
         "    text = sass(compiled)\n"
         "    found[name] = {**resources(compiled), **memory_instructions(text), 'ex2': text.count('MUFU.EX2')}\n"
         "print(json.dumps(found))\n"
@@ -104,16 +120,21 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
         assert found[case]["registers"] <= 64 and found[case]["stack"] <= 32, (case, found[case])
     assert found["fwd 131072 bf16"]["registers"] <= 64, found["fwd 131072 bf16"]
     assert found["bwd 131072 bf16"]["registers"] <= 128, found["bwd 131072 bf16"]
-    for case in ("fwd 131072 fp32", "fwd 200000 fp32"):
+    for case in ("fwd 131072 fp32", "fwd 200000 fp32", "fwd 262144 fp16, one wave"):
         assert 64 <= found[case]["ex2"] <= 80, (case, found[case])
+    assert 32 <= found["fwd 131072 bf16, one wave"]["ex2"] <= 48, found["fwd 131072 bf16, one wave"]
+    for case in ("fwd 131072 bf16, one wave", "fwd 262144 fp16, one wave"):
+        assert found[case]["stack"] <= 8, (case, found[case])
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
 @pytest.mark.parametrize("n", [65536, 200000])
-def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkeypatch, direction, n):
+@pytest.mark.parametrize("m", [2, 4096])  # a forward of one wave on 132 SMs, and of many
+def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkeypatch, direction, n, m):
     """The compiled-kernel index keys on the kernel's source and the specialization: the block's
     warps and register cap, which _block sets outside the kernel's source, must be in it, so that
-    a kernel compiled under another rule is never served. (No GPU: the lookup is intercepted.)"""
+    a kernel compiled under another rule is never served. (No GPU: the lookup is intercepted, and
+    the SM count is an H100's.)"""
     looked_up = []
 
     class Compiled:
@@ -124,10 +145,14 @@ def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkey
         return Compiled()
 
     monkeypatch.setattr(cluster.compiled_index, "load_or_compile", load_or_compile)
-    tensors = [torch.zeros((2, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
+    monkeypatch.setattr(cluster, "_sm_count", lambda index: 132)
+    tensors = [torch.zeros((m, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
     _, packed, _, _ = cluster.compiled_launch(direction, tensors)
-    chunk, warps, maxnreg = cluster._block(n, direction, torch.bfloat16)
+    one_wave = cluster.fits_one_wave(m, n, 132)
+    assert one_wave == (m == 2)
+    chunk, warps, maxnreg = cluster._block(n, direction, torch.bfloat16, one_wave)
     assert looked_up[0][-2:] == (warps, maxnreg)
+    assert warps == (8 if direction == "fwd" and one_wave or n > 131072 else 4)
     c = cluster._cluster_size(n)
     assert packed == (warps, c, 48 + 8 + 8 * c)  # Triton's 40 bytes rounded to 16, mbarrier, C pairs
 
@@ -254,9 +279,12 @@ def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     assert cluster._block(n, "fwd", dtype)[:2] == (16384, 8) and cluster._cluster_size(n) == 16
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
-    np.testing.assert_allclose(
-        forward_poisoned(x).cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
-    )
+    for waves in SMS:
+        np.testing.assert_allclose(
+            forward_poisoned(x, waves=waves).cpu().double().numpy(),
+            softmax_ref(x.cpu().double().numpy()),
+            **tolerance(dtype),
+        )
     y, dy = inputs(3, n, dtype, n)
     np.testing.assert_allclose(
         backward_poisoned(y, dy).cpu().double().numpy(), reference(y, dy), **tolerance(dtype)
@@ -270,12 +298,13 @@ def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     n=st.sampled_from([32768, 32776, 40000, 50257, 65536, 98304 + 5, 131072]),
     dtype=st.sampled_from(DTYPES),
     pad=st.sampled_from([0, 3, 8]),
+    waves=st.sampled_from(list(SMS)),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_forward_matches_float64(m, n, dtype, pad, seed):
+def test_forward_matches_float64(m, n, dtype, pad, waves, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     x = (torch.randn((m, n + pad), generator=g, device="cuda") * 4).to(dtype)[:, pad:]
-    y = forward_poisoned(x, torch.empty((m, n + pad), dtype=dtype, device="cuda")[:, pad:])
+    y = forward_poisoned(x, torch.empty((m, n + pad), dtype=dtype, device="cuda")[:, pad:], waves)
     np.testing.assert_allclose(
         y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
     )
@@ -286,7 +315,8 @@ def test_forward_matches_float64(m, n, dtype, pad, seed):
 # 16-byte aligned rows; rows with a head and a tail; past 131072 (16384-element blocks)
 @pytest.mark.parametrize("n", [70000, 70001, 200001])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n):
+@pytest.mark.parametrize("waves", list(SMS))
+def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n, waves):
     """Rows whose maximum is first, last or repeated, huge finite magnitudes (up to the dtype's
     largest), a chunk of all -inf, and rows of -inf, +inf or NaN: torch's results, NaN included."""
     big = torch.finfo(dtype).max
@@ -303,7 +333,7 @@ def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n):
     x[7, 123] = math.inf
     x[8, n - 1] = math.nan  # with n = 70001: in the tail, which its block holds beside no other element
     x[9, :] = 0  # every element equal
-    y = forward_poisoned(x)
+    y = forward_poisoned(x, waves=waves)
     expected = torch.softmax(x.double(), -1)
     torch.testing.assert_close(y.double(), expected, equal_nan=True, **tolerance(dtype))
     assert y[6].isnan().all() and y[7].isnan().all() and y[8].isnan().all()
@@ -311,14 +341,15 @@ def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n):
 
 @pytest.mark.gpu
 @needs_sm90
-def test_forward_error_no_worse_than_torch():
+@pytest.mark.parametrize("waves", list(SMS))
+def test_forward_error_no_worse_than_torch(waves):
     """fp32, against float64: at most torch's own error on the same input (plus an ulp of the
     largest output: the order of summation differs), over every chunk of a 16-block row, the
     maximum first, last or repeated."""
     x = torch.randn((8, 131072), device="cuda") * 5
     x[0, 0], x[1, -1], x[2, ::4096] = 40, 40, 40
     expected = softmax_ref(x.cpu().double().numpy())
-    ours = forward_poisoned(x).cpu().double().numpy()
+    ours = forward_poisoned(x, waves=waves).cpu().double().numpy()
     theirs = torch.softmax(x, -1).cpu().double().numpy()
     ulp = float(np.spacing(np.float32(np.abs(expected).max())))
     err, torch_err = np.abs(ours - expected).max(), np.abs(theirs - expected).max()

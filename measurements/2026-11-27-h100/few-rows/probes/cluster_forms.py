@@ -9,9 +9,10 @@ launch.direct_launcher with the cluster metadata).
     (a form: CHUNKxWARPS[xMAXNREG]:HOLD; the first form is the baseline of the ratios)
 
 Device time: triton.testing.do_bench, L2 flushed, the forms in turns for ROUNDS rounds; each
-round's median and its mean of the middle 80% of the calls, the median of the rounds of each. (A
-CUDA event's time moves in steps of about 0.6 us at these sizes, so one launch's median is one
-of those steps; the trimmed mean is not. Run b printed the medians only.)
+round's median and its mean of the middle 80% of the calls, the median of the rounds of each.
+(Run b printed the medians only. Its rounds of one form moved by about 0.6 us at 7-13 us, whole
+rounds at a time; the trimmed mean was added in case the medians sat on steps of the event
+timer, which they do not: the sweep's medians move by 32 ns.)
 Each form's output is checked against float64 (largest error)."""
 
 import sys

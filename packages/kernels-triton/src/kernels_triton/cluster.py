@@ -411,14 +411,40 @@ def _capable(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index)[0] == 9
 
 
-def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+# A forward launch of at most this many blocks an SM takes the one-wave form of _block (whose
+# 8-warp blocks fit 5 an SM at 48-61 registers, 3 at the cap of 80).
+ONE_WAVE_BLOCKS_PER_SM = 4
+
+
+def fits_one_wave(n_rows: int, n_cols: int, sm_count: int) -> bool:
+    """Whether a forward launch over n_rows rows of n_cols takes its one-wave form (_block)."""
+    return n_rows * _cluster_size(n_cols) <= ONE_WAVE_BLOCKS_PER_SM * sm_count
+
+
+def _block(
+    n_cols: int, direction: str, dtype: torch.dtype, one_wave: bool = False
+) -> tuple[int, int, int | None]:
     """(chunk, warps, register cap) of a block: 64 elements a thread of x (forward), of y and dy
     (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384 over 8 warps, its registers
     capped so that blocks share an SM: forward 4 in 16 bits (64 a thread: the chunk is held
     packed), 3 in fp32 (80), backward 2 (128). Uncapped, the compiler took more and fit one block
     fewer an SM: 10-14% slower on an H100 (measurements/2026-11-27-h100/cluster-reread/, call h);
     the 16-bit forward at 64 rather than 80 was 2-8% faster where a row's blocks do not all hold
-    data (512x200000, 64x262144) and level at 256x262144 (held-16bit/, call b)."""
+    data (512x200000, 64x262144) and level at 256x262144 (held-16bit/, call b).
+
+    A forward launch of one wave (fits_one_wave) waits on its slowest block's instructions, not on
+    how many blocks share an SM: its blocks take 8 warps (32 elements a thread, shorter chains)
+    and hold their exponentials across the exchange in every dtype (kernel_for). On an H100
+    that was 0.85-0.95 of the time at 1-32 rows of 131072 and 16-64 of 65536 in bf16, 0.89-1.00
+    in fp32, 0.86 at 16x262144 bf16, and level to 6% slower past one wave (measurements/
+    2026-11-27-h100/few-rows/, call c)."""
+    if direction == "fwd" and one_wave:
+        return (8192, 8, None) if n_cols <= 8192 * MAX_CLUSTER else (16384, 8, 80)
     if n_cols <= 8192 * MAX_CLUSTER:
         return 8192, 4, None
     if direction == "bwd":
@@ -475,12 +501,12 @@ def _packs(tensors: list[torch.Tensor]) -> int:
     return 0
 
 
-def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int):
+def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int, one_wave: bool = False):
     """(kernel, constexprs, warps, register cap) of a launch of `direction` ("fwd", "bwd") on rows
-    of n_cols in `dtype`; vec as _packs gives it (0: rows of whole 16-byte packs). What
-    compiled_launch compiles, and kernels_triton.offline without a GPU."""
+    of n_cols in `dtype`; vec as _packs gives it (0: rows of whole 16-byte packs); one_wave as
+    fits_one_wave gives it. What compiled_launch compiles, and kernels_triton.offline without a GPU."""
     c = _cluster_size(n_cols)
-    chunk, warps, maxnreg = _block(n_cols, direction, dtype)
+    chunk, warps, maxnreg = _block(n_cols, direction, dtype, one_wave)
     if direction == "fwd":
         constexprs = {
             "C": c,
@@ -488,7 +514,8 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int):
             "NEEDS_MASK": n_cols != c * chunk,
             "COMPENSATED": dtype == torch.float32,
             "VEC": vec,
-            "HOLD_EXPS": dtype == torch.float32,  # 16-bit: twice the registers of packed x
+            # 16-bit: twice the registers of packed x, which one wave can spare (_block)
+            "HOLD_EXPS": dtype == torch.float32 or one_wave,
         }
         return cluster_fwd_kernel, constexprs, warps, maxnreg
     return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
@@ -503,7 +530,8 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     first = tensors[0]
     m, n = first.shape
     strides = tuple(t.stride(0) for t in tensors)
-    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, _packs(tensors))
+    single_wave = fits_one_wave(m, n, _sm_count(first.get_device()))
+    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, _packs(tensors), single_wave)
     c = constexprs["C"]
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     specialization = (

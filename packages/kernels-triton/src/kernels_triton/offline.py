@@ -8,7 +8,7 @@ interpreter never compiles: this is how a CPU machine checks the GPU-only side -
 widths, L2 hints, registers and spills, the cluster kernels' inline PTX -- before a GPU does.
 
     python -m kernels_triton.offline softmax_fwd 4096 600 bfloat16 --block 1024 --warps 4 [--sass]
-    python -m kernels_triton.offline cluster_fwd 256 262144 bfloat16
+    python -m kernels_triton.offline cluster_fwd 256 262144 bfloat16 [--sms 132]
 """
 
 from __future__ import annotations
@@ -58,13 +58,14 @@ def compile_for(name: str, M: int, N: int, dtype: torch.dtype, config: SoftmaxCo
     return triton.compile(source, target=GPUTarget("cuda", arch, 32), options={"num_warps": config.num_warps})
 
 
-def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90):
+def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90, one_wave: bool = False):
     """The compiled cluster kernel of `direction` ("fwd", "bwd") that a launch on contiguous,
-    16-byte aligned rows of N columns would use (kernels_triton.cluster.compiled_launch)."""
+    16-byte aligned rows of N columns would use (kernels_triton.cluster.compiled_launch); one_wave:
+    a forward launch that cluster.fits_one_wave."""
     if INTERPRET:
         raise RuntimeError("compiling needs the kernels as Triton compiles them: unset TRITON_INTERPRET")
     vec = 0 if N % 16 == 0 else 16 // dtype.itemsize  # cluster._packs of such rows
-    fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec)
+    fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec, one_wave)
     signature, attrs = {}, {}
     for i, arg in enumerate(fn.arg_names):
         if arg.endswith("_ptr"):
@@ -127,15 +128,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warps", type=int, default=4)
     parser.add_argument("--l2-hints", action="store_true")
     parser.add_argument("--arch", type=int, default=90)
+    parser.add_argument("--sms", type=int, default=132, help="SMs of the GPU (cluster_fwd: one wave?)")
     parser.add_argument("--sass", action="store_true", help="print the whole SASS")
     args = parser.parse_args(argv)
     dtype = getattr(torch, args.dtype)
     if args.kernel in CLUSTER_KERNELS:
+        if args.sms < 1:
+            parser.error("--sms: at least 1")
         direction = CLUSTER_KERNELS[args.kernel]
         longest = cluster.max_cols(direction, dtype)
         if not cluster.MIN_COLS <= args.N <= longest:
             parser.error(f"N: {args.kernel} takes {cluster.MIN_COLS} to {longest} columns in {args.dtype}")
-        compiled, what = compile_cluster(direction, args.N, dtype, args.arch), "cluster"
+        one_wave = cluster.fits_one_wave(args.M, args.N, args.sms)
+        compiled = compile_cluster(direction, args.N, dtype, args.arch, one_wave)
+        what = "cluster, one wave" if one_wave and direction == "fwd" else "cluster"
     else:
         if args.block is None:
             parser.error(f"--block is required for {args.kernel}")
