@@ -7,9 +7,10 @@ The kernels themselves (launch.cluster_plan) are tested at any size: whole chunk
 last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
 body and tail), one row and many, strided rows, every dtype, the forward's forms for launches of
 one wave and of many, and non-finite and huge values, which must come out where torch puts them.
-Outputs are filled with NaN before each launch, so an element no block writes fails. On a CPU the kernels never run (the interpreter has
-no clusters), which the first test checks; they are compiled for sm_90 there instead, which checks
-their inline PTX and the registers their blocks are sized by.
+Outputs are filled with NaN before each launch, so an element no block writes fails. On a CPU the
+kernels never run (the interpreter has no clusters), which the first test checks; they are
+compiled for sm_90 there instead, which checks their inline PTX and the registers their blocks
+are sized by.
 """
 
 import math

@@ -35,7 +35,8 @@ took far more registers.
 
 Where it is used (kernels_triton.launch), on sm_90, for rows of 32768 to 262144 columns. A
 block holds one chunk: 8192 elements over 4 warps for rows of up to 16 * 8192 columns, 16384 over
-8 warps with capped registers for longer ones (_block); C = ceil(N / chunk) rounded up to a power
+8 warps with capped registers for longer ones, and a forward launch that fits one wave of blocks
+takes 8 warps a block with its exponentials held (_block); C = ceil(N / chunk) rounded up to a power
 of two (a block past the row's end reads nothing and adds nothing; 16-block clusters are a
 non-portable size, which H100 and H200 allow):
 - the forward at any row count. With the exchange by st.async it was faster than the split-row
