@@ -82,6 +82,9 @@ def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
         (65536, 600, "bfloat16", "softmax_backward_fused", 0, None),
         (1024, 8192, "float32", "softmax_backward_fused", 0, None),
         (1024, 131072, "float32", "softmax_backward_cluster", 8, 0),  # 64 KB chunks: one block an SM
+        (128, 131072, "float32", "softmax_backward_cluster", 16, 0),  # few rows: not one block an SM
+        (16, 131072, "float32", "softmax_backward_cluster", 16, 0),
+        (16, 65536, "float32", "softmax_backward_cluster", 8, 0),  # 8-block chunks share an SM
         (1024, 131072, "bfloat16", "softmax_backward_cluster", 8, 0),
         (256, 262144, "float32", "softmax_backward_cluster", 16, bw.CLUSTER_DY_PACKS),  # 128 KB in 8
         (256, 262144, "bfloat16", "softmax_backward_cluster", 16, 0),  # not one 16-bit block an SM

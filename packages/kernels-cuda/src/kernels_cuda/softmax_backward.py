@@ -62,6 +62,12 @@ class BackwardConfig:
     cluster_dy_in_registers: in 16-block clusters whose two chunks would take more than half of
         a block's shared memory (one block an SM), the threads hold dy's chunk in registers
         (CLUSTER_DY_PACKS packs a thread at most) and two blocks share an SM.
+    lone_block_rows_f32: fp32 launches of at most this many rows take no cluster size whose
+        chunks leave one block an SM, as 16-bit ones never do (plan_cluster). At 131072 columns
+        (8-block clusters of 128 KB a block) 16-block clusters were 0.91-0.95 of the time at 1,
+        16, 32 and 64 rows on an H100, 0.98 at 128, but 1.09 at 8 rows
+        (measurements/2026-11-27-h100/cuda-bwd-few-rows/) and 1.0075 at 1024 (534 against 530 us,
+        2026-11-26-h100/backward-dy-in-registers/).
     """
 
     fused_max_row_bytes: int = 32 * 1024
@@ -70,6 +76,7 @@ class BackwardConfig:
     cluster_size: int = 8
     cluster_dy_in_registers: bool = True
     max_cluster: int = 16
+    lone_block_rows_f32: int = 128
 
 
 AUTO = BackwardConfig()
@@ -162,11 +169,14 @@ def plan_cluster(
         return None
 
     # The configured size if its chunks fit, else the smallest larger one that fits, else the
-    # largest. In 16-bit types, not one whose chunks leave one block an SM: their elements cost a
-    # block as much arithmetic as fp32 ones, for half the bytes, and while a lone block computes,
-    # none of its SM's loads are in flight.
+    # largest. Not one whose chunks leave one block an SM in 16-bit types, nor in fp32 launches of
+    # up to cfg.lone_block_rows_f32 rows: while a lone block computes, none of its SM's loads are
+    # in flight, and a 16-bit element costs a block as much arithmetic as an fp32 one for half the
+    # bytes. (Longer fp32 launches keep them: 8-block clusters of one block an SM fill 128 SMs,
+    # 16-block ones of three fill 112, as a cluster stays inside a GPC.)
     def preferred(c: int, k: int) -> bool:
-        return c >= cfg.cluster_size and (size == 4 or shared(c, k) <= device.max_shared_per_block // 2)
+        lone = shared(c, k) > device.max_shared_per_block // 2
+        return c >= cfg.cluster_size and not (lone and (size < 4 or M <= cfg.lone_block_rows_f32))
 
     c, chunk = next(((c, k) for c, k in fitting if preferred(c, k)), fitting[-1])
     return sm.Launch(
