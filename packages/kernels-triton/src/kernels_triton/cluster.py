@@ -25,8 +25,8 @@ init, arrive and wait, a relaxed cluster barrier, mapa (a peer's address of a sh
 st.async, ld.shared. A 16-bit chunk stays packed in registers, two values to one, and is
 widened a pair at a time, also in inline PTX (WIDEN_PAIR): so the forward's blocks of 16384
 fit four to an SM. An fp32 chunk's exponentials take the registers its x would, so the fp32
-forward holds exp(x - m) across the exchange and only rescales it after (HOLD_EXPS), as does
-every forward launch of one wave, which waits on every instruction after the exchange.
+forward holds exp(x - m) across the exchange and only rescales it after (HOLD_EXPS), where a
+launch of one wave waits on every instruction after the exchange.
 
 Rows that do not start on a 16-byte boundary (an odd N) are split into a head, a body of whole
 16-byte packs, which the blocks' chunks cover, and a tail, which the last block takes an element at
@@ -346,22 +346,18 @@ def cluster_fwd_kernel(
     m_row, s_row = _merge(m_all, s_all, COMPENSATED)
     # An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf or NaN makes
     # S NaN and the row NaN: torch's results.
-    # 1 / S by IEEE division: `/` compiles to div.full.f32, within 2 ulp, and the row's largest
-    # output, 1 / S itself, then erred more than torch's on 1 input in 40 (measurements/
-    # 2026-11-27-h100/held-exps/, calls o and p).
-    inv_s = tl.math.div_rn(1.0, s_row)
     if HOLD_EXPS:
         # y = exp(x - m) * (exp(m - M) / S): one multiply an element after the exchange, where a
         # launch of one wave waits on it; the chunk's exponentials in fp32 registers. A chunk of
-        # all -inf: exp(m - M) = 0, so 0 * 0, not exp(0 - M), which may overflow.
-        y = e * tl.math.div_rn(tl.exp2((m - m_row) * LOG2E), s_row)
+        # all -inf: exp(m - M) = 0, so 0 * 0, not exp(0 - M) which may overflow.
+        y = e * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
     else:
         # y = exp(x - M) / S from the x the block holds, as in F.softmax: a 16-bit chunk stays
         # packed across the exchange (half the registers of its exponentials)
-        y = _normalized(x, m_row, inv_s)
+        y = _normalized(x, m_row, 1.0 / s_row)
     if VEC > 0:
         tl.store(y_ptr + y_start + tl.arange(0, CHUNK), y.to(y_ptr.dtype.element_ty), mask=in_body)
-        y_edges = tl.exp2((x_edges - m_row) * LOG2E) * inv_s
+        y_edges = tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
         tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
     else:
         _store_chunk(y_row, cols, N, y, NEEDS_MASK)

@@ -386,17 +386,14 @@ def _split_fwd_kernel(
             # an element as in F.softmax (e * exp(m - M) / S below has two). An -inf element
             # writes 0; a row of all -inf (M = -inf) writes NaN, as torch does.
             y_row = y_ptr + row * y_row_stride
-            inv_s = tl.math.div_rn(1.0, s_row)  # IEEE division: `/` may be approximate (2 ulp)
-            _store_chunk(y_row, cols, N, tl.exp2((x - m_row) * LOG2E) * inv_s, NEEDS_MASK)
+            _store_chunk(y_row, cols, N, tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row), NEEDS_MASK)
         else:
             # 16-bit outputs round far above that difference. With PREFETCH the form above ran
             # 1.2-1.6x slower on an H100 (not understood; same registers offline), so the
             # chunk's own e is rescaled: y = e * exp(m - M) / S. A chunk whose max is -inf writes
             # e * 0 * S: 0, or NaN where a NaN made S NaN (tl.max passes over a NaN beside
             # nothing but -inf); a row of all -inf writes NaN.
-            scale = tl.where(
-                m == float("-inf"), 0.0 * s_row, tl.math.div_rn(tl.exp2((m - m_row) * LOG2E), s_row)
-            )
+            scale = tl.where(m == float("-inf"), 0.0 * s_row, tl.exp2((m - m_row) * LOG2E) / s_row)
             scale = tl.where(m_row == float("-inf"), float("nan"), scale)
             y_row = y_ptr + row * y_row_stride
             _store_chunk(y_row, cols, N, e * scale, NEEDS_MASK)
