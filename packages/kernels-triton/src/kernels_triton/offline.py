@@ -36,36 +36,35 @@ POINTER_TYPES = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16:
 def compile_for(name: str, M: int, N: int, dtype: torch.dtype, config: SoftmaxConfig, arch: int = 90):
     """The compiled kernel (Triton's CompiledKernel: .asm["ptx"], .asm["cubin"]) that a
     launch of KERNELS[name] on contiguous (M, N) tensors with `config` would use."""
-    if INTERPRET:
-        raise RuntimeError("compiling needs the kernels as Triton compiles them: unset TRITON_INTERPRET")
     fn = KERNELS[name]
     n_tensors = STREAMS[name] + 1
     integers = dict(zip(fn.arg_names[n_tensors:], [N] * n_tensors + [M, N]))  # row strides, M, N
+    integers["M"] = None  # never specialised (kernels.py)
     meta = tile_meta(config, M, N, [N] * n_tensors, dtype.itemsize)
-    signature, attrs, constexprs = {}, {}, {}
-    for i, arg in enumerate(fn.arg_names):
-        if arg.endswith("_ptr"):
-            signature[arg] = POINTER_TYPES[dtype]
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        elif arg in integers:  # M is never specialised (kernels.py)
-            signature[arg] = "i32"
-            if arg != "M" and integers[arg] % 16 == 0:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-        else:
-            signature[arg] = "constexpr"
-            constexprs[arg] = meta[arg]
-    source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", arch, 32), options={"num_warps": config.num_warps})
+    constexprs = {arg: meta[arg] for arg in fn.arg_names[n_tensors:] if arg not in integers}
+    return _compile(fn, dtype, constexprs, integers, arch, {"num_warps": config.num_warps})
 
 
 def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90, one_wave: bool = False):
     """The compiled cluster kernel of `direction` ("fwd", "bwd") that a launch on contiguous,
     16-byte aligned rows of N columns would use (kernels_triton.cluster.compiled_launch); one_wave:
     a forward launch that cluster.fits_one_wave."""
-    if INTERPRET:
-        raise RuntimeError("compiling needs the kernels as Triton compiles them: unset TRITON_INTERPRET")
     vec = 0 if N % 16 == 0 else 16 // dtype.itemsize  # cluster._packs of such rows
     fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec, one_wave)
+    # N and the row strides (N: contiguous rows); slot_base is never specialised (cluster.py)
+    integers = {arg: N for arg in fn.arg_names if not arg.endswith("_ptr") and arg not in constexprs}
+    integers["slot_base"] = None
+    options = {"num_warps": warps, "num_stages": 1} | ({} if maxnreg is None else {"maxnreg": maxnreg})
+    return _compile(fn, dtype, constexprs, integers, arch, options)
+
+
+def _compile(fn, dtype: torch.dtype, constexprs: dict, integers: dict, arch: int, options: dict):
+    """fn compiled for sm_`arch` as Triton's launcher specialises a launch on `dtype` tensors at
+    16-byte aligned addresses: every *_ptr argument a `dtype` pointer divisible by 16, the
+    `constexprs` by value, and each integer argument of `integers` marked divisible by 16 where
+    its value is (None: an argument the kernel asks Triton never to specialise)."""
+    if INTERPRET:
+        raise RuntimeError("compiling needs the kernels as Triton compiles them: unset TRITON_INTERPRET")
     signature, attrs = {}, {}
     for i, arg in enumerate(fn.arg_names):
         if arg.endswith("_ptr"):
@@ -73,11 +72,10 @@ def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90, 
             attrs[(i,)] = [["tt.divisibility", 16]]
         elif arg in constexprs:
             signature[arg] = "constexpr"
-        else:  # N and the row strides (N: contiguous rows), slot_base (never specialised)
+        else:
             signature[arg] = "i32"
-            if arg != "slot_base" and N % 16 == 0:
+            if integers[arg] is not None and integers[arg] % 16 == 0:
                 attrs[(i,)] = [["tt.divisibility", 16]]
-    options = {"num_warps": warps, "num_stages": 1} | ({} if maxnreg is None else {"maxnreg": maxnreg})
     source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
 
