@@ -14,6 +14,10 @@ fallback for a peer that never comes: the blocks of a cluster run together by co
 Each block reads its chunk once and writes its chunk once, so a row costs the least traffic there
 is (2 accesses per element forward, 3 backward). The partials: forward the chunk's (max m, sum
 of exp(x - m)), merged by the rescaling rule of split_row.py; backward the chunk's sum of y * dy.
+A forward that holds its exponentials across the exchange needs the chunk's max before them, so
+it reduces the chunk twice, the max and then the sum; one that takes them again after the
+exchange (16 bits, many waves) reduces (max, sum) pairs once (_partial), half the block
+barriers.
 
 How Triton builds it. Triton 3.6 compiles no row reduction with num_ctas > 1, so a kernel is
 compiled for one block and launched as a cluster by its own launcher, given num_ctas = C in the
@@ -175,6 +179,29 @@ def _maximum(a, b):
 
 
 @triton.jit
+def _pair(m1, s1, m2, s2):
+    """Two partials (m, sum of exp(x - m)) as one: each sum rescaled to the larger max. Relative
+    to _shift(m): two chunks of all -inf give (-inf, 0); a NaN sum stays NaN (NaN * 0)."""
+    m = tl.maximum(m1, m2)
+    shift = _shift(m)
+    return m, s1 * tl.exp2((m1 - shift) * LOG2E) + s2 * tl.exp2((m2 - shift) * LOG2E)
+
+
+@triton.jit
+def _partial(x, THREADS: tl.constexpr):
+    """The chunk's partial (m, s) by one reduction across threads, of (max, sum) pairs: each
+    thread's pair first, then a tree of pairs (_pair), one barrier or two where a block max and
+    then a block sum take two each. A thread holds R packs of PACK elements (16 bytes), THREADS *
+    PACK elements apart: Triton's layout of the chunk's 16-byte loads, so the reshape to [R,
+    THREADS, PACK] moves nothing and the reductions over axes 2 and 0 stay in the thread."""
+    PACK: tl.constexpr = 128 // x.dtype.primitive_bitwidth
+    x3 = tl.reshape(x, [x.shape[0] // (THREADS * PACK), THREADS, PACK])
+    m_t = tl.reduce(tl.reduce(x3, 2, _maximum), 0, _maximum).to(tl.float32)  # [THREADS]
+    e = tl.exp2((x3.to(tl.float32) - _shift(m_t)[None, :, None]) * LOG2E)
+    return tl.reduce((m_t, tl.sum(tl.sum(e, 2), 0)), 0, _pair)
+
+
+@triton.jit
 def _open_inbox(slot_base):
     """Thread 0 initialises the block's mbarrier (one arrival: its own, with the byte count);
     then every thread arrives on the cluster barrier, relaxed (_push waits on it)."""
@@ -317,6 +344,7 @@ def cluster_fwd_kernel(
     COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (split_row._sum)
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (_split_row)
     HOLD_EXPS: tl.constexpr,  # hold exp(x - m) in fp32 across the exchange, not x (see below)
+    THREADS: tl.constexpr,  # 32 * the launch's warps (_partial)
 ):
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
@@ -329,19 +357,29 @@ def cluster_fwd_kernel(
         y_start = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC)
         x = tl.load(x_ptr + x_start + tl.arange(0, CHUNK), mask=in_body, other=float("-inf"))
         x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
-        m = tl.maximum(tl.reduce(x, 0, _maximum).to(tl.float32), tl.max(x_edges, axis=0))
-        e = tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E)
-        s = _sum(e, COMPENSATED) + _sum(tl.exp2((x_edges - _shift(m)) * LOG2E), COMPENSATED)
     else:
         cols = rank * CHUNK + tl.arange(0, CHUNK)
         if NEEDS_MASK:
             x = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
         else:
             x = tl.load(x_row + cols)
-        m = tl.reduce(x, 0, _maximum).to(tl.float32)  # x in its storage dtype until _normalized
-        # a chunk of all -inf: m = -inf, s = 0
+    # The chunk's partial (m, s); a chunk of all -inf: m = -inf, s = 0. x stays in its storage
+    # dtype until _normalized.
+    if HOLD_EXPS:  # exponentials relative to the chunk's max, held: the max, then their sum
+        if VEC > 0:
+            m = tl.maximum(tl.reduce(x, 0, _maximum).to(tl.float32), tl.max(x_edges, axis=0))
+        else:
+            m = tl.reduce(x, 0, _maximum).to(tl.float32)
         e = tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E)
         s = _sum(e, COMPENSATED)
+        if VEC > 0:
+            s += _sum(tl.exp2((x_edges - _shift(m)) * LOG2E), COMPENSATED)
+    else:  # 16 bits, many waves: taken again after the exchange, so one reduction of pairs
+        m, s = _partial(x, THREADS)
+        if VEC > 0:
+            m_edges = tl.max(x_edges, axis=0)
+            s_edges = tl.sum(tl.exp2((x_edges - _shift(m_edges)) * LOG2E), axis=0)
+            m, s = _pair(m, s, m_edges, s_edges)
     m_all, s_all = _exchange(m, s, slot_base, rank, C)
     m_row, s_row = _merge(m_all, s_all, COMPENSATED)
     # An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf or NaN makes
@@ -517,6 +555,7 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int, one_wa
             "VEC": vec,
             # 16-bit: twice the registers of packed x, which one wave can spare (_block)
             "HOLD_EXPS": dtype == torch.float32 or one_wave,
+            "THREADS": 32 * warps,
         }
         return cluster_fwd_kernel, constexprs, warps, maxnreg
     return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
