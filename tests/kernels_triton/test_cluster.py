@@ -95,8 +95,8 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     """Compiled for sm_90 by Triton's own ptxas (in a process without TRITON_INTERPRET): every
     form's inline PTX assembles, the chunks move 16 bytes a load and a store, and 16-bit chunks
     stay packed in registers, which the blocks are sized by (cluster._block): the 16-bit forward
-    past 131072 within its cap of 64 registers with at most 32 bytes spilled (widened to fp32
-    first, 136-176 bytes spilled), 8192-element blocks in at most 64 (widened: 80-96), the 16-bit
+    past 131072 within its cap of 96 registers (4 warps, 128 elements a thread) with at most 32
+    bytes spilled (8 warps, 64 elements a thread, widened to fp32 first: 136-176 bytes spilled), 8192-element blocks in at most 64 (widened: 80-96), the 16-bit
     backward's in at most 128 (widened: 147-156). Counts under Triton 3.6 and 3.9. The fp32
     forward, and every forward of one wave, holds its exponentials across the exchange
     (HOLD_EXPS): one MUFU.EX2 an element a thread, and a few for the merge (taken again after
@@ -121,7 +121,7 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     for case, counts in found.items():
         assert counts.get("LDG.E.128", 0) > 0 and counts.get("STG.E.128", 0) > 0, (case, counts)
     for case in ("fwd 262144 bf16", "fwd 262144 fp16"):
-        assert found[case]["registers"] <= 64 and found[case]["stack"] <= 32, (case, found[case])
+        assert found[case]["registers"] <= 96 and found[case]["stack"] <= 32, (case, found[case])
     assert found["fwd 131072 bf16"]["registers"] <= 64, found["fwd 131072 bf16"]
     assert found["bwd 131072 bf16"]["registers"] <= 128, found["bwd 131072 bf16"]
     for case in ("fwd 131072 fp32", "fwd 200000 fp32", "fwd 262144 fp16, one wave"):
@@ -159,7 +159,7 @@ def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkey
     assert one_wave == (m == 2)
     chunk, warps, maxnreg = cluster._block(n, direction, torch.bfloat16, one_wave)
     assert looked_up[0][-2:] == (warps, maxnreg)
-    assert warps == (8 if direction == "fwd" and one_wave or n > 131072 else 4)
+    assert warps == (8 if (direction == "fwd" and one_wave) or (direction == "bwd" and n > 131072) else 4)
     c = cluster._cluster_size(n)
     assert packed == (warps, c, 48 + 8 + 8 * c)  # Triton's 40 bytes rounded to 16, mbarrier, C pairs
 
@@ -280,10 +280,11 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
 @pytest.mark.parametrize("n", [131073, 200000, 262144])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_past_131072_in_blocks_of_16384(dtype, n):
-    """Rows of 131073 to 262144 columns, both directions: 16 blocks of 16384 elements over 8 warps
-    with capped registers, the last blocks partly or wholly past the row's end; rows off 16-byte
-    boundaries (131073) included."""
-    assert cluster._block(n, "fwd", dtype)[:2] == (16384, 8) and cluster._cluster_size(n) == 16
+    """Rows of 131073 to 262144 columns, both directions: 16 blocks of 16384 elements with capped
+    registers (the 16-bit forward over 4 warps, the others over 8), the last blocks partly or
+    wholly past the row's end; rows off 16-byte boundaries (131073) included."""
+    warps = 4 if dtype != torch.float32 else 8
+    assert cluster._block(n, "fwd", dtype)[:2] == (16384, warps) and cluster._cluster_size(n) == 16
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
     for waves in SMS:

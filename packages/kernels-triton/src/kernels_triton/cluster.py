@@ -28,7 +28,7 @@ and the launch asks for that much more. Inline PTX is all the exchange needs (_e
 init, arrive and wait, a relaxed cluster barrier, mapa (a peer's address of a shared variable),
 st.async, ld.shared. A 16-bit chunk stays packed in registers, two values to one, and is
 widened a pair at a time, also in inline PTX (WIDEN_PAIR): so the forward's blocks of 16384
-fit four to an SM. An fp32 chunk's exponentials take the registers its x would, so the fp32
+fit five to an SM. An fp32 chunk's exponentials take the registers its x would, so the fp32
 forward holds exp(x - m) across the exchange and only rescales it after (HOLD_EXPS), where a
 launch of one wave waits on every instruction after the exchange.
 
@@ -38,8 +38,9 @@ a time (_split_row); read an element at a time, such rows moved 2 or 4 bytes a l
 took far more registers.
 
 Where it is used (kernels_triton.launch), on sm_90, for rows of 32768 to 262144 columns. A
-block holds one chunk: 8192 elements over 4 warps for rows of up to 16 * 8192 columns, 16384 over
-8 warps with capped registers for longer ones, and a forward launch that fits one wave of blocks
+block holds one chunk: 8192 elements over 4 warps for rows of up to 16 * 8192 columns, 16384 with
+capped registers for longer ones (over 4 warps in the 16-bit forward, 8 in the others), and a
+forward launch that fits one wave of blocks
 takes 8 warps a block with its exponentials held (_block); C = ceil(N / chunk) rounded up to a power
 of two (a block past the row's end reads nothing and adds nothing; 16-block clusters are a
 non-portable size, which H100 and H200 allow):
@@ -101,8 +102,8 @@ def _inbox_bytes(c: int) -> int:
 
 
 # 16-bit chunks stay packed, two values a 32-bit register, from their load to their store: a
-# thread's 64 elements take 32 registers, not the 64 of fp32, and 16384-element blocks of 8 warps
-# fit 4 to an SM in the forward, not 3. Triton would widen a whole tensor at once wherever a
+# thread's elements take half the registers of fp32 (16384-element blocks of 8 warps fit 4 to an
+# SM in the forward, not 3; of 4 warps, 5: _block). Triton would widen a whole tensor at once wherever a
 # 16-bit value meets fp32 arithmetic, so the steps after the exchange widen a pair at a time in
 # inline asm. On an H100 the 16-bit forward got up to 7% faster for it where a launch takes
 # more than one wave, and 3-4% slower (0.3-0.5 us) where it fits one (16-32 rows of 65536-131072;
@@ -469,12 +470,14 @@ def _block(
     n_cols: int, direction: str, dtype: torch.dtype, one_wave: bool = False
 ) -> tuple[int, int, int | None]:
     """(chunk, warps, register cap) of a block: 64 elements a thread of x (forward), of y and dy
-    (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384 over 8 warps, its registers
-    capped so that blocks share an SM: forward 4 in 16 bits (64 a thread: the chunk is held
-    packed), 3 in fp32 (80), backward 2 (128). Uncapped, the compiler took more and fit one block
-    fewer an SM: 10-14% slower on an H100 (measurements/2026-11-27-h100/cluster-reread/, call h);
-    the 16-bit forward at 64 rather than 80 was 2-8% faster where a row's blocks do not all hold
-    data (512x200000, 64x262144) and level at 256x262144 (held-16bit/, call b).
+    (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384, its registers capped so that
+    blocks share an SM: fp32 forward over 8 warps, 3 an SM (80 registers), backward over 8 warps,
+    2 (128). Uncapped, the compiler took more and fit one block fewer an SM: 10-14% slower on an
+    H100 (measurements/2026-11-27-h100/cluster-reread/, call h). The 16-bit forward holds its
+    chunk packed, 128 elements a thread over 4 warps in 64 registers of the cap of 96: 5 blocks an
+    SM, where 8 warps at 64 (64 elements a thread) fit 4 and spilled at 262144 columns. On an H100
+    that was 0.98-0.99 of the time at 128-1024 rows of 262144 columns, 0.93 at 300x147456, level
+    at 512x200000 (measurements/2026-11-27-h100/pair-reduce/, calls b, c).
 
     A forward launch of one wave (fits_one_wave) waits on its slowest block's instructions, not on
     how many blocks share an SM: its blocks take 8 warps (32 elements a thread, shorter chains)
@@ -488,7 +491,7 @@ def _block(
         return 8192, 4, None
     if direction == "bwd":
         return 16384, 8, 128
-    return 16384, 8, 80 if dtype == torch.float32 else 64
+    return (16384, 8, 80) if dtype == torch.float32 else (16384, 4, 96)
 
 
 def _cluster_size(n_cols: int) -> int:
