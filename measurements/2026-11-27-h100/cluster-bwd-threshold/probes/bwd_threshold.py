@@ -56,11 +56,13 @@ def main():
             for _ in range(rounds):
                 for form, min_bytes in FORMS.items():
                     use(min_bytes)
-                    fn = lambda: softmax_backward(y, dy)  # noqa: E731
+                    fn = lambda y=y, dy=dy: softmax_backward(y, dy)  # noqa: E731
                     fn()
                     dev[form].append(triton.testing.do_bench(fn, return_mode="median") * 1e3)
                     call[form].append(call_time(fn))
-            print(f"bwd {m}x{n} {str(dtype)[6:]}  ({3 * m * n * y.element_size() / 2**20:.1f} MiB)", flush=True)
+            print(
+                f"bwd {m}x{n} {str(dtype)[6:]}  ({3 * m * n * y.element_size() / 2**20:.1f} MiB)", flush=True
+            )
             base_dev = base_call = None
             for form in FORMS:
                 d, c = sorted(dev[form])[len(dev[form]) // 2], sorted(call[form])[len(call[form]) // 2]
