@@ -2,7 +2,7 @@
 float64.
 
 kernels_triton takes them on sm_90 for rows of 32768 to 262144 elements (the fp32 backward to
-131072): the forward at any row count, the backward in launches of at least cluster.MIN_BYTES.
+131072), both directions at any row count.
 The kernels themselves (launch.cluster_plan) are tested at any size: whole chunks and a ragged
 last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
 body and tail), one row and many, strided rows, every dtype, the forward's forms for launches of
@@ -166,7 +166,7 @@ def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkey
 
 @pytest.mark.gpu
 @needs_sm90
-def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_in_large_launches(monkeypatch):
+def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_at_any_row_count(monkeypatch):
     cuda = torch.device("cuda")
     for n, taken in (
         (16384, False),
@@ -178,11 +178,10 @@ def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_in_l
         (262144, True),
         (262145, False),
     ):
-        assert cluster.applies("bwd", 1024, n, torch.bfloat16, cuda) == taken, n
-        assert cluster.applies("bwd", 1024, n, torch.float32, cuda) == (taken and n <= 131072), n
-    rows = cluster.MIN_BYTES // (3 * 4 * 40000) + 1  # fp32 rows of 40000: just past MIN_BYTES
-    assert cluster.applies("bwd", rows, 40000, torch.float32, cuda)
-    assert not cluster.applies("bwd", rows - 1, 40000, torch.float32, cuda)
+        for rows in (1, 3, 1024):
+            assert cluster.applies("bwd", rows, n, torch.bfloat16, cuda) == taken, (rows, n)
+            assert cluster.applies("bwd", rows, n, torch.float32, cuda) == (taken and n <= 131072), (rows, n)
+    rows = 3
     planned = []
     compiled_launch = cluster.compiled_launch
     monkeypatch.setattr(cluster, "compiled_launch", lambda d, ts: planned.append(d) or compiled_launch(d, ts))

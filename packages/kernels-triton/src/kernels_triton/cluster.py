@@ -47,9 +47,11 @@ non-portable size, which H100 and H200 allow):
 - the forward at any row count. With the exchange by st.async it was faster than the split-row
   forward, which loads each program's next row while it exchanges the current one, at every
   shape timed on an H100 (measurements/2026-11-27-h100/cluster-reread/);
-- the backward in launches of at least MIN_BYTES, in fp32 up to 131072 columns (max_cols): on
-  an H100 faster there than the split-row and looped kernels, or level, at every row count timed
-  (measurements/2026-11-26-h100/triton-cluster-backward/, 2026-11-27-h100/cluster-reread/).
+- the backward at any row count, in fp32 up to 131072 columns (max_cols): on an H100 faster
+  than the split-row and looped kernels, or level, at every row count timed (measurements/
+  2026-11-26-h100/triton-cluster-backward/, 2026-11-27-h100/cluster-reread/); at launches of
+  1-64 rows 0.76-0.92 of their device time, the call time level within its spread between
+  rounds (2026-11-27-h100/cluster-bwd-threshold/).
 """
 
 from __future__ import annotations
@@ -74,12 +76,6 @@ from kernels_triton.split_row import (
 MAX_CLUSTER = 16
 MIN_COLS = 32768
 MAX_COLS = 16384 * MAX_CLUSTER  # but the fp32 backward: up to 8192 * MAX_CLUSTER (max_cols)
-# Launches that move fewer bytes (y, dy and dx) stay on the other kernels. Below this a call is
-# bound by the host, and a cluster launch costs the host more (cuLaunchKernelEx with cluster
-# attributes; for 16-block clusters Triton's launcher also sets the non-portable attribute each
-# launch): on an H100 the device time fell there but the call time rose (measurements/
-# 2026-11-26-h100/triton-cluster-backward/).
-MIN_BYTES = 16 * 1024 * 1024
 
 
 # The exchange. A block's shared memory past Triton's own (from slot_base, which the launch adds):
@@ -517,7 +513,6 @@ def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device
         and dtype in DTYPES
         and n_rows >= 1
         and MIN_COLS <= n_cols <= max_cols(direction, dtype)
-        and (direction == "fwd" or 3 * n_rows * n_cols * dtype.itemsize >= MIN_BYTES)
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
 
