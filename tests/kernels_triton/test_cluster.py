@@ -96,14 +96,14 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     form's inline PTX assembles, the chunks move 16 bytes a load and a store, and 16-bit chunks
     stay packed in registers, which the blocks are sized by (cluster._block): the 16-bit forward
     past 131072 within its cap of 96 registers (4 warps, 128 elements a thread) with at most 32
-    bytes spilled (8 warps, 64 elements a thread, widened to fp32 first: 136-176 bytes spilled), 8192-element blocks in at most 64 (widened: 80-96), the 16-bit
-    backward's in at most 128 (widened: 147-156). Counts under Triton 3.6 and 3.9. The fp32
+    bytes spilled (8 warps, 64 elements a thread, widened to fp32 first: 136-176 bytes spilled),
+    8192-element blocks in at most 64 (widened: 80-96), the 16-bit backward's in at most 128
+    (widened: 147-156). Counts under Triton 3.6 and 3.9. The fp32
     forward, and every forward of one wave, holds its exponentials across the exchange
     (HOLD_EXPS): one MUFU.EX2 an element a thread, and a few for the merge (taken again after
     the exchange: 129 for 64 elements); the one-wave form spills at most a word (Triton 3.6
     none, 3.9 8 bytes at 262144 fp16). The 16-bit forward of many waves reduces its chunk once,
-    (max, sum) pairs (cluster._partial): 3 block barriers, where a max and then a sum take 6 (5
-    under Triton 3.9)."""
+    (max, sum) pairs (cluster._partial): 3 block barriers, where a max and then a sum take 5 or 6."""
     code = (
         "import json, torch\n"
         "from kernels_triton.offline import compile_cluster, memory_instructions, resources, sass\n"

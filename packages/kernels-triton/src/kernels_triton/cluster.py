@@ -40,10 +40,9 @@ took far more registers.
 Where it is used (kernels_triton.launch), on sm_90, for rows of 32768 to 262144 columns. A
 block holds one chunk: 8192 elements over 4 warps for rows of up to 16 * 8192 columns, 16384 with
 capped registers for longer ones (over 4 warps in the 16-bit forward, 8 in the others), and a
-forward launch that fits one wave of blocks
-takes 8 warps a block with its exponentials held (_block); C = ceil(N / chunk) rounded up to a power
-of two (a block past the row's end reads nothing and adds nothing; 16-block clusters are a
-non-portable size, which H100 and H200 allow):
+forward launch that fits one wave of blocks takes 8 warps a block with its exponentials held
+(_block); C = ceil(N / chunk) rounded up to a power of two (a block past the row's end reads
+nothing and adds nothing; 16-block clusters are a non-portable size, which H100 and H200 allow):
 - the forward at any row count. With the exchange by st.async it was faster than the split-row
   forward, which loads each program's next row while it exchanges the current one, at every
   shape timed on an H100 (measurements/2026-11-27-h100/cluster-reread/);
@@ -99,9 +98,9 @@ def _inbox_bytes(c: int) -> int:
 
 # 16-bit chunks stay packed, two values a 32-bit register, from their load to their store: a
 # thread's elements take half the registers of fp32 (16384-element blocks of 8 warps fit 4 to an
-# SM in the forward, not 3; of 4 warps, 5: _block). Triton would widen a whole tensor at once wherever a
-# 16-bit value meets fp32 arithmetic, so the steps after the exchange widen a pair at a time in
-# inline asm. On an H100 the 16-bit forward got up to 7% faster for it where a launch takes
+# SM in the forward, not 3; of 4 warps, 5: _block). Triton would widen a whole tensor at once
+# wherever a 16-bit value meets fp32 arithmetic, so the steps after the exchange widen a pair at
+# a time in inline asm. On an H100 the 16-bit forward got up to 7% faster for it where a launch takes
 # more than one wave, and 3-4% slower (0.3-0.5 us) where it fits one (16-32 rows of 65536-131072;
 # measurements/2026-11-27-h100/held-16bit/). WIDEN_PAIR: the PTX that widens the pair in
 # register {x} into fp32 {lo} and {hi}, by the PTX name of the 16-bit type.
