@@ -51,7 +51,7 @@ def forward_poisoned(
     (None: the form the GPU's SM count gives the launch)."""
     y = torch.empty_like(x) if y is None else y
     y.fill_(math.nan)
-    with mock.patch.object(cluster, "_sm_count", lambda index: SMS[waves]) if waves else nullcontext():
+    with mock.patch.object(cluster, "num_sms", lambda index: SMS[waves]) if waves else nullcontext():
         launch.cluster_plan("fwd", [x, y], *x.shape, any_size=True)
     return y
 
@@ -98,11 +98,10 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     past 131072 within its cap of 96 registers (4 warps, 128 elements a thread) with at most 32
     bytes spilled (8 warps, 64 elements a thread, widened to fp32 first: 136-176 bytes spilled),
     8192-element blocks in at most 64 (widened: 80-96), the 16-bit backward's in at most 128
-    (widened: 147-156). Counts under Triton 3.6 and 3.9. The fp32
-    forward, and every forward of one wave, holds its exponentials across the exchange
-    (HOLD_EXPS): one MUFU.EX2 an element a thread, and a few for the merge (taken again after
-    the exchange: 129 for 64 elements); the one-wave form spills at most a word (Triton 3.6
-    none, 3.9 8 bytes at 262144 fp16). The 16-bit forward of many waves reduces its chunk once,
+    (widened: 147-156). Counts under Triton 3.6 and 3.9. The fp32 forward, and every forward of
+    one wave, holds its exponentials across the exchange (HOLD_EXPS): one MUFU.EX2 an element a
+    thread, and a few for the merge (taken again after the exchange: 129 for 64 elements); the
+    one-wave form spills at most a word (Triton 3.6 none, 3.9 8 bytes at 262144 fp16). The 16-bit forward of many waves reduces its chunk once,
     (max, sum) pairs (cluster._partial): 3 block barriers, where a max and then a sum take 5 or 6."""
     code = (
         "import json, torch\n"
@@ -152,7 +151,7 @@ def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkey
         return Compiled()
 
     monkeypatch.setattr(cluster.compiled_index, "load_or_compile", load_or_compile)
-    monkeypatch.setattr(cluster, "_sm_count", lambda index: 132)
+    monkeypatch.setattr(cluster, "num_sms", lambda index: 132)
     tensors = [torch.zeros((m, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
     _, packed, _, _ = cluster.compiled_launch(direction, tensors)
     one_wave = cluster.fits_one_wave(m, n, 132)

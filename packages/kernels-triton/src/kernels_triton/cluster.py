@@ -63,7 +63,7 @@ import triton
 import triton.language as tl
 
 from kernels_triton import compiled_index
-from kernels_triton.configs import DTYPES, INTERPRET
+from kernels_triton.configs import DTYPES, INTERPRET, num_sms
 from kernels_triton.kernels import LOG2E
 from kernels_triton.split_row import (
     _merge,
@@ -100,9 +100,9 @@ def _inbox_bytes(c: int) -> int:
 # thread's elements take half the registers of fp32 (16384-element blocks of 8 warps fit 4 to an
 # SM in the forward, not 3; of 4 warps, 5: _block). Triton would widen a whole tensor at once
 # wherever a 16-bit value meets fp32 arithmetic, so the steps after the exchange widen a pair at
-# a time in inline asm. On an H100 the 16-bit forward got up to 7% faster for it where a launch takes
-# more than one wave, and 3-4% slower (0.3-0.5 us) where it fits one (16-32 rows of 65536-131072;
-# measurements/2026-11-27-h100/held-16bit/). WIDEN_PAIR: the PTX that widens the pair in
+# a time in inline asm. On an H100 the 16-bit forward got up to 7% faster for it where a launch
+# takes more than one wave, and 3-4% slower (0.3-0.5 us) where it fits one (16-32 rows of
+# 65536-131072; measurements/2026-11-27-h100/held-16bit/). WIDEN_PAIR: the PTX that widens the pair in
 # register {x} into fp32 {lo} and {hi}, by the PTX name of the 16-bit type.
 WIDEN_PAIR = {
     "bf16": "shl.b32 {lo}, {x}, 16; and.b32 {hi}, {x}, 0xffff0000;",  # a bf16 is its fp32's high half
@@ -446,11 +446,6 @@ def _capable(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index)[0] == 9
 
 
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 # A forward launch of at most this many blocks an SM takes the one-wave form of _block (whose
 # 8-warp blocks fit 5 an SM at 48-61 registers, 3 at the cap of 80).
 ONE_WAVE_BLOCKS_PER_SM = 4
@@ -567,7 +562,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     first = tensors[0]
     m, n = first.shape
     strides = tuple(t.stride(0) for t in tensors)
-    single_wave = fits_one_wave(m, n, _sm_count(first.get_device()))
+    single_wave = fits_one_wave(m, n, num_sms(first.get_device()))
     kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, _packs(tensors), single_wave)
     c = constexprs["C"]
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}

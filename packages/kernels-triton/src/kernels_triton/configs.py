@@ -47,6 +47,15 @@ LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows above 2048, while they fi
 HINTED = ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
 
 
+@functools.cache
+def num_sms(device_index: int) -> int:
+    """SMs of the GPU; 1 for the interpreter (device index -1), which runs programs one after
+    another."""
+    if device_index >= 0:
+        return torch.cuda.get_device_properties(device_index).multi_processor_count
+    return 1
+
+
 @dataclass(frozen=True)
 class SoftmaxConfig:
     """One launch configuration.

@@ -43,7 +43,7 @@ import triton
 
 from kernels_triton import cluster, compiled_index, configs
 from kernels_triton import split_row as _split_row_module
-from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2
+from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2, num_sms
 from kernels_triton.kernels import KERNELS, STREAMS
 
 BYTES_IN_FLIGHT_PER_SM = 32 * 1024  # about memory bandwidth x latency / number of SMs on an H100
@@ -97,13 +97,6 @@ def split_row_applies(name: str, m: int, n: int, dtype: torch.dtype, device: tor
         and (m * n * dtype.itemsize >= SPLIT_ROW_MIN_BYTES or n > SPLIT_ROW_SMALL_MIN_COLS)
         and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
     )
-
-
-@functools.cache
-def num_sms(device_index: int) -> int:
-    if device_index >= 0:
-        return torch.cuda.get_device_properties(device_index).multi_processor_count
-    return 1  # the interpreter runs programs one after another
 
 
 @functools.cache

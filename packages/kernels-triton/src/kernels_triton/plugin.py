@@ -30,8 +30,7 @@ def _picks(kernel: str):
     def picks() -> list[dict]:
         import torch
 
-        from kernels_triton.configs import rows_per_sm
-        from kernels_triton.launch import num_sms
+        from kernels_triton.configs import num_sms, rows_per_sm
         from kernels_triton.softmax import autotune_picks
 
         b512 = rows_per_sm(512, num_sms(torch.cuda.current_device())) if torch.cuda.is_available() else None
