@@ -44,7 +44,10 @@ def _check_launch(
         assert launch.grid % spec.cluster == 0 and launch.grid // spec.cluster == min(
             M, variants.MAX_GRID // spec.cluster
         )
-        assert launch.shared_mem == chunk * arrays.ITEMSIZE[dtype] <= device.max_shared_per_block - 1024
+        if c["ITEMS"]:  # held in registers: every thread's packs cover the chunk
+            assert c["ITEMS"] * launch.block * vec >= chunk and launch.shared_mem == 0
+        else:
+            assert launch.shared_mem == chunk * arrays.ITEMSIZE[dtype] <= device.max_shared_per_block - 1024
     else:
         assert launch.shared_mem == 0 and launch.extra == ()
 
@@ -198,6 +201,27 @@ def test_auto_on_hopper_rows_past_32_kb_take_clusters_else_v3_while_it_holds_the
     assert odd.launch.spec.kernel == "softmax_fused" and dict(odd.launch.spec.constants)["VEC"] == 1
     past_v3 = variants.prepare((64, 20000), (20001, 1), "float32", -1, "auto", variants.H100, x_address=4)
     assert past_v3.launch.spec.kernel == "softmax_online"
+
+
+@pytest.mark.parametrize(
+    "M,N,dtype,items",
+    [
+        (16, 131072, "float32", 8),  # 16-block clusters of 8192: 2048 packs over 256 threads
+        (64, 50257, "float32", 4),  # chunks of 3144: 786 packs, rounded up to a power of two
+        (2048, 65536, "float32", 4),
+        (256, 262144, "float32", 0),  # 16 packs a thread: in shared memory
+        (300, 147456, "float32", 0),  # 9 packs, 16 once rounded up
+        (16, 131072, "bfloat16", 0),  # 16-bit chunks always in shared memory
+        (64, 50257, "bfloat16", 0),
+    ],
+)
+def test_v4_holds_fp32_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items):
+    launch = variants.plan("v4", M, N, dtype, variants.full_vec(dtype), variants.H100)
+    assert dict(launch.spec.constants)["ITEMS"] == items
+    assert (launch.shared_mem == 0) == (items > 0)
+    never = variants.AutoConfig(cluster_held_packs_f32=0)
+    launch = variants.plan("v4", M, N, dtype, variants.full_vec(dtype), variants.H100, never)
+    assert dict(launch.spec.constants)["ITEMS"] == 0 and launch.shared_mem > 0
 
 
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():

@@ -265,6 +265,37 @@ def test_cluster_rows_with_odd_lengths_keep_extremes_at_their_edges(n, dtype):
     assert y[6, 0].item() == 1.0 and y[7, -1].item() == 1.0
 
 
+@pytest.mark.parametrize("n", [131072, 50257, 65536 + 4])
+@pytest.mark.parametrize("held", [True, False])
+def test_v4_fp32_chunks_held_in_registers_or_in_shared_memory(n, held):
+    """Both homes of an fp32 chunk (registers: AutoConfig.cluster_held_packs_f32; shared memory)
+    give torch's answers on rows with their extremes first, last, repeated, masked and non-finite,
+    including rows that are not whole 16-byte packs (head and tail on the last block)."""
+    x = _randn((12, n), "float32", 4.0)
+    x[0, 0] = 80.0  # the max first
+    x[1, -1] = 80.0  # the max last
+    x[2, ::4097] = 80.0  # the max repeated, in every block's chunk
+    x[3, : n // 2] = -math.inf  # whole blocks masked
+    x[4] = -math.inf  # fully masked: NaN, as torch
+    x[5, n // 3] = math.inf  # +inf: NaN row
+    x[6, -2] = math.nan  # NaN: NaN row
+    x[7] *= 1e37  # huge magnitudes (x - max stays finite)
+    x[8, 1:] = -math.inf  # only the first element left
+    try:
+        variants.set_auto_config(cluster_held_packs_f32=8 if held else 0)
+        launch = variants.plan("v4", 12, n, "float32", variants.full_vec("float32"), variants._device(0))
+        assert (dict(launch.spec.constants)["ITEMS"] > 0) == held
+        with arrays.poison_outputs():
+            y = kernels_cuda.softmax(x, variant="v4")
+    finally:
+        variants.set_auto_config(cluster_held_packs_f32=variants.AutoConfig.cluster_held_packs_f32)
+    ref = torch.softmax(x.double(), dim=-1)
+    assert torch.equal(torch.isnan(y), torch.isnan(ref))
+    finite = [0, 1, 2, 3, 7, 8, 9, 10, 11]
+    _assert_softmax(y[finite], x[finite], -1, "float32")
+    assert y[8, 0].item() == 1.0
+
+
 @pytest.mark.parametrize("variant", variants.VARIANTS)
 @pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
 def test_masked_infinite_and_nan_rows_behave_like_torch(variant, dtype):

@@ -10,8 +10,9 @@ The variants, one .cu file each under cuda/ (read them in order):
     v2         02_softmax_shared.cu   one block per row, shared-memory tree reductions
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
     v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): asynchronous copies
-                                      into shared memory, DSMEM exchange; rows that are not whole 16-byte
-                                      packs too, when x's and y's rows share their offsets
+                                      into shared memory (fp32 chunks of a few packs a thread: registers),
+                                      DSMEM exchange; rows that are not whole 16-byte packs too, when x's
+                                      and y's rows share their offsets
                05_softmax_online.cu   without clusters, past their capacity, or for rows whose x and y
                                       offsets differ: two-pass online softmax
     v4_online  05_softmax_online.cu   the online path alone, for comparison
@@ -74,11 +75,15 @@ class AutoConfig:
         long_row_bytes; if none does, the largest cluster, if its chunk fits a block's shared
         memory at all.
     max_cluster: the largest cluster v4 uses (16 needs the non-portable cluster attribute, H100).
+    cluster_held_packs_f32: v4 holds an fp32 chunk in registers, not shared memory, when each
+        thread needs at most this many 16-byte packs of it (0: never).
 
     The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows of up
     to 32 KB; rows from 128 KB run fastest in 16 KB chunks (the most blocks an SM, each with all
     its copies in flight), shorter ones in 2-block clusters of up to 64 KB a block. The
-    measurements are in experiments/notes/kernels-cuda.md.
+    measurements are in experiments/notes/kernels-cuda.md. Held in registers, fp32 chunks of up
+    to 8 packs a thread ran 3-11% faster at most launches of 1-128 rows and level at long ones;
+    16-bit chunks, which take their exponentials again for the store, gained nothing steady.
     """
 
     fused_max_row_bytes: int = 32 * 1024
@@ -88,6 +93,7 @@ class AutoConfig:
     long_row_bytes: int = 128 * 1024
     long_row_chunk_bytes: int = 16 * 1024
     max_cluster: int = 16
+    cluster_held_packs_f32: int = 8
 
 
 AUTO = AutoConfig()
@@ -218,13 +224,24 @@ def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig) -> Launch:
     )
 
 
-def cluster_spec(dtype: str, cluster: int) -> Spec:
+def cluster_spec(dtype: str, cluster: int, items: int = 0) -> Spec:
+    """04 with `items` packs a thread held in registers (0: the chunk in shared memory)."""
     return Spec(
         "04_softmax_cluster.cu",
         "softmax_cluster",
         dtype,
-        (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", full_vec(dtype))),
+        (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", full_vec(dtype)), ("ITEMS", items)),
     )
+
+
+def cluster_items(dtype: str, chunk: int, cfg: AutoConfig) -> int:
+    """Packs a v4 thread holds in registers for a chunk of `chunk` elements (a power of two, so
+    that few specializations serve every chunk), or 0: the chunk goes through shared memory."""
+    if arrays.ITEMSIZE[dtype] != 4:
+        return 0
+    need = math.ceil(chunk / full_vec(dtype) / CLUSTER_THREADS)
+    items = 1 << (need - 1).bit_length()
+    return items if items <= cfg.cluster_held_packs_f32 else 0
 
 
 def cluster_chunks(N: int, vec: int, max_cluster: int) -> list[tuple[int, int]]:
@@ -264,11 +281,12 @@ def plan_cluster(
     if split is None:
         return None
     c, chunk = split
+    items = cluster_items(dtype, chunk, cfg)
     return Launch(
-        cluster_spec(dtype, c),
+        cluster_spec(dtype, c, items),
         grid=c * min(M, MAX_GRID // c),
         block=CLUSTER_THREADS,
-        shared_mem=chunk * arrays.ITEMSIZE[dtype],
+        shared_mem=0 if items else chunk * arrays.ITEMSIZE[dtype],
         extra=(chunk,),
     )
 
@@ -334,6 +352,8 @@ def specializations() -> list[Spec]:
             )
             specs.append(online_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
+    held = [1 << k for k in range(AUTO.cluster_held_packs_f32.bit_length())]
+    specs.extend(cluster_spec("float32", c, items) for c in CLUSTER_SIZES for items in held)
     return specs
 
 

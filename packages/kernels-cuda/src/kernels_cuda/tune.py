@@ -56,7 +56,8 @@ def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> lis
 
 def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.Device) -> list[Candidate]:
     """v4 with each cluster size whose chunk (8 KB or more) fits a block; 64 KB chunks or more also
-    with 512 threads a block (half the passes over shared memory per thread)."""
+    with 512 threads a block (half the passes over shared memory per thread); chunks that auto's
+    rule would hold in registers (fp32, a few packs a thread) both held and in shared memory."""
     size = arrays.ITEMSIZE[dtype]
     out = []
     for c, chunk in variants.cluster_chunks(N, vec, max(variants.CLUSTER_SIZES)):
@@ -68,7 +69,7 @@ def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.De
                     "04_softmax_cluster.cu",
                     "softmax_cluster",
                     dtype,
-                    (("CLUSTER", c), ("THREADS", threads), ("VEC", vec)),
+                    (("CLUSTER", c), ("THREADS", threads), ("VEC", vec), ("ITEMS", 0)),
                 )
                 out.append(
                     Candidate(
@@ -78,6 +79,11 @@ def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.De
                         ),
                     )
                 )
+            items = variants.cluster_items(dtype, chunk, variants.AUTO)
+            if items:
+                spec = variants.cluster_spec(dtype, c, items)
+                launch = variants.Launch(spec, grid=c * M, block=variants.CLUSTER_THREADS, extra=(chunk,))
+                out.append(Candidate(f"v4 C={c} chunk={chunk * size // 1024}KB held={items}", launch))
     return out
 
 

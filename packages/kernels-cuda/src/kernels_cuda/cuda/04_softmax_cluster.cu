@@ -27,11 +27,20 @@
 // sends only layouts whose x and y rows sit at the same offset from a 16-byte boundary, row for
 // row, so one head length serves the read and the write.
 //
+// Held in registers (KL_ITEMS > 0): a launch of few rows is one wave of clusters whose every row
+// waits on the whole chain, DRAM -> shared memory -> the pair -> the exchange -> shared memory ->
+// DRAM. With ITEMS packs a thread, the chunk is loaded straight into registers (all ITEMS loads in
+// flight before any is used, as in v3), each thread takes its max first and then its sum against
+// it (fp32 keeps the exponentials in place, rescaled once after the exchange), and the output is
+// written from the registers: no shared memory for the chunk and no barrier between rows.
+//
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
-// KL_VEC (elements per 16-byte pack; divides chunk).
+// KL_VEC (elements per 16-byte pack; divides chunk), KL_ITEMS (0: the chunk in shared memory;
+// else packs a thread holds, ITEMS * THREADS >= chunk / VEC).
 #include "common.cuh"
 
-constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC;
+constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, ITEMS = KL_ITEMS;
+constexpr bool EXP_IN_PLACE = sizeof(elem_t) == sizeof(float);  // held fp32 packs can take exp(x - m)
 constexpr int WARPS = THREADS / 32;
 constexpr int PACK_BYTES = static_cast<int>(sizeof(Pack<VEC>));
 static_assert(C <= 32, "warp 0 reads one block's pair per lane");
@@ -73,22 +82,53 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const int head = parts.head, tail = parts.tail;
     const int packs = max(0, min(chunk_packs, parts.body_packs - first_pack));  // 0 past the body's end
 
-    // DRAM -> shared memory (in flight while the edge elements load), then the pair of the chunk.
+    // DRAM -> shared memory or registers (in flight while the edge elements load), then the pair
+    // of the chunk.
     const Pack<VEC>* chunk_src = reinterpret_cast<const Pack<VEC>*>(xr + head + first_pack * VEC);
+    Pack<VEC> v[ITEMS > 0 ? ITEMS : 1];  // held: pack i * THREADS + threadIdx.x of the chunk
+    if constexpr (ITEMS > 0) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int p = i * THREADS + static_cast<int>(threadIdx.x);
+        v[i] = p < packs ? load_pack<VEC>(xr + head + (first_pack + p) * VEC) : neg_inf_pack<VEC>();
+      }
+    } else {
 #pragma unroll 8
-    for (int p = threadIdx.x; p < packs; p += THREADS) copy_async_16(smem + p * PACK_BYTES, chunk_src + p);
-    copy_async_commit();
+      for (int p = threadIdx.x; p < packs; p += THREADS) copy_async_16(smem + p * PACK_BYTES, chunk_src + p);
+      copy_async_commit();
+    }
     const int edge = static_cast<int>(threadIdx.x);  // this thread's edge element, if any
     const bool has_edge = takes_edges && edge < head + tail;
     const int edge_col = parts.edge_col(edge, N);
     const Pack<1> edge_value = has_edge ? load_pack<1>(xr + edge_col) : neg_inf_pack<1>();
     Stats t = stats_empty();
-    if (has_edge) t = stats_add<1>(t, edge_value);
-    // Each thread reads only the packs it copied (the loops below stride as the copies did), and
-    // a thread's own copies are visible to it once it has waited for them: no block barrier here.
-    copy_async_wait();
+    if constexpr (ITEMS > 0) {
+      // this thread's max, then its sum against it: one ex2 an element and no running rescale
+      float m = pack_max<1>(KL_NEG_INF, edge_value);
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) m = pack_max<VEC>(m, v[i]);
+      const float shift = safe_shift(m);
+      float s = has_edge ? exp_shifted(elem(edge_value, 0), shift) : 0.f;
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        if (i * THREADS + static_cast<int>(threadIdx.x) >= packs) continue;  // padding: no ex2 spent on it
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const float e = exp_shifted(elem(v[i], k), shift);
+          if constexpr (EXP_IN_PLACE) v[i].w[k] = __float_as_uint(e);
+          s += e;
+        }
+      }
+      t = {m, s};
+    } else {
+      if (has_edge) t = stats_add<1>(t, edge_value);
+      // Each thread reads only the packs it copied (the loops below stride as the copies did), and
+      // a thread's own copies are visible to it once it has waited for them: no block barrier here.
+      copy_async_wait();
 #pragma unroll 4
-    for (int p = threadIdx.x; p < packs; p += THREADS) t = stats_add<VEC>(t, held[p]);
+      for (int p = threadIdx.x; p < packs; p += THREADS) t = stats_add<VEC>(t, held[p]);
+    }
+    const float thread_max = t.m;  // held fp32 exponentials are relative to it
 
     // Block pair -> every block's inbox; once all C pairs are in this block's, merge them.
     t = block_merge_to_warp0<WARPS>(t, warp_stats);  // every lane of warp 0 holds the block's pair
@@ -111,17 +151,36 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const float shift = safe_shift(row_stats.m);
     const float inv_sum = 1.f / row_stats.s;
 
-    // Shared memory -> DRAM; y's row has the same head as x's (the host checks), so its body is aligned too.
+    // Shared memory or registers -> DRAM; y's row has the same head as x's (the host checks), so its
+    // body is aligned too.
     elem_t* yb = yr + head + first_pack * VEC;
+    if constexpr (ITEMS > 0) {
+      // held fp32 exponentials: rescaled from this thread's max to the row's (0 for a thread that
+      // saw only -inf; NaN when the whole row is -inf, as in torch)
+      const float scale = EXP_IN_PLACE ? exp_shifted(thread_max, shift) * inv_sum : inv_sum;
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int p = i * THREADS + static_cast<int>(threadIdx.x);
+        if (p < packs) {
+          store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) {
+            return (EXP_IN_PLACE ? elem(v[i], k) : exp_shifted(elem(v[i], k), shift)) * scale;
+          }));
+        }
+      }
+    } else {
 #pragma unroll 4
-    for (int p = threadIdx.x; p < packs; p += THREADS) {
-      const Pack<VEC> v = held[p];
-      store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(v, k), shift) * inv_sum; }));
+      for (int p = threadIdx.x; p < packs; p += THREADS) {
+        const Pack<VEC> h = held[p];
+        store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(h, k), shift) * inv_sum; }));
+      }
     }
     if (has_edge) {
       store_pack<1>(yr + edge_col, make_pack<1>([&](int) { return exp_shifted(elem(edge_value, 0), shift) * inv_sum; }));
     }
-    __syncthreads();  // every read of the chunk (and of row_stats) is done before the next row's copy
+    // Every read of the chunk in shared memory (and of row_stats) is done before the next row's
+    // copy. Held in registers, the next write of row_stats comes after the next block merge's
+    // barrier, which every thread reaches only after its read of this one.
+    if constexpr (ITEMS == 0) __syncthreads();
   }
   if (cluster_index() >= M) {  // a cluster with no row (not launched by the host): the row loop's barrier halves
     cluster_wait();
