@@ -279,7 +279,7 @@ def test_v4_fp32_chunks_held_in_registers_or_in_shared_memory(n, held):
     x[4] = -math.inf  # fully masked: NaN, as torch
     x[5, n // 3] = math.inf  # +inf: NaN row
     x[6, -2] = math.nan  # NaN: NaN row
-    x[7] *= 1e37  # huge magnitudes (x - max stays finite)
+    x[7] *= 1e37  # huge magnitudes: x - max may overflow to -inf, whose exp is the 0 it should be
     x[8, 1:] = -math.inf  # only the first element left
     try:
         variants.set_auto_config(cluster_held_packs_f32=8 if held else 0)

@@ -81,9 +81,9 @@ class AutoConfig:
     The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows of up
     to 32 KB; rows from 128 KB run fastest in 16 KB chunks (the most blocks an SM, each with all
     its copies in flight), shorter ones in 2-block clusters of up to 64 KB a block. The
-    measurements are in experiments/notes/kernels-cuda.md. Held in registers, fp32 chunks of up
-    to 8 packs a thread ran 3-11% faster at most launches of 1-128 rows and level at long ones;
-    16-bit chunks, which take their exponentials again for the store, gained nothing steady.
+    measurements are in experiments/notes/kernels-cuda.md. Held in registers, fp32 chunks of a
+    few packs a thread ran faster in launches of few rows and level in long ones; 16-bit chunks,
+    which take their exponentials again for the store, gained nothing steady.
     """
 
     fused_max_row_bytes: int = 32 * 1024

@@ -170,8 +170,8 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     } else {
 #pragma unroll 4
       for (int p = threadIdx.x; p < packs; p += THREADS) {
-        const Pack<VEC> h = held[p];
-        store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(h, k), shift) * inv_sum; }));
+        const Pack<VEC> pack = held[p];
+        store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(pack, k), shift) * inv_sum; }));
       }
     }
     if (has_edge) {
