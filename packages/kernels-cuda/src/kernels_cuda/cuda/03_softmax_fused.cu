@@ -28,7 +28,6 @@ constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC;
 constexpr int THREADS = TPR * RPB;
 constexpr int WARPS_PER_ROW = TPR > 32 ? TPR / 32 : 1;
 constexpr int SHUFFLE_WIDTH = TPR < 32 ? TPR : 32;
-constexpr bool EXP_IN_PLACE = sizeof(elem_t) == sizeof(float);  // the held packs can take exp(x - max)
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     softmax_fused(const elem_t* __restrict__ x, elem_t* __restrict__ y, i64 M, int N, i64 x_stride,
@@ -53,24 +52,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       v[i] = live && p < packs ? load_pack<VEC>(x + row * x_stride + p * VEC) : neg_inf_pack<VEC>();
     }
 
-    float m = KL_NEG_INF;
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) m = pack_max(m, v[i]);
-    m = warp_max<SHUFFLE_WIDTH>(m);
-
-    const float shift = safe_shift(m);
-    float s = 0.f;
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      if (i * TPR + lane >= packs) continue;  // padding: no ex2 spent on it
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        const float e = exp_shifted(elem(v[i], k), shift);
-        if constexpr (EXP_IN_PLACE) v[i].w[k] = __float_as_uint(e);
-        s += e;
-      }
-    }
-    s = warp_sum<SHUFFLE_WIDTH>(s);
+    const float m = warp_max<SHUFFLE_WIDTH>(held_max(KL_NEG_INF, v));
+    const float s = warp_sum<SHUFFLE_WIDTH>(held_exp_sum<TPR>(v, safe_shift(m), lane, packs));
 
     // The row's (max, sum). One warp per row: this warp's. Several: the merge of the warps' pairs.
     Stats row_stats = {m, s};

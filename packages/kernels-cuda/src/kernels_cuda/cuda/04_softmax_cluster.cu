@@ -40,7 +40,6 @@
 #include "common.cuh"
 
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, ITEMS = KL_ITEMS;
-constexpr bool EXP_IN_PLACE = sizeof(elem_t) == sizeof(float);  // held fp32 packs can take exp(x - m)
 constexpr int WARPS = THREADS / 32;
 constexpr int PACK_BYTES = static_cast<int>(sizeof(Pack<VEC>));
 static_assert(C <= 32, "warp 0 reads one block's pair per lane");
@@ -104,22 +103,10 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     Stats t = stats_empty();
     if constexpr (ITEMS > 0) {
       // this thread's max, then its sum against it: one ex2 an element and no running rescale
-      float m = pack_max<1>(KL_NEG_INF, edge_value);
-#pragma unroll
-      for (int i = 0; i < ITEMS; ++i) m = pack_max<VEC>(m, v[i]);
+      const float m = held_max(pack_max<1>(KL_NEG_INF, edge_value), v);
       const float shift = safe_shift(m);
-      float s = has_edge ? exp_shifted(elem(edge_value, 0), shift) : 0.f;
-#pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        if (i * THREADS + static_cast<int>(threadIdx.x) >= packs) continue;  // padding: no ex2 spent on it
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const float e = exp_shifted(elem(v[i], k), shift);
-          if constexpr (EXP_IN_PLACE) v[i].w[k] = __float_as_uint(e);
-          s += e;
-        }
-      }
-      t = {m, s};
+      const float edge_e = has_edge ? exp_shifted(elem(edge_value, 0), shift) : 0.f;
+      t = {m, held_exp_sum<THREADS>(v, shift, static_cast<int>(threadIdx.x), packs, edge_e)};
     } else {
       if (has_edge) t = stats_add<1>(t, edge_value);
       // Each thread reads only the packs it copied (the loops below stride as the copies did), and

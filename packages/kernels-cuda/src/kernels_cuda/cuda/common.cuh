@@ -215,6 +215,37 @@ template <int VEC> __device__ __forceinline__ Stats stats_add(Stats t, const Pac
   return {m, s};
 }
 
+// ---- packs held in registers (03, and 04 with ITEMS > 0) ----------------------------------------
+// A thread holds ITEMS packs of a row, its pack i being the row's pack first + i * STRIDE; those
+// past the row's `packs` are padding (-inf, as loaded). An fp32 pack takes its exponentials in
+// place, in the registers x came in; a 16-bit one, two values to a register, takes them again
+// when it is stored (the kernels' store loops).
+constexpr bool EXP_IN_PLACE = sizeof(elem_t) == sizeof(float);
+
+// max(m, every held element).
+template <int VEC, int ITEMS> __device__ __forceinline__ float held_max(float m, const Pack<VEC> (&v)[ITEMS]) {
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) m = pack_max(m, v[i]);
+  return m;
+}
+
+// s plus the sum of exp(x - shift) over the held elements (no ex2 spent on padding); in place,
+// each x becomes its exponential.
+template <int STRIDE, int VEC, int ITEMS>
+__device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift, int first, int packs, float s = 0.f) {
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    if (i * STRIDE + first >= packs) continue;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float e = exp_shifted(elem(v[i], k), shift);
+      if constexpr (EXP_IN_PLACE) v[i].w[k] = __float_as_uint(e);
+      s += e;
+    }
+  }
+  return s;
+}
+
 // ---- warp and block reductions -----------------------------------------------------------------
 // WIDTH lanes (a power of two up to 32) reduce together; every lane of the warp must take part.
 
