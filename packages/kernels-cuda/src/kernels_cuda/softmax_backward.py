@@ -64,9 +64,8 @@ class BackwardConfig:
         (CLUSTER_DY_PACKS packs a thread at most) and two blocks share an SM.
     lone_block_rows_f32: fp32 launches of at most this many rows take no cluster size whose
         chunks leave one block an SM, as 16-bit ones never do (plan_cluster). At 131072 columns
-        (8-block clusters of 128 KB a block) 16-block clusters were 0.91-0.95 of the time at 1,
-        16, 32 and 64 rows on an H100, 0.98 at 128, but 1.09 at 8 rows
-        (measurements/2026-11-27-h100/cuda-bwd-few-rows/) and 1.0075 at 1024 (534 against 530 us,
+        (8-block clusters of 128 KB a block) 16-block clusters were faster on an H100 at 1-128
+        rows, but for 8, and slower at 1024 (measurements/2026-11-27-h100/cuda-bwd-few-rows/,
         2026-11-26-h100/backward-dy-in-registers/).
     """
 

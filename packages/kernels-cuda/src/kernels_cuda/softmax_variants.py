@@ -224,13 +224,13 @@ def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig) -> Launch:
     )
 
 
-def cluster_spec(dtype: str, cluster: int, items: int = 0) -> Spec:
+def cluster_spec(dtype: str, cluster: int, items: int = 0, threads: int = CLUSTER_THREADS) -> Spec:
     """04 with `items` packs a thread held in registers (0: the chunk in shared memory)."""
     return Spec(
         "04_softmax_cluster.cu",
         "softmax_cluster",
         dtype,
-        (("CLUSTER", cluster), ("THREADS", CLUSTER_THREADS), ("VEC", full_vec(dtype)), ("ITEMS", items)),
+        (("CLUSTER", cluster), ("THREADS", threads), ("VEC", full_vec(dtype)), ("ITEMS", items)),
     )
 
 

@@ -65,12 +65,7 @@ def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.De
             for threads in (
                 (variants.CLUSTER_THREADS, 512) if chunk * size >= 64 * 1024 else (variants.CLUSTER_THREADS,)
             ):
-                spec = variants.Spec(
-                    "04_softmax_cluster.cu",
-                    "softmax_cluster",
-                    dtype,
-                    (("CLUSTER", c), ("THREADS", threads), ("VEC", vec), ("ITEMS", 0)),
-                )
+                spec = variants.cluster_spec(dtype, c, threads=threads)
                 out.append(
                     Candidate(
                         f"v4 C={c} chunk={chunk * size // 1024}KB threads={threads}",

@@ -48,9 +48,8 @@ nothing and adds nothing; 16-block clusters are a non-portable size, which H100 
   shape timed on an H100 (measurements/2026-11-27-h100/cluster-reread/);
 - the backward at any row count, in fp32 up to 131072 columns (max_cols): on an H100 faster
   than the split-row and looped kernels, or level, at every row count timed (measurements/
-  2026-11-26-h100/triton-cluster-backward/, 2026-11-27-h100/cluster-reread/); at launches of
-  1-64 rows 0.76-0.92 of their device time, the call time level within its spread between
-  rounds (2026-11-27-h100/cluster-bwd-threshold/).
+  2026-11-26-h100/triton-cluster-backward/, 2026-11-27-h100/cluster-reread/), launches of a few
+  rows included, whose call time stayed level (2026-11-27-h100/cluster-bwd-threshold/).
 """
 
 from __future__ import annotations
@@ -465,9 +464,9 @@ def _block(
     2 (128). Uncapped, the compiler took more and fit one block fewer an SM: 10-14% slower on an
     H100 (measurements/2026-11-27-h100/cluster-reread/, call h). The 16-bit forward holds its
     chunk packed, 128 elements a thread over 4 warps in 64 registers of the cap of 96: 5 blocks an
-    SM, where 8 warps at 64 (64 elements a thread) fit 4 and spilled at 262144 columns. On an H100
-    that was 0.98-0.99 of the time at 128-1024 rows of 262144 columns, 0.93 at 300x147456, level
-    at 512x200000 (measurements/2026-11-27-h100/pair-reduce/, calls b, c).
+    SM, where 8 warps at 64 (64 elements a thread) fit 4 and spilled at 262144 columns: on an H100
+    faster at 128-1024 rows of 262144 columns and at 300x147456, level at 512x200000
+    (measurements/2026-11-27-h100/pair-reduce/, calls b, c).
 
     A forward launch of one wave (fits_one_wave) waits on its slowest block's instructions, not on
     how many blocks share an SM: its blocks take 8 warps (32 elements a thread, shorter chains)
