@@ -10,8 +10,8 @@ alike (lab bench times one implementation after another).
 
 Device time: triton.testing.do_bench (L2 flushed by a write before each call); each round's
 trimmed mean (middle 80% of the calls), then the median of the rounds. Before timing, each
-implementation's output (NaN-poisoned output buffers are not used: each returns a new tensor) is
-compared with the float64 reference; a failing one is reported and not timed."""
+implementation's output (each returns a new tensor) is compared with the float64 reference; one
+off by more than a few roundings of its dtype is reported and not timed."""
 
 import sys
 
@@ -50,6 +50,8 @@ def main():
         for dtype in dtypes:
             args, reference = inputs(op, m, n, getattr(torch, dtype))
             ref = reference()
+            # garbage (NaN, a wrong row) fails this; rounding of the storage dtype does not
+            tol = (0.05 if dtype != "float32" else 1e-4) * max(1.0, ref.abs().max().item())
             runnable, errs = [], {}
             for name, impl in impls.items():
                 if not impl.accepts((m, n), dtype):
@@ -62,7 +64,7 @@ def main():
                     print(f"  {name} at {m}x{n} {dtype}: {type(e).__name__}", flush=True)
                     continue
                 errs[name] = err
-                if err == err and err < (1e-2 if dtype != "float32" else 1e-4):
+                if err == err and err < tol:
                     runnable.append(name)
                 else:
                     print(f"  {name} at {m}x{n} {dtype}: WRONG, error {err:.1e}", flush=True)
