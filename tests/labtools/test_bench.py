@@ -241,7 +241,7 @@ def test_measure_on_cuda_times_device_and_call_time_on_the_same_inputs(monkeypat
     impl = Implementation(abs, "softmax", "t.gpu", "torch", "g", device="cuda", dtypes=("float32",))
     arg_sets = [("x0",), ("x1",)]
     seen = {}
-    monkeypatch.setattr(bench, "_inputs", lambda *a: arg_sets)
+    monkeypatch.setattr(bench, "input_sets", lambda *a: arg_sets)
 
     def fake_time_fn(fn, sets, device, **kw):
         seen["device"] = (sets, device)
@@ -292,3 +292,40 @@ def test_calls_taking_turns_alternate_the_order_and_pair_rounds():
     assert times["a"] == [3e6, 12e6, 6e6] and times["b"] == [1e6, 4e6, 2e6]
     assert bench.paired_ratio(times, "a", "b") == 3.0
     assert bench.paired_ratio({"a": [1.0, 4.0, 9.0], "b": [1.0, 1.0, 1.0]}, "a", "b") == 4.0
+
+
+def test_device_times_taken_in_turns_alternate_the_order_and_keep_every_round(monkeypatch):
+    """Each round times every function for its share of the time cap, the order reversed every
+    other round; a function's Timing holds all its rounds' samples; one that raises is returned
+    as its exception and not timed again, while the others go on."""
+    timed: list[tuple[str, float]] = []
+
+    def fake_time_fn(fn, arg_sets, device, time_cap_s, **kw):
+        name = fn()
+        timed.append((name, time_cap_s))
+        return bench.Timing((float(len(timed)), float(len(timed))), device, warmup_blocks=1)
+
+    def make(name):
+        return lambda: name
+
+    monkeypatch.setattr(bench, "time_fn", fake_time_fn)
+    a, b, c = bench.time_in_turns(
+        [(make("a"), [()]), (make("b"), [()]), (make("c"), [()])], "cpu", 3, time_cap_s=0.6
+    )
+    assert [name for name, _ in timed] == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
+    assert all(cap == pytest.approx(0.2) for _, cap in timed)
+    assert a.samples_us == (1.0, 1.0, 6.0, 6.0, 7.0, 7.0) and a.warmup_blocks == 3 and a.n == 6
+
+    timed.clear()
+
+    def broken_second_round(state={"calls": 0}):  # noqa: B006 - a counter kept across calls
+        state["calls"] += 1
+        if state["calls"] == 2:
+            raise RuntimeError("launch failed")
+        return "x"
+
+    monkeypatch.setattr(bench, "time_fn", lambda fn, *a, **k: (fn(), bench.Timing((1.0,), "cpu"))[1])
+    x, y = bench.time_in_turns([(broken_second_round, [()]), (make("y"), [()])], "cpu", 3)
+    assert isinstance(x, RuntimeError) and y.n == 3
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        bench.time_in_turns([(make("a"), [()])], "cpu", 0)

@@ -49,6 +49,8 @@ def test_lab_bench_then_lab_roofline(fake_registry, tmp_path, capsys):
             "tuned,fake.short_rows",
             "--time-cap",
             "0.05",
+            "--rounds",
+            "2",
             "--no-ceiling",
             "--json",
             str(sweep_json),
@@ -62,6 +64,7 @@ def test_lab_bench_then_lab_roofline(fake_registry, tmp_path, capsys):
     assert sweep["command"].startswith("lab bench softmax --device cpu")
     assert {r["impl"] for r in sweep["records"]} == {"fake.ref", "fake.tuned", "fake.short_rows"}
     assert sweep["ceilings"] is None and all(r["frac_of_copy"] is None for r in sweep["records"])
+    assert sweep["config"]["rounds"] == 2
 
     assert main(["roofline", str(sweep_json), "--shape", "16x256", "--out", str(tmp_path / "plots")]) == 0
     written = {p.name for p in (tmp_path / "plots").iterdir()}
@@ -178,6 +181,7 @@ ATTACKS = [
     (["bench", "softmax", "--time-cap", "nan"], ["--time-cap", "finite number > 0"]),
     (["bench", "softmax", "--time-cap", "-1"], ["--time-cap", "> 0"]),
     (["bench", "softmax", "--seed", "x"], ["--seed", "whole number"]),
+    (["bench", "softmax", "--rounds", "0"], ["--rounds", ">= 1"]),
     (["bench", "nosuchop"], ["op", "invalid choice"]),
     (["bench", "softmax", "--device", "tpu"], ["--device", "invalid choice"]),
     (["run", "--time-cap", "inf"], ["--time-cap", "finite"]),

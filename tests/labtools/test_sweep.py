@@ -75,6 +75,31 @@ def test_reference_runs_first_and_sets_vs_ref_and_frac_of_copy(fake_registry):
         assert other.frac_of_copy == pytest.approx(other.gbps / 10.0)
 
 
+def test_each_point_times_the_implementations_that_passed_in_turns(fake_registry, monkeypatch):
+    """One call of bench.time_in_turns a (shape, dtype), with every implementation that passed its
+    check (the reference first) and the configured rounds; a timing's failure is recorded."""
+    calls = []
+    real = bench.time_in_turns
+
+    def spy(runs, device, rounds, **kw):
+        calls.append(([fn for fn, _ in runs], rounds))
+        timings = real(runs, device, rounds, **kw)
+        return timings[:-1] + [RuntimeError("out of memory")]  # the last one fails while timed
+
+    monkeypatch.setattr(bench, "time_in_turns", spy)
+    s = _run(impls=("tuned", "short", "wrong"), rounds=2)
+    wrong = fake_registry.get("fake.identity").fn
+    assert len(calls) == len(SMALL) * 2 and {rounds for _, rounds in calls} == {2}
+    # (8, 64) float32: the reference, tuned and short rows; the wrong one failed its check
+    assert len(calls[0][0]) == 3 and wrong not in calls[0][0]
+    timed_out = {(e["impl"], tuple(e["shape"]), e["dtype"]) for e in s.failed if "out of memory" in e["why"]}
+    assert (("fake.short_rows", (8, 64), "float32")) in timed_out
+    assert ("fake.short_rows", (8, 64), "float32") not in {
+        (r.impl, tuple(r.shape), r.dtype) for r in s.records
+    }
+    assert {r.reps for r in s.records if r.impl == "fake.ref"} and all(r.reps >= 2 for r in s.records)
+
+
 def test_unknown_implementation_is_an_error_naming_what_exists(fake_registry):
     with pytest.raises(ValueError, match="fake.tuned"):
         sweep.select(sweep.SweepConfig(device="cpu", impls=("nope",)))

@@ -9,7 +9,9 @@ Two times are taken of every implementation at every point, because users feel b
   event the GPU is kept busy (a spin kernel) for twice the host time one call takes to
   issue, so the timed span holds the kernels and not a GPU waiting on Python. Timing
   repeats in batches until the interquartile range is within `rel_iqr_target` of the
-  median or a time cap is hit, and reports the median.
+  median or a time cap is hit, and reports the median. Implementations compared at one
+  point are timed in turns (`time_in_turns`): a machine's drift over a sweep, or what one
+  implementation leaves behind for the next, falls on all of them alike.
 - **call time** (`call_us`): wall time per call with calls issued back to back, as in a
   user's loop, synchronized only at the end of each block of calls: host overhead
   (argument checks, launch plans, autotuner dispatch) shows here and not in device time.
@@ -40,7 +42,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -405,6 +407,44 @@ def time_fn(fn: Callable, arg_sets: Sequence[tuple], device: str, **kw) -> Timin
     return (time_cuda if device == "cuda" else time_cpu)(fn, arg_sets, **kw)
 
 
+def merged(timings: Sequence[Timing]) -> Timing:
+    """One Timing from several timings of the same function: all their samples."""
+    return replace(
+        timings[0],
+        samples_us=tuple(v for t in timings for v in t.samples_us),
+        warmup_blocks=sum(t.warmup_blocks for t in timings),
+    )
+
+
+def time_in_turns(
+    runs: Sequence[tuple[Callable, Sequence[tuple]]],
+    device: str,
+    rounds: int,
+    *,
+    time_cap_s: float = 1.0,
+    **kw,
+) -> list[Timing | Exception]:
+    """`time_fn` of several functions (each with its own input sets) side by side: `rounds`
+    rounds, each timing every function for time_cap_s / rounds, the order reversed every other
+    round. Timed one after another, a kernel came out faster in a sweep's earlier place than in
+    a later one by more than the gaps the sweep was run to find (measurements/2026-11-27-h100/
+    final-check-6/README.md); in turns, such a drift falls on all of them alike. Returns each
+    function's samples of all rounds, or the exception it raised (it is not timed again)."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    done: list[list[Timing] | Exception] = [[] for _ in runs]
+    for r in range(rounds):
+        for i in range(len(runs))[:: 1 if r % 2 == 0 else -1]:
+            if isinstance(done[i], Exception):
+                continue
+            fn, arg_sets = runs[i]
+            try:
+                done[i].append(time_fn(fn, arg_sets, device, time_cap_s=time_cap_s / rounds, **kw))
+            except Exception as exc:  # noqa: BLE001 - the caller records it against this function
+                done[i] = exc
+    return [d if isinstance(d, Exception) else merged(d) for d in done]
+
+
 # --- inputs ------------------------------------------------------------------------
 
 
@@ -606,7 +646,8 @@ def record(
     return rec
 
 
-def _inputs(impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int) -> list[tuple]:
+def input_sets(impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int) -> list[tuple]:
+    """The copies of `impl`'s inputs a timing rotates through (`n_input_sets`)."""
     if not impl.accepts(shape, dtype):
         raise ValueError(f"{impl.name} does not accept shape {shape} in {dtype}")
     nbytes, _ = impl.cost(shape, itemsize(dtype))
@@ -618,7 +659,7 @@ def _time_both(
     impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int, call_time: bool, **timing_kw
 ) -> tuple[Timing, Timing | None]:
     """(device time, call time) on the same inputs; on the CPU one measurement is both."""
-    arg_sets = _inputs(impl, shape, dtype, seed)
+    arg_sets = input_sets(impl, shape, dtype, seed)
     if impl.device != "cuda":
         timing_kw.setdefault("threads", DEFAULT_CPU_THREADS)
         timing = time_fn(impl.fn, arg_sets, impl.device, **timing_kw)

@@ -19,6 +19,7 @@ one op on one device, at every shape and dtype, timed by `labtools.bench`.
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -98,6 +99,7 @@ class SweepConfig:
     impls: tuple[str, ...] = ()  # names or labels to run (the reference always runs); () = all
     seed: int = 0
     time_cap_s: float = 1.0  # per (impl, shape, dtype): the harness stops earlier once settled
+    rounds: int = 3  # the implementations of a point are timed in turns, this many rounds
     check_rows: int = 16  # rows compared with the reference at each end of the output
     cpu_threads: int = bench.DEFAULT_CPU_THREADS  # torch's threads while timing CPU implementations
 
@@ -263,36 +265,68 @@ def run_sweep(
     copy_gbps = None if ceilings is None else ceilings.copy_gbps
     records, failed = [], []
     refs: dict[tuple[Shape, str], bench.BenchRecord] = {}
-    for impl, shape, dtype in todo:
-        progress.step(f"{impl.name} {shape_str(shape)} {dtype}")
-        try:
-            inputs = bench.make_inputs(impl, shape, dtype, seed=config.seed)
-            problem = check_output(impl, inputs, impl.fn(*inputs), dtype, config.check_rows)
-            del inputs
-            if problem is None:
-                rec = bench.measure(
+
+    def not_run(impl: Implementation, shape: Shape, dtype: str, problem: str, crashed: bool) -> None:
+        point = {"impl": impl.name, "shape": list(shape), "dtype": dtype}
+        if crashed and impl.meta.get("peer"):  # another project's kernel: a limit of theirs, not our failure
+            why = f"unsupported by {impl.meta['peer']} at this shape ({problem.splitlines()[0][:200]})"
+            skipped.append({**point, "why": why})
+        else:
+            failed.append({**point, "why": problem})
+
+    def crash(exc: Exception) -> str:
+        return f"{type(exc).__name__}: {exc}".strip()
+
+    # One point (shape, dtype) at a time: every implementation is checked, then all that
+    # passed are timed in turns (bench.time_in_turns).
+    for (shape, dtype), point in itertools.groupby(todo, key=lambda run: (run[1], run[2])):
+        ready: list[tuple[Implementation, list[tuple]]] = []
+        for impl, _, _ in point:
+            progress.step(f"{impl.name} {shape_str(shape)} {dtype}")
+            try:
+                inputs = bench.make_inputs(impl, shape, dtype, seed=config.seed)
+                problem = check_output(impl, inputs, impl.fn(*inputs), dtype, config.check_rows)
+                del inputs
+                if problem is None:
+                    ready.append((impl, bench.input_sets(impl, shape, dtype, config.seed)))
+                else:
+                    not_run(impl, shape, dtype, problem, crashed=False)
+            except Exception as exc:  # noqa: BLE001 - one broken kernel must not end the sweep
+                not_run(impl, shape, dtype, crash(exc), crashed=True)
+        cpu_kw = {} if config.device == "cuda" else {"threads": config.cpu_threads}
+        timings = bench.time_in_turns(
+            [(impl.fn, sets) for impl, sets in ready],
+            config.device,
+            config.rounds,
+            time_cap_s=config.time_cap_s,
+            **cpu_kw,
+        )
+        for (impl, sets), timing in zip(ready, timings, strict=True):
+            try:
+                if isinstance(timing, Exception):
+                    raise timing
+                # call time after the device times, one implementation at a time (CPU: the same figure)
+                call = (
+                    bench.time_call(impl.fn, sets, impl.device, time_cap_s=config.time_cap_s)
+                    if impl.device == "cuda"
+                    else None
+                )
+                rec = bench.record(
                     impl,
                     shape,
                     dtype,
+                    timing,
+                    call=call,
                     copy_gbps=copy_gbps,
                     reference=refs.get((shape, dtype)),
-                    seed=config.seed,
-                    time_cap_s=config.time_cap_s,
-                    threads=config.cpu_threads,
                 )
-        except Exception as exc:  # noqa: BLE001 - one broken kernel must not end the sweep
-            problem = f"{type(exc).__name__}: {exc}".strip()
-            if impl.meta.get("peer"):  # another project's kernel: a limit of theirs, not our failure
-                first = problem.splitlines()[0][:200]
-                why = f"unsupported by {impl.meta['peer']} at this shape ({first})"
-                skipped.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": why})
+            except Exception as exc:  # noqa: BLE001 - as above
+                not_run(impl, shape, dtype, crash(exc), crashed=True)
                 continue
-        if problem is not None:
-            failed.append({"impl": impl.name, "shape": list(shape), "dtype": dtype, "why": problem})
-            continue
-        if impl.is_reference:
-            refs[(shape, dtype)] = rec.with_reference(rec)
-        records.append(rec)
+            if impl.is_reference:
+                refs[(shape, dtype)] = rec.with_reference(rec)
+            records.append(rec)
+        del ready
     progress.close()
     if environment is None:
         from labtools.env import collect

@@ -56,6 +56,13 @@ def configure(parser) -> None:
         help="seconds of timing per (impl, shape, dtype) at most, > 0 (default 1 on CUDA, 0.5 on CPU)",
     )
     parser.add_argument(
+        "--rounds",
+        type=cli.positive_int,
+        default=3,
+        help="the implementations of each point are timed in turns, this many rounds, each a share "
+        "of --time-cap (default 3)",
+    )
+    parser.add_argument(
         "--no-ceiling", action="store_true", help="skip measuring the copy ceiling (no frac_of_copy)"
     )
     parser.add_argument(
@@ -151,7 +158,10 @@ def checked_config(args):
     impls = tuple(args.impls or ())
     check_impls(args.op, device, impls)
     cap = args.time_cap or (1.0 if device == "cuda" else 0.5)
-    return SweepConfig(args.op, device, shapes, dtypes, impls, seed=args.seed, time_cap_s=cap), json_path
+    config = SweepConfig(
+        args.op, device, shapes, dtypes, impls, seed=args.seed, time_cap_s=cap, rounds=args.rounds
+    )
+    return config, json_path
 
 
 def main(args) -> int:
