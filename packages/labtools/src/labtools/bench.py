@@ -426,10 +426,11 @@ def time_in_turns(
 ) -> list[Timing | Exception]:
     """`time_fn` of several functions (each with its own input sets) side by side: `rounds`
     rounds, each timing every function for time_cap_s / rounds, the order reversed every other
-    round. Timed one after another, a kernel came out faster in a sweep's earlier place than in
-    a later one by more than the gaps the sweep was run to find (measurements/2026-11-27-h100/
-    final-check-6/README.md); in turns, such a drift falls on all of them alike. Returns each
-    function's samples of all rounds, or the exception it raised (it is not timed again)."""
+    round. Timed one after another, one kernel came out faster in its place in a sweep than
+    alone or in turns, by more than the gaps the sweep was run to find (measurements/
+    2026-11-27-h100/final-check-6/README.md); in turns, whatever a place gives falls on every
+    function alike. Returns each function's samples of all rounds, or the exception it raised
+    (it is not timed again)."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     done: list[list[Timing] | Exception] = [[] for _ in runs]
