@@ -368,6 +368,12 @@ def time_call(fn: Callable, arg_sets: Sequence[tuple], device: str, **kw) -> Tim
     return time_blocks(fn, arg_sets, device="cuda-call", synchronize=clock.synchronize, **kw)
 
 
+def _turn_order(items: Sequence, round_index: int) -> Sequence:
+    """The order of one round of timing in turns: as given, reversed every other round, so that
+    no function always runs first or right after the same one."""
+    return items[:: 1 if round_index % 2 == 0 else -1]
+
+
 def time_calls_taking_turns(
     fns: dict[str, Callable[[], object]],
     calls: int,
@@ -387,7 +393,7 @@ def time_calls_taking_turns(
     times: dict[str, list[float]] = {name: [] for name in fns}
     order = list(fns.items())
     for r in range(rounds):
-        for name, fn in order[:: 1 if r % 2 == 0 else -1]:
+        for name, fn in _turn_order(order, r):
             synchronize()
             start = clock()
             for _ in range(calls):
@@ -435,7 +441,7 @@ def time_in_turns(
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     done: list[list[Timing] | Exception] = [[] for _ in runs]
     for r in range(rounds):
-        for i in range(len(runs))[:: 1 if r % 2 == 0 else -1]:
+        for i in _turn_order(range(len(runs)), r):
             if isinstance(done[i], Exception):
                 continue
             fn, arg_sets = runs[i]
