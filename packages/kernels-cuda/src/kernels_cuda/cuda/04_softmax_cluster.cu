@@ -31,8 +31,10 @@
 // waits on the whole chain, DRAM -> shared memory -> the pair -> the exchange -> shared memory ->
 // DRAM. With ITEMS packs a thread, the chunk is loaded straight into registers (all ITEMS loads in
 // flight before any is used, as in v3), each thread takes its max first and then its sum against
-// it (fp32 keeps the exponentials in place, rescaled once after the exchange), and the output is
-// written from the registers: no shared memory for the chunk and no barrier between rows.
+// it, keeps the exponentials in fp32 registers (an fp32 chunk's in place; a 16-bit one's in
+// twice its packs' registers) and rescales them once after the exchange, and the output is
+// written from the registers: no shared memory for the chunk, no barrier between rows, and one
+// ex2 an element.
 //
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
 // KL_VEC (elements per 16-byte pack; divides chunk), KL_ITEMS (0: the chunk in shared memory;
@@ -85,6 +87,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     // of the chunk.
     const Pack<VEC>* chunk_src = reinterpret_cast<const Pack<VEC>*>(xr + head + first_pack * VEC);
     Pack<VEC> v[ITEMS > 0 ? ITEMS : 1];  // held: pack i * THREADS + threadIdx.x of the chunk
+    float e[ITEMS > 0 ? ITEMS : 1][VEC];  // held, 16-bit: exp(x - this thread's max) (fp32: in v)
     if constexpr (ITEMS > 0) {
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
@@ -106,7 +109,12 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       const float m = held_max(pack_max<1>(KL_NEG_INF, edge_value), v);
       const float shift = safe_shift(m);
       const float edge_e = has_edge ? exp_shifted(elem(edge_value, 0), shift) : 0.f;
-      t = {m, held_exp_sum<THREADS>(v, shift, static_cast<int>(threadIdx.x), packs, edge_e)};
+      const int first = static_cast<int>(threadIdx.x);
+      if constexpr (EXP_IN_PLACE) {
+        t = {m, held_exp_sum<THREADS>(v, shift, first, packs, edge_e)};
+      } else {
+        t = {m, held_exps<THREADS>(v, e, shift, first, packs, edge_e)};
+      }
     } else {
       if (has_edge) t = stats_add<1>(t, edge_value);
       // Each thread reads only the packs it copied (the loops below stride as the copies did), and
@@ -115,7 +123,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
 #pragma unroll 4
       for (int p = threadIdx.x; p < packs; p += THREADS) t = stats_add<VEC>(t, held[p]);
     }
-    const float thread_max = t.m;  // held fp32 exponentials are relative to it
+    const float thread_max = t.m;  // held exponentials are relative to it
 
     // Block pair -> every block's inbox; once all C pairs are in this block's, merge them.
     t = block_merge_to_warp0<WARPS>(t, warp_stats);  // every lane of warp 0 holds the block's pair
@@ -142,15 +150,16 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     // body is aligned too.
     elem_t* yb = yr + head + first_pack * VEC;
     if constexpr (ITEMS > 0) {
-      // held fp32 exponentials: rescaled from this thread's max to the row's (0 for a thread that
-      // saw only -inf; NaN when the whole row is -inf, as in torch)
-      const float scale = EXP_IN_PLACE ? exp_shifted(thread_max, shift) * inv_sum : inv_sum;
+      // held exponentials: rescaled from this thread's max to the row's (0 for a thread that saw
+      // only -inf; NaN when the whole row is -inf, as in torch)
+      const float scale = exp_shifted(thread_max, shift) * inv_sum;
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         const int p = i * THREADS + static_cast<int>(threadIdx.x);
         if (p < packs) {
           store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) {
-            return (EXP_IN_PLACE ? elem(v[i], k) : exp_shifted(elem(v[i], k), shift)) * scale;
+            if constexpr (EXP_IN_PLACE) return elem(v[i], k) * scale;
+            else return e[i][k] * scale;
           }));
         }
       }

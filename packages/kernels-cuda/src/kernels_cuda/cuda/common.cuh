@@ -217,9 +217,10 @@ template <int VEC> __device__ __forceinline__ Stats stats_add(Stats t, const Pac
 
 // ---- packs held in registers (03, and 04 with ITEMS > 0) ----------------------------------------
 // A thread holds ITEMS packs of a row, its pack i being the row's pack first + i * STRIDE; those
-// past the row's `packs` are padding (-inf, as loaded). An fp32 pack takes its exponentials in
-// place, in the registers x came in; a 16-bit one, two values to a register, takes them again
-// when it is stored (the kernels' store loops).
+// past the row's `packs` are padding (-inf, as loaded). In 03 an fp32 pack takes its exponentials
+// in place, in the registers x came in; a 16-bit one, two values to a register, takes them again
+// when it is stored (its store loop), which keeps v3's registers, and so its rows in flight, as
+// few as its packs. 04 keeps a 16-bit chunk's in fp32 registers (held_exps).
 constexpr bool EXP_IN_PLACE = sizeof(elem_t) == sizeof(float);
 
 // max(m, every held element).
@@ -241,6 +242,24 @@ __device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift
       const float e = exp_shifted(elem(v[i], k), shift);
       if constexpr (EXP_IN_PLACE) v[i].w[k] = __float_as_uint(e);
       s += e;
+    }
+  }
+  return s;
+}
+
+// As held_exp_sum, with every exponential kept in e (04's held 16-bit chunks: fp32 exponentials,
+// rescaled once after the exchange, not taken again at the store); padding's e is left unset and is
+// never stored.
+template <int STRIDE, int VEC, int ITEMS>
+__device__ __forceinline__ float held_exps(const Pack<VEC> (&v)[ITEMS], float (&e)[ITEMS][VEC], float shift, int first,
+                                           int packs, float s = 0.f) {
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    if (i * STRIDE + first >= packs) continue;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      e[i][k] = exp_shifted(elem(v[i], k), shift);
+      s += e[i][k];
     }
   }
   return s;
