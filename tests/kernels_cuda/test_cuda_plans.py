@@ -153,7 +153,7 @@ def test_v4_falls_back_to_the_online_kernel_without_clusters_or_beyond_their_cap
     huge = 16 * variants.H100.max_shared_per_block // 4 + 4096  # past 16 blocks x 227 KB of fp32
     assert variants.plan("v4", 1, huge, "float32", 4, variants.H100).spec.kernel == "softmax_online"
     # a device that refused 16-block clusters gets at most 8, with chunks up to a block's limit
-    eight = variants.Device(cc=90, max_shared_per_block=227 * 1024, max_cluster=8)
+    eight = variants.Device(cc=90, max_shared_per_block=227 * 1024, sms=132, max_cluster=8)
     assert variants.plan("v4", 1, 262144, "float32", 4, eight).spec.cluster == 8
 
 
@@ -211,15 +211,18 @@ def test_auto_on_hopper_rows_past_32_kb_take_clusters_else_v3_while_it_holds_the
         (2048, 65536, "float32", 4),
         (256, 262144, "float32", 0),  # 16 packs a thread: in shared memory
         (300, 147456, "float32", 0),  # 9 packs, 16 once rounded up
-        (16, 131072, "bfloat16", 0),  # 16-bit chunks always in shared memory
-        (64, 50257, "bfloat16", 0),
+        (16, 131072, "bfloat16", 4),  # 16-bit: in a launch of one wave of held blocks (256 blocks)
+        (32, 131072, "float16", 4),  # 512 blocks: at most 4 an SM of 132
+        (64, 131072, "bfloat16", 0),  # 1024 blocks: past one wave, in shared memory
+        (1, 262144, "bfloat16", 0),  # 8 packs a thread: past cluster_held_packs_16bit
+        (64, 50257, "bfloat16", 0),  # 2-block clusters of 25136: 16 packs a thread
     ],
 )
-def test_v4_holds_fp32_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items):
+def test_v4_holds_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items):
     launch = variants.plan("v4", M, N, dtype, variants.full_vec(dtype), variants.H100)
     assert dict(launch.spec.constants)["ITEMS"] == items
     assert (launch.shared_mem == 0) == (items > 0)
-    never = variants.AutoConfig(cluster_held_packs_f32=0)
+    never = variants.AutoConfig(cluster_held_packs_f32=0, cluster_held_packs_16bit=0)
     launch = variants.plan("v4", M, N, dtype, variants.full_vec(dtype), variants.H100, never)
     assert dict(launch.spec.constants)["ITEMS"] == 0 and launch.shared_mem > 0
 

@@ -265,13 +265,32 @@ def test_cluster_rows_with_odd_lengths_keep_extremes_at_their_edges(n, dtype):
     assert y[6, 0].item() == 1.0 and y[7, -1].item() == 1.0
 
 
-@pytest.mark.parametrize("n", [131072, 50257, 65536 + 4])
+HELD_KNOB = {
+    "float32": "cluster_held_packs_f32",
+    "bfloat16": "cluster_held_packs_16bit",
+    "float16": "cluster_held_packs_16bit",
+}
+
+
+@pytest.mark.parametrize(
+    "dtype,n",
+    [
+        ("float32", 131072),
+        ("float32", 50257),  # a head and a tail on the last block
+        ("float32", 65536 + 4),
+        ("bfloat16", 131072),
+        ("bfloat16", 131072 - 5),  # a head and a tail; 4 packs a thread
+        ("float16", 65536 + 4),
+    ],
+)
 @pytest.mark.parametrize("held", [True, False])
-def test_v4_fp32_chunks_held_in_registers_or_in_shared_memory(n, held):
-    """Both homes of an fp32 chunk (registers: AutoConfig.cluster_held_packs_f32; shared memory)
-    give torch's answers on rows with their extremes first, last, repeated, masked and non-finite,
-    including rows that are not whole 16-byte packs (head and tail on the last block)."""
-    x = _randn((12, n), "float32", 4.0)
+def test_v4_chunks_held_in_registers_or_in_shared_memory(dtype, n, held):
+    """Both homes of a chunk (registers: AutoConfig.cluster_held_packs_f32 / _16bit, fp32
+    exponentials; shared memory) give torch's answers on rows with their extremes first, last,
+    repeated, masked and non-finite, including rows that are not whole 16-byte packs (head and
+    tail on the last block)."""
+    x = _randn((12, n), dtype, 4.0)
+    top = torch.finfo(x.dtype).max
     x[0, 0] = 80.0  # the max first
     x[1, -1] = 80.0  # the max last
     x[2, ::4097] = 80.0  # the max repeated, in every block's chunk
@@ -279,20 +298,23 @@ def test_v4_fp32_chunks_held_in_registers_or_in_shared_memory(n, held):
     x[4] = -math.inf  # fully masked: NaN, as torch
     x[5, n // 3] = math.inf  # +inf: NaN row
     x[6, -2] = math.nan  # NaN: NaN row
-    x[7] *= 1e37  # huge magnitudes: x - max may overflow to -inf, whose exp is the 0 it should be
+    x[7] = (x[7].double() / x[7].double().abs().max() * top).to(
+        x.dtype
+    )  # up to the dtype's max: x - max overflows
     x[8, 1:] = -math.inf  # only the first element left
+    knob = HELD_KNOB[dtype]
     try:
-        variants.set_auto_config(cluster_held_packs_f32=8 if held else 0)
-        launch = variants.plan("v4", 12, n, "float32", variants.full_vec("float32"), variants._device(0))
+        variants.set_auto_config(**{knob: 8 if held else 0})
+        launch = variants.plan("v4", 12, n, dtype, variants.full_vec(dtype), variants._device(0))
         assert (dict(launch.spec.constants)["ITEMS"] > 0) == held
         with arrays.poison_outputs():
             y = kernels_cuda.softmax(x, variant="v4")
     finally:
-        variants.set_auto_config(cluster_held_packs_f32=variants.AutoConfig.cluster_held_packs_f32)
+        variants.set_auto_config(**{knob: getattr(variants.AutoConfig, knob)})
     ref = torch.softmax(x.double(), dim=-1)
     assert torch.equal(torch.isnan(y), torch.isnan(ref))
     finite = [0, 1, 2, 3, 7, 8, 9, 10, 11]
-    _assert_softmax(y[finite], x[finite], -1, "float32")
+    _assert_softmax(y[finite], x[finite], -1, dtype)
     assert y[8, 0].item() == 1.0
 
 

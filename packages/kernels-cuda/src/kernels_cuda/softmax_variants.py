@@ -77,13 +77,16 @@ class AutoConfig:
     max_cluster: the largest cluster v4 uses (16 needs the non-portable cluster attribute, H100).
     cluster_held_packs_f32: v4 holds an fp32 chunk in registers, not shared memory, when each
         thread needs at most this many 16-byte packs of it (0: never).
+    cluster_held_packs_16bit: the same for 16-bit chunks, in a launch of one wave of held blocks
+        (HELD_16BIT_BLOCKS_PER_SM) only.
 
     The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows of up
     to 32 KB; rows from 128 KB run fastest in 16 KB chunks (the most blocks an SM, each with all
     its copies in flight), shorter ones in 2-block clusters of up to 64 KB a block. The
     measurements are in experiments/notes/kernels-cuda.md. Held in registers, fp32 chunks of a
     few packs a thread ran faster in launches of few rows and level in long ones; 16-bit chunks,
-    which take their exponentials again for the store, gained nothing steady.
+    whose fp32 exponentials take twice their packs' registers, faster in launches of one wave and
+    slower past it.
     """
 
     fused_max_row_bytes: int = 32 * 1024
@@ -94,6 +97,7 @@ class AutoConfig:
     long_row_chunk_bytes: int = 16 * 1024
     max_cluster: int = 16
     cluster_held_packs_f32: int = 8
+    cluster_held_packs_16bit: int = 4
 
 
 AUTO = AutoConfig()
@@ -124,11 +128,12 @@ class Device:
 
     cc: int  # compute capability, e.g. 90
     max_shared_per_block: int  # opt-in dynamic shared memory limit, bytes
+    sms: int  # streaming multiprocessors
     max_cluster: int = 16  # largest cluster this device launched (16 -> 8 if it refused 16)
 
 
-H100 = Device(cc=90, max_shared_per_block=227 * 1024)
-A100 = Device(cc=80, max_shared_per_block=163 * 1024)
+H100 = Device(cc=90, max_shared_per_block=227 * 1024, sms=132)
+A100 = Device(cc=80, max_shared_per_block=163 * 1024, sms=108)
 
 
 # --- planning: shapes -> launches (no GPU) --------------------------------------------------
@@ -234,14 +239,24 @@ def cluster_spec(dtype: str, cluster: int, items: int = 0, threads: int = CLUSTE
     )
 
 
-def cluster_items(dtype: str, chunk: int, cfg: AutoConfig) -> int:
+# A held 16-bit chunk's fp32 exponentials take 62 registers a thread at 4 packs: 4 blocks of 256
+# threads an SM, where the chunk in shared memory fits 8. In a launch of at most that many blocks an
+# SM (one wave) a row's whole chain is on the clock and holding it was 0.95-0.96 of the time on an
+# H100 at 1-32 rows of 131072 bf16; past it, 1.01-1.05 (measurements/2026-11-27-h100/cuda-held-16bit/).
+HELD_16BIT_BLOCKS_PER_SM = 4
+
+
+def cluster_items(dtype: str, chunk: int, cfg: AutoConfig, blocks_per_sm: float) -> int:
     """Packs a v4 thread holds in registers for a chunk of `chunk` elements (a power of two, so
-    that few specializations serve every chunk), or 0: the chunk goes through shared memory."""
-    if arrays.ITEMSIZE[dtype] != 4:
-        return 0
+    that few specializations serve every chunk), or 0: the chunk goes through shared memory.
+    blocks_per_sm: the launch's blocks over the device's SMs."""
     need = math.ceil(chunk / full_vec(dtype) / CLUSTER_THREADS)
     items = 1 << (need - 1).bit_length()
-    return items if items <= cfg.cluster_held_packs_f32 else 0
+    if arrays.ITEMSIZE[dtype] == 4:
+        limit = cfg.cluster_held_packs_f32
+    else:
+        limit = cfg.cluster_held_packs_16bit if blocks_per_sm <= HELD_16BIT_BLOCKS_PER_SM else 0
+    return items if items <= limit else 0
 
 
 def cluster_chunks(N: int, vec: int, max_cluster: int) -> list[tuple[int, int]]:
@@ -281,10 +296,11 @@ def plan_cluster(
     if split is None:
         return None
     c, chunk = split
-    items = cluster_items(dtype, chunk, cfg)
+    grid = c * min(M, MAX_GRID // c)
+    items = cluster_items(dtype, chunk, cfg, grid / device.sms)
     return Launch(
         cluster_spec(dtype, c, items),
-        grid=c * min(M, MAX_GRID // c),
+        grid=grid,
         block=CLUSTER_THREADS,
         shared_mem=0 if items else chunk * arrays.ITEMSIZE[dtype],
         extra=(chunk,),
@@ -352,8 +368,10 @@ def specializations() -> list[Spec]:
             )
             specs.append(online_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
-    held = [1 << k for k in range(AUTO.cluster_held_packs_f32.bit_length())]
-    specs.extend(cluster_spec("float32", c, items) for c in CLUSTER_SIZES for items in held)
+    for dtype in DTYPES:
+        most = AUTO.cluster_held_packs_f32 if arrays.ITEMSIZE[dtype] == 4 else AUTO.cluster_held_packs_16bit
+        held = [1 << k for k in range(most.bit_length())]
+        specs.extend(cluster_spec(dtype, c, items) for c in CLUSTER_SIZES for items in held)
     return specs
 
 
@@ -458,6 +476,7 @@ def _device_props(device_id: int) -> Device:
         max_shared_per_block=_driver.device_attribute(
             device_id, _driver.DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         ),
+        sms=_driver.device_attribute(device_id, _driver.DEV_MULTIPROCESSOR_COUNT),
     )
 
 

@@ -57,7 +57,7 @@ def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> lis
 def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.Device) -> list[Candidate]:
     """v4 with each cluster size whose chunk (8 KB or more) fits a block; 64 KB chunks or more also
     with 512 threads a block (half the passes over shared memory per thread); chunks that auto's
-    rule would hold in registers (fp32, a few packs a thread) both held and in shared memory."""
+    rule would hold in registers (a few packs a thread) both held and in shared memory."""
     size = arrays.ITEMSIZE[dtype]
     out = []
     for c, chunk in variants.cluster_chunks(N, vec, max(variants.CLUSTER_SIZES)):
@@ -74,7 +74,7 @@ def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.De
                         ),
                     )
                 )
-            items = variants.cluster_items(dtype, chunk, variants.AUTO)
+            items = variants.cluster_items(dtype, chunk, variants.AUTO, c * M / device.sms)
             if items:
                 spec = variants.cluster_spec(dtype, c, items)
                 launch = variants.Launch(spec, grid=c * M, block=variants.CLUSTER_THREADS, extra=(chunk,))
