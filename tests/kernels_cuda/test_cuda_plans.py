@@ -227,44 +227,6 @@ def test_v4_holds_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items
     assert dict(launch.spec.constants)["ITEMS"] == 0 and launch.shared_mem > 0
 
 
-@pytest.mark.parametrize(
-    "N,dtype,shape",
-    [
-        (600, "float32", (128, 2, 2)),  # 150 packs: many threads of 2 packs
-        (1024, "float32", (128, 2, 2)),  # 256 packs: fused_long_row_packs itself
-        (1028, "float32", (64, 8, 4)),  # past it: 8 packs a thread over the fewest threads
-        (2048, "float32", (64, 8, 4)),
-        (4096, "float32", (128, 8, 2)),
-        (8192, "float32", (256, 8, 1)),
-        (2048, "bfloat16", (128, 2, 1)),
-        (4096, "bfloat16", (64, 8, 2)),
-        (8192, "float16", (128, 8, 1)),
-    ],
-)
-def test_v3_long_rows_take_8_packs_a_thread_over_the_fewest_threads(N, dtype, shape):
-    def v3(cfg=None):
-        c = dict(
-            variants.plan("v3", 4096, N, dtype, variants.full_vec(dtype), variants.H100, cfg).spec.constants
-        )
-        return c["TPR"], c["ITEMS"], c["RPB"]
-
-    assert v3() == shape
-    # without the rule, 2 packs a thread over up to 256 threads
-    packs = N // variants.full_vec(dtype)
-    tpr, items, _ = v3(variants.AutoConfig(fused_long_row_packs=0))
-    if packs <= 512:
-        assert items == 2 and tpr == next(t for t in (32, 64, 128, 256) if 2 * t >= packs)
-    else:
-        assert tpr == 256 and items == next(i for i in (4, 8) if 256 * i >= packs)
-
-
-def test_the_backward_ladder_has_no_long_row_rule():
-    from kernels_cuda import softmax_backward as sb
-
-    c = dict(sb.plan("auto", 4096, 2048, "float32", 4, variants.H100).spec.constants)
-    assert (c["TPR"], c["ITEMS"]) == (256, 2)
-
-
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     try:
         variants.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)

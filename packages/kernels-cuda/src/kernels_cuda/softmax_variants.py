@@ -70,8 +70,6 @@ class AutoConfig:
         leaves too few rows in flight per SM.
     fused_packs_f32, fused_packs_16bit: the 16-byte packs a v3 thread holds before a row gets more
         threads (up to 256 of them; past that, up to 8 packs, then up to 1024 threads).
-    fused_long_row_packs: a v3 row of more 16-byte packs than this (fp32 past 1024 columns, 16-bit
-        past 2048) takes 8 packs a thread over as few threads as hold them, from 64 (0: never).
     cluster_chunk_bytes, long_row_chunk_bytes: v4 picks the smallest cluster whose blocks each
         hold at most cluster_chunk_bytes of a row, or long_row_chunk_bytes for rows of at least
         long_row_bytes; if none does, the largest cluster, if its chunk fits a block's shared
@@ -83,8 +81,7 @@ class AutoConfig:
         (HELD_16BIT_BLOCKS_PER_SM) only.
 
     The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows of up
-    to 32 KB, rows of 600 fastest over many threads of 2 packs, rows from 8 KB over fewer threads
-    of 8 packs (timed in turns: measurements/2026-11-27-h100/cuda-held-16bit/); rows from 128 KB run fastest in 16 KB chunks (the most blocks an SM, each with all
+    to 32 KB; rows from 128 KB run fastest in 16 KB chunks (the most blocks an SM, each with all
     its copies in flight), shorter ones in 2-block clusters of up to 64 KB a block. The
     measurements are in experiments/notes/kernels-cuda.md. Held in registers, fp32 chunks of a
     few packs a thread ran faster in launches of few rows and level in long ones; 16-bit chunks,
@@ -95,7 +92,6 @@ class AutoConfig:
     fused_max_row_bytes: int = 32 * 1024
     fused_packs_f32: int = 2
     fused_packs_16bit: int = 2
-    fused_long_row_packs: int = 256
     cluster_chunk_bytes: int = 64 * 1024
     long_row_bytes: int = 128 * 1024
     long_row_chunk_bytes: int = 16 * 1024
@@ -190,12 +186,10 @@ def fused_packs(dtype: str, vec: int, cfg: AutoConfig) -> int:
     return cfg.fused_packs_f32 if arrays.ITEMSIZE[dtype] == 4 else cfg.fused_packs_16bit
 
 
-def fused_ladder(vec: int, packs: int, long_row_packs: int = 0) -> list[tuple[int, int]]:
+def fused_ladder(vec: int, packs: int) -> list[tuple[int, int]]:
     """v3's (threads per row, packs per thread) configurations, in order of capacity: part of a
     warp for tiny rows; one warp with 1..`packs` packs; more warps, up to 256, with `packs` each;
-    256 threads with more packs, up to the maximum; then 512 and 1024 threads with the maximum.
-    With long_row_packs, rows of more packs than that take the maximum packs a thread at once,
-    over 64 threads or more (the forward: AutoConfig.fused_long_row_packs)."""
+    256 threads with more packs, up to the maximum; then 512 and 1024 threads with the maximum."""
     items_max = fused_items_max(vec)
     doubling = [1 << k for k in range(items_max.bit_length())]
     sub_warp = [(t, 1) for t in (1, 2, 4, 8, 16)]
@@ -203,11 +197,7 @@ def fused_ladder(vec: int, packs: int, long_row_packs: int = 0) -> list[tuple[in
     warps = [(t, packs) for t in (64, 128, 256)]
     more_packs = [(256, i) for i in doubling if packs < i <= items_max]
     most = [(t, items_max) for t in (512, 1024)]
-    ladder = sub_warp + warp + warps + more_packs + most
-    if long_row_packs and packs < items_max:
-        ladder = [(t, i) for t, i in ladder if t * i <= long_row_packs]
-        ladder += [(t, items_max) for t in (64, 128, 256, 512, 1024) if t * items_max > long_row_packs]
-    return ladder
+    return sub_warp + warp + warps + more_packs + most
 
 
 def fused_rows_per_block(dtype: str, tpr: int) -> int:
@@ -228,7 +218,7 @@ def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
 
 def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig) -> Launch:
     packs = N // vec
-    for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, cfg), cfg.fused_long_row_packs):
+    for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, cfg)):
         if tpr * items >= packs:
             spec = fused_spec(dtype, tpr, items, vec)
             rpb = dict(spec.constants)["RPB"]
@@ -374,7 +364,7 @@ def specializations() -> list[Spec]:
         for vec in (full_vec(dtype), 1):
             specs.extend(
                 fused_spec(dtype, tpr, items, vec)
-                for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO), AUTO.fused_long_row_packs)
+                for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO))
             )
             specs.append(online_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
