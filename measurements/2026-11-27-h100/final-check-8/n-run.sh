@@ -1,10 +1,10 @@
-# call n (tree f2471bb; carries the fourth part of the peers' wheels): the peers installed in ~/peers/site; the sweep of both directions, lab bench timing each point's implementations in turns (3 rounds), beside F.softmax, torch.compile, QuACK and Liger
+# call n (tree bbdeb18: v3's long-row rule reverted, packages as 7d0db8d; carries the fourth part of the peers' wheels): the peers installed in ~/peers/site; the sweep of both directions, lab bench timing each point's implementations in turns (3 rounds), beside F.softmax, torch.compile, QuACK and Liger
 R=$OUT/n; mkdir -p $R; P=~/peers
 cp .whl/p4/* $P/; cd $P && cat cu13.part.aa cu13.part.ab cu13.part.ac > nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl && echo "$(cat cu13.sha256)  nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl" | sha256sum -c > $R/n-peers-install.log 2>&1
 pip install --no-deps --target $P/site $P/*.whl >> $R/n-peers-install.log 2>&1; echo "pip rc=$?" >> $R/n-peers-install.log
 cd - > /dev/null
 export PYTHONPATH=$P/site:$P/site/nvidia_cutlass_dsl/dsl_packages
-echo "tree f2471bb" > $R/n-env.txt; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> $R/n-env.txt; nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >> $R/n-env.txt
+echo "tree bbdeb18, packages as 7d0db8d" > $R/n-env.txt; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> $R/n-env.txt; nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >> $R/n-env.txt
 S=4096x600,65536x600,262144x600,32768x1024,16384x4096,8192x8192,4096x32768,1024x131072,256x262144,2048x65536,64x50257,16x131072
 I=cuda.auto,triton.softmax,torch.compile.softmax.cuda,quack.softmax,liger.softmax
 timeout 280 python3 scripts/in_place.py lab bench softmax --shapes $S --impls $I --time-cap 0.3 --rounds 3 --json $R/n-sweep_softmax_peers.json > $R/n-sweep-fwd-peers.log 2>&1; echo "fwd rc=$? $(date +%T)" >> $R/n-stages.txt
