@@ -298,9 +298,8 @@ def test_v4_chunks_held_in_registers_or_in_shared_memory(dtype, n, held):
     x[4] = -math.inf  # fully masked: NaN, as torch
     x[5, n // 3] = math.inf  # +inf: NaN row
     x[6, -2] = math.nan  # NaN: NaN row
-    x[7] = (x[7].double() / x[7].double().abs().max() * top).to(
-        x.dtype
-    )  # up to the dtype's max: x - max overflows
+    # magnitudes up to the dtype's max: x - max overflows to -inf, whose exp is the 0 it should be
+    x[7] = (x[7].double() / x[7].double().abs().max() * top).to(x.dtype)
     x[8, 1:] = -math.inf  # only the first element left
     knob = HELD_KNOB[dtype]
     try:

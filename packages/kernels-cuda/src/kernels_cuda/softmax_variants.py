@@ -10,7 +10,8 @@ The variants, one .cu file each under cuda/ (read them in order):
     v2         02_softmax_shared.cu   one block per row, shared-memory tree reductions
     v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
     v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): asynchronous copies
-                                      into shared memory (fp32 chunks of a few packs a thread: registers),
+                                      into shared memory (chunks of a few packs a thread: registers; 16-bit
+                                      ones in launches of one wave),
                                       DSMEM exchange; rows that are not whole 16-byte packs too, when x's
                                       and y's rows share their offsets
                05_softmax_online.cu   without clusters, past their capacity, or for rows whose x and y
