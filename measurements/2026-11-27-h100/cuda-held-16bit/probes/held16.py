@@ -7,6 +7,7 @@ the merged rounds).
     held16.py cluster SHAPES DTYPES   # 04: the chunk in shared memory (the package's plan) against
                                       # held in registers with fp32 exponentials (KL_ITEMS > 0)
     held16.py fused SHAPES DTYPES     # v3's launch shapes (threads a row x packs x rows a block)
+    held16.py barrier SHAPES DTYPES   # v3's merge barrier: the row's warps or the whole block
 
 Every form's output is NaN-poisoned, then checked against float64 on sampled rows with extremes
 first, last and repeated; its largest error is printed beside F.softmax's."""
@@ -127,13 +128,40 @@ def fused(M, N, dtype, device):
     compare(M, N, dtype, forms)
 
 
+def barrier(M, N, dtype, device):
+    """v3 with its merge's barrier per row (bar.sync 1 + slot, TPR: the package's form) against the
+    whole block's (__syncthreads: KL_ROW_BARRIER=0), at the package's launch and at 64 threads a
+    row in 256-thread blocks."""
+    vec = sv.full_vec(dtype)
+    base = sv.plan("auto", M, N, dtype, vec, device)
+    k = dict(base.spec.constants)
+    forms = {}
+    shapes = {(k["TPR"], k["ITEMS"], k["RPB"])}
+    if N // vec >= 256:
+        shapes.add((64, math.ceil(N // vec / 64), max(1, 256 // 64)))
+    for tpr, items, rpb in sorted(shapes, reverse=True):
+        for row_barrier in (1, 0):
+            consts = (
+                ("TPR", tpr),
+                ("RPB", rpb),
+                ("ITEMS", items),
+                ("VEC", vec),
+                ("ROW_BARRIER", row_barrier),
+            )
+            spec = Spec("03_softmax_fused.cu", "softmax_fused", dtype, consts)
+            launch = sv.Launch(spec, grid=min(math.ceil(M / rpb), sv.MAX_GRID), block=tpr * rpb)
+            name = f"{tpr}x{items}/{rpb} {'row' if row_barrier else 'block'} barrier {resources(spec)}"
+            forms[name] = packed_fn(launch, M, N)
+    compare(M, N, dtype, forms)
+
+
 def main():
     what, shapes, dtypes = sys.argv[1], sys.argv[2], sys.argv[3]
     device = sv._device(DEV)
     for shape in shapes.split(","):
         M, N = (int(v) for v in shape.split("x"))
         for dtype in dtypes.split(","):
-            {"cluster": cluster, "fused": fused}[what](M, N, dtype, device)
+            {"cluster": cluster, "fused": fused, "barrier": barrier}[what](M, N, dtype, device)
 
 
 if __name__ == "__main__":
