@@ -28,20 +28,6 @@ constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC;
 constexpr int THREADS = TPR * RPB;
 constexpr int WARPS_PER_ROW = TPR > 32 ? TPR / 32 : 1;
 constexpr int SHUFFLE_WIDTH = TPR < 32 ? TPR : 32;
-#ifndef KL_ROW_BARRIER
-#define KL_ROW_BARRIER 1
-#endif
-static_assert(RPB < 16, "a named barrier a row: ids 1..15");
-
-// The merge's barrier: the row's own warps (named barrier 1 + slot, TPR threads), so that the
-// block's other rows do not wait on this one; with KL_ROW_BARRIER=0, the whole block.
-__device__ __forceinline__ void row_barrier(int slot) {
-  if constexpr (KL_ROW_BARRIER && RPB > 1) {
-    asm volatile("bar.sync %0, %1;" ::"r"(1 + slot), "n"(TPR) : "memory");
-  } else {
-    __syncthreads();
-  }
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     softmax_fused(const elem_t* __restrict__ x, elem_t* __restrict__ y, i64 M, int N, i64 x_stride,
@@ -73,11 +59,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     Stats row_stats = {m, s};
     if constexpr (WARPS_PER_ROW > 1) {
       if (lane % 32 == 0) warp_stats[slot][lane / 32] = row_stats;
-      row_barrier(slot);
+      __syncthreads();
       row_stats = warp_stats[slot][0];
 #pragma unroll
       for (int w = 1; w < WARPS_PER_ROW; ++w) row_stats = stats_merge(row_stats, warp_stats[slot][w]);
-      row_barrier(slot);  // the next row group writes warp_stats[slot] again
+      __syncthreads();  // the next row group writes warp_stats again
     }
     // y = exp(x - row max) / row sum. In place, v holds exp(x - this warp's max): scale by
     // exp(warp max - row max) (0 for a warp that saw only -inf; NaN when the whole row is -inf, as
