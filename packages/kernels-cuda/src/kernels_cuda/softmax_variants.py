@@ -253,11 +253,14 @@ def cluster_items(dtype: str, chunk: int, cfg: AutoConfig, blocks_per_sm: float)
     blocks_per_sm: the launch's blocks over the device's SMs."""
     need = math.ceil(chunk / full_vec(dtype) / CLUSTER_THREADS)
     items = 1 << (need - 1).bit_length()
-    if arrays.ITEMSIZE[dtype] == 4:
-        limit = cfg.cluster_held_packs_f32
-    else:
-        limit = cfg.cluster_held_packs_16bit if blocks_per_sm <= HELD_16BIT_BLOCKS_PER_SM else 0
+    one_wave = blocks_per_sm <= HELD_16BIT_BLOCKS_PER_SM
+    limit = cluster_held_packs(dtype, cfg) if arrays.ITEMSIZE[dtype] == 4 or one_wave else 0
     return items if items <= limit else 0
+
+
+def cluster_held_packs(dtype: str, cfg: AutoConfig) -> int:
+    """The most packs a v4 thread holds of a chunk of `dtype` (AutoConfig)."""
+    return cfg.cluster_held_packs_f32 if arrays.ITEMSIZE[dtype] == 4 else cfg.cluster_held_packs_16bit
 
 
 def cluster_chunks(N: int, vec: int, max_cluster: int) -> list[tuple[int, int]]:
@@ -368,10 +371,7 @@ def specializations() -> list[Spec]:
                 for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO))
             )
             specs.append(online_spec(dtype, vec))
-        specs.extend(cluster_spec(dtype, c) for c in CLUSTER_SIZES)
-    for dtype in DTYPES:
-        most = AUTO.cluster_held_packs_f32 if arrays.ITEMSIZE[dtype] == 4 else AUTO.cluster_held_packs_16bit
-        held = [1 << k for k in range(most.bit_length())]
+        held = [0] + [1 << k for k in range(cluster_held_packs(dtype, AUTO).bit_length())]
         specs.extend(cluster_spec(dtype, c, items) for c in CLUSTER_SIZES for items in held)
     return specs
 

@@ -109,12 +109,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       const float m = held_max(pack_max<1>(KL_NEG_INF, edge_value), v);
       const float shift = safe_shift(m);
       const float edge_e = has_edge ? exp_shifted(elem(edge_value, 0), shift) : 0.f;
-      const int first = static_cast<int>(threadIdx.x);
-      if constexpr (EXP_IN_PLACE) {
-        t = {m, held_exp_sum<THREADS>(v, shift, first, packs, edge_e)};
-      } else {
-        t = {m, held_exps<THREADS>(v, e, shift, first, packs, edge_e)};
-      }
+      t = {m, held_exp_sum<THREADS>(v, shift, static_cast<int>(threadIdx.x), packs, edge_e, e)};
     } else {
       if (has_edge) t = stats_add<1>(t, edge_value);
       // Each thread reads only the packs it copied (the loops below stride as the copies did), and

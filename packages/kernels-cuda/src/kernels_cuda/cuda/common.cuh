@@ -217,10 +217,7 @@ template <int VEC> __device__ __forceinline__ Stats stats_add(Stats t, const Pac
 
 // ---- packs held in registers (03, and 04 with ITEMS > 0) ----------------------------------------
 // A thread holds ITEMS packs of a row, its pack i being the row's pack first + i * STRIDE; those
-// past the row's `packs` are padding (-inf, as loaded). In 03 an fp32 pack takes its exponentials
-// in place, in the registers x came in; a 16-bit one, two values to a register, takes them again
-// when it is stored (its store loop), which keeps v3's registers, and so its rows in flight, as
-// few as its packs. 04 keeps a 16-bit chunk's in fp32 registers (held_exps).
+// past the row's `packs` are padding (-inf, as loaded).
 constexpr bool EXP_IN_PLACE = sizeof(elem_t) == sizeof(float);
 
 // max(m, every held element).
@@ -230,36 +227,26 @@ template <int VEC, int ITEMS> __device__ __forceinline__ float held_max(float m,
   return m;
 }
 
-// s plus the sum of exp(x - shift) over the held elements (no ex2 spent on padding); in place,
-// each x becomes its exponential.
+// s plus the sum of exp(x - shift) over the held elements (no ex2 spent on padding). Each
+// exponential is kept: fp32 in place, each x becoming its exponential; 16-bit in e, when given
+// (04's held chunks, rescaled once after the exchange; padding's e is left unset and never
+// stored), else taken again at the store (03, whose registers, and so rows in flight, stay as
+// few as its packs).
 template <int STRIDE, int VEC, int ITEMS>
-__device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift, int first, int packs, float s = 0.f) {
+__device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift, int first, int packs, float s = 0.f,
+                                              float (*e)[VEC] = nullptr) {
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     if (i * STRIDE + first >= packs) continue;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      const float e = exp_shifted(elem(v[i], k), shift);
-      if constexpr (EXP_IN_PLACE) v[i].w[k] = __float_as_uint(e);
-      s += e;
-    }
-  }
-  return s;
-}
-
-// As held_exp_sum, with every exponential kept in e (04's held 16-bit chunks: fp32 exponentials,
-// rescaled once after the exchange, not taken again at the store); padding's e is left unset and is
-// never stored.
-template <int STRIDE, int VEC, int ITEMS>
-__device__ __forceinline__ float held_exps(const Pack<VEC> (&v)[ITEMS], float (&e)[ITEMS][VEC], float shift, int first,
-                                           int packs, float s = 0.f) {
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    if (i * STRIDE + first >= packs) continue;
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      e[i][k] = exp_shifted(elem(v[i], k), shift);
-      s += e[i][k];
+      const float x = exp_shifted(elem(v[i], k), shift);
+      if constexpr (EXP_IN_PLACE) {
+        v[i].w[k] = __float_as_uint(x);
+      } else if (e != nullptr) {
+        e[i][k] = x;
+      }
+      s += x;
     }
   }
   return s;
