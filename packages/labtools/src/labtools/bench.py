@@ -662,21 +662,29 @@ def input_sets(impl: Implementation, shape: tuple[int, ...], dtype: str, seed: i
     return [make_inputs(impl, shape, dtype, seed=seed + k) for k in range(sets)]
 
 
+def impl_call_time(
+    impl: Implementation, arg_sets: Sequence[tuple], time_cap_s: float | None = None
+) -> Timing | None:
+    """`time_call` of a CUDA implementation, taken after its device time on the same inputs;
+    None on the CPU, where the one blocked measurement is both (`record`)."""
+    if impl.device != "cuda":
+        return None
+    return time_call(
+        impl.fn, arg_sets, impl.device, **({} if time_cap_s is None else {"time_cap_s": time_cap_s})
+    )
+
+
 def _time_both(
     impl: Implementation, shape: tuple[int, ...], dtype: str, seed: int, call_time: bool, **timing_kw
 ) -> tuple[Timing, Timing | None]:
     """(device time, call time) on the same inputs; on the CPU one measurement is both."""
     arg_sets = input_sets(impl, shape, dtype, seed)
-    if impl.device != "cuda":
+    if impl.device == "cuda":
+        timing_kw.pop("threads", None)  # a CPU setting: the host thread pool does not time kernels
+    else:
         timing_kw.setdefault("threads", DEFAULT_CPU_THREADS)
-        timing = time_fn(impl.fn, arg_sets, impl.device, **timing_kw)
-        return timing, timing
-    timing_kw.pop("threads", None)  # a CPU setting: the host thread pool does not time kernels
     timing = time_fn(impl.fn, arg_sets, impl.device, **timing_kw)
-    if not call_time:
-        return timing, None
-    cap = timing_kw.get("time_cap_s")
-    call = time_call(impl.fn, arg_sets, impl.device, **({} if cap is None else {"time_cap_s": cap}))
+    call = impl_call_time(impl, arg_sets, timing_kw.get("time_cap_s")) if call_time else None
     return timing, call
 
 

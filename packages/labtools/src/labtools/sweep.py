@@ -305,12 +305,8 @@ def run_sweep(
             try:
                 if isinstance(timing, Exception):
                     raise timing
-                # call time after the device times, one implementation at a time (CPU: the same figure)
-                call = (
-                    bench.time_call(impl.fn, sets, impl.device, time_cap_s=config.time_cap_s)
-                    if impl.device == "cuda"
-                    else None
-                )
+                # call time after the device times, one implementation at a time
+                call = bench.impl_call_time(impl, sets, config.time_cap_s)
                 rec = bench.record(
                     impl,
                     shape,
