@@ -11,7 +11,7 @@ Modes, each implementation of a point in turns (order reversed every other round
   auto         time_cuda as the sweep runs it (each implementation its own wait)
   wait=W       flush, spin W us, launch (the same W for every implementation)
   last=W       spin W us, flush, launch: the flush right before every launch
-Run from the repository root: python3 scripts/in_place.py python3 <this file> [--quick]."""
+Run from the repository root: python3 scripts/in_place.py python <this file> [--quick]."""
 
 import statistics
 import sys
