@@ -14,6 +14,7 @@ import statistics
 import sys
 from functools import lru_cache
 
+import kernels_cuda  # noqa: F401 -- loads kernels_cuda.softmax_backward
 import torch
 from kernels_cuda import softmax_variants as sv
 from labtools import bench
