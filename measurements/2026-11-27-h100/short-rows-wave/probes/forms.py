@@ -14,7 +14,7 @@ import statistics
 import sys
 from functools import lru_cache
 
-import kernels_cuda  # noqa: F401 -- loads kernels_cuda.softmax_backward
+import kernels_cuda.softmax_backward  # the module, loaded on first use otherwise
 import torch
 from kernels_cuda import softmax_variants as sv
 from labtools import bench
@@ -67,8 +67,6 @@ def runner(op, form, args):
         fn = kernels_triton.softmax if op == "softmax" else kernels_triton.softmax_backward
         return lambda: fn(*args)
     use(op, form)
-    import kernels_cuda
-
     fn = kernels_cuda.softmax if op == "softmax" else kernels_cuda.softmax_backward
     return lambda: fn(*args)
 
