@@ -103,6 +103,27 @@ def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster, dy_pac
     assert a100 == ("softmax_backward_fused" if fits else "softmax_backward_twopass")
 
 
+@pytest.mark.parametrize(
+    "M,N,tpr,items",
+    [
+        (4096, 600, 64, 3),
+        (4096, 1024, 64, 4),
+        (2048, 2048, 128, 4),
+        (16384, 600, 128, 2),
+        (1024, 600, 128, 2),
+    ],
+)
+def test_fp32_fused_backward_of_few_rows_gives_a_row_fewer_threads(M, N, tpr, items):
+    launch = bw.plan("auto", M, N, "float32", 4, sm.H100)
+    c = dict(launch.spec.constants)
+    assert (c["TPR"], c["ITEMS"]) == (tpr, items) and launch.spec in set(bw.specializations())
+    ladder = bw.plan("auto", M, N, "float32", 4, sm.H100, bw.BackwardConfig(few_rows_per_sm=0))
+    if dict(ladder.spec.constants)["TPR"] > tpr:  # fewer threads a row, in 128-thread blocks
+        assert launch.block == sm.FEW_ROWS_BLOCK and launch.grid * c["RPB"] >= M
+    else:
+        assert launch == ladder
+
+
 @settings(max_examples=300)  # plain Python, a millisecond an example
 @given(
     N=st.integers(4096, 1 << 20),
@@ -294,6 +315,23 @@ def test_backward_matches_the_float64_reference(variant, m, n, dtype, layout):
     with arrays.poison_outputs():
         dx = bw.softmax_backward(y, dy, dim=dim, variant=variant)
     _assert_backward(dx, y, dy, dim, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n", [(4096, 600), (4096, 1024), (2048, 2048), (3000, 1500)])
+def test_fused_backward_of_few_fp32_rows_matches_the_float64_reference(m, n):
+    """The fused backward's launches of few fp32 rows (BackwardConfig.few_rows_per_sm): fewer
+    threads a row than the ladder's, in 128-thread blocks; padding in a thread's last pack (1500)."""
+    torch = _torch()
+    device = sm._device(0)
+    launch = bw.plan("auto", m, n, "float32", 4, device)
+    ladder = bw.plan("auto", m, n, "float32", 4, device, bw.BackwardConfig(few_rows_per_sm=0))
+    assert dict(launch.spec.constants)["TPR"] < dict(ladder.spec.constants)["TPR"]
+    y = _probs((m, n), "float32")
+    dy = torch.randn(m, n, device="cuda") * 3
+    with arrays.poison_outputs():
+        dx = bw.softmax_backward(y, dy)
+    _assert_backward(dx, y, dy, -1, "float32")
 
 
 CLUSTER_CASES = [

@@ -227,6 +227,32 @@ def test_v4_holds_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items
     assert dict(launch.spec.constants)["ITEMS"] == 0 and launch.shared_mem > 0
 
 
+@pytest.mark.parametrize(
+    "M,N,tpr,items,rpb",
+    [
+        (4096, 600, 32, 5, 4),  # a warp a row, four rows to a 128-thread block: one wave on 132 SMs
+        (8192, 600, 32, 5, 4),  # 64 rows an SM: still few
+        (4096, 1024, 32, 8, 4),
+        (2048, 1024, 64, 4, 2),  # ~16 rows an SM: 64 threads a row
+        (2048, 2048, 64, 8, 2),  # the fewest threads that hold 512 packs at 8 a thread
+        (1024, 600, 128, 2, 2),  # the ladder's own launch already fits one wave
+        (16384, 600, 128, 2, 2),  # past 64 rows an SM: the ladder's
+        (8192, 8192, 256, 8, 1),  # the ladder's threads are already the fewest that hold the row
+    ],
+)
+def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, tpr, items, rpb):
+    launch = variants.plan("auto", M, N, "float32", 4, variants.H100)
+    assert dict(launch.spec.constants) == {"TPR": tpr, "RPB": rpb, "ITEMS": items, "VEC": 4}
+    _check_launch(launch, "auto", M, N, "float32", 4, variants.H100)
+    ladder = variants.plan("auto", M, N, "float32", 4, variants.H100, variants.AutoConfig(few_rows_per_sm=0))
+    assert dict(ladder.spec.constants)["TPR"] >= tpr
+    # 16-bit rows keep the ladder's launch
+    bf16 = variants.plan("auto", M, N, "bfloat16", 8, variants.H100)
+    assert bf16 == variants.plan(
+        "auto", M, N, "bfloat16", 8, variants.H100, variants.AutoConfig(few_rows_per_sm=0)
+    )
+
+
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     try:
         variants.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)

@@ -145,6 +145,34 @@ def test_v3_holds_rows_up_to_8_packs_a_thread_with_16_byte_packs(n, dtype):
         kernels_cuda.softmax(_make_input("offset", 2, n, dtype, 1.0)[0], variant="v3")
 
 
+@pytest.mark.parametrize("m,n", [(4096, 600), (8192, 1000), (4096, 1024), (2048, 2048), (3000, 1500)])
+def test_v3_launches_of_few_fp32_rows_match_the_float64_reference(m, n):
+    """fp32 launches of few rows (AutoConfig.few_rows_per_sm): fewer threads a row than the
+    ladder's, up to 8 packs each, in 128-thread blocks, padding in the last pack of a thread
+    (1000, 1500); rows with their extremes first, last, repeated, masked and non-finite."""
+    device = variants._device(0)
+    launch = variants.plan("auto", m, n, "float32", 4, device)
+    ladder = variants.plan("auto", m, n, "float32", 4, device, variants.AutoConfig(few_rows_per_sm=0))
+    assert dict(launch.spec.constants)["TPR"] < dict(ladder.spec.constants)["TPR"]
+    x = _randn((m, n), "float32", 4.0)
+    x[0, 0] = 80.0
+    x[1, -1] = 80.0
+    x[2, ::97] = 80.0
+    x[3, : n // 2] = -math.inf
+    x[4] = -math.inf  # NaN, as torch
+    x[5, n // 3] = math.inf  # NaN row
+    x[6, -2] = math.nan  # NaN row
+    x[7] = x[7] / x[7].abs().max() * torch.finfo(torch.float32).max
+    x[8, 1:] = -math.inf
+    with arrays.poison_outputs():
+        y = kernels_cuda.softmax(x)
+    ref = torch.softmax(x.double(), dim=-1)
+    assert torch.equal(torch.isnan(y), torch.isnan(ref))
+    finite = [r for r in range(m) if r not in (4, 5, 6)]
+    _assert_softmax(y[finite], x[finite], -1, "float32")
+    assert y[8, 0].item() == 1.0
+
+
 # Every cluster size, through auto's chunk rule (rows from 128 KB in 16 KB chunks, shorter ones
 # up to 64 KB): fp32 C = 2 (32 and 48 KB chunks), 8, 16 (16 KB, and 64 KB: none reaches 16 KB);
 # bf16 C = 8 and 16; a ragged last chunk (40008 over 2 blocks of 20008); 16 blocks of ~96 KB of

@@ -14,6 +14,7 @@ form of a point in turns, the order reversed every other round; median of all sa
 output (NaN-poisoned first) is checked against float64 beside torch's own error."""
 
 import ctypes
+import dataclasses
 import statistics
 import sys
 from functools import lru_cache
@@ -60,6 +61,34 @@ POINTS = [  # op, dtype, (M, N) list, forms
     ),
     ("softmax_backward", "float32", [(8192, 8192)], ("base", "tree")),
 ]
+AB = ("base", "tree")
+AB_POINTS = [  # --ab: the package before (sources and the ladder's launches) and after
+    (
+        "softmax",
+        "float32",
+        [(1024, 600), (4096, 600), (8192, 600), (16384, 600), (65536, 600)],
+        (*AB, "qcubin"),
+    ),
+    ("softmax", "float32", [(2048, 1024), (4096, 1024), (32768, 1024)], (*AB, "qcubin")),
+    (
+        "softmax",
+        "float32",
+        [(2048, 2048), (8192, 2048), (1024, 4096), (4096, 4096), (16384, 4096), (8192, 8192)],
+        AB,
+    ),
+    ("softmax", "bfloat16", [(4096, 600), (65536, 600)], (*AB, "qcubin")),
+    ("softmax", "bfloat16", [(4096, 1024), (32768, 1024), (16384, 4096), (8192, 8192)], AB),
+    ("softmax_backward", "float32", [(4096, 600), (65536, 600)], (*AB, "qcubin")),
+    (
+        "softmax_backward",
+        "float32",
+        [(4096, 1024), (32768, 1024), (2048, 2048), (16384, 4096), (8192, 8192)],
+        AB,
+    ),
+    ("softmax_backward", "bfloat16", [(4096, 600), (65536, 600)], (*AB, "qcubin")),
+]
+if "--ab" in sys.argv:
+    POINTS = AB_POINTS
 QCUBIN = {  # (op, dtype, N): (file, rows a block, tile columns)
     ("softmax", "float32", 600): ("fwd_Float32_600", 4, 640),
     ("softmax", "bfloat16", 600): ("fwd_BFloat16_600", 4, 768),
@@ -105,7 +134,8 @@ def use(op, form):
             constants = tuple((k, rpb if k == "RPB" else v) for k, v in spec.constants)
             spec = codegen.Spec(spec.source, spec.kernel, dtype, constants)
             launch = sv.Launch(spec, grid=-(-M // rpb), block=tpr * rpb)
-        else:
+        else:  # base: the ladder's launch, as before the few-rows rule
+            cfg = dataclasses.replace(cfg, few_rows_per_sm=0) if which == "base" else cfg
             launch = package_plan(variant, M, N, dtype, vec, device, cfg, same)
         spec = launch.spec
         spec = codegen.Spec(spec.source, spec.kernel, spec.dtype, spec.constants + marker)

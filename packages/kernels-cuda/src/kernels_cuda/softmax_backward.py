@@ -62,6 +62,9 @@ class BackwardConfig:
     cluster_dy_in_registers: in 16-block clusters whose two chunks would take more than half of
         a block's shared memory (one block an SM), the threads hold dy's chunk in registers
         (CLUSTER_DY_PACKS packs a thread at most) and two blocks share an SM.
+    few_rows_per_sm: fp32 fused launches of at most this many rows an SM give a row fewer threads
+        of more packs (up to FUSED_ITEMS_MAX of each array), as the forward's few-rows rule
+        (`softmax_variants.few_rows_threads`).
     lone_block_rows_f32: fp32 launches of at most this many rows take no cluster size whose
         chunks leave one block an SM, as 16-bit ones never do (plan_cluster). At 131072 columns
         (8-block clusters of 128 KB a block) 16-block clusters were faster on an H100 at 1-128
@@ -76,6 +79,7 @@ class BackwardConfig:
     cluster_dy_in_registers: bool = True
     max_cluster: int = 16
     lone_block_rows_f32: int = 128
+    few_rows_per_sm: int = 64
 
 
 AUTO = BackwardConfig()
@@ -85,8 +89,8 @@ def fused_capacity(vec: int) -> int:
     return FUSED_MAX_TPR * FUSED_ITEMS_MAX * vec
 
 
-def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
-    rpb = sm.fused_rows_per_block(dtype, tpr)  # as v3's
+def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None) -> Spec:
+    rpb = sm.fused_rows_per_block(dtype, tpr, block)  # as v3's
     return Spec(
         FUSED_SOURCE,
         "softmax_backward_fused",
@@ -103,11 +107,18 @@ def fused_ladder(dtype: str, vec: int, cfg: BackwardConfig) -> list[tuple[int, i
     return capped + [(FUSED_MAX_TPR, FUSED_ITEMS_MAX)]
 
 
-def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: BackwardConfig) -> sm.Launch | None:
+def plan_fused(
+    M: int, N: int, dtype: str, vec: int, cfg: BackwardConfig, device: sm.Device | None = None
+) -> sm.Launch | None:
     packs = N // vec
     for tpr, items in dict.fromkeys(fused_ladder(dtype, vec, cfg)):
         if tpr * items >= packs:
-            spec = fused_spec(dtype, tpr, items, vec)
+            block = None
+            if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows: as the forward's (sm.few_rows_threads)
+                few = sm.few_rows_threads(M, packs, tpr, FUSED_ITEMS_MAX, device, cfg.few_rows_per_sm)
+                if few < tpr:
+                    tpr, items, block = few, math.ceil(packs / few), sm.FEW_ROWS_BLOCK
+            spec = fused_spec(dtype, tpr, items, vec, block)
             rpb = dict(spec.constants)["RPB"]
             return sm.Launch(spec, grid=min(math.ceil(M / rpb), sm.MAX_GRID), block=tpr * rpb)
     return None
@@ -203,7 +214,7 @@ def plan(
     cfg = cfg or AUTO
     twopass = sm.Launch(twopass_spec(dtype, vec), grid=min(M, sm.MAX_GRID), block=TWOPASS_THREADS)
     if variant == "fused":
-        launch = plan_fused(M, N, dtype, vec, cfg)
+        launch = plan_fused(M, N, dtype, vec, cfg, device)
         if launch is None:
             raise ValueError(
                 f"softmax_backward: the fused kernel holds rows of at most {fused_capacity(vec)} elements "
@@ -217,11 +228,11 @@ def plan(
     if variant == "auto":
         size = arrays.ITEMSIZE[dtype]
         if N * size <= cfg.fused_max_row_bytes or device.cc < 90:
-            launch = plan_fused(M, N, dtype, vec, cfg)
+            launch = plan_fused(M, N, dtype, vec, cfg, device)
             if launch is not None:
                 return launch
         cluster = plan_cluster(M, N, dtype, vec, device, cfg, same_offsets)
-        return cluster or plan_fused(M, N, dtype, vec, cfg) or twopass
+        return cluster or plan_fused(M, N, dtype, vec, cfg, device) or twopass
     raise ValueError(f"softmax_backward: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
@@ -234,10 +245,12 @@ def specializations() -> list[Spec]:
             specs.extend(
                 fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO))
             )
+            if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows
+                specs.extend(sm.few_rows_specs(dtype, vec, FUSED_ITEMS_MAX, fused_spec))
             specs.append(twopass_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
         specs.append(cluster_spec(dtype, DY_IN_REGISTERS_CLUSTER, CLUSTER_DY_PACKS))
-    return specs
+    return list(dict.fromkeys(specs))  # the few-rows launches repeat some of the ladder's
 
 
 _plan = lru_cache(maxsize=4096)(plan)

@@ -56,6 +56,10 @@ SHARED_BLOCK = 256
 # of a few hundred elements ran faster in 128-thread blocks, fp32 ones in 256-thread blocks
 # (experiments/notes/kernels-cuda.md).
 FUSED_BLOCK = {4: 256, 2: 128}
+# Threads an SM a launch of few fp32 rows aims for (AutoConfig.few_rows_per_sm): one wave of them
+# is resident at up to 64 registers a thread. Those launches run in FEW_ROWS_BLOCK-thread blocks.
+FEW_ROWS_THREADS_PER_SM = 1024
+FEW_ROWS_BLOCK = 128
 FUSED_MAX_TPR = 1024
 CLUSTER_SIZES = (2, 4, 8, 16)
 CLUSTER_THREADS = 256
@@ -80,6 +84,9 @@ class AutoConfig:
         thread needs at most this many 16-byte packs of it (0: never).
     cluster_held_packs_16bit: the same for 16-bit chunks, in a launch of one wave of held blocks
         (HELD_16BIT_BLOCKS_PER_SM) only.
+    few_rows_per_sm: fp32 v3 launches of at most this many rows an SM give a row fewer threads,
+        each holding more packs (`few_rows_threads`): about FEW_ROWS_THREADS_PER_SM threads an SM,
+        one wave, where the ladder's threads would run two or more (0: never).
 
     The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows of up
     to 32 KB; rows from 128 KB run fastest in 16 KB chunks (the most blocks an SM, each with all
@@ -99,6 +106,7 @@ class AutoConfig:
     max_cluster: int = 16
     cluster_held_packs_f32: int = 8
     cluster_held_packs_16bit: int = 4
+    few_rows_per_sm: int = 64
 
 
 AUTO = AutoConfig()
@@ -201,14 +209,14 @@ def fused_ladder(vec: int, packs: int) -> list[tuple[int, int]]:
     return sub_warp + warp + warps + more_packs + most
 
 
-def fused_rows_per_block(dtype: str, tpr: int) -> int:
+def fused_rows_per_block(dtype: str, tpr: int, block: int | None = None) -> int:
     """Rows a block of the row-in-registers kernels (v3, and the fused backward) holds at TPR
-    threads a row: FUSED_BLOCK threads a block where rows need fewer."""
-    return max(1, FUSED_BLOCK[arrays.ITEMSIZE[dtype]] // tpr)
+    threads a row: `block` (by default FUSED_BLOCK) threads a block where rows need fewer."""
+    return max(1, (block or FUSED_BLOCK[arrays.ITEMSIZE[dtype]]) // tpr)
 
 
-def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
-    rpb = fused_rows_per_block(dtype, tpr)
+def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None) -> Spec:
+    rpb = fused_rows_per_block(dtype, tpr, block)
     return Spec(
         "03_softmax_fused.cu",
         "softmax_fused",
@@ -217,11 +225,35 @@ def fused_spec(dtype: str, tpr: int, items: int, vec: int) -> Spec:
     )
 
 
-def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig) -> Launch:
+def few_rows_threads(
+    M: int, packs: int, tpr: int, items_max: int, device: Device | None, rows_per_sm: int
+) -> int:
+    """Threads a row for a launch of at most `rows_per_sm` rows an SM: about
+    FEW_ROWS_THREADS_PER_SM threads an SM in all (a warp a row at least, and no fewer than hold
+    the row at `items_max` packs a thread), never more than the ladder's `tpr`. At one wave of
+    short rows the time is the rows' DRAM round trip plus the instructions each SM issues after
+    it: four warps a row issue four times a warp's reductions and run in two waves where one warp
+    a row runs in one (fp32 rows of 600-2048 elements at 2048-8192 rows: 0.92-0.99 of the time,
+    experiments/notes/kernels-cuda.md)."""
+    if device is None or M > rows_per_sm * device.sms:
+        return tpr
+    want = 1 << max(5, (FEW_ROWS_THREADS_PER_SM * device.sms // M).bit_length() - 1)
+    fewest = 32
+    while fewest * items_max < packs:
+        fewest *= 2
+    return min(tpr, max(want, fewest))
+
+
+def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig, device: Device | None = None) -> Launch:
     packs = N // vec
     for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, cfg)):
         if tpr * items >= packs:
-            spec = fused_spec(dtype, tpr, items, vec)
+            block = None
+            if vec > 1 and arrays.ITEMSIZE[dtype] == 4:
+                few = few_rows_threads(M, packs, tpr, fused_items_max(vec), device, cfg.few_rows_per_sm)
+                if few < tpr:
+                    tpr, items, block = few, math.ceil(packs / few), FEW_ROWS_BLOCK
+            spec = fused_spec(dtype, tpr, items, vec, block)
             rpb = dict(spec.constants)["RPB"]
             return Launch(spec, grid=min(math.ceil(M / rpb), MAX_GRID), block=tpr * rpb)
     raise ValueError(
@@ -340,7 +372,7 @@ def plan(
         spec = Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),))
         return Launch(spec, grid=min(M, MAX_GRID), block=SHARED_BLOCK)
     if variant == "v3":
-        return plan_fused(M, N, dtype, vec, cfg)
+        return plan_fused(M, N, dtype, vec, cfg, device)
     if variant == "v4":
         return plan_cluster(M, N, dtype, vec, device, cfg, same_offsets) or plan(
             variant="v4_online", M=M, N=N, dtype=dtype, vec=vec, device=device, cfg=cfg
@@ -350,12 +382,21 @@ def plan(
     if variant == "auto":
         fits_v3 = N <= fused_capacity(vec)
         if fits_v3 and (N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90):
-            return plan_fused(M, N, dtype, vec, cfg)
+            return plan_fused(M, N, dtype, vec, cfg, device)
         # past fused_max_row_bytes: a cluster, else v3 while it holds the row (one read, where
         # the online kernel reads it twice), else the online kernel
         cluster = plan_cluster(M, N, dtype, vec, device, cfg, same_offsets)
         return cluster or plan("v3" if fits_v3 else "v4_online", M, N, dtype, vec, device, cfg)
     raise ValueError(f"softmax: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+
+
+def few_rows_specs(dtype: str, vec: int, items_max: int, spec_of) -> list[Spec]:
+    """Every launch `few_rows_threads` can lead to: a warp to 256 threads a row, 1 to items_max packs."""
+    return [
+        spec_of(dtype, tpr, items, vec, FEW_ROWS_BLOCK)
+        for tpr in (32, 64, 128, 256)
+        for items in range(1, items_max + 1)
+    ]
 
 
 @codegen.register_specializations
@@ -370,10 +411,12 @@ def specializations() -> list[Spec]:
                 fused_spec(dtype, tpr, items, vec)
                 for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO))
             )
+            if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows: any packs up to the most
+                specs.extend(few_rows_specs(dtype, vec, fused_items_max(vec), fused_spec))
             specs.append(online_spec(dtype, vec))
         held = [0] + [1 << k for k in range(cluster_held_packs(dtype, AUTO).bit_length())]
         specs.extend(cluster_spec(dtype, c, items) for c in CLUSTER_SIZES for items in held)
-    return specs
+    return list(dict.fromkeys(specs))  # the few-rows launches repeat some of the ladder's
 
 
 # --- preparing a call: one input layout -> what its launch needs (no GPU) -------------------

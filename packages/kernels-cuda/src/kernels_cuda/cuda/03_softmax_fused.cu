@@ -42,6 +42,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   for (i64 group = blockIdx.x; group < groups; group += gridDim.x) {
     const i64 row = group * RPB + slot;
     const bool live = row < M;
+    // Where this thread's first pack of the row lies in x and in y. Its pack i is i * TPR * VEC
+    // elements further: a constant the loads and stores carry as an immediate offset, so a row
+    // costs one address computation, not one per pack (at one wave of short rows, instructions
+    // ahead of the loads delay them).
+    const i64 x_at = row * x_stride + lane * VEC, y_at = row * y_stride + lane * VEC;
 
     // Pack p of the row goes to thread p % TPR: consecutive threads, consecutive 16-byte packs.
     // Nothing reads v until every load is issued; slots past the row hold -inf (exp(-inf) = 0).
@@ -49,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const int p = i * TPR + lane;
-      v[i] = live && p < packs ? load_pack<VEC>(x + row * x_stride + p * VEC) : neg_inf_pack<VEC>();
+      v[i] = live && p < packs ? load_pack<VEC>(x + x_at + i * TPR * VEC) : neg_inf_pack<VEC>();
     }
 
     const float m = warp_max<SHUFFLE_WIDTH>(held_max(KL_NEG_INF, v));
@@ -72,16 +77,15 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const float inv_sum = 1.f / row_stats.s;
     const float scale = EXP_IN_PLACE && WARPS_PER_ROW > 1 ? exp_shifted(m, row_shift) * inv_sum : inv_sum;
 
-    if (live) {
+    // fp32: one predicated store a pack (no branch). 16-bit: exp again, so not for padding.
 #pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const int p = i * TPR + lane;
-        if (p < packs) {
-          const Pack<VEC> out = make_pack<VEC>([&](int k) {
-            return (EXP_IN_PLACE ? elem(v[i], k) : exp_shifted(elem(v[i], k), row_shift)) * scale;
-          });
-          store_pack<VEC>(y + row * y_stride + p * VEC, out);
-        }
+    for (int i = 0; i < ITEMS; ++i) {
+      const bool in = live && i * TPR + lane < packs;
+      elem_t* const out = y + y_at + i * TPR * VEC;
+      if constexpr (EXP_IN_PLACE) {
+        store_pack_if<VEC>(in, out, make_pack<VEC>([&](int k) { return elem(v[i], k) * scale; }));
+      } else if (in) {
+        store_pack<VEC>(out, make_pack<VEC>([&](int k) { return exp_shifted(elem(v[i], k), row_shift) * scale; }));
       }
     }
   }

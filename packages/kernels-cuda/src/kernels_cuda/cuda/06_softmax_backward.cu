@@ -46,6 +46,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   for (i64 group = blockIdx.x; group < groups; group += gridDim.x) {
     const i64 row = group * RPB + slot;
     const bool live = row < M;
+    // This thread's first pack of the row in each array; pack i is a constant i * TPR * VEC
+    // elements further (an immediate offset: one address computation a row, as in 03).
+    const i64 y_at = row * y_stride + lane * VEC, dy_at = row * dy_stride + lane * VEC;
+    const i64 dx_at = row * dx_stride + lane * VEC;
 
     // Pack p of the row goes to thread p % TPR; slots past the row hold zeros (add 0 to the dot).
     Pack<VEC> a[ITEMS], b[ITEMS];
@@ -53,8 +57,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     for (int i = 0; i < ITEMS; ++i) {
       const int p = i * TPR + lane;
       const bool in = live && p < packs;
-      a[i] = in ? load_pack<VEC>(y + row * y_stride + p * VEC) : Pack<VEC>{};
-      b[i] = in ? load_pack<VEC>(dy + row * dy_stride + p * VEC) : Pack<VEC>{};
+      a[i] = in ? load_pack<VEC>(y + y_at + i * TPR * VEC) : Pack<VEC>{};
+      b[i] = in ? load_pack<VEC>(dy + dy_at + i * TPR * VEC) : Pack<VEC>{};
     }
     float dot = 0.f;
 #pragma unroll
@@ -69,15 +73,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       __syncthreads();  // the next row group writes warp_dots again
     }
 
-    if (live) {
 #pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const int p = i * TPR + lane;
-        if (p < packs) {
-          store_pack<VEC>(dx + row * dx_stride + p * VEC,
-                          make_pack<VEC>([&](int k) { return grad(a[i], b[i], k, dot); }));
-        }
-      }
+    for (int i = 0; i < ITEMS; ++i) {
+      store_pack_if<VEC>(live && i * TPR + lane < packs, dx + dx_at + i * TPR * VEC,
+                         make_pack<VEC>([&](int k) { return grad(a[i], b[i], k, dot); }));
     }
   }
 }

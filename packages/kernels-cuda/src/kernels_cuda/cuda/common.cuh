@@ -161,6 +161,21 @@ template <int VEC> __device__ __forceinline__ void store_pack(elem_t* p, const P
   }
 }
 
+// store_pack where `in` holds, as one predicated store: no branch around it (NVVM cannot
+// predicate an inline-asm store, so `if (in) store_pack(...)` costs a branch and a reconvergence
+// a pack; p may lie past the row where `in` is false, it is not dereferenced then).
+template <int VEC> __device__ __forceinline__ void store_pack_if(bool in, elem_t* p, const Pack<VEC>& v) {
+  if constexpr (Pack<VEC>::BYTES == 16) {
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %5, 0; @q st.global.v4.b32 [%0], {%1, %2, %3, %4}; }" ::"l"(p),
+                 "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]), "r"(static_cast<int>(in)));
+  } else if constexpr (Pack<VEC>::BYTES == 8) {
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %3, 0; @q st.global.v2.b32 [%0], {%1, %2}; }" ::"l"(p), "r"(v.w[0]),
+                 "r"(v.w[1]), "r"(static_cast<int>(in)));
+  } else if (in) {
+    store_pack<VEC>(p, v);
+  }
+}
+
 // A block-strided pass over a row of `packs` packs, UNROLL packs per thread per step: pack
 // p0 + u * THREADS + threadIdx.x goes to v[u]. All UNROLL loads are issued before any is used.
 template <int VEC, int UNROLL, int THREADS>
