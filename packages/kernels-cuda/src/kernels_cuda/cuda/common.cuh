@@ -235,23 +235,38 @@ template <int VEC> __device__ __forceinline__ Stats stats_add(Stats t, const Pac
 // past the row's `packs` are padding (-inf, as loaded).
 constexpr bool EXP_IN_PLACE = sizeof(elem_t) == sizeof(float);
 
-// max(m, every held element).
-template <int VEC, int ITEMS> __device__ __forceinline__ float held_max(float m, const Pack<VEC> (&v)[ITEMS]) {
+// Pairwise reduction of a[0..N) by op, in place: log2(N) dependent steps instead of N - 1, and for
+// a sum a rounding error that grows with log2(N), not N (a thread holding a row's largest
+// exponential adds the others to it).
+template <int N, typename Op> __device__ __forceinline__ float tree_reduce(float (&a)[N], Op op) {
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) m = pack_max(m, v[i]);
-  return m;
+  for (int width = 1; width < N; width *= 2) {
+#pragma unroll
+    for (int i = 0; i + width < N; i += 2 * width) a[i] = op(a[i], a[i + width]);
+  }
+  return a[0];
 }
 
-// s plus the sum of exp(x - shift) over the held elements (no ex2 spent on padding). Each
-// exponential is kept: fp32 in place, each x becoming its exponential; 16-bit in e, when given
-// (04's held chunks, rescaled once after the exchange; padding's e is left unset and never
-// stored), else taken again at the store (03, whose registers, and so rows in flight, stay as
-// few as its packs).
+// max(m, every held element): each pack's, then a tree over the packs.
+template <int VEC, int ITEMS> __device__ __forceinline__ float held_max(float m, const Pack<VEC> (&v)[ITEMS]) {
+  float part[ITEMS];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) part[i] = pack_max(KL_NEG_INF, v[i]);
+  return fmaxf(m, tree_reduce(part, [](float a, float b) { return fmaxf(a, b); }));
+}
+
+// s plus the sum of exp(x - shift) over the held elements (no ex2 spent on padding): each pack's,
+// then a tree over the packs. Each exponential is kept: fp32 in place, each x becoming its
+// exponential; 16-bit in e, when given (04's held chunks, rescaled once after the exchange;
+// padding's e is left unset and never stored), else taken again at the store (03, whose
+// registers, and so rows in flight, stay as few as its packs).
 template <int STRIDE, int VEC, int ITEMS>
 __device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift, int first, int packs, float s = 0.f,
                                               float (*e)[VEC] = nullptr) {
+  float part[ITEMS];
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
+    part[i] = 0.f;
     if (i * STRIDE + first >= packs) continue;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
@@ -261,10 +276,10 @@ __device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift
       } else if (e != nullptr) {
         e[i][k] = x;
       }
-      s += x;
+      part[i] += x;
     }
   }
-  return s;
+  return s + tree_reduce(part, [](float a, float b) { return a + b; });
 }
 
 // ---- warp and block reductions -----------------------------------------------------------------
