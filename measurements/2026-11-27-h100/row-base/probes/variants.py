@@ -37,7 +37,8 @@ PLANS = {"softmax": (sv, sv._plan), "softmax_backward": (sb, sb._plan)}
 # src-base/common.cuh), rowptr = one address a row only (src-rowptr/); any other form, the tree.
 VARIANTS = {
     "base": {"03_softmax_fused.cu": HERE / "03_before.cu", "06_softmax_backward.cu": HERE / "06_before.cu",
-             "common.cuh": HERE / "src-base" / "common.cuh"},
+             "common.cuh": HERE / "src-base" / "common.cuh",
+             "04_softmax_cluster.cu": codegen.SOURCE_DIR / "04_softmax_cluster.cu"},  # unchanged but for common.cuh
     "rowptr": {name: HERE / "src-rowptr" / name for name in ("03_softmax_fused.cu", "06_softmax_backward.cu", "common.cuh")},
 }  # fmt: skip
 F600 = ("base", "tree", "tree@64:3:2", "tree@32:5:4", "qcubin")
@@ -76,6 +77,8 @@ AB_POINTS = [  # --ab: the package before (sources and the ladder's launches) an
         [(2048, 2048), (8192, 2048), (1024, 4096), (4096, 4096), (16384, 4096), (8192, 8192)],
         AB,
     ),
+    ("softmax", "float32", [(16, 131072), (64, 50257), (2048, 65536)], AB),  # 04's chunks held in registers
+    ("softmax", "bfloat16", [(16, 131072)], AB),
     ("softmax", "bfloat16", [(4096, 600), (65536, 600)], (*AB, "qcubin")),
     ("softmax", "bfloat16", [(4096, 1024), (32768, 1024), (16384, 4096), (8192, 8192)], AB),
     ("softmax_backward", "float32", [(4096, 600), (65536, 600)], (*AB, "qcubin")),
