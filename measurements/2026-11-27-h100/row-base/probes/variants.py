@@ -40,6 +40,9 @@ VARIANTS = {
              "common.cuh": HERE / "src-base" / "common.cuh",
              "04_softmax_cluster.cu": codegen.SOURCE_DIR / "04_softmax_cluster.cu"},  # unchanged but for common.cuh
     "rowptr": {name: HERE / "src-rowptr" / name for name in ("03_softmax_fused.cu", "06_softmax_backward.cu", "common.cuh")},
+    # the tree's 03 with its row staged in shared memory by cp.async (.cg: L2 only; .ca: L1 too)
+    "async_cg": {"03_softmax_fused.cu": HERE / "03_async_cg.cu", "common.cuh": codegen.SOURCE_DIR / "common.cuh"},
+    "async_ca": {"03_softmax_fused.cu": HERE / "03_async_ca.cu", "common.cuh": codegen.SOURCE_DIR / "common.cuh"},
 }  # fmt: skip
 F600 = ("base", "tree", "tree@64:3:2", "tree@32:5:4", "qcubin")
 F1024 = ("base", "tree", "tree@64:4:2", "tree@32:8:4", "qcubin")
@@ -90,8 +93,21 @@ AB_POINTS = [  # --ab: the package before (sources and the ladder's launches) an
     ),
     ("softmax_backward", "bfloat16", [(4096, 600), (65536, 600)], (*AB, "qcubin")),
 ]
+ASYNC = ("base", "tree", "tree@32:5:4", "async_cg@32:5:4", "async_ca@32:5:4", "async_ca", "qcubin")
+ASYNC_POINTS = [  # --async: QuACK's load path in the tree's 03
+    ("softmax", "float32", [(1024, 600), (4096, 600), (8192, 600), (16384, 600), (65536, 600)], ASYNC),
+    ("softmax", "float32", [(4096, 1024), (32768, 1024)], ("base", "tree", "async_ca", "qcubin")),
+    (
+        "softmax",
+        "bfloat16",
+        [(4096, 600), (65536, 600)],
+        ("base", "tree", "async_ca", "async_ca@32:3:4", "qcubin"),
+    ),
+]
 if "--ab" in sys.argv:
     POINTS = AB_POINTS
+if "--async" in sys.argv:
+    POINTS = ASYNC_POINTS
 QCUBIN = {  # (op, dtype, N): (file, rows a block, tile columns)
     ("softmax", "float32", 600): ("fwd_Float32_600", 4, 640),
     ("softmax", "bfloat16", 600): ("fwd_BFloat16_600", 4, 768),
