@@ -101,6 +101,44 @@ def test_lead_cycles_cover_twice_the_slowest_issue():
     assert bench.lead_cycles([1e-4], 0.0) == 0  # no spin kernel (CuPy clock): no lead
 
 
+def test_functions_timed_in_turns_on_cuda_all_wait_as_long_as_the_slowest_to_issue(monkeypatch):
+    """The spin before each timed launch moves a launch of a few microseconds by up to 3%
+    (measurements/2026-11-27-h100/lead-spin/): in turns, every function gets the same one,
+    twice the slowest host issue of them all; one that fails to warm up is recorded, not timed."""
+    import time
+
+    class NoGpuClock:
+        def __init__(self, flush_bytes):
+            pass
+
+        def synchronize(self):
+            pass
+
+    leads = []
+
+    def fake_time_fn(fn, arg_sets, device, time_cap_s, **kw):
+        leads.append(kw["lead_s"])
+        return bench.Timing((1.0,), device)
+
+    def issuing_in(seconds):
+        def fn():
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < seconds:
+                pass
+
+        return fn
+
+    def broken():
+        raise RuntimeError("no kernel")
+
+    monkeypatch.setattr(bench, "_CudaClock", NoGpuClock)
+    monkeypatch.setattr(bench, "time_fn", fake_time_fn)
+    runs = [(issuing_in(1e-4), [()]), (broken, [()]), (issuing_in(2e-3), [()])]
+    fast, failed, slow = bench.time_in_turns(runs, "cuda", 2)
+    assert isinstance(failed, RuntimeError) and fast.n == slow.n == 2
+    assert len(leads) == 4 and len(set(leads)) == 1 and 4e-3 <= leads[0] < 0.1
+
+
 @pytest.mark.gpu
 def test_time_cuda_reports_device_time_not_host_issue_time():
     """A call that spends 300 us on the host before a tiny kernel must time as the kernel."""

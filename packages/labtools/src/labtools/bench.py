@@ -7,7 +7,9 @@ Two times are taken of every implementation at every point, because users feel b
   cold cache, as it would inside a model that touched other tensors in between) and with
   its inputs rotated among several copies when one copy would fit in L2. Before each start
   event the GPU is kept busy (a spin kernel) for twice the host time one call takes to
-  issue, so the timed span holds the kernels and not a GPU waiting on Python. Timing
+  issue, so the timed span holds the kernels and not a GPU waiting on Python; functions
+  timed in turns all wait as long as the slowest to issue needs (that wait moves a launch of
+  a few microseconds by up to 3%: measurements/2026-11-27-h100/lead-spin/). Timing
   repeats in batches until the interquartile range is within `rel_iqr_target` of the
   median or a time cap is hit, and reports the median. Implementations compared at one
   point are timed in turns (`time_in_turns`): a machine's drift over a sweep, or what one
@@ -183,6 +185,23 @@ def lead_cycles(issue_s: Sequence[float], cycles_per_us: float) -> int:
     return int(2 * max(issue_s, default=0.0) * 1e6 * cycles_per_us)
 
 
+def host_issue_s(
+    fn: Callable, arg_sets: Sequence[tuple], synchronize: Callable[[], None], warmup: int = 3
+) -> list[float]:
+    """Host time of three calls of `fn`, each issued with the GPU idle, after warm-up calls
+    (compile, autotune, load modules, page in)."""
+    for i in range(max(warmup, len(arg_sets))):
+        fn(*arg_sets[i % len(arg_sets)])
+    synchronize()
+    issue_s = []
+    for i in range(3):
+        t0 = time.perf_counter()
+        fn(*arg_sets[i % len(arg_sets)])
+        issue_s.append(time.perf_counter() - t0)
+        synchronize()
+    return issue_s
+
+
 def time_cuda(
     fn: Callable,
     arg_sets: Sequence[tuple],
@@ -194,19 +213,15 @@ def time_cuda(
     time_cap_s: float = 3.0,
     rel_iqr_target: float = 0.02,
     flush_bytes: int = DEFAULT_FLUSH_BYTES,
+    lead_s: float | None = None,
 ) -> Timing:
-    """Time `fn(*args)` on the current CUDA stream, cycling through `arg_sets`."""
+    """Time `fn(*args)` on the current CUDA stream, cycling through `arg_sets`. `lead_s`: how
+    long the GPU spins before each timed launch (default: twice `fn`'s slowest host issue)."""
     clock = _CudaClock(flush_bytes)
-    for i in range(max(warmup, len(arg_sets))):  # compile, autotune, load modules, page in
-        fn(*arg_sets[i % len(arg_sets)])
-    clock.synchronize()
-    issue_s = []  # host time to issue one call, GPU idle: its upper bound
-    for i in range(3):
-        t0 = time.perf_counter()
-        fn(*arg_sets[i % len(arg_sets)])
-        issue_s.append(time.perf_counter() - t0)
-        clock.synchronize()
-    lead = lead_cycles(issue_s, clock.cycles_per_us())
+    issue_s = host_issue_s(
+        fn, arg_sets, clock.synchronize, warmup
+    )  # host time with the GPU idle: its upper bound
+    lead = lead_cycles(issue_s if lead_s is None else [lead_s / 2], clock.cycles_per_us())
     samples: list[float] = []
     t_end = time.perf_counter() + time_cap_s
     i = 0
@@ -432,7 +447,7 @@ def time_in_turns(
 ) -> list[Timing | Exception]:
     """`time_fn` of several functions (each with its own input sets) side by side: `rounds`
     rounds, each timing every function for time_cap_s / rounds, the order reversed every other
-    round. Timed one after another, one kernel came out faster in its place in a sweep than
+    round; on CUDA every function waits as long before its launches (`time_cuda`'s lead_s). Timed one after another, one kernel came out faster in its place in a sweep than
     alone or in turns, by more than the gaps the sweep was run to find (measurements/
     2026-11-27-h100/final-check-6/README.md); in turns, whatever a place gives falls on every
     function alike. Returns each function's samples of all rounds, or the exception it raised
@@ -440,6 +455,14 @@ def time_in_turns(
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     done: list[list[Timing] | Exception] = [[] for _ in runs]
+    if device == "cuda":  # one wait before every timed launch: the slowest function's
+        synchronize, issue = _CudaClock(0).synchronize, [0.0]
+        for i, (fn, arg_sets) in enumerate(runs):
+            try:
+                issue += host_issue_s(fn, arg_sets, synchronize)
+            except Exception as exc:  # noqa: BLE001 - the caller records it against this function
+                done[i] = exc
+        kw["lead_s"] = 2 * max(issue)
     for r in range(rounds):
         for i in _turn_order(range(len(runs)), r):
             if isinstance(done[i], Exception):
