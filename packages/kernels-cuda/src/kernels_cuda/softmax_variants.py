@@ -230,11 +230,10 @@ def few_rows_threads(
 ) -> int:
     """Threads a row for a launch of at most `rows_per_sm` rows an SM: about
     FEW_ROWS_THREADS_PER_SM threads an SM in all (a warp a row at least, and no fewer than hold
-    the row at `items_max` packs a thread), never more than the ladder's `tpr`. At one wave of
-    short rows the time is the rows' DRAM round trip plus the instructions each SM issues after
-    it: four warps a row issue four times a warp's reductions and run in two waves where one warp
-    a row runs in one (fp32 rows of 600-2048 elements at 2048-8192 rows: 0.92-0.99 of the time,
-    experiments/notes/kernels-cuda.md)."""
+    the row at `items_max` packs a thread), never more than the ladder's `tpr`. At a wave or two
+    of short rows the time is the rows' DRAM round trip plus the instructions each SM issues
+    after it: four warps a row issue four times a warp's reductions and run in two waves where
+    one warp a row runs in one (experiments/notes/kernels-cuda.md, "Few rows, fewer threads")."""
     if device is None or M > rows_per_sm * device.sms:
         return tpr
     want = 1 << max(5, (FEW_ROWS_THREADS_PER_SM * device.sms // M).bit_length() - 1)

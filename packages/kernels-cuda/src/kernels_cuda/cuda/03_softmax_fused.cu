@@ -44,8 +44,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const bool live = row < M;
     // Where this thread's first pack of the row lies in x and in y. Its pack i is i * TPR * VEC
     // elements further: a constant the loads and stores carry as an immediate offset, so a row
-    // costs one address computation, not one per pack (at one wave of short rows, instructions
-    // ahead of the loads delay them).
+    // costs one 64-bit address computation, not one per pack (a launch of few short rows waits
+    // on every instruction its SMs issue).
     const i64 x_at = row * x_stride + lane * VEC, y_at = row * y_stride + lane * VEC;
 
     // Pack p of the row goes to thread p % TPR: consecutive threads, consecutive 16-byte packs.
