@@ -218,10 +218,9 @@ def time_cuda(
     """Time `fn(*args)` on the current CUDA stream, cycling through `arg_sets`. `lead_s`: how
     long the GPU spins before each timed launch (default: twice `fn`'s slowest host issue)."""
     clock = _CudaClock(flush_bytes)
-    issue_s = host_issue_s(
-        fn, arg_sets, clock.synchronize, warmup
-    )  # host time with the GPU idle: its upper bound
-    lead = lead_cycles(issue_s if lead_s is None else [lead_s / 2], clock.cycles_per_us())
+    issue_s = host_issue_s(fn, arg_sets, clock.synchronize, warmup)  # GPU idle: the upper bound
+    cycles_per_us = clock.cycles_per_us()
+    lead = lead_cycles(issue_s, cycles_per_us) if lead_s is None else int(lead_s * 1e6 * cycles_per_us)
     samples: list[float] = []
     t_end = time.perf_counter() + time_cap_s
     i = 0
