@@ -117,6 +117,7 @@ def test_fp32_fused_backward_of_few_rows_gives_a_row_fewer_threads(M, N, tpr, it
     launch = bw.plan("auto", M, N, "float32", 4, sm.H100)
     c = dict(launch.spec.constants)
     assert (c["TPR"], c["ITEMS"]) == (tpr, items) and launch.spec in set(bw.specializations())
+    assert c.get("FULL", 0) * tpr <= N // 4  # packs 0..FULL-1 of every thread lie inside the row
     ladder = bw.plan("auto", M, N, "float32", 4, sm.H100, bw.BackwardConfig(few_rows_per_sm=0))
     if dict(ladder.spec.constants)["TPR"] > tpr:  # fewer threads a row, in 128-thread blocks
         assert launch.block == sm.FEW_ROWS_BLOCK and launch.grid * c["RPB"] >= M
@@ -318,10 +319,11 @@ def test_backward_matches_the_float64_reference(variant, m, n, dtype, layout):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m,n", [(4096, 600), (4096, 1024), (2048, 2048), (3000, 1500)])
+@pytest.mark.parametrize("m,n", [(4096, 600), (4093, 600), (4096, 1024), (2048, 2048), (3000, 1500)])
 def test_fused_backward_of_few_fp32_rows_matches_the_float64_reference(m, n):
     """The fused backward's launches of few fp32 rows (BackwardConfig.few_rows_per_sm): fewer
-    threads a row than the ladder's, in 128-thread blocks; padding in a thread's last pack (1500)."""
+    threads a row than the ladder's, in 128-thread blocks, the packs inside every row unchecked;
+    padding in a thread's last pack (600, 1500); a last block with rows past M (4093)."""
     torch = _torch()
     device = sm._device(0)
     launch = bw.plan("auto", m, n, "float32", 4, device)

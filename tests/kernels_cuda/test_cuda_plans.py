@@ -228,21 +228,30 @@ def test_v4_holds_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items
 
 
 @pytest.mark.parametrize(
-    "M,N,tpr,items,rpb",
+    "M,N,tpr,items,rpb,full",
     [
-        (4096, 600, 32, 5, 4),  # a warp a row, four rows to a 128-thread block: one wave on 132 SMs
-        (8192, 600, 32, 5, 4),  # 64 rows an SM: still few
-        (4096, 1024, 32, 8, 4),
-        (2048, 1024, 64, 4, 2),  # ~16 rows an SM: 64 threads a row
-        (2048, 2048, 64, 8, 2),  # the fewest threads that hold 512 packs at 8 a thread
-        (1024, 600, 128, 2, 2),  # the ladder's own launch already fits one wave
-        (16384, 600, 128, 2, 2),  # past 64 rows an SM: the ladder's
-        (8192, 8192, 256, 8, 1),  # the ladder's threads are already the fewest that hold the row
+        (4096, 600, 32, 5, 4, 4),  # a warp a row, four rows to a 128-thread block: one wave on 132 SMs
+        (
+            8192,
+            600,
+            32,
+            5,
+            4,
+            4,
+        ),  # 64 rows an SM: still few; 150 packs: the fifth of a thread may be past the row
+        (4096, 1024, 32, 8, 4, 8),  # every pack inside the row
+        (2048, 1024, 64, 4, 2, 4),  # ~16 rows an SM: 64 threads a row
+        (2048, 2048, 64, 8, 2, 8),  # the fewest threads that hold 512 packs at 8 a thread
+        (1024, 600, 128, 2, 2, 0),  # the ladder's own launch already fits one wave
+        (16384, 600, 128, 2, 2, 0),  # past 64 rows an SM: the ladder's
+        (8192, 8192, 256, 8, 1, 0),  # the ladder's threads are already the fewest that hold the row
     ],
 )
-def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, tpr, items, rpb):
+def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, tpr, items, rpb, full):
     launch = variants.plan("auto", M, N, "float32", 4, variants.H100)
-    assert dict(launch.spec.constants) == {"TPR": tpr, "RPB": rpb, "ITEMS": items, "VEC": 4}
+    expected = {"TPR": tpr, "RPB": rpb, "ITEMS": items, "VEC": 4} | ({"FULL": full} if full else {})
+    assert dict(launch.spec.constants) == expected
+    assert full * tpr <= N // 4  # packs 0..FULL-1 of every thread lie inside the row
     _check_launch(launch, "auto", M, N, "float32", 4, variants.H100)
     ladder = variants.plan("auto", M, N, "float32", 4, variants.H100, variants.AutoConfig(few_rows_per_sm=0))
     assert dict(ladder.spec.constants)["TPR"] >= tpr

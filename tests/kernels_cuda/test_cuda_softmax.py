@@ -145,11 +145,14 @@ def test_v3_holds_rows_up_to_8_packs_a_thread_with_16_byte_packs(n, dtype):
         kernels_cuda.softmax(_make_input("offset", 2, n, dtype, 1.0)[0], variant="v3")
 
 
-@pytest.mark.parametrize("m,n", [(4096, 600), (8192, 1000), (4096, 1024), (2048, 2048), (3000, 1500)])
+@pytest.mark.parametrize(
+    "m,n", [(4096, 600), (4093, 600), (8192, 1000), (4096, 1024), (2048, 2048), (3000, 1500)]
+)
 def test_v3_launches_of_few_fp32_rows_match_the_float64_reference(m, n):
     """fp32 launches of few rows (AutoConfig.few_rows_per_sm): fewer threads a row than the
-    ladder's, up to 8 packs each, in 128-thread blocks, padding in the last pack of a thread
-    (1000, 1500); rows with their extremes first, last, repeated, masked and non-finite."""
+    ladder's, up to 8 packs each, in 128-thread blocks, the packs inside every row unchecked
+    (FULL), padding in the last pack of a thread (600, 1000, 1500), a last block with rows past
+    M (4093); rows with their extremes first, last, repeated, masked and non-finite."""
     device = variants._device(0)
     launch = variants.plan("auto", m, n, "float32", 4, device)
     ladder = variants.plan("auto", m, n, "float32", 4, device, variants.AutoConfig(few_rows_per_sm=0))

@@ -89,13 +89,13 @@ def fused_capacity(vec: int) -> int:
     return FUSED_MAX_TPR * FUSED_ITEMS_MAX * vec
 
 
-def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None) -> Spec:
-    rpb = sm.fused_rows_per_block(dtype, tpr, block)  # as v3's
+def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None, full: int = 0) -> Spec:
+    rpb = sm.fused_rows_per_block(dtype, tpr, block)  # as v3's, `full` too
     return Spec(
         FUSED_SOURCE,
         "softmax_backward_fused",
         dtype,
-        (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)),
+        (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)) + ((("FULL", full),) if full else ()),
     )
 
 
@@ -113,12 +113,12 @@ def plan_fused(
     packs = N // vec
     for tpr, items in dict.fromkeys(fused_ladder(dtype, vec, cfg)):
         if tpr * items >= packs:
-            block = None
+            block, full = None, 0
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows: as the forward's (sm.few_rows_threads)
                 few = sm.few_rows_threads(M, packs, tpr, FUSED_ITEMS_MAX, device, cfg.few_rows_per_sm)
                 if few < tpr:
-                    tpr, items, block = few, math.ceil(packs / few), sm.FEW_ROWS_BLOCK
-            spec = fused_spec(dtype, tpr, items, vec, block)
+                    tpr, items, block, full = few, math.ceil(packs / few), sm.FEW_ROWS_BLOCK, packs // few
+            spec = fused_spec(dtype, tpr, items, vec, block, full)
             rpb = dict(spec.constants)["RPB"]
             return sm.Launch(spec, grid=min(math.ceil(M / rpb), sm.MAX_GRID), block=tpr * rpb)
     return None

@@ -215,13 +215,15 @@ def fused_rows_per_block(dtype: str, tpr: int, block: int | None = None) -> int:
     return max(1, (block or FUSED_BLOCK[arrays.ITEMSIZE[dtype]]) // tpr)
 
 
-def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None) -> Spec:
+def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None, full: int = 0) -> Spec:
+    """v3 at `tpr` threads a row of `items` packs each; `full`: how many of a thread's packs lie
+    inside every row (no bounds check on those; the few-rows launches know it, N being theirs)."""
     rpb = fused_rows_per_block(dtype, tpr, block)
     return Spec(
         "03_softmax_fused.cu",
         "softmax_fused",
         dtype,
-        (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)),
+        (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)) + ((("FULL", full),) if full else ()),
     )
 
 
@@ -247,12 +249,12 @@ def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig, device: De
     packs = N // vec
     for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, cfg)):
         if tpr * items >= packs:
-            block = None
+            block, full = None, 0
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:
                 few = few_rows_threads(M, packs, tpr, fused_items_max(vec), device, cfg.few_rows_per_sm)
                 if few < tpr:
-                    tpr, items, block = few, math.ceil(packs / few), FEW_ROWS_BLOCK
-            spec = fused_spec(dtype, tpr, items, vec, block)
+                    tpr, items, block, full = few, math.ceil(packs / few), FEW_ROWS_BLOCK, packs // few
+            spec = fused_spec(dtype, tpr, items, vec, block, full)
             rpb = dict(spec.constants)["RPB"]
             return Launch(spec, grid=min(math.ceil(M / rpb), MAX_GRID), block=tpr * rpb)
     raise ValueError(
@@ -390,11 +392,13 @@ def plan(
 
 
 def few_rows_specs(dtype: str, vec: int, items_max: int, spec_of) -> list[Spec]:
-    """Every launch `few_rows_threads` can lead to: a warp to 256 threads a row, 1 to items_max packs."""
+    """Every launch `few_rows_threads` can lead to: a warp to 256 threads a row, 1 to items_max
+    packs, all of them inside the row or all but the last."""
     return [
-        spec_of(dtype, tpr, items, vec, FEW_ROWS_BLOCK)
+        spec_of(dtype, tpr, items, vec, FEW_ROWS_BLOCK, full)
         for tpr in (32, 64, 128, 256)
         for items in range(1, items_max + 1)
+        for full in (items - 1, items)
     ]
 
 

@@ -21,10 +21,15 @@
 // TPR * ITEMS packs of 16 bytes <= 1024 * 8, and past ~32 KB a row leaves too few rows in flight per SM.
 //
 // Constants: KL_TPR (threads per row, power of two <= 1024), KL_RPB (rows per block),
-// KL_ITEMS (packs per thread), KL_VEC (elements per pack; divides N).
+// KL_ITEMS (packs per thread), KL_VEC (elements per pack; divides N); KL_FULL (optional, 0 if
+// not given): packs 0..FULL-1 of every thread lie inside the row (the plan knows N: FULL * TPR
+// <= N / VEC), so they take no bounds check, no padding and no branch.
 #include "common.cuh"
 
-constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC;
+#ifndef KL_FULL
+#define KL_FULL 0
+#endif
+constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC, FULL = KL_FULL;
 constexpr int THREADS = TPR * RPB;
 constexpr int WARPS_PER_ROW = TPR > 32 ? TPR / 32 : 1;
 constexpr int SHUFFLE_WIDTH = TPR < 32 ? TPR : 32;
@@ -46,7 +51,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     // elements further: a constant the loads and stores carry as an immediate offset, so a row
     // costs one 64-bit address computation, not one per pack (a launch of few short rows waits
     // on every instruction its SMs issue).
-    const i64 x_at = row * x_stride + lane * VEC, y_at = row * y_stride + lane * VEC;
+    // A row past M reads row M - 1 into its full packs (never stored): no check on their loads.
+    const i64 x_at = (live ? row : M - 1) * x_stride + lane * VEC, y_at = row * y_stride + lane * VEC;
 
     // Pack p of the row goes to thread p % TPR: consecutive threads, consecutive 16-byte packs.
     // Nothing reads v until every load is issued; slots past the row hold -inf (exp(-inf) = 0).
@@ -54,11 +60,12 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const int p = i * TPR + lane;
-      v[i] = live && p < packs ? load_pack<VEC>(x + x_at + i * TPR * VEC) : neg_inf_pack<VEC>();
+      const elem_t* const at = x + x_at + i * TPR * VEC;
+      v[i] = i < FULL ? load_pack<VEC>(at) : live && p < packs ? load_pack<VEC>(at) : neg_inf_pack<VEC>();
     }
 
     const float m = warp_max<SHUFFLE_WIDTH>(held_max(KL_NEG_INF, v));
-    const float s = warp_sum<SHUFFLE_WIDTH>(held_exp_sum<TPR>(v, safe_shift(m), lane, packs));
+    const float s = warp_sum<SHUFFLE_WIDTH>(held_exp_sum<TPR, FULL>(v, safe_shift(m), lane, packs));
 
     // The row's (max, sum). One warp per row: this warp's. Several: the merge of the warps' pairs.
     Stats row_stats = {m, s};
@@ -80,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     // fp32: one predicated store a pack (no branch). 16-bit: exp again, so not for padding.
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
-      const bool in = live && i * TPR + lane < packs;
+      const bool in = live && (i < FULL || i * TPR + lane < packs);
       elem_t* const out = y + y_at + i * TPR * VEC;
       if constexpr (EXP_IN_PLACE) {
         store_pack_if<VEC>(in, out, make_pack<VEC>([&](int k) { return elem(v[i], k) * scale; }));

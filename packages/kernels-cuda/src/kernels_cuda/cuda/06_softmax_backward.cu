@@ -28,7 +28,11 @@ template <int VEC> __device__ __forceinline__ float pack_dot(float acc, const Pa
 }
 
 #if defined(KL_TPR)
-constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC;
+#ifndef KL_FULL
+#define KL_FULL 0
+#endif
+// FULL (optional): packs 0..FULL-1 of every thread lie inside the row (no bounds check), as in 03.
+constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC, FULL = KL_FULL;
 constexpr int THREADS = TPR * RPB;
 constexpr int WARPS_PER_ROW = TPR > 32 ? TPR / 32 : 1;
 constexpr int SHUFFLE_WIDTH = TPR < 32 ? TPR : 32;
@@ -48,15 +52,16 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const bool live = row < M;
     // This thread's first pack of the row in each array; pack i is a constant i * TPR * VEC
     // elements further (an immediate offset: one address computation a row, as in 03).
-    const i64 y_at = row * y_stride + lane * VEC, dy_at = row * dy_stride + lane * VEC;
+    // (A row past M reads row M - 1 into its full packs, never stored.)
+    const i64 read_row = live ? row : M - 1;
+    const i64 y_at = read_row * y_stride + lane * VEC, dy_at = read_row * dy_stride + lane * VEC;
     const i64 dx_at = row * dx_stride + lane * VEC;
 
     // Pack p of the row goes to thread p % TPR; slots past the row hold zeros (add 0 to the dot).
     Pack<VEC> a[ITEMS], b[ITEMS];
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
-      const int p = i * TPR + lane;
-      const bool in = live && p < packs;
+      const bool in = i < FULL || (live && i * TPR + lane < packs);
       a[i] = in ? load_pack<VEC>(y + y_at + i * TPR * VEC) : Pack<VEC>{};
       b[i] = in ? load_pack<VEC>(dy + dy_at + i * TPR * VEC) : Pack<VEC>{};
     }
@@ -75,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
-      store_pack_if<VEC>(live && i * TPR + lane < packs, dx + dx_at + i * TPR * VEC,
+      store_pack_if<VEC>(live && (i < FULL || i * TPR + lane < packs), dx + dx_at + i * TPR * VEC,
                          make_pack<VEC>([&](int k) { return grad(a[i], b[i], k, dot); }));
     }
   }

@@ -260,14 +260,15 @@ template <int VEC, int ITEMS> __device__ __forceinline__ float held_max(float m,
 // exponential; 16-bit in e, when given (04's held chunks, rescaled once after the exchange;
 // padding's e is left unset and never stored), else taken again at the store (03, whose
 // registers, and so rows in flight, stay as few as its packs).
-template <int STRIDE, int VEC, int ITEMS>
+// Packs 0..FULL-1 are known to lie inside the row (no check).
+template <int STRIDE, int FULL = 0, int VEC, int ITEMS>
 __device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift, int first, int packs, float s = 0.f,
                                               float (*e)[VEC] = nullptr) {
   float part[ITEMS];
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     part[i] = 0.f;
-    if (i * STRIDE + first >= packs) continue;
+    if (i >= FULL && i * STRIDE + first >= packs) continue;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
       const float x = exp_shifted(elem(v[i], k), shift);
