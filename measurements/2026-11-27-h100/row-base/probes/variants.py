@@ -104,8 +104,21 @@ ASYNC_POINTS = [  # --async: QuACK's load path in the tree's 03
         ("base", "tree", "async_ca", "async_ca@32:3:4", "qcubin"),
     ),
 ]
+BWD_POINTS = [  # --bwd: the fused backward's few-rows launches at more packs a thread
+    (
+        "softmax_backward",
+        "float32",
+        [(4096, 600), (8192, 600)],
+        ("base", "tree", "tree@32:5:4:4", "tree@32:5:4", "qcubin"),
+    ),
+    ("softmax_backward", "float32", [(4096, 1024)], ("base", "tree", "tree@32:8:4:8")),
+    ("softmax_backward", "float32", [(2048, 2048)], ("base", "tree", "tree@64:8:2:8")),
+    ("softmax_backward", "float32", [(16384, 600), (65536, 600)], ("base", "tree", "tree@32:5:4:4")),
+]
 if "--ab" in sys.argv:
     POINTS = AB_POINTS
+if "--bwd" in sys.argv:
+    POINTS = BWD_POINTS
 if "--async" in sys.argv:
     POINTS = ASYNC_POINTS
 QCUBIN = {  # (op, dtype, N): (file, rows a block, tile columns)
@@ -148,8 +161,8 @@ def use(op, form):
 
     def planned(variant, M, N, dtype, vec, device, cfg, same):
         if shape:
-            tpr, items, rpb = (int(v) for v in shape.split(":"))
-            spec = module.fused_spec(dtype, tpr, items, vec)
+            tpr, items, rpb, *full = (int(v) for v in shape.split(":"))
+            spec = module.fused_spec(dtype, tpr, items, vec, None, *full)  # TPR:ITEMS:RPB[:FULL]
             constants = tuple((k, rpb if k == "RPB" else v) for k, v in spec.constants)
             spec = codegen.Spec(spec.source, spec.kernel, dtype, constants)
             launch = sv.Launch(spec, grid=-(-M // rpb), block=tpr * rpb)
