@@ -41,6 +41,8 @@ VARIANTS = {
              "04_softmax_cluster.cu": codegen.SOURCE_DIR / "04_softmax_cluster.cu"},  # unchanged but for common.cuh
     "rowptr": {name: HERE / "src-rowptr" / name for name in ("03_softmax_fused.cu", "06_softmax_backward.cu", "common.cuh")},
     # the tree's 03 with its row staged in shared memory by cp.async (.cg: L2 only; .ca: L1 too)
+    # the backward as at caf2ee4 (y and dy loaded pack by pack, the dot in one chain)
+    "caf2ee4": {name: HERE / "src-caf2ee4" / name for name in ("06_softmax_backward.cu", "common.cuh")},
     "async_cg": {"03_softmax_fused.cu": HERE / "03_async_cg.cu", "common.cuh": codegen.SOURCE_DIR / "common.cuh"},
     "async_ca": {"03_softmax_fused.cu": HERE / "03_async_ca.cu", "common.cuh": codegen.SOURCE_DIR / "common.cuh"},
 }  # fmt: skip
@@ -121,6 +123,20 @@ if "--bwd" in sys.argv:
     POINTS = BWD_POINTS
 if "--async" in sys.argv:
     POINTS = ASYNC_POINTS
+B2 = ("base", "caf2ee4", "tree", "caf2ee4@32:5:4:4", "tree@32:5:4:4")
+BWD2_POINTS = [  # --bwd2: y's loads then dy's, and a pairwise dot (the tree) against caf2ee4's backward
+    (
+        "softmax_backward",
+        "float32",
+        [(1024, 600), (4096, 600), (8192, 600), (16384, 600), (65536, 600)],
+        (*B2, "qcubin"),
+    ),
+    ("softmax_backward", "float32", [(4096, 1024), (32768, 1024), (2048, 2048), (8192, 8192)], B2[:3]),
+    ("softmax_backward", "bfloat16", [(4096, 600), (65536, 600)], ("base", "caf2ee4", "tree", "qcubin")),
+    ("softmax_backward", "bfloat16", [(16384, 4096)], B2[:3]),
+]
+if "--bwd2" in sys.argv:
+    POINTS = BWD2_POINTS
 QCUBIN = {  # (op, dtype, N): (file, rows a block, tile columns)
     ("softmax", "float32", 600): ("fwd_Float32_600", 4, 640),
     ("softmax", "bfloat16", 600): ("fwd_BFloat16_600", 4, 768),
