@@ -106,7 +106,7 @@ def test_auto_backward_on_the_target_shapes(M, N, dtype, kernel, cluster, dy_pac
 @pytest.mark.parametrize(
     "M,N,tpr,items",
     [
-        (4096, 600, 64, 3),
+        (4096, 600, 32, 5),  # 150 packs: a warp of 5 each (FEW_ROWS_ITEMS_MAX)
         (4096, 1024, 64, 4),
         (2048, 2048, 128, 4),
         (16384, 600, 128, 2),

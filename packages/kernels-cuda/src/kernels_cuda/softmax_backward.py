@@ -40,6 +40,7 @@ VARIANTS = ("auto", "fused", "twopass", "cluster")
 FUSED_SOURCE = "06_softmax_backward.cu"
 CLUSTER_SOURCE = "07_softmax_backward_cluster.cu"
 FUSED_ITEMS_MAX = 4  # packs of each of y and dy a thread holds at most (8 raw 16-byte packs in all)
+FEW_ROWS_ITEMS_MAX = 5  # the same in a launch of few rows (128-thread blocks: 56 registers at 5)
 FUSED_MAX_TPR = 512  # 1024-thread blocks get 64 registers a thread: 16-bit rows of 4 + 4 packs spill
 TWOPASS_THREADS, TWOPASS_UNROLL = 512, 2
 CLUSTER_DY_PACKS = 16  # packs of dy a cluster-kernel thread holds where dy is in registers (64 words)
@@ -63,7 +64,7 @@ class BackwardConfig:
         a block's shared memory (one block an SM), the threads hold dy's chunk in registers
         (CLUSTER_DY_PACKS packs a thread at most) and two blocks share an SM.
     few_rows_per_sm: fp32 fused launches of at most this many rows an SM give a row fewer threads
-        of more packs (up to FUSED_ITEMS_MAX of each array), as the forward's few-rows rule
+        of more packs (up to FEW_ROWS_ITEMS_MAX of each array), as the forward's few-rows rule
         (`softmax_variants.few_rows_threads`).
     lone_block_rows_f32: fp32 launches of at most this many rows take no cluster size whose
         chunks leave one block an SM, as 16-bit ones never do (plan_cluster). At 131072 columns
@@ -115,7 +116,7 @@ def plan_fused(
         if tpr * items >= packs:
             block, full = None, 0
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows: as the forward's (sm.few_rows_threads)
-                few = sm.few_rows_threads(M, packs, tpr, FUSED_ITEMS_MAX, device, cfg.few_rows_per_sm)
+                few = sm.few_rows_threads(M, packs, tpr, FEW_ROWS_ITEMS_MAX, device, cfg.few_rows_per_sm)
                 if few < tpr:
                     tpr, items, block, full = few, math.ceil(packs / few), sm.FEW_ROWS_BLOCK, packs // few
             spec = fused_spec(dtype, tpr, items, vec, block, full)
@@ -246,7 +247,7 @@ def specializations() -> list[Spec]:
                 fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO))
             )
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows
-                specs.extend(sm.few_rows_specs(dtype, vec, FUSED_ITEMS_MAX, fused_spec))
+                specs.extend(sm.few_rows_specs(dtype, vec, FEW_ROWS_ITEMS_MAX, fused_spec))
             specs.append(twopass_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
         specs.append(cluster_spec(dtype, DY_IN_REGISTERS_CLUSTER, CLUSTER_DY_PACKS))

@@ -58,16 +58,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const i64 dx_at = row * dx_stride + lane * VEC;
 
     // Pack p of the row goes to thread p % TPR; slots past the row hold zeros (add 0 to the dot).
-    // All of y's loads, then all of dy's: each array's requests in one run.
     Pack<VEC> a[ITEMS], b[ITEMS];
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const bool in = i < FULL || (live && i * TPR + lane < packs);
       a[i] = in ? load_pack<VEC>(y + y_at + i * TPR * VEC) : Pack<VEC>{};
-    }
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const bool in = i < FULL || (live && i * TPR + lane < packs);
       b[i] = in ? load_pack<VEC>(dy + dy_at + i * TPR * VEC) : Pack<VEC>{};
     }
     // Each pack's dot, then a tree over the packs (common.cuh's tree_reduce: a rounding error that
