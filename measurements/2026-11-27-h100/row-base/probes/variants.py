@@ -43,6 +43,8 @@ VARIANTS = {
     # the tree's 03 with its row staged in shared memory by cp.async (.cg: L2 only; .ca: L1 too)
     # the backward as at caf2ee4 (y and dy loaded pack by pack, the dot in one chain)
     "caf2ee4": {name: HERE / "src-caf2ee4" / name for name in ("06_softmax_backward.cu", "common.cuh")},
+    # the tree's 06 with y and dy staged in shared memory by cp.async.ca (QuACK's load path)
+    "bwd_async": {"06_softmax_backward.cu": HERE / "06_async_ca.cu", "common.cuh": codegen.SOURCE_DIR / "common.cuh"},
     "async_cg": {"03_softmax_fused.cu": HERE / "03_async_cg.cu", "common.cuh": codegen.SOURCE_DIR / "common.cuh"},
     "async_ca": {"03_softmax_fused.cu": HERE / "03_async_ca.cu", "common.cuh": codegen.SOURCE_DIR / "common.cuh"},
 }  # fmt: skip
@@ -137,6 +139,14 @@ BWD2_POINTS = [  # --bwd2: y's loads then dy's, and a pairwise dot (the tree) ag
 ]
 if "--bwd2" in sys.argv:
     POINTS = BWD2_POINTS
+B3 = ("base", "tree", "bwd_async", "qcubin")
+BWD3_POINTS = [  # --bwd3: the tree's backward with QuACK's load path
+    ("softmax_backward", "float32", [(1024, 600), (4096, 600), (8192, 600), (65536, 600)], B3),
+    ("softmax_backward", "float32", [(4096, 1024), (2048, 2048)], B3[:3]),
+    ("softmax_backward", "bfloat16", [(4096, 600), (65536, 600)], B3),
+]
+if "--bwd3" in sys.argv:
+    POINTS = BWD3_POINTS
 QCUBIN = {  # (op, dtype, N): (file, rows a block, tile columns)
     ("softmax", "float32", 600): ("fwd_Float32_600", 4, 640),
     ("softmax", "bfloat16", 600): ("fwd_BFloat16_600", 4, 768),
