@@ -90,14 +90,23 @@ def fused_capacity(vec: int) -> int:
     return FUSED_MAX_TPR * FUSED_ITEMS_MAX * vec
 
 
-def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None, full: int = 0) -> Spec:
-    rpb = sm.fused_rows_per_block(dtype, tpr, block)  # as v3's, `full` too
+def fused_spec(
+    dtype: str, tpr: int, items: int, vec: int, block: int | None = None, full: int = 0, staged: bool = False
+) -> Spec:
+    """As v3's (`full` too); `staged`: y and dy copied into shared memory by cp.async, as the
+    launches of few rows take them."""
+    rpb = sm.fused_rows_per_block(dtype, tpr, block)
+    extra = ((("FULL", full),) if full else ()) + ((("STAGED", 1),) if staged else ())
     return Spec(
         FUSED_SOURCE,
         "softmax_backward_fused",
         dtype,
-        (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)) + ((("FULL", full),) if full else ()),
+        (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)) + extra,
     )
+
+
+def few_rows_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None, full: int) -> Spec:
+    return fused_spec(dtype, tpr, items, vec, block, full, staged=True)
 
 
 def fused_ladder(dtype: str, vec: int, cfg: BackwardConfig) -> list[tuple[int, int]]:
@@ -119,7 +128,7 @@ def plan_fused(
                 few = sm.few_rows_threads(M, packs, tpr, FEW_ROWS_ITEMS_MAX, device, cfg.few_rows_per_sm)
                 if few < tpr:
                     tpr, items, block, full = few, math.ceil(packs / few), sm.FEW_ROWS_BLOCK, packs // few
-            spec = fused_spec(dtype, tpr, items, vec, block, full)
+            spec = (few_rows_spec if block else fused_spec)(dtype, tpr, items, vec, block, full)
             rpb = dict(spec.constants)["RPB"]
             return sm.Launch(spec, grid=min(math.ceil(M / rpb), sm.MAX_GRID), block=tpr * rpb)
     return None
@@ -247,7 +256,7 @@ def specializations() -> list[Spec]:
                 fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO))
             )
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows
-                specs.extend(sm.few_rows_specs(dtype, vec, FEW_ROWS_ITEMS_MAX, fused_spec))
+                specs.extend(sm.few_rows_specs(dtype, vec, FEW_ROWS_ITEMS_MAX, few_rows_spec))
             specs.append(twopass_spec(dtype, vec))
         specs.extend(cluster_spec(dtype, c) for c in sm.CLUSTER_SIZES)
         specs.append(cluster_spec(dtype, DY_IN_REGISTERS_CLUSTER, CLUSTER_DY_PACKS))

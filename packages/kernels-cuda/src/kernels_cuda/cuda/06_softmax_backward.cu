@@ -31,8 +31,16 @@ template <int VEC> __device__ __forceinline__ float pack_dot(float acc, const Pa
 #ifndef KL_FULL
 #define KL_FULL 0
 #endif
+#ifndef KL_STAGED
+#define KL_STAGED 0
+#endif
 // FULL (optional): packs 0..FULL-1 of every thread lie inside the row (no bounds check), as in 03.
+// STAGED (optional): y and dy arrive by cp.async copies into shared memory, each thread reading
+// back its own, as QuACK loads them: the plan's launches of few rows (a warp or two a row, up to
+// 5 packs of each array a thread) ran faster so; the ladder's did not
+// (measurements/2026-11-27-h100/row-base/, calls i and j).
 constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC, FULL = KL_FULL;
+constexpr bool STAGED = KL_STAGED;
 constexpr int THREADS = TPR * RPB;
 constexpr int WARPS_PER_ROW = TPR > 32 ? TPR / 32 : 1;
 constexpr int SHUFFLE_WIDTH = TPR < 32 ? TPR : 32;
@@ -41,6 +49,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     softmax_backward_fused(const elem_t* __restrict__ y, const elem_t* __restrict__ dy, elem_t* __restrict__ dx,
                            i64 M, int N, i64 y_stride, i64 dy_stride, i64 dx_stride) {
   __shared__ float warp_dots[RPB][WARPS_PER_ROW];
+  __shared__ __align__(16) Pack<VEC> stage_y[STAGED ? ITEMS : 1][STAGED ? THREADS : 1];
+  __shared__ __align__(16) Pack<VEC> stage_dy[STAGED ? ITEMS : 1][STAGED ? THREADS : 1];
   const int lane = threadIdx.x % TPR;
   const int slot = threadIdx.x / TPR;
   const int packs = N / VEC;
@@ -59,11 +69,28 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 
     // Pack p of the row goes to thread p % TPR; slots past the row hold zeros (add 0 to the dot).
     Pack<VEC> a[ITEMS], b[ITEMS];
+    if constexpr (STAGED) {  // dy's copies, then y's; a thread waits for its own and reads them back
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i)
+        if (i < FULL || (live && i * TPR + lane < packs))
+          copy_async_16_ca(&stage_dy[i][threadIdx.x], dy + dy_at + i * TPR * VEC);
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i)
+        if (i < FULL || (live && i * TPR + lane < packs))
+          copy_async_16_ca(&stage_y[i][threadIdx.x], y + y_at + i * TPR * VEC);
+      copy_async_commit();
+      copy_async_wait();
+    }
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const bool in = i < FULL || (live && i * TPR + lane < packs);
-      a[i] = in ? load_pack<VEC>(y + y_at + i * TPR * VEC) : Pack<VEC>{};
-      b[i] = in ? load_pack<VEC>(dy + dy_at + i * TPR * VEC) : Pack<VEC>{};
+      if constexpr (STAGED) {
+        a[i] = in ? stage_y[i][threadIdx.x] : Pack<VEC>{};
+        b[i] = in ? stage_dy[i][threadIdx.x] : Pack<VEC>{};
+      } else {
+        a[i] = in ? load_pack<VEC>(y + y_at + i * TPR * VEC) : Pack<VEC>{};
+        b[i] = in ? load_pack<VEC>(dy + dy_at + i * TPR * VEC) : Pack<VEC>{};
+      }
     }
     // Each pack's dot, then a tree over the packs (common.cuh's tree_reduce: a rounding error that
     // grows with log2(ITEMS), not ITEMS).

@@ -1,0 +1,2 @@
+# call k (carries the second part of the peers' wheels)
+cp .whl/p2/* ~/peers/ && ls ~/peers
