@@ -177,10 +177,13 @@ def test_every_backward_spec_compiles_offline_without_spills(tmp_path, monkeypat
             # four blocks an SM, as their shared memory allows
             assert r.resources.registers <= 64, r.spec.name
         ptx = r.ptx_path.read_text()
-        bulk = bool(r.spec.cluster)
-        if dict(r.spec.constants).get("VEC", 1) > 1:  # 16-byte stores; 16-byte loads or bulk copies
-            assert "st.global.v4" in ptx, r.spec.name
-            assert ("cp.async.bulk.shared::cluster.global" if bulk else "ld.global.nc.v4") in ptx, r.spec.name
+        c = dict(r.spec.constants)
+        loads = "cp.async.bulk.shared::cluster.global" if r.spec.cluster else "ld.global.nc.v4"
+        if c.get("STAGED"):  # 16-byte copies into shared memory, no register loads from global
+            loads = "cp.async.ca.shared.global"
+            assert "ld.global" not in ptx, r.spec.name
+        if c.get("VEC", 1) > 1:  # 16-byte stores; 16-byte loads, copies or bulk copies
+            assert "st.global.v4" in ptx and loads in ptx, r.spec.name
 
 
 def test_bad_arguments_name_the_argument():

@@ -331,6 +331,26 @@ template <int WARPS> __device__ __forceinline__ float block_sum_to_warp0(float v
   return v;
 }
 
+// ---- asynchronous copies into shared memory (sm_80) ----------------------------------------------
+
+// p's address in the shared window, as PTX's shared-memory operands take it.
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// 16 bytes from global src to shared dst (both 16-byte aligned) without passing through registers:
+// the thread goes on while the copy flies. copy_async_commit closes the thread's group of copies
+// issued so far; copy_async_wait waits for all its groups, after which the thread sees what its own
+// copies wrote (another thread's copies only after a __syncthreads).
+__device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(dst)), "l"(src) : "memory");
+}
+// The same through L1 (cp.async.ca: the loads a thread reads back at once).
+__device__ __forceinline__ void copy_async_16_ca(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(smem_address(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
 // ---- thread-block clusters and distributed shared memory (sm_90) -------------------------------
 
 #if __CUDA_ARCH__ >= 900
@@ -375,9 +395,6 @@ __device__ __forceinline__ unsigned dsmem_address(const void* p, unsigned rank) 
 // One thread hands the copy engine (TMA) a contiguous range; every byte of it is in flight at once,
 // with no registers held, and the mbarrier's phase flips when the last byte has landed.
 
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 // One arrival per phase: the thread that issues the copy.
 __device__ __forceinline__ void mbarrier_init(unsigned long long* bar) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_address(bar)) : "memory");
@@ -404,19 +421,6 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
                "l"(src), "r"(bytes), "r"(smem_address(bar))
                : "memory");
 }
-// 16 bytes from global src to shared dst (both 16-byte aligned) without passing through registers:
-// the thread goes on while the copy flies. copy_async_commit closes the thread's group of copies
-// issued so far; copy_async_wait waits for all its groups, after which the thread sees what its own
-// copies wrote (another thread's copies only after a __syncthreads).
-__device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(dst)), "l"(src) : "memory");
-}
-// The same through L1 (cp.async.ca: the loads a thread reads back at once).
-__device__ __forceinline__ void copy_async_16_ca(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(smem_address(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 // Wait until bar has completed the phase with this parity (0 for its first phase, then 1, 0, ...).
 // Acquire::cluster where the bytes completing the phase came from other blocks (st.async pushes);
 // the default, CTA scope, for this block's own bulk copies.
