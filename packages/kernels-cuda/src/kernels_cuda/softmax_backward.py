@@ -12,6 +12,8 @@ function), so the package attribute and the function read the same.
 
 The kernels (read them in order, after the forward's):
     fused     06_softmax_backward.cu          rows in registers: one read of y and dy, one write of dx
+                                              (launches of few fp32 rows: a warp or two a row,
+                                              y and dy copied through shared memory by cp.async)
     twopass   06_softmax_backward.cu          any row, any GPU: the dot, then a second pass for dx
     cluster   07_softmax_backward_cluster.cu  long rows over a thread-block cluster (sm_90): chunks
                                               of y (and of dy, or dy in registers) in shared memory

@@ -8,7 +8,8 @@ none), any shape and strides; the result has x's type, shape and dtype (fp32 acc
 The variants, one .cu file each under cuda/ (read them in order):
     v1         01_softmax_naive.cu    one thread per row, three passes from DRAM
     v2         02_softmax_shared.cu   one block per row, shared-memory tree reductions
-    v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses
+    v3         03_softmax_fused.cu    row in registers: one read, one write, 16-byte accesses (launches
+                                      of few fp32 rows: fewer threads a row, more packs each)
     v4         04_softmax_cluster.cu  long rows over a thread-block cluster (sm_90): asynchronous copies
                                       into shared memory (chunks of a few packs a thread: registers; 16-bit
                                       ones in launches of one wave),

@@ -9,7 +9,8 @@
 // accumulated in fp32 for every dtype, and y * (dy - dot) is formed in fp32 and rounded once.
 //
 // Two entry points, one per set of constants (codegen compiles the one a Spec names):
-//   softmax_backward_fused    KL_TPR, KL_RPB, KL_ITEMS, KL_VEC: as above, rows up to TPR*ITEMS*VEC.
+//   softmax_backward_fused    KL_TPR, KL_RPB, KL_ITEMS, KL_VEC: as above, rows up to TPR*ITEMS*VEC
+//                             (KL_FULL, KL_STAGED: the launches of few rows, below).
 //   softmax_backward_twopass  KL_THREADS, KL_VEC, KL_UNROLL: one block per row of any length, for
 //                             rows past the fused kernel's registers where no cluster holds them
 //                             (no clusters, or not whole 16-byte packs). Pass 1 streams y and dy
