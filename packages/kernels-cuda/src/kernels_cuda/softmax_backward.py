@@ -67,7 +67,7 @@ class BackwardConfig:
         (CLUSTER_DY_PACKS packs a thread at most) and two blocks share an SM.
     few_rows_per_sm: fp32 fused launches of at most this many rows an SM give a row fewer threads
         of more packs (up to FEW_ROWS_ITEMS_MAX of each array), as the forward's few-rows rule
-        (`softmax_variants.few_rows_threads`).
+        (`softmax_variants.few_rows_shape`).
     lone_block_rows_f32: fp32 launches of at most this many rows take no cluster size whose
         chunks leave one block an SM, as 16-bit ones never do (plan_cluster). At 131072 columns
         (8-block clusters of 128 KB a block) 16-block clusters were faster on an H100 at 1-128
@@ -125,11 +125,9 @@ def plan_fused(
     packs = N // vec
     for tpr, items in dict.fromkeys(fused_ladder(dtype, vec, cfg)):
         if tpr * items >= packs:
-            block, full = None, 0
-            if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows: as the forward's (sm.few_rows_threads)
-                few = sm.few_rows_threads(M, packs, tpr, FEW_ROWS_ITEMS_MAX, device, cfg.few_rows_per_sm)
-                if few < tpr:
-                    tpr, items, block, full = few, math.ceil(packs / few), sm.FEW_ROWS_BLOCK, packs // few
+            tpr, items, block, full = sm.few_rows_shape(
+                M, N, dtype, vec, tpr, items, FEW_ROWS_ITEMS_MAX, device, cfg.few_rows_per_sm
+            )
             spec = (few_rows_spec if block else fused_spec)(dtype, tpr, items, vec, block, full)
             rpb = dict(spec.constants)["RPB"]
             return sm.Launch(spec, grid=min(math.ceil(M / rpb), sm.MAX_GRID), block=tpr * rpb)

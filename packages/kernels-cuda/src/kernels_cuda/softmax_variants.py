@@ -86,7 +86,7 @@ class AutoConfig:
     cluster_held_packs_16bit: the same for 16-bit chunks, in a launch of one wave of held blocks
         (HELD_16BIT_BLOCKS_PER_SM) only.
     few_rows_per_sm: fp32 v3 launches of at most this many rows an SM give a row fewer threads,
-        each holding more packs (`few_rows_threads`): about FEW_ROWS_THREADS_PER_SM threads an SM,
+        each holding more packs (`few_rows_shape`): about FEW_ROWS_THREADS_PER_SM threads an SM,
         one wave, where the ladder's threads would run two or more (0: never).
 
     The defaults are what `python -m kernels_cuda.tune` picked on an H100: v3 holds rows of up
@@ -228,33 +228,47 @@ def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = N
     )
 
 
-def few_rows_threads(
-    M: int, packs: int, tpr: int, items_max: int, device: Device | None, rows_per_sm: int
-) -> int:
-    """Threads a row for a launch of at most `rows_per_sm` rows an SM: about
-    FEW_ROWS_THREADS_PER_SM threads an SM in all (a warp a row at least, and no fewer than hold
-    the row at `items_max` packs a thread), never more than the ladder's `tpr`. At a wave or two
-    of short rows the time is the rows' DRAM round trip plus the instructions each SM issues
-    after it: four warps a row issue four times a warp's reductions and run in two waves where
-    one warp a row runs in one (experiments/notes/kernels-cuda.md, "Few rows, fewer threads")."""
-    if device is None or M > rows_per_sm * device.sms:
-        return tpr
+def few_rows_shape(
+    M: int,
+    N: int,
+    dtype: str,
+    vec: int,
+    tpr: int,
+    items: int,
+    items_max: int,
+    device: Device | None,
+    rows_per_sm: int,
+) -> tuple[int, int, int | None, int]:
+    """(threads a row, packs a thread, threads a block or None, packs inside every row) for a
+    fused launch the ladder gave `tpr` x `items`. An fp32 launch of 16-byte packs and at most
+    `rows_per_sm` rows an SM gets about FEW_ROWS_THREADS_PER_SM threads an SM in all (a warp a
+    row at least, and no fewer than hold the row at `items_max` packs a thread), in
+    FEW_ROWS_BLOCK-thread blocks, and, knowing N, the count of a thread's packs that lie inside
+    every row (their bounds go unchecked). At a wave or two of short rows the time is the rows'
+    DRAM round trip plus the instructions each SM issues after it: four warps a row issue four
+    times a warp's reductions and run in two waves where one warp a row runs in one
+    (experiments/notes/kernels-cuda.md, "Few rows, fewer threads"). Any other launch: the
+    ladder's, unchanged."""
+    packs = N // vec
+    if vec == 1 or arrays.ITEMSIZE[dtype] != 4 or device is None or M > rows_per_sm * device.sms:
+        return tpr, items, None, 0
     want = 1 << max(5, (FEW_ROWS_THREADS_PER_SM * device.sms // M).bit_length() - 1)
     fewest = 32
     while fewest * items_max < packs:
         fewest *= 2
-    return min(tpr, max(want, fewest))
+    few = min(tpr, max(want, fewest))
+    if few == tpr:
+        return tpr, items, None, 0
+    return few, math.ceil(packs / few), FEW_ROWS_BLOCK, packs // few
 
 
 def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig, device: Device | None = None) -> Launch:
     packs = N // vec
     for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, cfg)):
         if tpr * items >= packs:
-            block, full = None, 0
-            if vec > 1 and arrays.ITEMSIZE[dtype] == 4:
-                few = few_rows_threads(M, packs, tpr, fused_items_max(vec), device, cfg.few_rows_per_sm)
-                if few < tpr:
-                    tpr, items, block, full = few, math.ceil(packs / few), FEW_ROWS_BLOCK, packs // few
+            tpr, items, block, full = few_rows_shape(
+                M, N, dtype, vec, tpr, items, fused_items_max(vec), device, cfg.few_rows_per_sm
+            )
             spec = fused_spec(dtype, tpr, items, vec, block, full)
             rpb = dict(spec.constants)["RPB"]
             return Launch(spec, grid=min(math.ceil(M / rpb), MAX_GRID), block=tpr * rpb)
@@ -393,7 +407,7 @@ def plan(
 
 
 def few_rows_specs(dtype: str, vec: int, items_max: int, spec_of) -> list[Spec]:
-    """Every launch `few_rows_threads` can lead to: a warp to 256 threads a row, 1 to items_max
+    """Every launch `few_rows_shape` can lead to: a warp to 256 threads a row, 1 to items_max
     packs, all of them inside the row or all but the last."""
     return [
         spec_of(dtype, tpr, items, vec, FEW_ROWS_BLOCK, full)
