@@ -1,15 +1,18 @@
 """Which launch configuration a softmax launch gets: the config space, the picks, the heuristic.
 
-A config is (BLOCK, num_warps, l2_hints); see kernels.py for what BLOCK selects. A launch
-never times anything: its config comes, in this order, from
+A config is (BLOCK, num_warps, l2_hints, warp_rows); see kernels.py for what BLOCK selects. A
+launch never times anything: its config comes, in this order, from
 
   1. the caller (`softmax(..., config=...)`);
-  2. the user's tuned picks: `python -m kernels_triton.tune` writes them to a per-user
+  2. warp_rows_config(): a launch of a few short rows an SM takes a warp a row (a rule from
+     measurements, not a tuned pick: the picks were timed before that form existed, and
+     the tune does not time it);
+  3. the user's tuned picks: `python -m kernels_triton.tune` writes them to a per-user
      cache file for this GPU and Triton version (user_picks_path()), with a SHA-256 of
      the content, so that a corrupt or edited file is ignored (with one warning);
-  3. the committed picks, autotune_picks.json beside this file, tuned on the GPU it names
+  4. the committed picks, autotune_picks.json beside this file, tuned on the GPU it names
      and used only on a GPU of that name;
-  4. heuristic(): one pass with the row in registers while it fits, else the looped path.
+  5. heuristic(): one pass with the row in registers while it fits, else the looped path.
 
 Picks are looked up by row-length bucket, the next power of two >= N, not by N itself: a
 BLOCK is a power of two, so every N in a bucket gets the same tile shape (BLOCK_N, ROWS,
@@ -45,6 +48,13 @@ LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows above 2048, while they fi
 # The looped path with L2 hints: the block and warp counts at which the looped path is
 # fastest among the plain configs (measurements/2026-11-22-h100/kernels-triton-1/tune.log).
 HINTED = ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
+# A warp a row (kernels.py) for launches of more than 16 and at most 64 rows an SM whose rows
+# hold 1 to 8 packs of 16 bytes a lane, 4 rows (warps) a program: at 4096 and 8192 rows of 600
+# on an H100, 2-6% faster than the picks forward, up to 2% backward; 1-2% slower at 65536 rows,
+# and at 2048 (the forward in fp32) (measurements/2026-11-27-h100/warp-rows/).
+WARP_ROWS_PER_SM = (16, 64)  # (above, up to): M / SMs
+WARP_ROWS_MAX_PACKS = 8
+WARP_ROWS_WARPS = 4
 
 
 @functools.cache
@@ -66,11 +76,15 @@ class SoftmaxConfig:
     l2_hints:  looped path only: pass 1 loads with L2 eviction priority "evict_last" and
                pass 2 loads and stores with "evict_first", so that the second read of a
                row finds it in L2 more often (the output does not push it out).
+    warp_rows: one pass with a warp a row: block // next_pow2(N) rows a program, as many
+               as num_warps, each row in packs of 16 bytes over its warp's 32 lanes
+               (rows of at least one pack a lane).
     """
 
     block: int
     num_warps: int = 4
     l2_hints: bool = False
+    warp_rows: bool = False
 
     def __post_init__(self):
         if isinstance(self.block, bool) or not isinstance(self.block, int):
@@ -79,19 +93,22 @@ class SoftmaxConfig:
             raise ValueError(f"block must be a power of two, got {self.block}")
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
+        if self.warp_rows and self.l2_hints:
+            raise ValueError("l2_hints applies to the looped path, warp_rows to one pass: not both")
 
     def label(self) -> str:
-        """BLOCK/num_warps[/L2], as the tune log and the picks' timings name a config."""
-        return f"{self.block}/{self.num_warps}" + ("/L2" if self.l2_hints else "")
+        """BLOCK/num_warps[/L2][/W], as the tune log and the picks' timings name a config."""
+        return f"{self.block}/{self.num_warps}" + ("/L2" if self.l2_hints else "") + ("/W" if self.warp_rows else "")
 
     def fields(self) -> dict:
-        """The config as autotune_picks.json records it (l2_hints only where set)."""
+        """The config as autotune_picks.json records it (l2_hints, warp_rows only where set)."""
         fields = {"block": self.block, "num_warps": self.num_warps}
-        return {**fields, "l2_hints": True} if self.l2_hints else fields
+        return fields | {k: True for k in ("l2_hints", "warp_rows") if getattr(self, k)}
 
     @classmethod
     def of(cls, pick: dict) -> SoftmaxConfig:
-        return cls(pick["block"], pick["num_warps"], bool(pick.get("l2_hints", False)))
+        return cls(pick["block"], pick["num_warps"], bool(pick.get("l2_hints", False)),
+                   bool(pick.get("warp_rows", False)))  # fmt: skip
 
 
 # Under the interpreter every launch uses this one config: choosing needs GPU timings, and
@@ -115,6 +132,33 @@ def bucket(n: int) -> int:
 
 def rows_per_sm(m: int, n_sms: int) -> int:
     return min(ROWS_PER_SM_CAP, next_pow2((m + n_sms - 1) // n_sms))
+
+
+def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
+    """(width, head, tail) of a row of N laid out a warp a row: width = 32 lanes x 16
+    bytes; head = the most packs of that width, a power of two, that lie inside every row
+    (0 when N < width); tail = the packs that cover the rest, a power of two (or 0)."""
+    width = 32 * 16 // itemsize
+    if n < width:
+        return width, 0, 0
+    head = 1 << ((n // width).bit_length() - 1)
+    rest = -(-(n - head * width) // width)
+    return width, head, next_pow2(rest) if rest else 0
+
+
+def warp_rows_config(m: int, n: int, dtype: torch.dtype, n_sms: int) -> SoftmaxConfig | None:
+    """The warp-a-row config for a launch of M rows of N where the rule applies (see
+    WARP_ROWS_PER_SM), else None."""
+    above, up_to = WARP_ROWS_PER_SM
+    _, head, tail = warp_row_packs(n, dtype.itemsize)
+    if (
+        not above * n_sms < m <= up_to * n_sms
+        or head == 0
+        or head + tail > WARP_ROWS_MAX_PACKS
+        or n % (16 // dtype.itemsize)  # else packs narrower than 16 bytes, and a row over several warps
+    ):
+        return None
+    return SoftmaxConfig(WARP_ROWS_WARPS * next_pow2(n), WARP_ROWS_WARPS, warp_rows=True)
 
 
 def fits_in_registers(block: int, num_warps: int, arrays: int) -> bool:
@@ -260,6 +304,8 @@ def choose(name: str, streams: int, m: int, n: int, dtype: torch.dtype, gpu: str
     when this one has none (fp16 takes bf16's: the same bytes, the same fp32 arithmetic)."""
     if gpu is None:
         return INTERPRETER_CONFIG, "interpreter"
+    if (config := warp_rows_config(m, n, dtype, n_sms)) is not None:
+        return config, "warp rows"
     want = rows_per_sm(m, n_sms)
     names = [dtype_name(dtype)] + [
         dtype_name(d) for d in DTYPES if d != dtype and d.itemsize == dtype.itemsize

@@ -106,6 +106,18 @@ def gpu_name(device_index: int) -> str | None:
 
 def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int) -> dict:
     """The constexprs a launch with `config` gets, in the kernels' parameter order."""
+    # the longest run of elements, up to 16 bytes, that N and every row stride are multiples of
+    align = math.gcd(n, 16 // itemsize, *row_strides)
+    if config.warp_rows:  # [ROWS, packs, BLOCK_N] tiles, BLOCK_N the packs' width
+        rows = config.block // next_pow2(n)
+        width, head, tail = configs.warp_row_packs(n, itemsize)
+        if rows != config.num_warps or head == 0:
+            raise ValueError(
+                f"config {config.label()}: warp_rows needs block = num_warps x next_pow2(N) "
+                f"and rows of at least {width} elements (N = {n})"
+            )
+        return {"BLOCK": config.block, "BLOCK_N": width, "ROWS": rows, "ONE_PASS": True,
+                "NEEDS_MASK": m % rows != 0, "ALIGN": align, "L2_HINTS": False, "HEAD": head, "TAIL": tail}  # fmt: skip
     block_n = min(config.block, next_pow2(n))  # one pass: [ROWS, BLOCK_N] tiles; looped: [BLOCK]
     rows = config.block // block_n
     one_pass = block_n >= n
@@ -116,9 +128,10 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
         "ONE_PASS": one_pass,
         # masks cost instructions and registers: only for ragged rows or a ragged last tile
         "NEEDS_MASK": n % block_n != 0 or (one_pass and m % rows != 0),
-        # the longest run of elements, up to 16 bytes, that N and every row stride are multiples of
-        "ALIGN": math.gcd(n, 16 // itemsize, *row_strides),
+        "ALIGN": align,
         "L2_HINTS": config.l2_hints,
+        "HEAD": 0,  # not a warp a row
+        "TAIL": 0,
     }
 
 
