@@ -81,6 +81,9 @@ def test_forward_error_no_worse_than_torch(kind, n):
     no_worse_than_torch(ours, theirs, expected, ulps=tree_sum_ulps(n))
     looped = softmax(x, config=SoftmaxConfig(1024))  # (max, sum) pairs merged across tiles and lanes
     no_worse_than_torch(looped, theirs, expected)
+    if n <= 1024:  # a warp a row (configs.warp_rows_config's form): packs summed, then lanes
+        warp = softmax(x, config=SoftmaxConfig(4 * 1024, 4, warp_rows=True))
+        no_worse_than_torch(warp, theirs, expected, ulps=tree_sum_ulps(n))
 
 
 @pytest.mark.parametrize("n", [5000, 2**17])
@@ -107,6 +110,9 @@ def test_backward_error_no_worse_than_torch(n):
     theirs = torch._softmax_backward_data(dy, y, -1, torch.float32)
     np.testing.assert_allclose(ours.cpu().double().numpy(), expected, **tolerance(torch.float32))
     no_worse_than_torch(ours, theirs, expected)
+    if n <= 1024:  # a warp a row
+        warp = softmax_backward(y, dy, config=SoftmaxConfig(4 * 1024, 4, warp_rows=True))
+        no_worse_than_torch(warp, theirs, expected)
 
 
 @pytest.mark.parametrize(

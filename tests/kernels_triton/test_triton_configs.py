@@ -1,7 +1,8 @@
 """Where a launch's config comes from, and the picks files: no timing on the call path.
 
-A launch takes the user's tuned pick for its row-length bucket, else the committed pick
-(on the GPU that tuned it), else the heuristic. The user's picks file is merged under a
+A launch takes the user's tuned pick for its row-length bucket, else a warp a row where
+the few-rows rule applies, else the committed pick (on the GPU that tuned it), else the
+heuristic. The user's picks file is merged under a
 lock, written atomically, and verified by its SHA-256: a corrupt file is ignored with one
 warning. These run without a GPU: the choice is plain Python given a GPU name.
 """
@@ -13,8 +14,8 @@ import warnings
 
 import pytest
 import torch
-from kernels_triton import SoftmaxConfig, configs, softmax, softmax_backward, tune
-from kernels_triton.configs import bucket, choose, heuristic
+from kernels_triton import SoftmaxConfig, configs, launch, softmax, softmax_backward, tune
+from kernels_triton.configs import bucket, choose, heuristic, warp_row_packs, warp_rows_config
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
@@ -194,3 +195,62 @@ def test_repeated_calls_take_the_cached_plan_and_still_check_their_arguments():
         torch.testing.assert_close(softmax_backward(y, dy), expected)
     with pytest.raises(ValueError, match="must match"):
         softmax_backward(y, dy[:, :-1])
+
+
+def test_warp_row_packs():
+    """(width, packs, full): the packs that cover a row of N, and those inside it."""
+    assert warp_row_packs(600, 4) == (128, 5, 4)  # 4 x 128 + 88
+    assert warp_row_packs(1000, 4) == (128, 8, 7)
+    assert warp_row_packs(1024, 4) == (128, 8, 8)
+    assert warp_row_packs(128, 4) == (128, 1, 1)
+    assert warp_row_packs(127, 4) == (128, 1, 0)
+    assert warp_row_packs(600, 2) == (256, 3, 2)
+
+
+def test_warp_rows_rule_bounds():
+    """fp32, more than 16 and at most 64 rows an SM, 1 to 8 packs of 16 bytes a lane."""
+    sms = 132
+    rule = SoftmaxConfig(4096, 4, warp_rows=True)
+    assert warp_rows_config(16 * sms, 600, torch.float32, sms) is None
+    assert warp_rows_config(16 * sms + 1, 600, torch.float32, sms) == rule
+    assert warp_rows_config(64 * sms, 600, torch.float32, sms) == rule
+    assert warp_rows_config(64 * sms + 1, 600, torch.float32, sms) is None
+    assert warp_rows_config(4096, 600, torch.bfloat16, sms) is None
+    assert warp_rows_config(4096, 600, torch.float16, sms) is None
+    assert warp_rows_config(4096, 1024, torch.float32, sms) == SoftmaxConfig(4096, 4, warp_rows=True)
+    assert warp_rows_config(4096, 128, torch.float32, sms) == SoftmaxConfig(512, 4, warp_rows=True)
+    for n in (127, 1025, 602):  # under a pack a lane; 9 packs; packs narrower than 16 bytes
+        assert warp_rows_config(4096, n, torch.float32, sms) is None, n
+
+
+def test_warp_rows_come_after_tuned_picks_and_before_committed_ones(cache_home):
+    sms = 132
+    assert choose("softmax_fwd", 1, 4096, 600, torch.float32, GPU, sms) == (
+        SoftmaxConfig(4096, 4, warp_rows=True),
+        "warp rows",
+    )
+    if COMMITTED_GPU:  # ahead of the committed pick tuned at exactly this launch
+        assert choose("softmax_bwd", 2, 4096, 600, torch.float32, COMMITTED_GPU, sms)[1] == "warp rows"
+    assert choose("softmax_fwd", 1, 4096, 600, torch.float32, None, sms)[1] == "interpreter"
+    tune.save([pick(n=600, rows=32)], configs.user_picks_path(GPU), GPU)
+    assert choose("softmax_fwd", 1, 4096, 600, torch.float32, GPU, sms) == (SoftmaxConfig(2048, 8), "tuned")
+
+
+def test_warp_rows_config_fields_and_checks():
+    config = SoftmaxConfig(4096, 4, warp_rows=True)
+    assert config.label() == "4096/4/W"
+    assert config.fields() == {"block": 4096, "num_warps": 4, "warp_rows": True}
+    assert SoftmaxConfig.of(config.fields()) == config
+    with pytest.raises(ValueError, match="not both"):
+        SoftmaxConfig(4096, 4, l2_hints=True, warp_rows=True)
+    meta = launch.tile_meta(config, 4097, 600, [600, 600], 4)
+    assert (meta["ROWS"], meta["BLOCK_N"], meta["PACKS"], meta["FULL"], meta["NEEDS_MASK"]) == (
+        4,
+        128,
+        5,
+        4,
+        True,
+    )
+    assert launch.tile_meta(SoftmaxConfig(4096, 4), 4096, 600, [600, 600], 4)["PACKS"] == 0
+    with pytest.raises(ValueError, match="warp_rows needs block = num_warps x next_pow2"):
+        launch.tile_meta(SoftmaxConfig(2048, 4, warp_rows=True), 4096, 600, [600, 600], 4)

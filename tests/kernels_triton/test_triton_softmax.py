@@ -201,7 +201,40 @@ def test_empty(shape, dim):
     assert x.grad.shape == x.shape
 
 
-@pytest.mark.parametrize("config", [None, SoftmaxConfig(8, 2)], ids=["default", "looped"])
+def warp_rows(n: int) -> SoftmaxConfig:
+    """The warp-a-row config of rows of N, 4 rows a program (configs.warp_rows_config's form)."""
+    return SoftmaxConfig(4 * configs.next_pow2(n), 4, warp_rows=True)
+
+
+WARP_ROW_CASES = [(d, n) for d in DTYPES for n in (100, 128, 300, 600, 1000, 1024)]
+
+
+@pytest.mark.parametrize("m", [8, 7], ids=["whole-programs", "rows-past-M"])
+@pytest.mark.parametrize("dtype,n", WARP_ROW_CASES, ids=[f"{str(d)[6:]}-{n}" for d, n in WARP_ROW_CASES])
+def test_warp_rows_kernels_match_reference(dtype, n, m):
+    """A warp a row (kernels.py): full packs unmasked, a ragged last pack (none at 128 and
+    1024 in fp32; no full pack at 100), a last program with rows past M; adversarial rows: the maximum first, last, repeated,
+    an offset of 1e4, magnitudes to FLT_MAX, -inf entries; poisoned outputs."""
+    x = _randn((m, n), torch.float32, n + m, 3.0)
+    x[0, 0] = x[0].max() + 5
+    x[1, -1] = x[1].max() + 5
+    x[2, [1, n // 2, n - 1]] = x[2].max() + 2
+    x[3] += 1e4
+    x[4] = x[4] * 1e37
+    x[4, n // 3] = torch.finfo(torch.float32).max
+    x[5, ::3] = float("-inf")
+    x = x.to(dtype)
+    config = warp_rows(n)
+    y = launch_poisoned("softmax_fwd", [x], config)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), dtype)
+    dy = _randn((m, n), dtype, n + m + 1)
+    dx = launch_poisoned("softmax_bwd", [y, dy], config)
+    assert_close(dx, softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy()), dtype)
+
+
+@pytest.mark.parametrize(
+    "config", [None, SoftmaxConfig(8, 2), warp_rows(128)], ids=["default", "looped", "warp-rows"]
+)
 def test_non_finite_rows_like_torch(config):
     inf, nan = float("inf"), float("nan")
     x = torch.tensor(
@@ -214,6 +247,8 @@ def test_non_finite_rows_like_torch(config):
         ],  # the first tiles all -inf (looped path)
         device=DEVICE,
     )
+    if config is not None and config.warp_rows:  # rows of 128 (a pack a lane): the same rows, -inf-padded
+        x = torch.cat([torch.full((5, 108), -inf, device=DEVICE), x], dim=1)
     got = softmax(x, -1, config=config)
     torch.testing.assert_close(got, torch.softmax(x, -1), equal_nan=True)
 
@@ -329,25 +364,30 @@ OFFLINE_CASES = {  # name: (kernel, M, N, dtype, config), as the committed picks
     "bwd 16384x4096 fp32": ("softmax_bwd", 16384, 4096, "float32", (4096, 4, False)),
     "fwd 1024x131072 fp32, looped, L2 hints": ("softmax_fwd", 1024, 131072, "float32", (8192, 32, True)),
     "bwd 4096x32768 bf16, looped, L2 hints": ("softmax_bwd", 4096, 32768, "bfloat16", (8192, 32, True)),
+    # configs.warp_rows_config's launches: a row's max and sum in its warp, no block barrier
+    "fwd 4096x600 fp32, a warp a row": ("softmax_fwd", 4096, 600, "float32", (4096, 4, False, True)),
+    "bwd 8193x1000 fp32, a warp a row": ("softmax_bwd", 8193, 1000, "float32", (4096, 4, False, True)),
 }
 
 
 def test_kernels_compile_for_sm90_without_a_gpu(without_interpreter):
     """What the interpreter never checks, compiled here for sm_90 by Triton's own ptxas
     (in a process without TRITON_INTERPRET): every global load and store 16 bytes wide
-    (rows of 600 included), no local memory (spills), and the looped path's L2 hints
-    reaching the SASS (LDG.E.EL / .EF) only where asked for."""
+    (rows of 600 included), no local memory (spills), the looped path's L2 hints reaching
+    the SASS (LDG.E.EL / .EF) only where asked for, and a warp a row without block barriers."""
     code = (
         "import json, torch\n"
         "from kernels_triton import SoftmaxConfig\n"
         "from kernels_triton.offline import compile_for, memory_instructions, sass\n"
         f"cases = {OFFLINE_CASES!r}\n"
-        "print(json.dumps({k: memory_instructions(sass(compile_for(n, m, c, getattr(torch, d), SoftmaxConfig(*cfg))))"
-        " for k, (n, m, c, d, cfg) in cases.items()}))\n"
+        "texts = {k: sass(compile_for(n, m, c, getattr(torch, d), SoftmaxConfig(*cfg)))"
+        " for k, (n, m, c, d, cfg) in cases.items()}\n"
+        "print(json.dumps({k: {**memory_instructions(t), 'BAR': t.count('BAR.SYNC')} for k, t in texts.items()}))\n"
     )
     found = without_interpreter(code)
     for case, counts in found.items():
-        hinted = OFFLINE_CASES[case][4][2]
+        hinted, warp_rows = OFFLINE_CASES[case][4][2], OFFLINE_CASES[case][4][3:] == (True,)
+        assert (counts.pop("BAR") == 0) or not warp_rows, (case, counts)
         assert counts.get("LDG.E.128", 0) + counts.get("LDG.E.EL.128", 0) > 0, (case, counts)
         assert all(op.endswith(".128") for op in counts if op.startswith(("LDG", "STG"))), (case, counts)
         assert "LDL" not in counts and "STL" not in counts, (case, counts)
@@ -527,9 +567,36 @@ def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
             pick["kernel"][-3:], [*inputs, out]
         ):
             continue  # launched by kernels_triton.split_row or .cluster, which take no picks
-        rows = configs.rows_per_sm(m, launch.num_sms(x.get_device()))
-        used = launch.USED[(pick["kernel"], n, rows, pick["dtype"])]
-        assert used["source"] == "committed", (pick, used)
+        sms = launch.num_sms(x.get_device())
+        used = launch.USED[(pick["kernel"], n, configs.rows_per_sm(m, sms), pick["dtype"])]
+        # the few-rows rule comes before the committed picks
+        expected = "warp rows" if configs.warp_rows_config(m, n, x.dtype, sms) else "committed"
+        assert used["source"] == expected, (pick, used)
+    configs.forget()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [600, 1000, 1024])
+def test_gpu_warp_rows_rule(n, monkeypatch, tmp_path):
+    """fp32 launches of 16-64 rows an SM take a warp a row, both directions, whole programs and
+    a last one with rows past M: every element written, right against float64."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no tuned picks
+    configs.forget()
+    sms = launch.num_sms(torch.cuda.current_device())
+    for m in (32 * sms, 32 * sms + 3):
+        x = _randn((m, n), torch.float32, m + n, 4.0)
+        x[::3, 0] = 40.0
+        x[1::3, -1] = 40.0
+        y = launch_poisoned("softmax_fwd", [x], None)
+        dy = _randn((m, n), torch.float32, m + n + 1)
+        dx = launch_poisoned("softmax_bwd", [y, dy], None)
+        for kernel in ("softmax_fwd", "softmax_bwd"):
+            used = launch.USED[(kernel, n, configs.rows_per_sm(m, sms), "float32")]
+            assert used == {**warp_rows(n).fields(), "source": "warp rows"}
+        assert not y.isnan().any() and not dx.isnan().any()
+        assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.float32)
+        ys, dys = y.cpu().double().numpy(), dy.cpu().double().numpy()
+        assert_close(dx, softmax_backward_ref(ys, dys), torch.float32)
     configs.forget()
 
 

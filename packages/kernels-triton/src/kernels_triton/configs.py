@@ -4,12 +4,12 @@ A config is (BLOCK, num_warps, l2_hints, warp_rows); see kernels.py for what BLO
 launch never times anything: its config comes, in this order, from
 
   1. the caller (`softmax(..., config=...)`);
-  2. warp_rows_config(): a launch of a few short rows an SM takes a warp a row (a rule from
-     measurements, not a tuned pick: the picks were timed before that form existed, and
-     the tune does not time it);
-  3. the user's tuned picks: `python -m kernels_triton.tune` writes them to a per-user
+  2. the user's tuned picks: `python -m kernels_triton.tune` writes them to a per-user
      cache file for this GPU and Triton version (user_picks_path()), with a SHA-256 of
      the content, so that a corrupt or edited file is ignored (with one warning);
+  3. warp_rows_config(): a launch of a few short fp32 rows an SM takes a warp a row (a rule
+     from measurements, ahead of the committed picks, which were timed before that form
+     existed; the tune does not time it);
   4. the committed picks, autotune_picks.json beside this file, tuned on the GPU it names
      and used only on a GPU of that name;
   5. heuristic(): one pass with the row in registers while it fits, else the looped path.
@@ -48,10 +48,10 @@ LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows above 2048, while they fi
 # The looped path with L2 hints: the block and warp counts at which the looped path is
 # fastest among the plain configs (measurements/2026-11-22-h100/kernels-triton-1/tune.log).
 HINTED = ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
-# A warp a row (kernels.py) for launches of more than 16 and at most 64 rows an SM whose rows
-# hold 1 to 8 packs of 16 bytes a lane, 4 rows (warps) a program: at 4096 and 8192 rows of 600
-# on an H100, 2-6% faster than the picks forward, up to 2% backward; 1-2% slower at 65536 rows,
-# and at 2048 (the forward in fp32) (measurements/2026-11-27-h100/warp-rows/).
+# A warp a row (kernels.py), 4 rows (warps) a program, for fp32 launches of more than 16 and at
+# most 64 rows an SM whose rows hold 1 to 8 packs of 16 bytes a lane. Timed against the picks on
+# an H100 (measurements/2026-11-27-h100/warp-rows/): faster or level there in fp32; slower past
+# 64 rows an SM, and in 16 bits at some row lengths, which keep the picks.
 WARP_ROWS_PER_SM = (16, 64)  # (above, up to): M / SMs
 WARP_ROWS_MAX_PACKS = 8
 WARP_ROWS_WARPS = 4
@@ -77,8 +77,7 @@ class SoftmaxConfig:
                pass 2 loads and stores with "evict_first", so that the second read of a
                row finds it in L2 more often (the output does not push it out).
     warp_rows: one pass with a warp a row: block // next_pow2(N) rows a program, as many
-               as num_warps, each row in packs of 16 bytes over its warp's 32 lanes
-               (rows of at least one pack a lane).
+               as num_warps, each row in packs of 16 bytes over its warp's 32 lanes.
     """
 
     block: int
@@ -98,7 +97,11 @@ class SoftmaxConfig:
 
     def label(self) -> str:
         """BLOCK/num_warps[/L2][/W], as the tune log and the picks' timings name a config."""
-        return f"{self.block}/{self.num_warps}" + ("/L2" if self.l2_hints else "") + ("/W" if self.warp_rows else "")
+        return (
+            f"{self.block}/{self.num_warps}"
+            + ("/L2" if self.l2_hints else "")
+            + ("/W" if self.warp_rows else "")
+        )
 
     def fields(self) -> dict:
         """The config as autotune_picks.json records it (l2_hints, warp_rows only where set)."""
@@ -135,26 +138,22 @@ def rows_per_sm(m: int, n_sms: int) -> int:
 
 
 def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
-    """(width, head, tail) of a row of N laid out a warp a row: width = 32 lanes x 16
-    bytes; head = the most packs of that width, a power of two, that lie inside every row
-    (0 when N < width); tail = the packs that cover the rest, a power of two (or 0)."""
+    """(width, packs, full) of a row of N laid out a warp a row: width = 32 lanes x 16
+    bytes; packs = the packs of that width that cover the row; full = those inside it."""
     width = 32 * 16 // itemsize
-    if n < width:
-        return width, 0, 0
-    head = 1 << ((n // width).bit_length() - 1)
-    rest = -(-(n - head * width) // width)
-    return width, head, next_pow2(rest) if rest else 0
+    return width, -(-n // width), n // width
 
 
 def warp_rows_config(m: int, n: int, dtype: torch.dtype, n_sms: int) -> SoftmaxConfig | None:
     """The warp-a-row config for a launch of M rows of N where the rule applies (see
     WARP_ROWS_PER_SM), else None."""
     above, up_to = WARP_ROWS_PER_SM
-    _, head, tail = warp_row_packs(n, dtype.itemsize)
+    _, packs, full = warp_row_packs(n, dtype.itemsize)
     if (
-        not above * n_sms < m <= up_to * n_sms
-        or head == 0
-        or head + tail > WARP_ROWS_MAX_PACKS
+        dtype.itemsize != 4
+        or not above * n_sms < m <= up_to * n_sms
+        or full == 0  # rows under a pack a lane: not timed
+        or packs > WARP_ROWS_MAX_PACKS
         or n % (16 // dtype.itemsize)  # else packs narrower than 16 bytes, and a row over several warps
     ):
         return None
@@ -298,26 +297,34 @@ def forget() -> None:
     committed.cache_clear()
 
 
+def _nearest(idx: dict, name: str, dtype_names: list[str], n: int, want: int) -> SoftmaxConfig | None:
+    """The pick of `idx` for kernel `name` at rows of N and `want` rows per SM, from the first
+    of `dtype_names` with picks in N's bucket: the nearest rows per SM first, then the nearest
+    row length, then the smaller; None where there is none."""
+    for dtype_name_ in dtype_names:
+        by_rows = idx.get((name, dtype_name_, bucket(n)))
+        if by_rows:
+            return by_rows[
+                min(by_rows, key=lambda rn: (abs(rn[0].bit_length() - want.bit_length()), abs(rn[1] - n), rn))
+            ]
+    return None
+
+
 def choose(name: str, streams: int, m: int, n: int, dtype: torch.dtype, gpu: str | None, n_sms: int):
     """(config, source) for a launch of kernel `name` on M rows of N in `dtype` on the GPU
     named `gpu` (None: the interpreter). A pick of another dtype of the same size serves
     when this one has none (fp16 takes bf16's: the same bytes, the same fp32 arithmetic)."""
     if gpu is None:
         return INTERPRETER_CONFIG, "interpreter"
-    if (config := warp_rows_config(m, n, dtype, n_sms)) is not None:
-        return config, "warp rows"
     want = rows_per_sm(m, n_sms)
     names = [dtype_name(dtype)] + [
         dtype_name(d) for d in DTYPES if d != dtype and d.itemsize == dtype.itemsize
     ]
-    for source, idx in _indexes(gpu):
-        for name_ in names:
-            by_rows = idx.get((name, name_, bucket(n)))
-            if by_rows:
-                # the nearest rows per SM first, then the nearest row length, then the smaller
-                nearest = min(
-                    by_rows,
-                    key=lambda rn: (abs(rn[0].bit_length() - want.bit_length()), abs(rn[1] - n), rn),
-                )
-                return by_rows[nearest], source
+    indexes = dict(_indexes(gpu))
+    if (config := _nearest(indexes["tuned"], name, names, n, want)) is not None:
+        return config, "tuned"
+    if (config := warp_rows_config(m, n, dtype, n_sms)) is not None:
+        return config, "warp rows"
+    if (config := _nearest(indexes.get("committed", {}), name, names, n, want)) is not None:
+        return config, "committed"
     return heuristic(streams, n), "heuristic"

@@ -13,18 +13,18 @@ once); configs.py says which BLOCK a launch gets, launch.py derives the rest:
               loaded into registers once, reduced and written: N elements read, N written,
               the least traffic there is. Used while the row fits in one program's
               registers; past that it would spill to local memory.
-              A warp a row (HEAD > 0): the same pass with each of the program's warps
+              A warp a row (PACKS > 0): the same pass with each of the program's warps
               holding one row, for launches of few short rows (configs.warp_rows_config).
               A [BLOCK_N]-wide row tile is a power of two spread by Triton over all the
               program's warps: a row of 600 fp32 in 1024 lanes, 8 packs of 16 bytes a
               thread of which 3 are padding, and its max and sum crossing warps through
-              shared memory behind block barriers. Here the row is [HEAD, WIDTH] packs
-              (WIDTH = 32 lanes x 16 bytes) that lie inside every row, unmasked, then a
-              masked [TAIL, WIDTH] for the rest: 600 fp32 = 4 + 1 packs a lane, reduced by
-              warp shuffles alone. The rows dimension comes first in the [ROWS, packs,
-              WIDTH] tile so that Triton's layout gives each warp a row. When a launch has
-              a few rows an SM, a row's latency is the launch's, and these are the
-              instructions on it.
+              shared memory behind block barriers. Here a row is PACKS packs of WIDTH =
+              32 lanes x 16 bytes, the first FULL inside every row (unmasked), held as a
+              tuple of [ROWS, WIDTH] tiles, a shape whose layout gives each warp a row in
+              any Triton version (a [ROWS, PACKS, WIDTH] tile's layout depends on how the
+              version orders its two strided dimensions): 600 fp32 = 5 packs a lane, the
+              max and the sum reduced by warp shuffles alone. In a launch of a few rows an
+              SM a row's latency is the launch's, and these are the instructions on it.
   BLOCK <  N  looped. The row is walked in BLOCK-wide tiles twice: pass 1 keeps, per lane,
               a running max and a running sum of exponentials relative to that max (the
               "online softmax"), so max and sum come from one read; the lanes' (max, sum)
@@ -122,64 +122,77 @@ def _online_max_sum(m, d, c, x):
 
 
 @triton.jit
-def _packs(first, count: tl.constexpr, WIDTH: tl.constexpr):
-    """Column offsets of `count` packs-of-a-warp from pack `first`: a [1, count, WIDTH] tile."""
-    return ((first + tl.arange(0, count)) * WIDTH)[None, :, None] + tl.arange(0, WIDTH)[None, None, :]
+def _pack_load(rows_ptr, p: tl.constexpr, N, live, other,
+               WIDTH: tl.constexpr, FULL: tl.constexpr, ROW_MASK: tl.constexpr, ALIGN: tl.constexpr):  # fmt: skip
+    """Pack p of each row, a [ROWS, WIDTH] tile in fp32: the packs before FULL lie inside
+    every row, masked only for rows past M; the last may be ragged."""
+    cols = p * WIDTH + tl.arange(0, WIDTH)[None, :]
+    if p < FULL:
+        return _load_f32(rows_ptr + cols, live, other, ROW_MASK, "")
+    return _load_f32(rows_ptr + cols, live & _in_row(cols, N, ALIGN), other, True, "")
+
+
+@triton.jit
+def _pack_store(rows_ptr, p: tl.constexpr, value, N, live,
+                WIDTH: tl.constexpr, FULL: tl.constexpr, ROW_MASK: tl.constexpr, ALIGN: tl.constexpr):  # fmt: skip
+    cols = p * WIDTH + tl.arange(0, WIDTH)[None, :]
+    if p < FULL:
+        _store(rows_ptr + cols, value, live, ROW_MASK, "")
+    else:
+        _store(rows_ptr + cols, value, live & _in_row(cols, N, ALIGN), True, "")
 
 
 @triton.jit
 def _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
-                   WIDTH: tl.constexpr, ROWS: tl.constexpr, HEAD: tl.constexpr, TAIL: tl.constexpr,
+                   WIDTH: tl.constexpr, ROWS: tl.constexpr, PACKS: tl.constexpr, FULL: tl.constexpr,
                    ROW_MASK: tl.constexpr, ALIGN: tl.constexpr):  # fmt: skip
-    """The one-pass forward with a warp a row (see the module docstring): ROWS rows, each
-    HEAD unmasked packs and TAIL masked ones a lane (TAIL may be 0)."""
+    """The one-pass forward with a warp a row (see the module docstring): ROWS rows of PACKS
+    packs a lane, held as a tuple of [ROWS, WIDTH] tiles."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    live = (rows < M)[:, None, None]
-    r = rows.to(tl.int64)
-    x_rows = _row_start(x_ptr, r, x_row_stride, ALIGN)[:, None, None]
-    y_rows = _row_start(y_ptr, r, y_row_stride, ALIGN)[:, None, None]
-    head = _packs(0, HEAD, WIDTH)
-    x = _load_f32(x_rows + head, live, float("-inf"), ROW_MASK, "")  # [ROWS, HEAD, WIDTH]
-    if TAIL > 0:
-        tail = _packs(HEAD, TAIL, WIDTH)
-        in_row = live & _in_row(tail, N, ALIGN)
-        x_tail = _load_f32(x_rows + tail, in_row, float("-inf"), True, "")  # -inf: no weight
-        m = tl.max(tl.maximum(tl.max(x, axis=1), tl.max(x_tail, axis=1)), axis=1)  # [ROWS]
-        e = tl.exp2((x - m[:, None, None]) * LOG2E)
-        e_tail = tl.exp2((x_tail - m[:, None, None]) * LOG2E)
-        inv_sum = tl.math.div_rn(1.0, tl.sum(tl.sum(e, axis=1) + tl.sum(e_tail, axis=1), axis=1))
-        _store(y_rows + tail, e_tail * inv_sum[:, None, None], in_row, True, "")
-    else:
-        m = tl.max(tl.max(x, axis=1), axis=1)
-        e = tl.exp2((x - m[:, None, None]) * LOG2E)
-        inv_sum = tl.math.div_rn(1.0, tl.sum(tl.sum(e, axis=1), axis=1))
-    _store(y_rows + head, e * inv_sum[:, None, None], live, ROW_MASK, "")
+    live = (rows < M)[:, None]
+    x_rows = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None]
+    xs = ()
+    m = tl.full([ROWS, WIDTH], float("-inf"), tl.float32)
+    for p in tl.static_range(PACKS):  # -inf past the row: no weight
+        x = _pack_load(x_rows, p, N, live, float("-inf"), WIDTH, FULL, ROW_MASK, ALIGN)
+        m = tl.maximum(m, x)
+        xs = xs + (x,)
+    m_row = tl.max(m, axis=1)[:, None]  # [ROWS, 1]
+    es = ()
+    total = tl.zeros([ROWS, WIDTH], tl.float32)
+    for p in tl.static_range(PACKS):
+        e = tl.exp2((xs[p] - m_row) * LOG2E)
+        total += e
+        es = es + (e,)
+    inv_sum = tl.math.div_rn(1.0, tl.sum(total, axis=1))[:, None]
+    y_rows = _row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None]
+    for p in tl.static_range(PACKS):
+        _pack_store(y_rows, p, es[p] * inv_sum, N, live, WIDTH, FULL, ROW_MASK, ALIGN)
 
 
 @triton.jit
 def _warp_rows_bwd(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
-                   WIDTH: tl.constexpr, ROWS: tl.constexpr, HEAD: tl.constexpr, TAIL: tl.constexpr,
+                   WIDTH: tl.constexpr, ROWS: tl.constexpr, PACKS: tl.constexpr, FULL: tl.constexpr,
                    ROW_MASK: tl.constexpr, ALIGN: tl.constexpr):  # fmt: skip
     """The one-pass backward with a warp a row, laid out as _warp_rows_fwd."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    live = (rows < M)[:, None, None]
+    live = (rows < M)[:, None]
     r = rows.to(tl.int64)
-    y_rows = _row_start(y_ptr, r, y_row_stride, ALIGN)[:, None, None]
-    dy_rows = _row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None, None]
-    dx_rows = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None, None]
-    head = _packs(0, HEAD, WIDTH)
-    y = _load_f32(y_rows + head, live, 0.0, ROW_MASK, "")
-    dy = _load_f32(dy_rows + head, live, 0.0, ROW_MASK, "")
-    if TAIL > 0:
-        tail = _packs(HEAD, TAIL, WIDTH)
-        in_row = live & _in_row(tail, N, ALIGN)
-        y_tail = _load_f32(y_rows + tail, in_row, 0.0, True, "")
-        dy_tail = _load_f32(dy_rows + tail, in_row, 0.0, True, "")
-        dot = tl.sum(tl.sum(y * dy, axis=1) + tl.sum(y_tail * dy_tail, axis=1), axis=1)[:, None, None]
-        _store(dx_rows + tail, y_tail * (dy_tail - dot), in_row, True, "")
-    else:
-        dot = tl.sum(tl.sum(y * dy, axis=1), axis=1)[:, None, None]
-    _store(dx_rows + head, y * (dy - dot), live, ROW_MASK, "")
+    y_rows = _row_start(y_ptr, r, y_row_stride, ALIGN)[:, None]
+    dy_rows = _row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None]
+    ys = ()
+    dys = ()
+    acc = tl.zeros([ROWS, WIDTH], tl.float32)
+    for p in tl.static_range(PACKS):
+        y = _pack_load(y_rows, p, N, live, 0.0, WIDTH, FULL, ROW_MASK, ALIGN)
+        dy = _pack_load(dy_rows, p, N, live, 0.0, WIDTH, FULL, ROW_MASK, ALIGN)
+        acc += y * dy
+        ys = ys + (y,)
+        dys = dys + (dy,)
+    dot = tl.sum(acc, axis=1)[:, None]
+    dx_rows = _row_start(dx_ptr, r, dx_row_stride, ALIGN)[:, None]
+    for p in tl.static_range(PACKS):
+        _pack_store(dx_rows, p, ys[p] * (dys[p] - dot), N, live, WIDTH, FULL, ROW_MASK, ALIGN)
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -197,11 +210,13 @@ def softmax_fwd_kernel(
     NEEDS_MASK: tl.constexpr,
     ALIGN: tl.constexpr,
     L2_HINTS: tl.constexpr,
-    HEAD: tl.constexpr,
-    TAIL: tl.constexpr,
+    PACKS: tl.constexpr,
+    FULL: tl.constexpr,
 ):
-    if HEAD > 0:  # a warp a row, BLOCK_N = the packs' width
-        _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N, BLOCK_N, ROWS, HEAD, TAIL, NEEDS_MASK, ALIGN)
+    if PACKS > 0:  # a warp a row, BLOCK_N = the packs' width
+        _warp_rows_fwd(
+            x_ptr, y_ptr, x_row_stride, y_row_stride, M, N, BLOCK_N, ROWS, PACKS, FULL, NEEDS_MASK, ALIGN
+        )
     elif ONE_PASS:
         # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
@@ -270,13 +285,13 @@ def softmax_bwd_kernel(
     NEEDS_MASK: tl.constexpr,
     ALIGN: tl.constexpr,
     L2_HINTS: tl.constexpr,
-    HEAD: tl.constexpr,
-    TAIL: tl.constexpr,
+    PACKS: tl.constexpr,
+    FULL: tl.constexpr,
 ):
     # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
-    if HEAD > 0:  # a warp a row, BLOCK_N = the packs' width
+    if PACKS > 0:  # a warp a row, BLOCK_N = the packs' width
         _warp_rows_bwd(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
-                       BLOCK_N, ROWS, HEAD, TAIL, NEEDS_MASK, ALIGN)  # fmt: skip
+                       BLOCK_N, ROWS, PACKS, FULL, NEEDS_MASK, ALIGN)  # fmt: skip
     elif ONE_PASS:
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
         cols = tl.arange(0, BLOCK_N)

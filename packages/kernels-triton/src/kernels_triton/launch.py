@@ -110,14 +110,13 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
     align = math.gcd(n, 16 // itemsize, *row_strides)
     if config.warp_rows:  # [ROWS, packs, BLOCK_N] tiles, BLOCK_N the packs' width
         rows = config.block // next_pow2(n)
-        width, head, tail = configs.warp_row_packs(n, itemsize)
-        if rows != config.num_warps or head == 0:
+        if rows != config.num_warps:
             raise ValueError(
-                f"config {config.label()}: warp_rows needs block = num_warps x next_pow2(N) "
-                f"and rows of at least {width} elements (N = {n})"
+                f"config {config.label()}: warp_rows needs block = num_warps x next_pow2(N) (N = {n})"
             )
+        width, packs, full = configs.warp_row_packs(n, itemsize)
         return {"BLOCK": config.block, "BLOCK_N": width, "ROWS": rows, "ONE_PASS": True,
-                "NEEDS_MASK": m % rows != 0, "ALIGN": align, "L2_HINTS": False, "HEAD": head, "TAIL": tail}  # fmt: skip
+                "NEEDS_MASK": m % rows != 0, "ALIGN": align, "L2_HINTS": False, "PACKS": packs, "FULL": full}  # fmt: skip
     block_n = min(config.block, next_pow2(n))  # one pass: [ROWS, BLOCK_N] tiles; looped: [BLOCK]
     rows = config.block // block_n
     one_pass = block_n >= n
@@ -130,8 +129,8 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
         "NEEDS_MASK": n % block_n != 0 or (one_pass and m % rows != 0),
         "ALIGN": align,
         "L2_HINTS": config.l2_hints,
-        "HEAD": 0,  # not a warp a row
-        "TAIL": 0,
+        "PACKS": 0,  # not a warp a row
+        "FULL": 0,
     }
 
 
