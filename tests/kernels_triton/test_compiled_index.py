@@ -31,7 +31,7 @@ ROUND_TRIP = textwrap.dedent(
     signature.update({"x_ptr": "*fp32", "y_ptr": "*fp32", "x_row_stride": "i32", "y_row_stride": "constexpr",
                       "M": "i32", "N": "i32"})
     meta = {"BLOCK": 1024, "BLOCK_N": 1024, "ROWS": 1, "ONE_PASS": True, "NEEDS_MASK": True, "ALIGN": 4,
-            "L2_HINTS": False}
+            "L2_HINTS": False, "PACKS": 0, "FULL": 0}
     constants = {(names.index(a),): v for a, v in meta.items()}
     constants[(names.index("y_row_stride"),)] = 1
     src = ASTSource(kernel, signature, constexprs=constants, attrs={(0,): [["tt.divisibility", 16]]})

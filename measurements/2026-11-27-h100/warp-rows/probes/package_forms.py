@@ -103,7 +103,10 @@ def main(rounds):
                     print(f"\n{direction} {m}x{n} {dtype_name} ({m / sms:.1f} rows an SM; rule {'applies' if applies else 'does not apply'}; "
                           f"torch err {torch_err:.1e}); ratio = form / picks", flush=True)  # fmt: skip
                     for name in names:
-                        print(f"  {name:>8} {med[name]:8.2f} us {med[name] / med['picks']:6.3f}  {notes[name]}", flush=True)
+                        print(
+                            f"  {name:>8} {med[name]:8.2f} us {med[name] / med['picks']:6.3f}  {notes[name]}",
+                            flush=True,
+                        )
 
 
 if __name__ == "__main__":

@@ -223,7 +223,10 @@ def timing(rounds):
                     args = (x,)
                     ref = torch.softmax(x.double(), -1)
                     torch_out = torch.softmax(x, -1)
-                    runs = {"package": lambda: kernels_triton.softmax(x), "cuda": lambda: kernels_cuda.softmax(x)}
+                    runs = {
+                        "package": lambda: kernels_triton.softmax(x),
+                        "cuda": lambda: kernels_cuda.softmax(x),
+                    }
                 else:
                     y = torch.softmax(x.float(), -1).to(dtype)
                     dy = torch.randn((m, n), device="cuda", generator=g).to(dtype)
@@ -256,7 +259,9 @@ def timing(rounds):
                 print(f"\n{direction} {m}x{n} {dtype_name} (torch err {torch_err:.1e}); ratio = form / package",
                       flush=True)  # fmt: skip
                 for name in names:
-                    print(f"  {name:>8} {med[name]:8.2f} us {med[name] / base:6.3f}  {notes[name]}", flush=True)
+                    print(
+                        f"  {name:>8} {med[name]:8.2f} us {med[name] / base:6.3f}  {notes[name]}", flush=True
+                    )
 
 
 if __name__ == "__main__":

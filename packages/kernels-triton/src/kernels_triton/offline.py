@@ -8,6 +8,7 @@ interpreter never compiles: this is how a CPU machine checks the GPU-only side -
 widths, L2 hints, registers and spills, the cluster kernels' inline PTX -- before a GPU does.
 
     python -m kernels_triton.offline softmax_fwd 4096 600 bfloat16 --block 1024 --warps 4 [--sass]
+    python -m kernels_triton.offline softmax_fwd 4096 600 float32 --block 4096 --warps 4 --warp-rows
     python -m kernels_triton.offline cluster_fwd 256 262144 bfloat16 [--sms 132]
 """
 
@@ -125,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--block", type=int, help="the tile (the cluster kernels choose their own)")
     parser.add_argument("--warps", type=int, default=4)
     parser.add_argument("--l2-hints", action="store_true")
+    parser.add_argument(
+        "--warp-rows", action="store_true", help="a warp a row (--block = warps x next_pow2(N))"
+    )
     parser.add_argument("--arch", type=int, default=90)
     parser.add_argument("--sms", type=int, default=132, help="SMs of the GPU (cluster_fwd: one wave?)")
     parser.add_argument("--sass", action="store_true", help="print the whole SASS")
@@ -143,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if args.block is None:
             parser.error(f"--block is required for {args.kernel}")
-        config = SoftmaxConfig(args.block, args.warps, args.l2_hints)
+        try:
+            config = SoftmaxConfig(args.block, args.warps, args.l2_hints, args.warp_rows)
+            tile_meta(config, args.M, args.N, [args.N], dtype.itemsize)  # checks a warp-rows block
+        except ValueError as exc:
+            parser.error(str(exc))
         compiled, what = compile_for(args.kernel, args.M, args.N, dtype, config, args.arch), config
     text = sass(compiled)
     print(

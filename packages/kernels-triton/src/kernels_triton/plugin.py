@@ -43,6 +43,7 @@ def _picks(kernel: str):
                     "BLOCK": p["block"],
                     "num_warps": p["num_warps"],
                     "l2_hints": p.get("l2_hints", False),
+                    "warp_rows": p.get("warp_rows", False),
                     "source": p["source"],
                 },
             }
@@ -55,8 +56,8 @@ def _picks(kernel: str):
 def register() -> None:
     notes = (
         "one pass with the row in registers up to 32768 (fp32 forward; 16384 backward), else a looped online "
-        "softmax; BLOCK x num_warps from tuned or committed picks per (row-length bucket, rows per SM, dtype), else "
-        "a heuristic; picks: kernels_triton.autotune_picks()"
+        "softmax; BLOCK x num_warps from tuned picks, a warp a row for 16-64 short fp32 rows an SM, committed "
+        "picks per (row-length bucket, rows per SM, dtype), else a heuristic; picks: kernels_triton.autotune_picks()"
     )
     _register(
         Implementation(

@@ -264,7 +264,8 @@ def autotune_picks() -> dict:
     mode = (
         f"interpreter: every launch uses one config {configs.INTERPRETER_CONFIG}"
         if INTERPRET
-        else "no timing on the call path: tuned pick, else committed pick, else heuristic"
+        else "no timing on the call path: tuned pick, else a warp a row (few short fp32 rows), else committed pick, "
+        "else heuristic"
     )
     tuned = []
     if not INTERPRET and torch.cuda.is_available():
