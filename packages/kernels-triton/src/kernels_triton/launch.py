@@ -108,7 +108,7 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
     """The constexprs a launch with `config` gets, in the kernels' parameter order."""
     # the longest run of elements, up to 16 bytes, that N and every row stride are multiples of
     align = math.gcd(n, 16 // itemsize, *row_strides)
-    if config.warp_rows:  # [ROWS, packs, BLOCK_N] tiles, BLOCK_N the packs' width
+    if config.warp_rows:  # PACKS tiles of [ROWS, BLOCK_N], BLOCK_N the width of a pack across a warp
         rows = config.block // next_pow2(n)
         if rows != config.num_warps:
             raise ValueError(
