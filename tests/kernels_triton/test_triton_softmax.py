@@ -635,7 +635,12 @@ def test_gpu_tune(tmp_path, monkeypatch):
     }
     assert configs.PICKS_FILE.read_bytes() == packaged
     softmax(x)  # the same bucket: the tuned pick serves, though this shape was planned before
-    used = [p for p in autotune_picks()["used"] if p["N"] == 1000 and p["kernel"] == "softmax_fwd"]
+    rows = configs.rows_per_sm(256, launch.num_sms(x.get_device()))  # not another test's launch of N = 1000
+    used = [
+        p
+        for p in autotune_picks()["used"]
+        if (p["kernel"], p["N"], p["rows_per_sm"], p["dtype"]) == ("softmax_fwd", 1000, rows, "float32")
+    ]
     assert used[0]["source"] == "tuned"
     configs.forget()
 
