@@ -2,9 +2,8 @@
 
 A launch takes the user's tuned pick for its row-length bucket, else a warp a row where
 the few-rows rule applies, else the committed pick (on the GPU that tuned it), else the
-heuristic. The user's picks file is merged under a
-lock, written atomically, and verified by its SHA-256: a corrupt file is ignored with one
-warning. These run without a GPU: the choice is plain Python given a GPU name.
+heuristic. The user's picks file is merged under a lock, written atomically, and verified
+by its SHA-256: a corrupt file is ignored with one warning. These run without a GPU: the choice is plain Python given a GPU name.
 """
 
 import json

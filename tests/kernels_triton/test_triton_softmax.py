@@ -213,8 +213,9 @@ WARP_ROW_CASES = [(d, n) for d in DTYPES for n in (100, 128, 300, 600, 1000, 102
 @pytest.mark.parametrize("dtype,n", WARP_ROW_CASES, ids=[f"{str(d)[6:]}-{n}" for d, n in WARP_ROW_CASES])
 def test_warp_rows_kernels_match_reference(dtype, n, m):
     """A warp a row (kernels.py): full packs unmasked, a ragged last pack (none at 128 and
-    1024 in fp32; no full pack at 100), a last program with rows past M; adversarial rows: the maximum first, last, repeated,
-    an offset of 1e4, magnitudes to FLT_MAX, -inf entries; poisoned outputs."""
+    1024 in fp32; no full pack at 100), a last program with rows past M; adversarial rows:
+    the maximum first, last, repeated, an offset of 1e4, magnitudes to FLT_MAX, -inf
+    entries; poisoned outputs."""
     x = _randn((m, n), torch.float32, n + m, 3.0)
     x[0, 0] = x[0].max() + 5
     x[1, -1] = x[1].max() + 5
@@ -387,7 +388,8 @@ def test_kernels_compile_for_sm90_without_a_gpu(without_interpreter):
     found = without_interpreter(code)
     for case, counts in found.items():
         hinted, warp_rows = OFFLINE_CASES[case][4][2], OFFLINE_CASES[case][4][3:] == (True,)
-        assert (counts.pop("BAR") == 0) or not warp_rows, (case, counts)
+        barriers = counts.pop("BAR")
+        assert barriers == 0 or not warp_rows, (case, barriers)
         assert counts.get("LDG.E.128", 0) + counts.get("LDG.E.EL.128", 0) > 0, (case, counts)
         assert all(op.endswith(".128") for op in counts if op.startswith(("LDG", "STG"))), (case, counts)
         assert "LDL" not in counts and "STL" not in counts, (case, counts)

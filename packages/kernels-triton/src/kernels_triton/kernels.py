@@ -21,8 +21,8 @@ once); configs.py says which BLOCK a launch gets, launch.py derives the rest:
               shared memory behind block barriers. Here a row is PACKS packs of WIDTH =
               32 lanes x 16 bytes, the first FULL inside every row (unmasked), held as a
               tuple of [ROWS, WIDTH] tiles, a shape whose layout gives each warp a row in
-              any Triton version (a [ROWS, PACKS, WIDTH] tile's layout depends on how the
-              version orders its two strided dimensions): 600 fp32 = 5 packs a lane, the
+              Triton 3.6 and 3.9 alike (a [ROWS, PACKS, WIDTH] tile's does not: the two
+              order its strided dimensions differently): 600 fp32 = 5 packs a lane, the
               max and the sum reduced by warp shuffles alone. In a launch of a few rows an
               SM a row's latency is the launch's, and these are the instructions on it.
   BLOCK <  N  looped. The row is walked in BLOCK-wide tiles twice: pass 1 keeps, per lane,
