@@ -115,6 +115,32 @@ def test_other_column_layouts_parse():
     assert k.verdict().startswith("memory-bound")
 
 
+def test_no_data_is_missing_not_an_error():
+    """ncu 2025 writes "no data" for a metric of a section it could not collect (the memory
+    workload analysis' spilling overhead of a kernel that spills nothing)."""
+    text = (
+        '"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+        '"1","k","GPU Speed Of Light Throughput","DRAM Throughput","%","88.1"\n'
+        '"1","k","Memory Workload Analysis","Local Memory Spilling Request Overhead","%","no data"\n'
+    )
+    (k,) = ncu.parse_csv(text)
+    assert k.dram_pct == 88.1
+    assert [m.value for m in k.metrics if m.name.startswith("Local Memory")] == [None]
+
+
+def test_lab_ncu_says_in_one_line_when_a_fresh_export_does_not_parse(tmp_path, monkeypatch, capsys):
+    """A profile whose export the parser refuses: one line naming the kept CSV, exit 2, no traceback."""
+
+    def refuse(target, out, cfg):
+        raise ncu.NcuCsvError("line 34, column Metric Value (X): 'zzz' is not a number (unit '%')")
+
+    monkeypatch.setattr(ncu, "profile", refuse)
+    assert main(["ncu", "--cmd", "true", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ncu_details.csv" in err and "'zzz' is not a number" in err
+    assert "Traceback" not in err
+
+
 def test_bad_csv_is_a_clear_error():
     with pytest.raises(ncu.NcuCsvError, match="no ncu CSV header"):
         ncu.parse_csv("==PROF== nothing profiled\n")

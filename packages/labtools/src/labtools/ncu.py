@@ -10,7 +10,7 @@ clocks either) into a report file, then exports the report with
 `parse_csv` turns that into one `KernelProfile` per profiled launch. It finds the header
 after any preamble (``==PROF==`` lines, the program's own output), keys columns by name
 (ncu versions add and drop columns), and reads values with thousands separators, in
-any time or throughput unit, and "n/a" as missing.
+any time or throughput unit, and "n/a" or "no data" as missing.
 
 Stall reasons come from the raw metrics
 ``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`` (cycles a warp
@@ -244,7 +244,7 @@ class KernelProfile:
 
 _REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Value")
 _PER_LAUNCH = ("Block Size", "Grid Size", "Device", "CC", "Stream", "Context")
-_MISSING = ("", "n/a")  # ncu's words for "not collected"
+_MISSING = ("", "n/a", "no data")  # ncu's words for "not collected" (MemoryWorkloadAnalysis: "no data")
 
 
 class NcuCsvError(ValueError):

@@ -121,6 +121,8 @@ def main(args) -> int:
                     kernels, csv_path = ncu.profile(target, run.path, cfg)
                 except FileNotFoundError as exc:  # no ncu on this machine
                     raise UsageError(str(exc)) from None
+                except ncu.NcuCsvError as exc:  # an export this parser does not know (the CSV is kept)
+                    raise UsageError(f"ncu's export {run.path / 'ncu_details.csv'}: {exc}") from None
                 if args.impl:
                     kernels = ncu.label_cases(kernels, case_list)
                 if csv_path is not None:
