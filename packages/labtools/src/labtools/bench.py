@@ -455,7 +455,8 @@ def time_in_turns(
 ) -> list[Timing | Exception]:
     """`time_fn` of several functions (each with its own input sets) side by side: `rounds`
     rounds, each timing every function for time_cap_s / rounds, the order reversed every other
-    round; on CUDA every function waits as long before its launches (`time_cuda`'s lead_s). Timed one after another, one kernel came out faster in its place in a sweep than
+    round; on CUDA every function waits as long before its launches (`time_cuda`'s lead_s).
+    Timed one after another, one kernel came out faster in its place in a sweep than
     alone or in turns, by more than the gaps the sweep was run to find (measurements/
     2026-11-27-h100/final-check-6/README.md); in turns, whatever a place gives falls on every
     function alike. Returns each function's samples of all rounds, or the exception it raised
