@@ -19,7 +19,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 from kernels_cuda import arrays
 from kernels_cuda import softmax_variants as variants
-from labtools.ops import softmax_ref, tolerance
+from labtools.ops import softmax_ref, softmax_stress_rows, tolerance
 
 pytestmark = pytest.mark.gpu
 
@@ -363,6 +363,25 @@ def test_masked_infinite_and_nan_rows_behave_like_torch(variant, dtype):
     ref = torch.softmax(x.double(), dim=-1)
     assert torch.equal(torch.isnan(y), torch.isnan(ref))
     _assert_softmax(y[[0, 4, 5]], x[[0, 4, 5]], -1, dtype)
+
+
+@pytest.mark.parametrize("variant", ["v3", "v4", "v4_online", "auto"])
+@pytest.mark.parametrize("n", [600, 20000])
+def test_bf16_stress_rows_no_worse_than_torch(variant, n):
+    """bf16 exponents are one FMA each, x * K - max * K (common.cuh's exp_shifted): exact for a
+    bf16 max of any magnitude, and torch's answer where max * K overflows. Each row's error is
+    at most F.softmax's or one bf16 unit of its largest output."""
+    x = torch.tensor(softmax_stress_rows(n, 5)).to(torch.bfloat16).cuda()
+    with arrays.poison_outputs():
+        y = kernels_cuda.softmax(x, variant=variant)
+    expected = softmax_ref(_f64(x))
+    theirs = torch.softmax(x, -1)
+    assert not torch.isnan(y).any()
+    for r in range(x.shape[0]):
+        ulp = 2.0 ** (math.floor(math.log2(expected[r].max())) - 7)
+        err = np.abs(_f64(y[r]) - expected[r]).max()
+        torch_err = np.abs(_f64(theirs[r]) - expected[r]).max()
+        assert err <= max(torch_err, ulp), f"row {r}: error {err:.3g}, F.softmax's {torch_err:.3g}"
 
 
 @pytest.mark.parametrize("variant", variants.VARIANTS)

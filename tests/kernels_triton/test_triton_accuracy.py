@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 from kernels_triton import SoftmaxConfig, softmax, softmax_backward
-from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
+from labtools.ops import softmax_backward_ref, softmax_ref, softmax_stress_rows, tolerance
 
 pytestmark = pytest.mark.filterwarnings("ignore:(invalid value|overflow) encountered:RuntimeWarning")
 
@@ -132,6 +132,39 @@ def test_magnitudes_up_to_flt_max(config):
         got = softmax(x, config=config)
         assert got.tolist() == [expected], (values, got)
         torch.testing.assert_close(got, torch.softmax(x, -1))
+
+
+def bf16_ulp(value: float) -> float:
+    return 2.0 ** (math.floor(math.log2(value)) - 7)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [None, SoftmaxConfig(1024), SoftmaxConfig(4 * 1024, 4, warp_rows=True), SoftmaxConfig(256)],
+    ids=["default", "one-pass", "warp-rows", "looped"],
+)
+def test_bf16_rows_no_worse_than_torch(config):
+    """The one-pass forwards take a bf16 row's exponents in one FMA each, x * K - max * K
+    (kernels._exp_below): exact for a bf16 max of any magnitude (max * log2(e) rounded to
+    fp32 misses by up to 2**-25 of itself: inf or NaN rows at 1e30), and torch's answer
+    where max * K overflows (3.3e38). Each row's error is at most torch's or one bf16 unit
+    of its largest output; non-finite rows give torch's NaNs."""
+    x = torch.tensor(softmax_stress_rows(600, 3)).to(torch.bfloat16)
+    special = x[:5].clone()
+    special[0, 7] = float("inf")
+    special[1, 9] = float("nan")
+    special[2] = float("-inf")
+    special[3, ::2] = float("-inf")
+    special[4, 100] = float("-inf")
+    x = torch.cat([x, special]).to(DEVICE)
+    expected = softmax_ref(x.float().cpu().double().numpy())
+    ours, theirs = softmax(x, config=config), torch.softmax(x, -1)
+    assert torch.equal(torch.isnan(ours), torch.isnan(theirs))
+    for r in range(x.shape[0]):
+        if not np.isnan(expected[r]).any():
+            ulp = bf16_ulp(float(expected[r].max()))
+            err, torch_err = max_error(ours[r], expected[r]), max_error(theirs[r], expected[r])
+            assert err <= max(torch_err, ulp), f"row {r}: error {err:.3g}, torch's {torch_err:.3g}"
 
 
 def test_non_finite_in_a_long_row_like_torch():

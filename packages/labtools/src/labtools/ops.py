@@ -40,6 +40,33 @@ def softmax_ref(x, axis: int = -1) -> np.ndarray:
         return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def softmax_stress_rows(n: int, seed: int = 0) -> np.ndarray:
+    """Rows of n float32 values (n >= 3) that a softmax kernel gets wrong if it scales before
+    subtracting the max, or rounds max * log2(e) and takes x * log2(e) minus that: the max
+    first, last and repeated; a max of about 200; magnitudes of 1e10, 1e30 and 2e38; +-3.3e38
+    (past FLT_MAX / log2(e), where max * log2(e) overflows). Every value is finite and
+    survives a cast to bf16 or fp32 (fp16 turns the large ones into +-inf)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for kind in ("max first", "max last", "max repeated"):
+        x = rng.standard_normal(n) * 3
+        top = x.max() + 5
+        if kind == "max first":
+            x[0] = top
+        elif kind == "max last":
+            x[-1] = top
+        else:
+            x[[1, n // 2, n - 1]] = top
+        rows.append(x)
+    rows.append(rng.standard_normal(n) * 3 + 200)
+    rows += [rng.standard_normal(n) * scale for scale in (1e10, 1e30)]
+    rows.append(np.clip(rng.standard_normal(n) * 2e38, -3.3e38, 3.3e38))
+    top = np.zeros(n)
+    top[[0, n // 2]], top[n - 1] = 3.3e38, -3.3e38
+    rows.append(top)
+    return np.stack(rows).astype(np.float32)
+
+
 def softmax_backward_ref(y, dy, axis: int = -1) -> np.ndarray:
     """Gradient of softmax given its output y and the upstream gradient dy (float64)."""
     y = np.asarray(y, dtype=np.float64)
