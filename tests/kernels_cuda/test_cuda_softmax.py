@@ -368,9 +368,9 @@ def test_masked_infinite_and_nan_rows_behave_like_torch(variant, dtype):
 @pytest.mark.parametrize("variant", ["v3", "v4", "v4_online", "auto"])
 @pytest.mark.parametrize("n", [600, 20000])
 def test_bf16_stress_rows_no_worse_than_torch(variant, n):
-    """bf16 exponents are one FMA each, x * K - max * K (common.cuh's exp_shifted): exact for a
-    bf16 max of any magnitude, and torch's answer where max * K overflows. Each row's error is
-    at most F.softmax's or one bf16 unit of its largest output."""
+    """bf16 rows of every magnitude a bf16 can hold (labtools.ops.softmax_stress_rows), through
+    each forward path: each row's error is at most F.softmax's or one bf16 unit of its largest
+    output."""
     x = torch.tensor(softmax_stress_rows(n, 5)).to(torch.bfloat16).cuda()
     with arrays.poison_outputs():
         y = kernels_cuda.softmax(x, variant=variant)

@@ -144,11 +144,10 @@ def bf16_ulp(value: float) -> float:
     ids=["default", "one-pass", "warp-rows", "looped"],
 )
 def test_bf16_rows_no_worse_than_torch(config):
-    """The one-pass forwards take a bf16 row's exponents in one FMA each, x * K - max * K
-    (kernels._exp_below): exact for a bf16 max of any magnitude (max * log2(e) rounded to
-    fp32 misses by up to 2**-25 of itself: inf or NaN rows at 1e30), and torch's answer
-    where max * K overflows (3.3e38). Each row's error is at most torch's or one bf16 unit
-    of its largest output; non-finite rows give torch's NaNs."""
+    """bf16 rows of every magnitude a bf16 can hold (labtools.ops.softmax_stress_rows: where
+    scaling before subtracting the max, or a rounded max * log2(e), gives inf or NaN), through
+    each forward path. Each row's error is at most torch's or one bf16 unit of its largest
+    output; non-finite rows give torch's NaNs."""
     x = torch.tensor(softmax_stress_rows(600, 3)).to(torch.bfloat16)
     special = x[:5].clone()
     special[0, 7] = float("inf")

@@ -39,22 +39,14 @@ once); configs.py says which BLOCK a launch gets, launch.py derives the rest:
 Accuracy. Every exponential is exp2((x - max) * log2(e)): the maximum is subtracted first,
 so the argument is <= 0 for every finite input, however large (x = 3e38 gives 0, not
 inf - inf), and x - max is exact whenever x is within a factor of two of the max, the
-elements that carry the weight. The one-pass forwards of bf16 rows take it as x * K - max *
-K in one FMA an element (_exp_below), K being log2(e) rounded to 16 bits: a bf16 max has 8
-significant bits, so max * K is exact, and the FMA rounds once, as the product after the
-subtraction does. K's own error (5e-6 relative, times at most 126 in the exponent) moves an
-output by under 5e-4 of itself, a quarter of its bf16 rounding. In a launch of a few short
-rows the instructions are the time, and this is one an element. (Not fp16, whose 11-bit max
-would need a 13-bit K, costing an output up to a rounding of its own; nor fp32, whose max
-times K is not exact.)
-
-The normalisation is a multiplication by 1 / sum, an IEEE-rounded division once per row,
-never folded into the exponent (log2(sum) added to the exponent would cost
-ulp(log2 N + max * log2 e) of relative error, growing with N and the max). The looped path
-keeps each lane's running sum compensated (Kahan) and merges the lanes' (max, sum) pairs in
-fp64, each sum rescaled to the row's max, so its error does not grow with the number of
-tiles. (Not fp64 in the loops: that costs a conversion per element, and an fp64 row sum made
-the one-pass kernel markedly slower on an H100: measurements/2026-11-25-h100/host-path-a/.)
+elements that carry the weight. The normalisation is a multiplication by 1 / sum, an
+IEEE-rounded division once per row, never folded into the exponent (log2(sum) added to the
+exponent would cost ulp(log2 N + max * log2 e) of relative error, growing with N and the
+max). The looped path keeps each lane's running sum compensated (Kahan) and merges the
+lanes' (max, sum) pairs in fp64, each sum rescaled to the row's max, so its error does not
+grow with the number of tiles. (Not fp64 in the loops: that costs a conversion per element,
+and an fp64 row sum made the one-pass kernel markedly slower on an H100:
+measurements/2026-11-25-h100/host-path-a/.)
 
 Non-finite inputs give torch's answers: a row with NaN or +inf gives NaN; -inf entries
 weigh nothing; a row of only -inf gives NaN.
@@ -73,7 +65,6 @@ import triton
 import triton.language as tl
 
 LOG2E = tl.constexpr(1.4426950408889634)  # exp(x) = exp2(x * log2(e)); exp2 is the hardware instruction
-LOG2E_BF16 = tl.constexpr(1.44268798828125)  # log2(e) to 16 significant bits: a bf16 max times it is exact
 
 
 @triton.jit
@@ -109,20 +100,6 @@ def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
         tl.store(ptrs, value.to(ptrs.dtype.element_ty), mask=mask, eviction_policy=POLICY)
     else:
         tl.store(ptrs, value.to(ptrs.dtype.element_ty), eviction_policy=POLICY)
-
-
-@triton.jit
-def _exp_below(x, m, BF16: tl.constexpr):
-    """exp(x - m) in fp32 for the elements x of rows whose max is m (broadcast). BF16 (the data
-    is bf16): one FMA an element, exp2(x * K - m * K) (the module docstring, Accuracy); where
-    m * K is not finite (|m| > FLT_MAX / K, or m = +-inf) it is exp2(x - m): 1 at the max and
-    0 elsewhere (bf16 values that large lie 2**120 apart), NaN for +-inf, as torch."""
-    if BF16:
-        c = m * LOG2E_BF16
-        finite = tl.abs(c) < float("inf")
-        return tl.exp2(tl.fma(x, tl.where(finite, LOG2E_BF16, 1.0), -tl.where(finite, c, m)))
-    else:
-        return tl.exp2((x - m) * LOG2E)
 
 
 @triton.jit
@@ -174,18 +151,17 @@ def _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     live = (rows < M)[:, None]
     x_rows = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None]
-    BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
     xs = ()
     for p in tl.static_range(PACKS):  # -inf past the row: no weight
         xs = xs + (_pack_load(x_rows, p, N, live, float("-inf"), WIDTH, FULL, ROW_MASK, ALIGN),)
-    m = xs[0]  # the first pack, not -inf, starts the max and the sum: an instruction an element less
+    m = xs[0]  # max and sum start from the first pack, not from -inf and 0 (an instruction an element less)
     for p in tl.static_range(1, PACKS):
         m = tl.maximum(m, xs[p])
     m_row = tl.max(m, axis=1)[:, None]  # [ROWS, 1]
-    es = (_exp_below(xs[0], m_row, BF16),)
+    es = (tl.exp2((xs[0] - m_row) * LOG2E),)
     total = es[0]
     for p in tl.static_range(1, PACKS):
-        e = _exp_below(xs[p], m_row, BF16)
+        e = tl.exp2((xs[p] - m_row) * LOG2E)
         total += e
         es = es + (e,)
     inv_sum = tl.math.div_rn(1.0, tl.sum(total, axis=1))[:, None]
@@ -248,7 +224,7 @@ def softmax_fwd_kernel(
         x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
         x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK, "")  # -inf: no weight
         m = tl.max(x, axis=1)  # [ROWS]
-        e = _exp_below(x, m[:, None], x_ptr.dtype.element_ty == tl.bfloat16)
+        e = tl.exp2((x - m[:, None]) * LOG2E)
         y = e * tl.math.div_rn(1.0, tl.sum(e, axis=1))[:, None]  # IEEE division: `/` may be approximate
         y_ptrs = _row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :]
         _store(y_ptrs, y, mask, NEEDS_MASK, "")

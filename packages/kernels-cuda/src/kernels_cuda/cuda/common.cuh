@@ -200,25 +200,8 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
-// exp(x - ref), where ref is the max of some of the row's elements (or 0: safe_shift). The subtraction
-// comes first, so x near the max loses nothing to rounding. bf16: the same argument in one FMA,
-// x * K - ref * K with K = log2(e) rounded to 16 bits; a bf16 ref has 8 significant bits, so ref * K is
-// exact and the FMA rounds once, as the product after the subtraction does. K's own error (5e-6
-// relative) moves an output by under 5e-4 of itself, a quarter of its bf16 rounding; ref * K is the
-// same for every element of a row (the compiler computes it once). Where it is not finite (|ref| >
-// FLT_MAX / K, or +-inf) the argument is x - ref: 0 at the max and far below -126 elsewhere (bf16
-// values that large lie 2^120 apart), NaN for +-inf, as torch. A few short rows wait on every
-// instruction of a row; this is one an element. (Not fp16 or fp32: their ref times K is not exact.)
-#define KL_LOG2E_BF16 1.44268798828125f
-__device__ __forceinline__ float exp_shifted(float x, float ref) {
-#if KL_DTYPE == KL_BF16
-  const float c = ref * KL_LOG2E_BF16;
-  const bool exact = fabsf(c) < __int_as_float(0x7f800000);
-  return ex2(fmaf(x, exact ? KL_LOG2E_BF16 : 1.f, -(exact ? c : ref)));
-#else
-  return ex2((x - ref) * KL_LOG2E);
-#endif
-}
+// exp(x - ref). The subtraction comes first, so x near the max loses nothing to rounding.
+__device__ __forceinline__ float exp_shifted(float x, float ref) { return ex2((x - ref) * KL_LOG2E); }
 
 // The shift to use for a running max m: m itself, or 0 while everything seen is -inf, so that
 // exp(-inf - shift) is 0 and not NaN. A row that is -inf throughout then ends with sum 0 and
