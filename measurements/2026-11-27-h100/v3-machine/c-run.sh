@@ -6,7 +6,8 @@ nvidia-smi --query-gpu=name,driver_version,serial,power.limit,clocks.max.sm --fo
 python3 -c "import torch, triton, cupy, numpy; print(torch.__version__, triton.__version__, cupy.__version__, numpy.__version__)" >> $R/c-env.txt
 start=$(date +%s); timeout 200 scripts/test-in-place tests/kernels_triton/test_triton_accuracy.py tests/kernels_triton/test_triton_softmax.py tests/kernels_cuda/test_cuda_softmax.py -m gpu -q -p no:cacheprovider -rfE > $R/c-tests.log 2>&1; echo "tests rc=$? $(( $(date +%s) - start )) s" >> $R/c-stages.txt
 timeout 150 python3 scripts/in_place.py python $V/probes/v3_long.py time 5 > $R/c-v3-time.log 2>&1; echo "v3 time rc=$?" >> $R/c-stages.txt
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -lms 100 > $R/c-smi.csv 2>&1 &
+F=clocks_event_reasons.active; nvidia-smi --query-gpu=$F --format=csv > /dev/null 2>&1 || F=clocks_throttle_reasons.active
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,$F --format=csv -lms 100 > $R/c-smi.csv 2>&1 &
 SMI=$!
 timeout 120 python3 scripts/in_place.py python $V/probes/v3_long.py sustain 4 > $R/c-sustain.log 2>&1; echo "sustain rc=$?" >> $R/c-stages.txt
 kill $SMI
