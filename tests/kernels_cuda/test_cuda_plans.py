@@ -242,9 +242,9 @@ def test_v4_holds_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items
         (4096, 1024, 32, 8, 4, 8),  # every pack inside the row
         (2048, 1024, 64, 4, 2, 4),  # ~16 rows an SM: 64 threads a row
         (2048, 2048, 64, 8, 2, 8),  # the fewest threads that hold 512 packs at 8 a thread
-        (1024, 600, 128, 2, 2, 0),  # the ladder's own launch already fits one wave
-        (16384, 600, 128, 2, 2, 0),  # past 64 rows an SM: the ladder's
-        (8192, 8192, 256, 8, 1, 0),  # the ladder's threads are already the fewest that hold the row
+        (1024, 600, 128, 2, 2, 1),  # the ladder's own launch already fits one wave (ladder_full: 150 // 128)
+        (16384, 600, 128, 2, 2, 1),  # past 64 rows an SM: the ladder's
+        (8192, 8192, 256, 8, 1, 8),  # the ladder's threads are already the fewest that hold the row
     ],
 )
 def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, tpr, items, rpb, full):
@@ -260,6 +260,26 @@ def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, 
     assert bf16 == variants.plan(
         "auto", M, N, "bfloat16", 8, variants.H100, variants.AutoConfig(few_rows_per_sm=0)
     )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_ladder_launches_leave_unchecked_the_packs_inside_every_row(dtype):
+    """A ladder rung's launch of 16-byte packs knows N: all of a thread's packs lie inside the
+    row where it fills the rung, all but the last where the row reaches past the rung's
+    last-but-one pack, else none is assumed inside (every pack checked). Each rung has those
+    three forms only."""
+    vec = variants.full_vec(dtype)
+    for rung_tpr, rung_items in variants.fused_ladder(vec, variants.fused_packs(dtype, vec, variants.AUTO)):
+        for packs in range(max(1, (rung_tpr * rung_items) // 2), rung_tpr * rung_items + 1):
+            launch = variants.plan("auto", 1 << 20, packs * vec, dtype, vec, variants.H100)
+            c = dict(launch.spec.constants)
+            if launch.spec.kernel != "softmax_fused" or (c["TPR"], c["ITEMS"]) != (rung_tpr, rung_items):
+                continue
+            full = c.get("FULL", 0)
+            assert full in (0, c["ITEMS"] - 1, c["ITEMS"]), (packs, c)
+            assert full * c["TPR"] <= packs, (packs, c)  # no unchecked pack past the row
+            assert full == 0 or (full + 1) * c["TPR"] > packs or full == c["ITEMS"], (packs, c)
+            assert launch.spec in variants.specializations()
 
 
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
@@ -278,7 +298,7 @@ def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     assert dict(variants._plan("auto", 100, 600, "float32", 4, variants.H100).spec.constants)["ITEMS"] == 2
     # 16-bit rows of 600: 2 packs a thread over 64 threads, two rows to a 128-thread block
     bf16 = variants._plan("auto", 100, 600, "bfloat16", 8, variants.H100)
-    assert bf16.block == 128 and dict(bf16.spec.constants) == {"TPR": 64, "RPB": 2, "ITEMS": 2, "VEC": 8}
+    assert bf16.block == 128 and dict(bf16.spec.constants) == {"TPR": 64, "RPB": 2, "ITEMS": 2, "VEC": 8, "FULL": 1}
 
 
 @settings(max_examples=300)  # plain Python, a millisecond an example

@@ -1,8 +1,9 @@
 # A probe: not part of any package.
-"""kernels_cuda's v3 at long fp32 rows against kernels_triton and QuACK's cubin (rows of 1024:
-QuACK's own kernel launched through kernels_cuda's driver, `../../row-base/probes/variants.py`),
-beside a copy of the same bytes (torch's copy_), on whatever H100 the call gets: is this one of
-the machines where v3 trails QuACK at these rows?
+"""kernels_cuda's v3 at the sweep's long rows (and 65536x600 fp32) against kernels_triton and
+QuACK's cubin (fp32 rows of 1024: QuACK's own kernel launched through kernels_cuda's driver,
+`../../row-base/probes/variants.py`), beside a copy of the same bytes (torch's copy_), on whatever
+H100 the call gets: is this one of the machines where v3 trails QuACK at these rows? Run it with
+the tree before a change and after, to compare them.
 
     python v3_long.py time ROUNDS   # labtools' time_cuda, a 40 us wait before every launch, in turns
     python v3_long.py ncu           # one launch of each inside cudaProfilerStart/Stop
@@ -17,28 +18,29 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "row-base" / "probes"))
-SHAPES = [(32768, 1024), (16384, 4096), (8192, 8192)]
+SHAPES = [(32768, 1024, "float32"), (16384, 4096, "float32"), (8192, 8192, "float32"), (32768, 1024, "bfloat16"),
+          (16384, 4096, "bfloat16"), (65536, 600, "float32")]  # fmt: skip
 WAIT_S, REPS = 40e-6, 60
 
 
-def forms(m, n):
+def forms(m, n, dtype="float32"):
     import kernels_cuda
     import kernels_triton
     import variants
 
     g = torch.Generator(device="cuda").manual_seed(m + n)
-    x = torch.randn((m, n), device="cuda", generator=g) * 5
+    x = (torch.randn((m, n), device="cuda", generator=g) * 5).to(getattr(torch, dtype))
     out = torch.empty_like(x)
     runs = {"triton": lambda: kernels_triton.softmax(x), "cuda": lambda: kernels_cuda.softmax(x)}
-    if ("softmax", "float32", n) in variants.QCUBIN:
-        runs["qcubin"] = variants.qcubin_runner("softmax", "float32", (x,), out)
+    if ("softmax", dtype, n) in variants.QCUBIN:
+        runs["qcubin"] = variants.qcubin_runner("softmax", dtype, (x,), out)
     runs["copy"] = lambda: out.copy_(x)
     ref = torch.softmax(x.double(), -1)
     for name, fn in runs.items():
         if name != "copy":
             out.fill_(float("nan"))
             err = (fn().double() - ref).abs().max().item()
-            assert err < 1e-5, (name, m, n, err)
+            assert err < (1e-5 if dtype == "float32" else 1e-2), (name, m, n, err)
     return runs
 
 
@@ -46,8 +48,8 @@ def time_all(rounds):
     from labtools.bench import time_cuda
 
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; rounds {rounds} x {REPS}", flush=True)
-    for m, n in SHAPES:
-        runs = forms(m, n)
+    for m, n, dtype in SHAPES:
+        runs = forms(m, n, dtype)
         names = list(runs)
         samples = {name: [] for name in names}
         for r in range(rounds):
@@ -66,16 +68,16 @@ def time_all(rounds):
 
 
 def ncu_once():
-    cases = [((m, n), forms(m, n)) for m, n in SHAPES]
+    cases = [((m, n, dtype), forms(m, n, dtype)) for m, n, dtype in SHAPES]
     torch.cuda.synchronize()
     order = []
     torch.cuda.cudart().cudaProfilerStart()
-    for (m, n), runs in cases:
+    for (m, n, dtype), runs in cases:
         for name, fn in runs.items():
             if name != "copy":
                 fn()
                 torch.cuda.synchronize()
-                order.append(f"{m}x{n} {name}")
+                order.append(f"{m}x{n} {dtype} {name}")
     torch.cuda.cudart().cudaProfilerStop()
     for i, what in enumerate(order):
         print(f"launch {i}: {what}")

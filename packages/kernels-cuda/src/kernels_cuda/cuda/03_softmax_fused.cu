@@ -5,8 +5,9 @@
 // the row layout allows it) exactly as they came from memory. All ITEMS loads are issued before
 // any is used, so every thread has ITEMS 16-byte loads in flight and a warp's accesses are 512
 // contiguous bytes. The max and the sum of exp are warp-shuffle reductions over the registers; when
-// a row spans several warps, each warp's (max, sum) pair is merged once through shared memory with
-// the online-softmax identity (one barrier per row, not one per tree level). exp is one MUFU.EX2
+// a row spans several warps, the warps' (max, sum) pairs are merged once through shared memory with
+// the online-softmax identity (stats_merge_all: one exponential a warp; two barriers a row group, not
+// one per tree level). exp is one MUFU.EX2
 // of (x - max) * log2(e). For short rows RPB rows share a block, so blocks stay 128-256 threads wide.
 //
 // The packs stay raw (not converted to fp32 at load) for two reasons seen in the first H100 sweep
@@ -72,9 +73,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if constexpr (WARPS_PER_ROW > 1) {
       if (lane % 32 == 0) warp_stats[slot][lane / 32] = row_stats;
       __syncthreads();
-      row_stats = warp_stats[slot][0];
-#pragma unroll
-      for (int w = 1; w < WARPS_PER_ROW; ++w) row_stats = stats_merge(row_stats, warp_stats[slot][w]);
+      row_stats = stats_merge_all(warp_stats[slot]);
       __syncthreads();  // the next row group writes warp_stats again
     }
     // y = exp(x - row max) / row sum. In place, v holds exp(x - this warp's max): scale by
