@@ -59,7 +59,7 @@ def time_all(rounds):
         med = {name: statistics.median(s) for name, s in samples.items()}
         base = med.get("qcubin", med["triton"])
         print(
-            f"\nfwd {m}x{n} float32; ratio = qcubin (or triton) / form; % of the copy's bandwidth", flush=True
+            f"\nfwd {m}x{n} {dtype}; ratio = qcubin (or triton) / form; % of the copy's bandwidth", flush=True
         )
         for name in names:
             print(

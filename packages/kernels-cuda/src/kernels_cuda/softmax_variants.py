@@ -218,7 +218,8 @@ def fused_rows_per_block(dtype: str, tpr: int, block: int | None = None) -> int:
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None, full: int = 0) -> Spec:
     """v3 at `tpr` threads a row of `items` packs each; `full`: how many of a thread's packs lie
-    inside every row (no bounds check on those; the few-rows launches know it, N being theirs)."""
+    inside every row (no bounds check on those; a plan knows it from N: `ladder_full`,
+    `few_rows_shape`)."""
     rpb = fused_rows_per_block(dtype, tpr, block)
     return Spec(
         "03_softmax_fused.cu",

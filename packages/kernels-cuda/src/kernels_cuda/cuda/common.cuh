@@ -247,15 +247,16 @@ template <int N, typename Op> __device__ __forceinline__ float tree_reduce(float
   return a[0];
 }
 
-// The pair of the union of N pairs: their largest max first, then each sum rescaled to it, one
-// exponential a pair (merging them two at a time takes two, and rescales the first sum N - 1 times).
+// The pair of the union of N pairs (in shared memory): their largest max first, then each sum
+// rescaled to it, one exponential a pair (merging them two at a time takes two, and rescales the first
+// sum N - 1 times). Unrolled by 8 at most: a block of 1024 threads holding 32 pairs at once spills.
 template <int N> __device__ __forceinline__ Stats stats_merge_all(const Stats (&t)[N]) {
   float m = t[0].m;
-#pragma unroll
+#pragma unroll 8
   for (int i = 1; i < N; ++i) m = fmaxf(m, t[i].m);
   const float shift = safe_shift(m);
-  float s = 0.f;  // in order, not a tree: 32 partial sums held at once spill a block of 1024 threads
-#pragma unroll
+  float s = 0.f;
+#pragma unroll 8
   for (int i = 0; i < N; ++i) s += t[i].s * exp_shifted(t[i].m, shift);
   return {m, s};
 }
