@@ -266,9 +266,9 @@ def few_rows_shape(
 def ladder_full(packs: int, tpr: int, items: int) -> int:
     """Packs of each thread inside every row of `packs`, on a ladder rung of `tpr` x `items`:
     all of them where the row fills the rung, all but the last where it nearly does, else 0
-    (every pack checked). Two more forms a rung of 16-byte packs, each compiled once; at
-    16384x4096 fp32 the checks, the -inf padding and a branch a pack were a quarter of v3's
-    instructions."""
+    (every pack checked). So a rung of 16-byte packs has three compiled forms; in the two that
+    know N, the packs inside take no bounds check, -inf padding or branch (at the sweep's long
+    rows most of what v3 executed beyond the arithmetic: experiments/notes/kernels-cuda.md)."""
     full = packs // tpr
     return full if full >= items - 1 else 0
 

@@ -154,7 +154,7 @@ def _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
     xs = ()
     for p in tl.static_range(PACKS):  # -inf past the row: no weight
         xs = xs + (_pack_load(x_rows, p, N, live, float("-inf"), WIDTH, FULL, ROW_MASK, ALIGN),)
-    m = xs[0]  # max and sum start from the first pack, not from -inf and 0 (an instruction an element less)
+    m = xs[0]  # max and sum start from the first pack: no -inf or 0 folded into its elements
     for p in tl.static_range(1, PACKS):
         m = tl.maximum(m, xs[p])
     m_row = tl.max(m, axis=1)[:, None]  # [ROWS, 1]

@@ -6,9 +6,9 @@
 // any is used, so every thread has ITEMS 16-byte loads in flight and a warp's accesses are 512
 // contiguous bytes. The max and the sum of exp are warp-shuffle reductions over the registers; when
 // a row spans several warps, the warps' (max, sum) pairs are merged once through shared memory with
-// the online-softmax identity (stats_merge_all: one exponential a warp; two barriers a row group, not
-// one per tree level). exp is one MUFU.EX2
-// of (x - max) * log2(e). For short rows RPB rows share a block, so blocks stay 128-256 threads wide.
+// the online-softmax identity (stats_merge_all: one exponential a warp; two barriers a row group,
+// not one per tree level). exp is one MUFU.EX2 of (x - max) * log2(e). For short rows RPB rows
+// share a block, so blocks stay 128-256 threads wide.
 //
 // The packs stay raw (not converted to fp32 at load) for two reasons seen in the first H100 sweep
 // and in the SASS: converting inside the load loop made NVVM wait for each bf16 load before issuing
