@@ -242,7 +242,7 @@ def test_v4_holds_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items
         (4096, 1024, 32, 8, 4, 8),  # every pack inside the row
         (2048, 1024, 64, 4, 2, 4),  # ~16 rows an SM: 64 threads a row
         (2048, 2048, 64, 8, 2, 8),  # the fewest threads that hold 512 packs at 8 a thread
-        (1024, 600, 128, 2, 2, 1),  # the ladder's own launch already fits one wave (ladder_full: 150 // 128)
+        (1024, 600, 128, 2, 2, 1),  # the ladder's own launch already fits one wave (full_packs: 150 // 128)
         (16384, 600, 128, 2, 2, 1),  # past 64 rows an SM: the ladder's
         (8192, 8192, 256, 8, 1, 8),  # the ladder's threads are already the fewest that hold the row
     ],

@@ -125,10 +125,13 @@ def plan_fused(
     packs = N // vec
     for tpr, items in dict.fromkeys(fused_ladder(dtype, vec, cfg)):
         if tpr * items >= packs:
-            tpr, items, block, full = sm.few_rows_shape(
+            tpr, items, block = sm.few_rows_shape(
                 M, N, dtype, vec, tpr, items, FEW_ROWS_ITEMS_MAX, device, cfg.few_rows_per_sm
             )
-            spec = (few_rows_spec if block else fused_spec)(dtype, tpr, items, vec, block, full)
+            if block:  # the few-rows launches know N (the ladder's take no FULL forms here)
+                spec = few_rows_spec(dtype, tpr, items, vec, block, sm.full_packs(packs, tpr, items))
+            else:
+                spec = fused_spec(dtype, tpr, items, vec)
             rpb = dict(spec.constants)["RPB"]
             return sm.Launch(spec, grid=min(math.ceil(M / rpb), sm.MAX_GRID), block=tpr * rpb)
     return None

@@ -218,8 +218,7 @@ def fused_rows_per_block(dtype: str, tpr: int, block: int | None = None) -> int:
 
 def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = None, full: int = 0) -> Spec:
     """v3 at `tpr` threads a row of `items` packs each; `full`: how many of a thread's packs lie
-    inside every row (no bounds check on those; a plan knows it from N: `ladder_full`,
-    `few_rows_shape`)."""
+    inside every row (no bounds check on those; `full_packs` from N)."""
     rpb = fused_rows_per_block(dtype, tpr, block)
     return Spec(
         "03_softmax_fused.cu",
@@ -239,36 +238,35 @@ def few_rows_shape(
     items_max: int,
     device: Device | None,
     rows_per_sm: int,
-) -> tuple[int, int, int | None, int]:
-    """(threads a row, packs a thread, threads a block or None, packs inside every row) for a
-    fused launch the ladder gave `tpr` x `items`. An fp32 launch of 16-byte packs and at most
-    `rows_per_sm` rows an SM gets about FEW_ROWS_THREADS_PER_SM threads an SM in all (a warp a
-    row at least, and no fewer than hold the row at `items_max` packs a thread), in
-    FEW_ROWS_BLOCK-thread blocks, and, knowing N, the count of a thread's packs that lie inside
-    every row (their bounds go unchecked). At a wave or two of short rows the time is the rows'
-    DRAM round trip plus the instructions each SM issues after it: four warps a row issue four
-    times a warp's reductions and run in two waves where one warp a row runs in one
-    (experiments/notes/kernels-cuda.md, "Few rows, fewer threads"). Any other launch: the
-    ladder's, unchanged."""
+) -> tuple[int, int, int | None]:
+    """(threads a row, packs a thread, threads a block or None) for a fused launch the ladder
+    gave `tpr` x `items`. An fp32 launch of 16-byte packs and at most `rows_per_sm` rows an SM
+    gets about FEW_ROWS_THREADS_PER_SM threads an SM in all (a warp a row at least, and no fewer
+    than hold the row at `items_max` packs a thread), in FEW_ROWS_BLOCK-thread blocks. At a wave
+    or two of short rows the time is the rows' DRAM round trip plus the instructions each SM
+    issues after it: four warps a row issue four times a warp's reductions and run in two waves
+    where one warp a row runs in one (experiments/notes/kernels-cuda.md, "Few rows, fewer
+    threads"). Any other launch: the ladder's, unchanged."""
     packs = N // vec
     if vec == 1 or arrays.ITEMSIZE[dtype] != 4 or device is None or M > rows_per_sm * device.sms:
-        return tpr, items, None, 0
+        return tpr, items, None
     want = 1 << max(5, (FEW_ROWS_THREADS_PER_SM * device.sms // M).bit_length() - 1)
     fewest = 32
     while fewest * items_max < packs:
         fewest *= 2
     few = min(tpr, max(want, fewest))
     if few == tpr:
-        return tpr, items, None, 0
-    return few, math.ceil(packs / few), FEW_ROWS_BLOCK, packs // few
+        return tpr, items, None
+    return few, math.ceil(packs / few), FEW_ROWS_BLOCK
 
 
-def ladder_full(packs: int, tpr: int, items: int) -> int:
-    """Packs of each thread inside every row of `packs`, on a ladder rung of `tpr` x `items`:
-    all of them where the row fills the rung, all but the last where it nearly does, else 0
-    (every pack checked). So a rung of 16-byte packs has three compiled forms; in the two that
-    know N, the packs inside take no bounds check, -inf padding or branch (at the sweep's long
-    rows most of what v3 executed beyond the arithmetic: experiments/notes/kernels-cuda.md)."""
+def full_packs(packs: int, tpr: int, items: int) -> int:
+    """FULL of a fused launch of `tpr` threads a row, `items` packs a thread, for rows of
+    `packs`: how many of each thread's packs lie inside every row, where that is all of them or
+    all but the last, else 0 (every pack checked). So a launch shape has at most three compiled
+    forms; in the two that know N, the packs inside take no bounds check, -inf padding or
+    branch (at the sweep's long rows most of what v3 executed beyond the arithmetic:
+    experiments/notes/kernels-cuda.md)."""
     full = packs // tpr
     return full if full >= items - 1 else 0
 
@@ -277,11 +275,10 @@ def plan_fused(M: int, N: int, dtype: str, vec: int, cfg: AutoConfig, device: De
     packs = N // vec
     for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, cfg)):
         if tpr * items >= packs:
-            tpr, items, block, full = few_rows_shape(
+            tpr, items, block = few_rows_shape(
                 M, N, dtype, vec, tpr, items, fused_items_max(vec), device, cfg.few_rows_per_sm
             )
-            if block is None and vec > 1:  # the ladder's own launch, of 16-byte packs
-                full = ladder_full(packs, tpr, items)
+            full = full_packs(packs, tpr, items) if vec > 1 else 0
             spec = fused_spec(dtype, tpr, items, vec, block, full)
             rpb = dict(spec.constants)["RPB"]
             return Launch(spec, grid=min(math.ceil(M / rpb), MAX_GRID), block=tpr * rpb)
