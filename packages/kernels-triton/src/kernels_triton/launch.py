@@ -31,6 +31,7 @@ blocks of a thread-block cluster (cluster.py), which come first where they apply
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import math
@@ -162,13 +163,26 @@ def launch(
     )
     plan = _PLANS.get(key)
     if plan is None:
-        plan = make_plan(name, tensors, m, n, config)
+        with _device_of(tensors[0]):  # Triton compiles and launches on the current device
+            plan = make_plan(name, tensors, m, n, config)
         if len(_PLANS) >= MAX_PLANS:
             _PLANS.clear()
         _PLANS[key] = plan
     else:
         plan(*tensors)
     return plan
+
+
+def _device_of(t: torch.Tensor):
+    """A context in which t's CUDA device is the current one (nothing to do on the CPU)."""
+    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
+
+
+def _on_device(device_index: int, plan: Plan, *tensors: torch.Tensor) -> None:
+    """Run `plan` with its device current: a plan's function handle belongs to that device's
+    context, and a launch runs in the current one (the caller's device is restored after)."""
+    with torch.cuda.device(device_index):
+        plan(*tensors)
 
 
 def in_place(tensors: list[torch.Tensor]) -> bool:
@@ -248,9 +262,11 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
     compiled, program_grid, rest, planned_stream = launched
     device_index = tensors[0].get_device()
     direct = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
-    stream = torch._C._cuda_getCurrentRawStream
+    stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
 
     def plan(*ts):
+        if current_device() != device_index:
+            return _on_device(device_index, plan, *ts)
         if stream(device_index) == planned_stream:
             direct(*ts)
         else:
@@ -300,19 +316,27 @@ def direct_launcher(
     would launch with the kernel's own, so such a plan never goes through it: while a launch
     hook is installed it calls the launcher without the hook."""
     gx, gy, gz = program_grid
-    stream = torch._C._cuda_getCurrentRawStream
+    stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
     hooked = _launch_hooks_installed()
     if packed_metadata is None and (
         hooked or not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata"))
     ):
         runner = compiled[program_grid]
-        return lambda *ts: runner(*(t.data_ptr() for t in ts), *rest)
+
+        def run_through_runner(*ts):
+            if current_device() != device_index:
+                return _on_device(device_index, run_through_runner, *ts)
+            runner(*(t.data_ptr() for t in ts), *rest)
+
+        return run_through_runner
     launcher, function = compiled.run, compiled.function
     packed = compiled.packed_metadata if packed_metadata is None else packed_metadata
     layout = None if hooked else c_launch_layout(launcher)
     if layout is None:  # a launcher of another Triton version: called as its runner calls it
 
         def call_launcher(*ts):
+            if current_device() != device_index:
+                return _on_device(device_index, call_launcher, *ts)
             launcher(gx, gy, gz, stream(device_index), function, packed, None, None, None,
                      *(t.data_ptr() for t in ts), *rest)  # fmt: skip
 
@@ -323,6 +347,8 @@ def direct_launcher(
     if layout == "3.6" and n_tensors == 2:
 
         def plan(a, b):
+            if current_device() != device_index:
+                return _on_device(device_index, plan, a, b)
             c_launch(
                 gx, gy, gz, stream(device_index), function, coop, pdl,
                 None, None, packed, None, None, None,  # scratch, scratch, metadata, no hooks
@@ -332,6 +358,8 @@ def direct_launcher(
     elif layout == "3.6":
 
         def plan(a, b, c):
+            if current_device() != device_index:
+                return _on_device(device_index, plan, a, b, c)
             c_launch(
                 gx, gy, gz, stream(device_index), function, coop, pdl,
                 None, None, packed, None, None, None,
@@ -343,6 +371,8 @@ def direct_launcher(
         if n_tensors == 2:
 
             def plan(a, b):
+                if current_device() != device_index:
+                    return _on_device(device_index, plan, a, b)
                 c_launch(
                     gx, gy, gz, stream(device_index), function, coop, pdl,
                     packed, None, None, None, None, None,  # metadata, no hooks, no scratch
@@ -352,6 +382,8 @@ def direct_launcher(
         else:
 
             def plan(a, b, c):
+                if current_device() != device_index:
+                    return _on_device(device_index, plan, a, b, c)
                 c_launch(
                     gx, gy, gz, stream(device_index), function, coop, pdl,
                     packed, None, None, None, None, None,
