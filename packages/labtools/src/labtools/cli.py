@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "labtools.commands.bench",
         "time every registered implementation of an op over the shape sweep",
     ),
+    "compare": (
+        "labtools.commands.compare",
+        "two sweeps side by side (before / after), or implementations against one in a sweep",
+    ),
     "roofline": ("labtools.commands.roofline", "plot a sweep: roofline and fraction of copy bandwidth"),
     "ncu": (
         "labtools.commands.ncu",
