@@ -51,6 +51,8 @@ def no_driver_needed(monkeypatch):
     saved = driver._active
     driver.set_active(type("Driver", (), {"allocate_default_profile_scratch": lambda *a: None})())
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 77, raising=False)
+    # plans compare the current device with theirs before launching: device 0 is current
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)
     yield
     driver._active = saved
 
@@ -139,6 +141,8 @@ def test_a_split_row_plan_launches_directly_on_its_own_stream_only(no_driver_nee
         torch._C, "_cuda_getCurrentRawStream", lambda device: current_stream[0], raising=False
     )
     x, y = torch.empty(3, 5000), torch.empty(3, 5000)
+    # CPU stand-ins report device -1: make that the current device, so the plan launches here
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: x.get_device(), raising=False)
     plan = launch.split_row_plan("softmax_fwd", [x, y], 3, 5000)
     assert jit_calls == [("fwd", 2)] and record == []
     plan(x, y)  # the stream it was planned on: the C launch

@@ -98,7 +98,9 @@ def main(args) -> int:
     rows = [[*r[:3], *(None if v is None else round(v, 3) for v in r[3:])] for r in rows]
     headers = ["impl", "shape", "dtype", "ref us", "us", f"device {what}", f"call {what}"]
     print(render(headers, rows, style="markdown" if args.markdown else "auto"))
-    print(f"\n{len(slower)} of {len(rows)} points slower than the reference by more than {args.tolerance:.1%}")
+    print(
+        f"\n{len(slower)} of {len(rows)} points slower than the reference by more than {args.tolerance:.1%}"
+    )
     for line in slower:
         print("  " + line)
     return 1 if slower and args.fail_slower else 0
