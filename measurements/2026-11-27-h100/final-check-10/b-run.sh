@@ -1,2 +1,0 @@
-# call b (carries the second part of the peers' wheels)
-cp .whl/p2/* ~/peers/ && ls ~/peers
