@@ -1,4 +1,4 @@
-"""scripts/minigpt_tokens_per_second.py runs (a CPU smoke test; the figures come from GPUs)
+"""benchmarks/minigpt_tokens_per_second.py runs (a CPU smoke test; the figures come from GPUs)
 and writes the JSON it promises: environment, both heads, same tokens from both."""
 
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "minigpt_tokens_per_second.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "minigpt_tokens_per_second.py"
 
 
 def test_cpu_smoke_run_writes_the_report(tmp_path):

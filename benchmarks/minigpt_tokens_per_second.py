@@ -28,8 +28,8 @@ heads: the head's share of a step, which the decode figures cannot resolve. On C
 `graph_step` is the device time of the graphed step alone, the heads in turns. JSON out (stdout, or --out written
 atomically) with GPU name, versions, date and command.
 
-    python3 scripts/minigpt_tokens_per_second.py --out tokens_per_second.json          # CUDA
-    python3 scripts/minigpt_tokens_per_second.py --device cpu --quick                  # smoke test
+    python3 benchmarks/minigpt_tokens_per_second.py --out tokens_per_second.json          # CUDA
+    python3 benchmarks/minigpt_tokens_per_second.py --device cpu --quick                  # smoke test
 
 On the CPU the Triton head runs under Triton's interpreter (TRITON_INTERPRET=1, set here
 before Triton loads): correct but far slower, so CPU figures only show that it runs.
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     report |= measure(args)
     text = json.dumps(report, indent=2, allow_nan=False) + "\n"
     if args.out:
-        from minigpt_np._atomic import atomic_write_text
+        from labtools.atomic import atomic_write_text
 
         atomic_write_text(args.out, text)
     else:
