@@ -20,9 +20,9 @@ def test_timing_statistics_on_synthetic_samples():
 
 def test_settled_needs_enough_samples_and_a_tight_spread():
     tight = [100.0, 100.5, 99.5, 100.2] * 5
-    assert bench._settled(tight, min_reps=10, rel_iqr_target=0.02)
-    assert not bench._settled(tight[:5], min_reps=10, rel_iqr_target=0.02)
-    assert not bench._settled([1.0, 2.0, 3.0, 4.0] * 5, min_reps=10, rel_iqr_target=0.02)
+    assert bench.settled(tight, min_reps=10, rel_iqr_target=0.02)
+    assert not bench.settled(tight[:5], min_reps=10, rel_iqr_target=0.02)
+    assert not bench.settled([1.0, 2.0, 3.0, 4.0] * 5, min_reps=10, rel_iqr_target=0.02)
 
 
 def test_time_cpu_measures_and_stops():
@@ -102,9 +102,9 @@ def test_lead_cycles_cover_twice_the_slowest_issue():
 
 
 def test_functions_timed_in_turns_on_cuda_all_wait_as_long_as_the_slowest_to_issue(monkeypatch):
-    """The spin before each timed launch moves a launch of a few microseconds by up to 3%
-    (measurements/2026-11-27-h100/lead-spin/): in turns, every function gets the same one,
-    twice the slowest host issue of them all; one that fails to warm up is recorded, not timed."""
+    """The spin before each timed launch moves a launch of a few microseconds, so in turns
+    every function gets the same one, twice the slowest host issue of them all; one that fails
+    to warm up is recorded, not timed."""
     import time
 
     class NoGpuClock:
@@ -131,8 +131,8 @@ def test_functions_timed_in_turns_on_cuda_all_wait_as_long_as_the_slowest_to_iss
     def broken():
         raise RuntimeError("no kernel")
 
-    monkeypatch.setattr(bench, "_CudaClock", NoGpuClock)
-    monkeypatch.setattr(bench, "time_fn", fake_time_fn)
+    monkeypatch.setattr(bench.turns, "CudaClock", NoGpuClock)
+    monkeypatch.setattr(bench.turns, "time_fn", fake_time_fn)
     runs = [(issuing_in(1e-4), [()]), (broken, [()]), (issuing_in(2e-3), [()])]
     fast, failed, slow = bench.time_in_turns(runs, "cuda", 2)
     assert isinstance(failed, RuntimeError) and fast.n == slow.n == 2
@@ -279,7 +279,7 @@ def test_measure_on_cuda_times_device_and_call_time_on_the_same_inputs(monkeypat
     impl = Implementation(abs, "softmax", "t.gpu", "torch", "g", device="cuda", dtypes=("float32",))
     arg_sets = [("x0",), ("x1",)]
     seen = {}
-    monkeypatch.setattr(bench, "input_sets", lambda *a: arg_sets)
+    monkeypatch.setattr(bench.records, "input_sets", lambda *a: arg_sets)
 
     def fake_time_fn(fn, sets, device, **kw):
         seen["device"] = (sets, device)
@@ -289,8 +289,8 @@ def test_measure_on_cuda_times_device_and_call_time_on_the_same_inputs(monkeypat
         seen["call"] = (sets, device, kw)
         return bench.Timing((30.0, 31.0, 29.0), "cuda-call", calls_per_sample=500)
 
-    monkeypatch.setattr(bench, "time_fn", fake_time_fn)
-    monkeypatch.setattr(bench, "time_call", fake_time_call)
+    monkeypatch.setattr(bench.records, "time_fn", fake_time_fn)
+    monkeypatch.setattr(bench.records, "time_call", fake_time_call)
     rec = bench.measure(impl, (4, 8), "float32", time_cap_s=0.5)
     assert seen["device"] == (arg_sets, "cuda") and seen["call"][:2] == (arg_sets, "cuda")
     assert seen["call"][2] == {"time_cap_s": 0.5}
@@ -346,7 +346,7 @@ def test_device_times_taken_in_turns_alternate_the_order_and_keep_every_round(mo
     def make(name):
         return lambda: name
 
-    monkeypatch.setattr(bench, "time_fn", fake_time_fn)
+    monkeypatch.setattr(bench.turns, "time_fn", fake_time_fn)
     a, b, c = bench.time_in_turns(
         [(make("a"), [()]), (make("b"), [()]), (make("c"), [()])], "cpu", 3, time_cap_s=0.6
     )
@@ -362,7 +362,7 @@ def test_device_times_taken_in_turns_alternate_the_order_and_keep_every_round(mo
             raise RuntimeError("launch failed")
         return "x"
 
-    monkeypatch.setattr(bench, "time_fn", lambda fn, *a, **k: (fn(), bench.Timing((1.0,), "cpu"))[1])
+    monkeypatch.setattr(bench.turns, "time_fn", lambda fn, *a, **k: (fn(), bench.Timing((1.0,), "cpu"))[1])
     x, y = bench.time_in_turns([(broken_second_round, [()]), (make("y"), [()])], "cpu", 3)
     assert isinstance(x, RuntimeError) and y.n == 3
     with pytest.raises(ValueError, match="rounds must be >= 1"):

@@ -291,7 +291,7 @@ def test_profile_command():
     ]
     assert ncu.STALL_METRIC.format("wait") in ncu.DEFAULT_METRICS
     target = ncu.launch_target("cuda.v3_fused", "16384x4096", "float32")
-    assert target[1:] == ["-m", "labtools.ncu", "launch", "cuda.v3_fused", "16384x4096", "float32"]
+    assert target[1:] == ["-m", "labtools.ncu_cases", "launch", "cuda.v3_fused", "16384x4096", "float32"]
 
 
 def test_cases_are_every_accepted_combination_in_order():
