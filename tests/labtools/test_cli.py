@@ -1,7 +1,4 @@
-"""The lab command line.
-
-Over 400 lines: one test per user-facing CLI behaviour, each short; they share the fixtures at the top.
-"""
+"""The lab command line: one test per user-facing behaviour; they share the fixtures at the top."""
 
 import argparse
 import json

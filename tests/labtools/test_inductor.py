@@ -5,8 +5,8 @@ seconds), so the live tests share one TinyHead dump (module fixture) and compile
 twice more (the CLI end to end, and a profile of a one-line function). The parser is
 tested on committed dumps in tests/labtools/data/inductor/ (see its README).
 
-Over 400 lines: the parser, annotation, report and CLI of labtools.inductor share the committed
-fixtures of experiment 25, read once at the top.
+The parser, annotation, report and CLI of labtools.inductor share the committed fixtures of
+experiment 25, read once at the top.
 """
 
 from __future__ import annotations

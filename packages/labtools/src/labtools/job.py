@@ -14,8 +14,8 @@ Whatever could not run here is listed, with the reason, in the manifest's notes 
 the report. The exit status is 1 when a check failed or an implementation crashed or
 was wrong, 0 otherwise; the files are written either way.
 
-Over 400 lines because it is the whole job in the order it runs, each stage a short function;
-the stages share the run folder and the manifest they fill.
+The stages run in the order above, each a short function; they share the run folder and the
+manifest they fill.
 """
 
 from __future__ import annotations

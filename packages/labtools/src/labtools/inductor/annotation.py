@@ -300,8 +300,8 @@ def _reduction_text(kernel: Kernel, r) -> str:
 
 
 def _not_there(kernel: Kernel, graph: CompiledGraph | None) -> list[str]:
-    """The section on fused results that never reach a buffer (just over 60 lines: one
-    case per kind of temporary, local buffer, stored node and wrapper buffer)."""
+    """The section on fused results that never reach a buffer (one case per kind of
+    temporary, local buffer, stored node and wrapper buffer)."""
     b = kernel.body
     local = {lb.name: lb for lb in b.local_buffers}
     stored = _stored_nodes(kernel)

@@ -10,8 +10,7 @@ each memory access into an `Access` (which pointer, which index expression).
 
 Nothing here imports torch: it reads text.
 
-Length: over 400 lines because the C++ and Triton readers share `Step`, `Access` and the
-operand grammar; split, each half would import the other's helpers.
+The C++ and Triton readers share `Step`, `Access` and the operand grammar.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ a C++ kernel is named after its nodes (`cpp_fused_amax_exp_sub_sum_1_div_0`), wh
 post-grad graph's node names split unambiguously (`sum_1` is one node, `full_default`
 another). Nothing here imports torch.
 
-Length: over 400 lines because the module grammar (kernel strings, mapping comments,
-call()'s allocations and launches) is read in one pass over one text.
+The module grammar (kernel strings, mapping comments, call()'s allocations and launches)
+is read in one pass over one text.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ the documents link each kernel's one copy, in its dump's kernels/ folder. Every 
 a results file; every walkthrough from parsing the captured output code again. Files
 it does not generate (DISTRIBUTED.md) are listed in the manifest as hand-written.
 
-Length: over 400 lines because each section of REPORT.md is a function here, in the
-order the report reads; the sections share the run records' keys and nothing else.
+Each section of REPORT.md is a function here, in the order the report reads; the sections
+share the run records' keys and nothing else.
 """
 
 from __future__ import annotations
