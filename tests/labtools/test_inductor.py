@@ -429,19 +429,23 @@ def test_report_regenerates_from_recorded_runs_and_a_cuda_run_leaves_the_cpu_hal
     assert "cuda | not recorded yet" in text
     cpp = "cpu/tinyhead/kernels/cpp_fused_amax_exp_sub_sum_1_div_0.cpp"
     assert f"[{cpp}]({cpp})" in text and (out / cpp).is_file()
-    assert not (out / "kernel.cpp").exists() and not (out / "kernel.py").exists()  # no second copy
+    # the saved kernel, by the name the lab asks for: the dump's source, and no CUDA one yet
+    assert "[kernel.cpp](kernel.cpp)" in text
+    assert (out / "kernel.cpp").read_text() == (out / cpp).read_text() and not (out / "kernel.py").exists()
 
     shutil.copytree(DATA / "triton_codegen_tinyhead", out / "cuda" / "tinyhead")  # stands in for an H100 dump
     (out / "cuda" / "results.json").write_text(json.dumps(_record("cuda", 16, 50.0, 25.0)))
     report.write(out)
     text = (out / "REPORT.md").read_text()
     assert "123" in text and "2.00x faster" in text and "not recorded yet" not in text
-    assert not (out / "kernel.cpp").exists() and not (out / "kernel.py").exists()
-    assert "(cuda/tinyhead/kernels/triton_per_fused_amax_exp_sub_sum_1_div_0.py)" in text
+    triton = "cuda/tinyhead/kernels/triton_per_fused_amax_exp_sub_sum_1_div_0.py"
+    assert f"({triton})" in text and "[kernel.py](kernel.py)" in text
+    assert (out / "kernel.py").read_text() == (out / triton).read_text()
     annotation = (out / "KERNEL_ANNOTATION.md").read_text()
     assert "cpp_fused_amax_exp_sub_sum_1_div_0" in annotation and "triton_per_fused" in annotation
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["files"]["DISTRIBUTED.md"]["made_by"] == "hand-written"
+    assert manifest["files"]["kernel.py"]["made_by"] == "lab inductor report"
     assert manifest["files"]["cpu/tinyhead/output_code_0.py"]["made_by"] == "cpu run"
     assert set(manifest["runs"]) == {"cpu", "cuda"}
     assert (out / "DISTRIBUTED.md").read_text() == "hand-written\n"
