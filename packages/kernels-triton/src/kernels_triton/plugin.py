@@ -21,6 +21,12 @@ def _backward(y, dy):
     return softmax_backward(y, dy, dim=-1)
 
 
+def _autotuned(x):
+    from kernels_triton.autotuned import softmax_autotuned
+
+    return softmax_autotuned(x)
+
+
 def _picks(kernel: str):
     """The configs this process's launches of one kernel ran with (tuned or committed picks
     or the heuristic's), in labtools' convention ([{"key": ..., "config": ...}], see
@@ -54,6 +60,19 @@ def _picks(kernel: str):
 
 
 def register() -> None:
+    _register(
+        Implementation(
+            _autotuned,
+            op="softmax",
+            name="triton.autotune",
+            backend="triton",
+            label="Triton autotune",
+            device="cuda",
+            dtypes=DTYPES,
+            notes="the ladder's first rung: one program a row, two passes, BLOCK x num_warps by @triton.autotune",
+        ),
+        replace=True,
+    )
     notes = (
         "one pass with the row in registers up to 32768 (fp32 forward; 16384 backward), else a looped online "
         "softmax; BLOCK x num_warps from tuned picks, a warp a row for 16-64 short fp32 rows an SM, committed "

@@ -1,0 +1,86 @@
+"""The Triton ladder's first rung: the plain row softmax, its launch left to `@triton.autotune`.
+
+One program a row walks the row in BLOCK-wide chunks twice: the first pass keeps a running
+max and a running sum of exponentials for each lane (an online softmax: when a lane's max
+grows, its sum is rescaled by exp(old max - new max)), then folds the lanes into the row's
+max M and sum S; the second pass reads the row again and writes exp(x - M) / S. Any row
+length works, and nothing but BLOCK and num_warps is chosen: the autotuner times every
+(BLOCK, num_warps) in CONFIGS the first time it meets a row length and keeps the fastest.
+
+What it buys: the whole algorithm in about thirty lines, correct at every N, with no
+heuristic to maintain. What it leaves: the row is read twice from memory (the forms that
+hold a row in registers read it once), one program a row leaves SMs idle at few long rows
+(split rows and clusters share a row between programs), and the first call at each new N
+pays for timing twelve launches. The later rungs of the ladder each remove one of these.
+
+Contract: torch.softmax(x, dim=-1) for a 2-D tensor with contiguous rows, in its dtype,
+accumulated in fp32; a row holding +inf or NaN comes out NaN, as torch's does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+_FULL = [
+    triton.Config({"BLOCK": block}, num_warps=warps)
+    for block in (256, 512, 1024, 2048)
+    for warps in (2, 4, 8)
+]
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+# Under the CPU interpreter every config would run at each new N (about a second each at
+# 2048 lanes), and Triton's benchmarker needs a GPU driver: two configs, timed by the wall
+# clock, keep the autotune path exercised without either.
+CONFIGS = _FULL[:1] + _FULL[-1:] if INTERPRETED else _FULL
+
+
+def _wall_clock(kernel_call, quantiles):
+    start = time.perf_counter()
+    kernel_call()
+    return [1e3 * (time.perf_counter() - start)] * len(quantiles)
+
+
+@triton.autotune(configs=CONFIGS, key=["N"], do_bench=_wall_clock if INTERPRETED else None)
+@triton.jit
+def softmax_autotuned_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    cols = tl.arange(0, BLOCK)
+    m = tl.full([BLOCK], float("-inf"), tl.float32)  # per lane: running max
+    s = tl.zeros([BLOCK], tl.float32)  # per lane: sum of exp(x - m)
+    for start in range(0, N, BLOCK):
+        x = tl.load(x_row + start + cols, mask=start + cols < N, other=float("-inf")).to(tl.float32)
+        # NaN propagates into the lane's max and from there into its sum and the row's, so a
+        # row holding NaN comes out NaN. A lane that has seen only -inf keeps s = 0
+        # (exp(-inf - -inf) would be NaN).
+        m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
+        empty = m_new == float("-inf")
+        s = tl.where(empty, 0.0, s * tl.exp(m - m_new) + tl.exp(x - m_new))
+        m = m_new
+    row_max = tl.max(m, 0)
+    row_sum = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - row_max)), 0)
+    for start in range(0, N, BLOCK):
+        mask = start + cols < N
+        x = tl.load(x_row + start + cols, mask=mask, other=float("-inf")).to(tl.float32)
+        y = tl.exp(x - row_max) / row_sum
+        tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def softmax_autotuned(x: torch.Tensor) -> torch.Tensor:
+    """softmax over the last dimension of a 2-D tensor whose rows are contiguous."""
+    if x.dim() != 2 or x.stride(-1) != 1:
+        raise ValueError(
+            f"x: a 2-D tensor with contiguous rows, got shape {tuple(x.shape)}, strides {x.stride()}"
+        )
+    if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError(f"x: float32, float16 or bfloat16, got {x.dtype}")
+    m, n = x.shape
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if m and n:
+        softmax_autotuned_kernel[(m,)](x, y, x.stride(0), y.stride(0), n)
+    return y
