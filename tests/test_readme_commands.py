@@ -9,7 +9,8 @@ form where the full one takes minutes:
 - QUICK_FLAGS: flags appended that shorten the same job (fewer shapes, less timing);
 - ARGUMENTS_ONLY: the arguments are checked but not run (`--help` appended: argparse checks
   everything before it, then prints help and exits 0); with README_COMMANDS_FULL=1 these run
-  in full too (minutes: an NVRTC build of every CUDA specialization, torch.compile on CPU).
+  in full too (minutes: an NVRTC build of every CUDA specialization, torch.compile on CPU,
+  the twelve puzzles under the interpreter).
 
 A command that runs must exit 0 with no warning on stderr. The README's Python blocks, and
 the Python API block of each package README this repository owns, run as well.
@@ -37,7 +38,6 @@ QUICK_FLAGS = {
 ARGUMENTS_ONLY = (
     "uv run lab inductor dump",
     "uv run python -m kernels_cuda.codegen",
-    "uv run python -m kernels_triton.offline",
     "uv run python -m kernels_triton.puzzles",
 )
 FULL = os.environ.get("README_COMMANDS_FULL", "") not in ("", "0")
