@@ -80,6 +80,7 @@ def test_experiment_rerun_on_its_device_replaces_every_output(fake_registry, rep
     assert json.loads((exp / "manifest.json").read_text())["device"] == "cpu"
     record = json.loads((exp / "run.json").read_text())
     assert "README.md" not in record["files"] and "sweep_softmax.json" in record["files"]
+    assert record["folder"] == "24-triton-and-pytorch"
     assert sorted(p.name for p in exp.parent.iterdir()) == ["24-triton-and-pytorch"]
 
 
@@ -163,3 +164,40 @@ def test_an_empty_named_folder_is_used(fake_registry, tmp_path, capsys):
     assert main(argv) == 0
     record = json.loads((tmp_path / "empty" / "run.json").read_text())
     assert record["files"] == ["REPORT.md", "sweep_softmax.json"]
+
+
+def test_sigint_during_an_experiment_run_changes_nothing(repo):
+    """A real Ctrl-C while `lab run --experiment 24 --overwrite` works: exit 130, the
+    committed files as they were, no half-written folder left beside them."""
+    import signal
+    import time
+
+    exp = repo / "experiments" / "24-triton-and-pytorch"
+    before = snapshot(exp)
+    argv = ["run", "--experiment", "24", "--overwrite", "--device", "cpu", "--quick", "--no-checks"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "labtools.cli", *argv],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "LAB_DEBUG": "0"},
+    )
+    try:
+        deadline = time.monotonic() + 240
+        staging = []
+        while not staging and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            staging = [p for p in exp.parent.iterdir() if p.name.startswith(".24-")]
+        assert staging, "the run never started its staging folder"
+        time.sleep(1.0)  # into the job
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in err and "Traceback" not in err
+    assert snapshot(exp) == before
+    assert sorted(p.name for p in exp.parent.iterdir()) == ["24-triton-and-pytorch"]

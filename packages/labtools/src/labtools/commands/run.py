@@ -22,6 +22,7 @@ import signal
 from pathlib import Path
 
 from labtools import cli
+from labtools.atomic import atomic_write_text
 from labtools.cli import UsageError
 
 # What a lab run writes into its folder; in an experiment folder these are replaced as a whole.
@@ -117,11 +118,18 @@ def install_outputs(staging: Path, target: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
         for pattern in RUN_OUTPUTS:
             for p in target.glob(pattern):
-                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
         for p in staging.iterdir():
             if p.name != ".lab.lock":
                 p.replace(target / p.name)
         shutil.rmtree(staging)
+        record = target / "run.json"
+        if record.is_file():  # it named the staging folder the run was written in
+            doc = json.loads(record.read_text())
+            atomic_write_text(record, json.dumps({**doc, "folder": target.name}, indent=1) + "\n")
     finally:
         signal.signal(signal.SIGINT, old)
 
