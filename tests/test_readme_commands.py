@@ -155,9 +155,30 @@ def test_readme_python_block_runs(readme, code, tmp_path):
     assert not WARNING.search(proc.stderr), proc.stderr[-3000:]
 
 
-@pytest.mark.parametrize("pkg", PACKAGE_READMES)
+GPU_API_READMES = ("kernels-cuda", "kernels-triton")  # their examples need a CUDA device: counted, not run
+
+
+@pytest.mark.parametrize("pkg", PACKAGE_READMES + GPU_API_READMES)
 def test_each_package_readme_shows_its_python_api_in_five_lines(pkg):
-    blocks = python_blocks(ROOT / "packages" / pkg / "README.md")
+    text = (ROOT / "packages" / pkg / "README.md").read_text()
+    blocks = ["\n".join(lines) for lang, lines in code_blocks(text) if lang == "python"]
     assert blocks, f"packages/{pkg}/README.md has no Python example"
     code = [line for line in blocks[0].splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert len(code) <= 5, code
+
+
+def test_each_package_exports_its_public_names():
+    """`import pkg` is enough: every name of its __all__ is reachable from the package (one
+    process for the five: torch is imported once)."""
+    code = (
+        "import importlib\n"
+        "for name in ('labtools', 'minigpt_np', 'minigpt_torch', 'kernels_triton', 'kernels_cuda'):\n"
+        "    m = importlib.import_module(name)\n"
+        "    assert m.__all__, name\n"
+        "    for n in m.__all__:\n"
+        "        getattr(m, n)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=user_env(), capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
