@@ -7,7 +7,9 @@
 - Hypothesis profiles: `ci` (default: few examples, no deadline) and `gpu` (large
   sweeps), chosen with HYPOTHESIS_PROFILE=gpu.
 - Benchmarks (files bench_*.py, using the `benchmark` fixture) are skipped by the
-  `--benchmark-skip` in pyproject's addopts; `pytest --benchmark-only` runs only them.
+  `--benchmark-skip` in pyproject's addopts; `pytest --benchmark-only` runs only them,
+  the other tests deselected (one "N deselected" in the summary) rather than skipped (one
+  "SKIPPED" line each under -ra, which buried the benchmark table).
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    if config.getoption("benchmark_only", default=False):
+        others = [item for item in items if "benchmark" not in getattr(item, "fixturenames", ())]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if "benchmark" in getattr(item, "fixturenames", ())]
     if HAS_CUDA:
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (none found: torch.cuda.is_available() is False)")

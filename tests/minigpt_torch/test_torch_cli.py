@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -197,3 +198,27 @@ def test_every_option_has_help():
         for action in p._actions:
             if not isinstance(action, argparse._SubParsersAction):
                 assert action.help, (name, action.option_strings or action.dest)
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["train", "--help"], ["topk", "--help"], ["train", "--out", "m.npz", "--lr", "nan"]]
+)
+def test_help_and_bad_flags_answer_without_importing_torch(argv, tmp_path):
+    """`minigpt-torch --help` (and a refused flag) never imports torch: it answers at once."""
+    code = (
+        "import sys\n"
+        "from minigpt_torch.cli import main\n"
+        "try:\n"
+        "    code = main(sys.argv[1:])\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "sys.exit(code)\n"
+    )
+    t0 = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert "torch was imported" not in run.stderr, run.stderr[-2000:]
+    assert run.returncode == (2 if "nan" in argv else 0), run.stderr[-2000:]
+    assert time.perf_counter() - t0 < 20  # torch alone takes 6-13 s to import on a loaded CI machine

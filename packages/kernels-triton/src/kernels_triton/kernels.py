@@ -152,8 +152,9 @@ def _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
     live = (rows < M)[:, None]
     x_rows = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None]
     xs = ()
+    past = tl.where(live, float("-inf"), 0.0)  # rows past M read 0: no -inf - -inf in lanes never stored
     for p in tl.static_range(PACKS):  # -inf past the row: no weight
-        xs = xs + (_pack_load(x_rows, p, N, live, float("-inf"), WIDTH, FULL, ROW_MASK, ALIGN),)
+        xs = xs + (_pack_load(x_rows, p, N, live, past, WIDTH, FULL, ROW_MASK, ALIGN),)
     m = xs[0]  # max and sum start from the first pack: no -inf or 0 folded into its elements
     for p in tl.static_range(1, PACKS):
         m = tl.maximum(m, xs[p])
@@ -222,7 +223,8 @@ def softmax_fwd_kernel(
         cols = tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
         x_ptrs = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None] + cols[None, :]
-        x = _load_f32(x_ptrs, mask, float("-inf"), NEEDS_MASK, "")  # -inf: no weight
+        past = tl.where(rows[:, None] < M, float("-inf"), 0.0)  # rows past M: finite, never stored
+        x = _load_f32(x_ptrs, mask, past, NEEDS_MASK, "")  # -inf: no weight
         m = tl.max(x, axis=1)  # [ROWS]
         e = tl.exp2((x - m[:, None]) * LOG2E)
         y = e * tl.math.div_rn(1.0, tl.sum(e, axis=1))[:, None]  # IEEE division: `/` may be approximate

@@ -116,6 +116,9 @@ CLUSTER_KERNELS = {"cluster_fwd": "fwd", "cluster_bwd": "bwd"}
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Triton 3.9 warns on every compile while this is unset; "1" is its current default, so
+    # setting it only silences the warning (a user's own setting wins).
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     parser = argparse.ArgumentParser(
         prog="python -m kernels_triton.offline", description=__doc__.split("\n\n")[0]
     )

@@ -207,8 +207,24 @@ def debug_wanted(argv: list[str]) -> bool:
     return os.environ.get("LAB_DEBUG", "") not in ("", "0") or "--debug" in argv
 
 
+def quiet_environment() -> None:
+    """Settings whose absence only makes a library warn, set to the value it uses anyway
+    (a user's own setting wins): Triton 3.9 warns on every kernel it compiles while
+    TRITON_DEFAULT_FP_FUSION is unset, and "1" is its default; Inductor's C++ path on a
+    machine without a CUDA runtime logs the CUDA_HOME it guessed, which no CPU run uses."""
+    import logging
+
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    logging.getLogger("torch.utils.cpp_extension").addFilter(_not_the_cuda_home_guess)
+
+
+def _not_the_cuda_home_guess(record) -> bool:
+    return not str(record.msg).startswith("No CUDA runtime is found, using CUDA_HOME")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    quiet_environment()
     args = build_parser().parse_args(argv)  # exits 2 with one line on a bad argument
     args.command_line = shlex.join(["lab", *argv])  # recorded in every file a command writes
     debug = args.debug or debug_wanted([])

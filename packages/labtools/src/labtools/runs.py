@@ -5,10 +5,14 @@
   write into the same folder, and a later run leaves an earlier one byte-identical.
 - Or a folder the user names (``--out DIR``), checked before any work starts: not a
   symbolic link (a link would send the files somewhere the user did not name), a folder
-  or creatable as one, and writable. It is locked for the run: ``DIR/.lab.lock`` is held
-  with ``flock``, and a second run on the same folder fails at once, naming the first.
+  or creatable as one, writable, and new or empty: a run folder holds one run's outputs,
+  so a second run never mixes its files with an earlier run's (commands that add to a
+  folder on purpose, like `lab inductor report`, open it with ``fresh=False``). It is
+  locked for the run: ``DIR/.lab.lock`` is held with ``flock``, and a second run on the
+  same folder fails at once, naming the first.
 - Every file goes through :mod:`labtools.atomic`; when the command ends, ``run.json``
-  records the command, device, times, status and the files the run wrote, and a
+  records the command, device, times, status and the files the run wrote (what was in
+  the folder when the run opened it is not listed unless the run rewrote it), and a
   ``REPORT.md`` links those files (a command that writes its own REPORT.md keeps it).
 
 `lab runs` lists the folders under ``out/`` from their ``run.json`` (or the
@@ -60,6 +64,8 @@ class Run:
     named: bool = False  # the user named it (--out); otherwise a fresh folder under out/
     started: datetime.datetime = field(default_factory=utc_now)
     _lock_fd: int | None = field(default=None, repr=False)
+    # relative path -> (mtime_ns, size) of each file present when the run opened the folder
+    _before: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -74,14 +80,14 @@ class Run:
         return self.write_text(name, json.dumps(obj, indent=1, allow_nan=False) + "\n")
 
     def files(self) -> list[str]:
-        """The files in the folder (relative paths, sorted), the run's own bookkeeping excluded."""
+        """The files this run wrote (relative paths, sorted): new since the run opened the
+        folder, or rewritten; the run's own bookkeeping excluded."""
         skip = {LOCK, RUN_RECORD}
-        out = []
-        for p in sorted(self.path.rglob("*")):
-            rel = p.relative_to(self.path).as_posix()
-            if p.is_file() and not p.is_symlink() and rel not in skip and not p.name.endswith(".tmp"):
-                out.append(rel)
-        return out
+        return [
+            rel
+            for rel, stamp in sorted(_snapshot(self.path).items())
+            if rel not in skip and not rel.endswith(".tmp") and self._before.get(rel) != stamp
+        ]
 
     def finish(self, *, device: str | None, status: str = "ok", exit_status: int = 0, **extra) -> Path:
         """Write run.json (and a REPORT.md linking the run's files unless the command
@@ -148,6 +154,30 @@ class Run:
             with contextlib.suppress(Exception):
                 self.finish(device=None, status=status, exit_status=130 if status == "interrupted" else 1)
         self.close()
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """relative path -> (mtime_ns, size) of every regular file under `folder` (links not followed)."""
+    out = {}
+    for p in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            st = p.lstat()
+            if p.is_file() and not p.is_symlink():
+                out[p.relative_to(folder).as_posix()] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def check_empty(path: Path, option: str = "--out") -> None:
+    """OutputError unless `path` holds nothing (a lock file of a finished run aside)."""
+    with contextlib.suppress(FileNotFoundError):
+        entries = sorted(p.name for p in Path(path).iterdir() if p.name != LOCK)
+        if entries:
+            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+            raise OutputError(
+                f"argument {option}: {path} is not empty ({len(entries)} entries: {shown}); "
+                "a run folder holds one run's outputs: name a new or empty folder, or leave "
+                f"{option} out for a fresh one under {DEFAULT_ROOT}/"
+            )
 
 
 def new_folder(command: str, root: Path = DEFAULT_ROOT) -> Path:
@@ -242,14 +272,25 @@ def open_run(
     command_line: str = "",
     root: Path = DEFAULT_ROOT,
     option: str = "--out",
+    fresh: bool = True,
 ) -> Run:
-    """The folder a command writes to: `out` (checked and locked) or a new one under `root`."""
+    """The folder a command writes to: `out` (checked and locked; new or empty unless
+    `fresh` is False) or a new one under `root`."""
     if out is None:
         path, named = new_folder(command, root), False
     else:
         path, named = check_folder(out, option), True
-    fd = _lock(path, command_line, option)
-    return Run(path, command, command_line, named, _lock_fd=fd)
+    fd = _lock(path, command_line, option)  # first: a folder in use says so, not "not empty"
+    try:
+        if fresh:
+            check_empty(path, option)
+        before = {} if fresh else _snapshot(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path / LOCK)
+        os.close(fd)
+        raise
+    return Run(path, command, command_line, named, _lock_fd=fd, _before=before)
 
 
 # --- listing --------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from minigpt_np.checkpoint import finite_json  # noqa: E402
 from minigpt_np.corpus import Corpus, make_corpus  # noqa: E402
 from minigpt_np.evaluate import quality  # noqa: E402
 from minigpt_np.limits import AT_LEAST_0, AT_LEAST_1, Range  # noqa: E402
+from minigpt_np.memory import check_fits  # noqa: E402
 from minigpt_np.model import MiniGPT  # noqa: E402
 from minigpt_np.sample import LanguageModel, generate, topk  # noqa: E402
 from minigpt_np.tokenizer import Tokenizer  # noqa: E402
@@ -260,6 +261,7 @@ def load_numpy(args) -> tuple[MiniGPT, Tokenizer]:
 
 def cmd_train(args) -> int:
     cfg = train_config_from(args)
+    check_fits(cfg.batch_size, cfg.block_size, cfg.dtype)  # before the corpus takes its seconds
     check_output_path(args.out)
     result = train(cfg)
     meta = run_metadata(

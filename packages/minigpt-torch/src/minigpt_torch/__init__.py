@@ -16,7 +16,24 @@ try:
 except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
     __version__ = "0+unknown"
 
-from minigpt_torch.model import GrammarMiniGPT
-from minigpt_torch.weights import example_inputs, load_pretrained
-
+# Looked up on first use (they import torch), so `minigpt-torch --help` answers without torch.
+_EXPORTS = {
+    "GrammarMiniGPT": "minigpt_torch.model",
+    "example_inputs": "minigpt_torch.weights",
+    "load_pretrained": "minigpt_torch.weights",
+}
 __all__ = ["GrammarMiniGPT", "example_inputs", "load_pretrained"]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'minigpt_torch' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -9,6 +9,9 @@ and --lm-head-softmax.
 
 Checkpoints are minigpt-np's .npz format both ways. Bad arguments are one line, exit 2
 (--debug or MINIGPT_DEBUG=1 for the traceback).
+
+torch is imported by the commands that run, not by building the parser: `--help` and a
+bad flag answer at once (importing torch takes seconds).
 """
 
 from __future__ import annotations
@@ -16,9 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import torch
-import torch.distributed as dist
 from minigpt_np import checkpoint
 from minigpt_np.cli import (
     add_debug_flag,
@@ -33,10 +35,8 @@ from minigpt_np.corpus import make_corpus
 from minigpt_np.evaluate import quality
 from minigpt_np.train import TrainConfig
 
-from minigpt_torch import weights
-from minigpt_torch.adapter import TorchLM
-from minigpt_torch.model import _triton_module
-from minigpt_torch.train import train
+if TYPE_CHECKING:
+    from minigpt_torch.adapter import TorchLM
 
 DEVICE_HELP = "cpu, cuda or cuda:N (default cpu)"
 SOFTMAX_HELP = (
@@ -47,6 +47,10 @@ SOFTMAX_HELP = (
 
 def device_arg(text: str) -> str:
     """argparse type for --device: a device this machine has."""
+    if text == "cpu":  # the default, checked on every parse: no torch import for it
+        return text
+    import torch
+
     try:
         device = torch.device(text)
     except (RuntimeError, ValueError):
@@ -71,6 +75,8 @@ def check_softmax_choice(args) -> None:
     """--lm-head-softmax triton must be able to run where the model runs."""
     if args.lm_head_softmax != "triton":
         return
+    import torch
+
     if torch.device(args.device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError(
             "argument --lm-head-softmax: triton runs on the CPU only under Triton's interpreter "
@@ -86,12 +92,19 @@ def check_softmax_choice(args) -> None:
 
 def softmax_in_use(args) -> str:
     """What the LM head runs: the choice made, or what "auto" picks for this device."""
+    import torch
+
+    from minigpt_torch.model import _triton_module
+
     if args.lm_head_softmax:
         return args.lm_head_softmax
     return "triton" if torch.device(args.device).type == "cuda" and _triton_module() is not None else "torch"
 
 
 def torch_model(args, path: str | None):
+    from minigpt_torch import weights
+    from minigpt_torch.adapter import TorchLM
+
     check_softmax_choice(args)
     model, tokenizer, meta = weights.load(path)
     model = model.to(args.device)
@@ -107,6 +120,12 @@ def load_torch(args) -> tuple[TorchLM, object]:
 def cmd_train(args) -> int:
     cfg = train_config_from(args)
     check_output_path(args.out)
+    import torch
+    import torch.distributed as dist
+
+    from minigpt_torch import weights
+    from minigpt_torch.train import train
+
     try:
         result = train(cfg, device=args.device)
         if result.rank == 0:

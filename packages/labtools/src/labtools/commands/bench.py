@@ -155,6 +155,7 @@ def checked_config(args):
     json_path = check_json_path(args.json) if args.json else None
     if args.out is not None:
         runs.check_folder(args.out)
+        runs.check_empty(args.out)
     impls = tuple(args.impls or ())
     check_impls(args.op, device, impls)
     cap = args.time_cap or (1.0 if device == "cuda" else 0.5)

@@ -176,7 +176,12 @@ def _experiment(args) -> int:
     devices = ("cpu", "cuda") if args.device == "all" else (args.device,)
     for device in devices:
         check_device(device)
-    with runs.open_run("inductor experiment", args.out, command_line=args.command_line):
+    with runs.open_run(
+        "inductor experiment",
+        args.out,
+        command_line=args.command_line,
+        fresh=False,  # adds a device's results
+    ):
         for device in devices:
             experiment.run(args.out, device, args.command_line, modes=args.modes)
         for path in report.write(args.out):
@@ -188,7 +193,12 @@ def _report(args) -> int:
     from labtools import runs
     from labtools.inductor import report
 
-    with runs.open_run("inductor report", args.out, command_line=args.command_line):
+    with runs.open_run(
+        "inductor report",
+        args.out,
+        command_line=args.command_line,
+        fresh=False,  # rewrites from the data there
+    ):
         for path in report.write(args.out):
             print(path)
     return 0
