@@ -6,7 +6,7 @@ not ignored: all ignored gives NaN, as in torch), label_smoothing as torch defin
 (loss = (1 - eps) nll + eps * mean over classes of -log p; ignored rows count nothing).
 
 Traffic. The forward (xent_kernels.cross_entropy_fwd) reads each row once for the loss and
-keeps (max, log-sum-exp) per row, O(M). When the logits need a gradient and the reduction is
+keeps (max, sum of exp(x - max)) per row, O(M). When the logits need a gradient and the reduction is
 "sum" or "mean", it also writes the gradient of the loss for an upstream gradient of 1 in the
 same launch: from registers where the row fits, else from a second, back-to-front read that
 mostly hits L2. The backward then only scales it by the upstream gradient, in place, and on
@@ -122,9 +122,9 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
     grid = (K.programs(m, n, x.element_size(), False, x.device),)
     with K.on_device(x):
         K.cross_entropy_bwd[grid](
-            x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0),
-            1 if reduction == "none" else 0, ignore_index, BLOCK=block, IS_FP64=x.dtype == torch.float64,
-            MEAN=reduction == "mean", SMOOTH=float(smooth), num_warps=warps,
+            x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), ignore_index,
+            BLOCK=block, IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean", SMOOTH=float(smooth),
+            PER_ROW=reduction == "none", num_warps=warps,
         )  # fmt: skip
     return grad
 

@@ -209,7 +209,7 @@ def cross_entropy_fwd(
 ):  # fmt: skip
     """Per row: loss = log S + (1 - eps)(max - x[t]) - eps * sum(x - max) / N, where
     S = sum exp(x - max); 0 where t == ignore_index, NaN where t is out of range. STATS
-    (2, M) keeps (max, log S) for a later backward. WRITE_GRAD: also the gradient of the
+    (2, M) keeps (max, S) for a later backward. WRITE_GRAD: also the gradient of the
     summed (MEAN: averaged over the COUNT non-ignored rows) loss, for an upstream gradient
     of 1, into G (which may be X itself: each tile is read before it is written).
     SMOOTH: the label smoothing eps, a constexpr so that fp64 rows get it unrounded."""
@@ -237,7 +237,7 @@ def cross_entropy_fwd(
         loss = tl.where(counted, loss, 0.0)
         tl.store(LOSS + row, loss.to(LOSS.dtype.element_ty))
         tl.store(STATS + row, big.to(STATS.dtype.element_ty))
-        tl.store(STATS + M + row, log_total.to(STATS.dtype.element_ty))
+        tl.store(STATS + M + row, total.to(STATS.dtype.element_ty))
         if WRITE_GRAD:
             g_row = G + tl.cast(row, tl.int64) * stride_g
             scale = tl.where(counted, scale_all, 0.0)
@@ -256,37 +256,47 @@ def cross_entropy_fwd(
 
 @triton.jit
 def cross_entropy_bwd(
-    X, T, STATS, DLOSS, G, COUNT, M, N, stride_x, stride_g, stride_dloss, ignore_index,
+    X, T, STATS, DLOSS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
     BLOCK: tl.constexpr, IS_FP64: tl.constexpr, MEAN: tl.constexpr, SMOOTH: tl.constexpr,
+    PER_ROW: tl.constexpr,
 ):  # fmt: skip
-    """The gradient from the saved (max, log S), one read of the logits and one write:
-    (exp(x - max - log S) - (1 - eps) onehot - eps / N) * dloss[row] (/ COUNT for MEAN;
-    stride_dloss 0 for a scalar upstream gradient)."""
+    """The gradient from the saved (max, S), one read of the logits and one write.
+    PER_ROW (reduction "none"): the row's gradient times DLOSS[row]. Otherwise DLOSS[0]
+    scales the gradient of the summed (MEAN: averaged) loss with the very operations, in the
+    same order and roundings, that cross_entropy_fwd's WRITE_GRAD and scale_unless_one apply:
+    a second backward gives the first one's bits."""
     cols = tl.arange(0, BLOCK)
     smooth = _const(SMOOTH, IS_FP64)
+    scale_all = 1.0
+    if MEAN:
+        scale_all = 1.0 / _acc(tl.load(COUNT), IS_FP64)
+    d = tl.load(DLOSS)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = X + tl.cast(row, tl.int64) * stride_x
         g_row = G + tl.cast(row, tl.int64) * stride_g
         t = tl.load(T + row).to(tl.int64)
-        scale = _acc(tl.load(DLOSS + row * stride_dloss), IS_FP64)
-        if MEAN:
-            scale = scale / tl.load(COUNT).to(scale.dtype)
+        if PER_ROW:
+            scale = _acc(tl.load(DLOSS + row), IS_FP64)
+        else:
+            scale = scale_all
         scale = tl.where(t != ignore_index, scale, 0.0)
         big = tl.load(STATS + row)
-        log_total = tl.load(STATS + M + row)
+        inv_total = 1.0 / tl.load(STATS + M + row)
         for start in range(0, N, BLOCK):
             c = start + cols
             valid = c < N
             x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
-            p = tl.exp((x - big) - log_total)
-            g = (p - tl.where(c == t, 1.0 - smooth, 0.0) - smooth / N) * scale
-            tl.store(g_row + c, g.to(G.dtype.element_ty), mask=valid)
+            g = _ce_grad(x, c, t, big, inv_total, smooth, N, scale).to(G.dtype.element_ty)
+            if not PER_ROW:
+                if d != 1.0:
+                    g = (g.to(DLOSS.dtype.element_ty) * d).to(G.dtype.element_ty)
+            tl.store(g_row + c, g, mask=valid)
 
 
 @triton.jit
 def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr):
-    """G *= DOUT[0] (DOUT fp32, fp64 for fp64 G), skipped (no read, no write) when DOUT[0] == 1: the usual loss.backward().
-    The test is on the device, so the host never waits for it."""
+    """G *= DOUT[0] (DOUT fp32, fp64 for fp64 G), skipped (no read, no write) when DOUT[0] == 1,
+    the usual loss.backward(). The test is on the device, so the host never waits for it."""
     d = tl.load(DOUT)
     if d != 1.0:
         offs = tl.arange(0, BLOCK).to(tl.int64)
