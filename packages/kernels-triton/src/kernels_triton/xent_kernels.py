@@ -9,12 +9,18 @@ A row is covered in one of two ways, by one constexpr, ONE_PASS (choose() decide
 
   ONE_PASS   the row is loaded into registers once, reduced, and the epilogue (log-softmax,
              loss and gradient) is computed from those registers: N read, N written.
-  looped     pass 1 walks the row in BLOCK-wide tiles keeping, lane by lane, the running
-             max, the sum of exp(x - max) rescaled whenever the max grows (the online
-             softmax) and, where asked, the running sums the loss and the entropy need; the
-             lanes are then merged. Pass 2, where there is an output of the row's length,
-             walks the row again back to front: its first tiles are those pass 1 read last,
-             the likeliest to still be in L2.
+  looped     pass 1 walks the row in BLOCK-wide tiles keeping the row's running max (one
+             max across the program a tile) and, lane by lane, the sum of exp(x - max),
+             rescaled when the max grows (the online softmax), and where asked the running
+             sums the loss and the entropy need. Pass 2, where there is an output of the
+             row's length, walks the row again back to front: its first tiles are those pass
+             1 read last, the likeliest to still be in L2 (pass 1 reads with L2 priority
+             evict_last, pass 2 reads and writes with evict_first).
+
+One exponential an element a pass: a tile max costs a reduction across the program, but a
+running max kept lane by lane costs a second exponential an element (the rescale), and at an
+H200's bandwidth the exponentials of two passes would be near the special-function units'
+throughput.
 
 Invariants:
 - A row's arithmetic depends only on (N, dtype, BLOCK): BLOCK comes from (N, dtype) alone
@@ -58,69 +64,73 @@ def _ref(m):
 
 
 @triton.jit
-def _lane_step(m, s, sx, cnt, w, x, valid, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
-    """One online step, lane by lane: m running max, s = sum exp(x - r), sx = sum (x - r)
-    over valid entries (cnt of them), w = sum exp(x - r) * (x - r); r = _ref(m). When the max
-    grows, the old sums are moved to the new reference."""
-    m_new = tl.maximum(m, x)
-    r_old = _ref(m)
-    r_new = _ref(m_new)
-    scale = tl.exp(m - r_new)
-    e = tl.exp(x - r_new)
-    if SUM_XE:
-        moved = tl.where(scale > 0, scale * (w + s * (r_old - r_new)), 0.0)
-        w = moved + tl.where(x == NEG_INF, 0.0, e * (x - r_new))
-    s = s * scale + e
-    if SUM_X:
-        sx = sx + cnt * (r_old - r_new) + tl.where(valid, x - r_new, 0.0)
-        cnt = cnt + valid.to(cnt.dtype)
-    return m_new, s, sx, cnt, w
+def _const(value: tl.constexpr, IS_FP64: tl.constexpr):
+    """A Python float in the accumulator type, not rounded through fp32 on the way."""
+    if IS_FP64:
+        return tl.full([], value, tl.float64)
+    else:
+        return tl.full([], value, tl.float32)
 
 
 @triton.jit
-def _merge(m, s, sx, cnt, w, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
-    """The row's (max, sum exp(x - R), sum (x - R), sum exp(x - R) (x - R)), R = _ref(max),
-    from the lanes'. The lanes are added in a fixed tree: deterministic."""
-    big = tl.max(m, 0)
-    r_row = _ref(big)
-    r = _ref(m)
-    f = tl.exp(m - r_row)
-    total = tl.sum(s * f, 0)
+def _tile_stats(x, valid, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
+    """A row held whole in registers (x; -inf where not valid): (max, e = exp(x - R),
+    S = sum e, sum (x - R) over valid entries, sum e (x - R)), R = _ref(max). e is returned
+    for the epilogue (the softmax is e / S): one exponential an element."""
+    big = tl.max(x, 0)
+    r = _ref(big)
+    e = tl.exp(x - r)
+    total = tl.sum(e, 0)
     sum_x = 0.0
     sum_xe = 0.0
     if SUM_X:
-        sum_x = tl.sum(sx + cnt * (r - r_row), 0)
+        sum_x = tl.sum(tl.where(valid, x - r, 0.0), 0)
     if SUM_XE:
-        sum_xe = tl.sum(tl.where(f > 0, f * (w + s * (r - r_row)), 0.0), 0)
-    return big, total, sum_x, sum_xe
+        sum_xe = tl.sum(tl.where(x == NEG_INF, 0.0, e * (x - r)), 0)
+    return big, e, total, sum_x, sum_xe
 
 
 @triton.jit
 def _row_stats(
     row_ptr, N, BLOCK: tl.constexpr, IS_FP64: tl.constexpr, SUM_X: tl.constexpr, SUM_XE: tl.constexpr
 ):
-    """Pass 1 of the looped path: (max, sum exp(x - R), sum (x - R), sum exp(x - R)(x - R))."""
+    """Pass 1 of the looped path: _tile_stats' (max, S, sum (x - R), sum e (x - R)) from one
+    read of the row in BLOCK-wide tiles. The running max is the row's so far (one max across
+    the program a tile); every lane's sums are relative to it and are moved to the new one,
+    by one exponential a tile, when it grows: one exponential an element. All lanes share the
+    reference, so the sum of x - R over the elements already seen moves by their count
+    (start: every tile before the last is full) times the change."""
     cols = tl.arange(0, BLOCK)
     zero = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
-    m = zero + NEG_INF
     s = zero
     sx = zero
-    cnt = zero
     w = zero
+    big = _const(float("-inf"), IS_FP64)
+    shift = _const(0.0, IS_FP64)
     for start in range(0, N, BLOCK):
         c = start + cols
         valid = c < N
-        x = _acc(tl.load(row_ptr + c, mask=valid, other=float("-inf")), IS_FP64)
-        m, s, sx, cnt, w = _lane_step(m, s, sx, cnt, w, x, valid, SUM_X, SUM_XE)
-    return _merge(m, s, sx, cnt, w, SUM_X, SUM_XE)
-
-
-@triton.jit
-def _tile_stats(x, valid, IS_FP64: tl.constexpr, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
-    """_row_stats of a row held whole in registers (x, -inf where not valid)."""
-    zero = tl.zeros_like(x)
-    m, s, sx, cnt, w = _lane_step(zero + NEG_INF, zero, zero, zero, zero, x, valid, SUM_X, SUM_XE)
-    return _merge(m, s, sx, cnt, w, SUM_X, SUM_XE)
+        x = _acc(tl.load(row_ptr + c, mask=valid, other=float("-inf"), eviction_policy="evict_last"), IS_FP64)
+        new = tl.maximum(big, tl.max(x, 0))
+        r_old = _ref(big)
+        r_new = _ref(new)
+        scale = tl.exp(big - r_new)
+        e = tl.exp(x - r_new)
+        if SUM_XE:
+            moved = tl.where(scale > 0, scale * (w + s * (r_old - r_new)), 0.0)
+            w = moved + tl.where(x == NEG_INF, 0.0, e * (x - r_new))
+        s = s * scale + e
+        if SUM_X:
+            shift += start * (r_old - r_new)
+            sx += tl.where(valid, x - r_new, 0.0)
+        big = new
+    sum_x = 0.0
+    sum_xe = 0.0
+    if SUM_X:
+        sum_x = tl.sum(sx, 0) + shift
+    if SUM_XE:
+        sum_xe = tl.sum(w, 0)
+    return big, tl.sum(s, 0), sum_x, sum_xe
 
 
 # --- log_softmax ------------------------------------------------------------------------
@@ -138,7 +148,7 @@ def log_softmax_fwd(
         if ONE_PASS:
             valid = cols < N
             x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
-            big, total, _, _ = _tile_stats(x, valid, IS_FP64, False, False)
+            big, _, total, _, _ = _tile_stats(x, valid, False, False)
             y = (x - big) - tl.log(total)
             tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=valid)
         else:
@@ -147,8 +157,9 @@ def log_softmax_fwd(
             for i in range(0, tl.cdiv(N, BLOCK)):
                 c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols  # back to front: L2's freshest first
                 valid = c < N
-                x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
-                tl.store(y_row + c, ((x - big) - log_total).to(Y.dtype.element_ty), mask=valid)
+                x = _acc(tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64)
+                y = (x - big) - log_total
+                tl.store(y_row + c, y.to(Y.dtype.element_ty), mask=valid, eviction_policy="evict_first")
 
 
 @triton.jit
@@ -185,18 +196,8 @@ def log_softmax_bwd(
 
 
 @triton.jit
-def _const(value: tl.constexpr, IS_FP64: tl.constexpr):
-    """A Python float in the accumulator type, not rounded through fp32 on the way."""
-    if IS_FP64:
-        return tl.full([], value, tl.float64)
-    else:
-        return tl.full([], value, tl.float32)
-
-
-@triton.jit
-def _ce_grad(x, c, t, big, inv_total, smooth, N, scale):
-    """(softmax - (1 - eps) onehot(t) - eps / N) * scale for the columns c of a row."""
-    p = tl.exp(x - big) * inv_total
+def _ce_grad(p, c, t, smooth, N, scale):
+    """(p - (1 - eps) onehot(t) - eps / N) * scale for the columns c of a row; p the softmax."""
     g = p - tl.where(c == t, 1.0 - smooth, 0.0) - smooth / N
     return g * scale
 
@@ -227,7 +228,7 @@ def cross_entropy_fwd(
         if ONE_PASS:
             valid = cols < N
             x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
-            big, total, sum_x, _ = _tile_stats(x, valid, IS_FP64, SMOOTH != 0.0, False)
+            big, e, total, sum_x, _ = _tile_stats(x, valid, SMOOTH != 0.0, False)
         else:
             big, total, sum_x, _ = _row_stats(x_row, N, BLOCK, IS_FP64, SMOOTH != 0.0, False)
         log_total = tl.log(total)
@@ -243,15 +244,17 @@ def cross_entropy_fwd(
             scale = tl.where(counted, scale_all, 0.0)
             inv_total = 1.0 / total
             if ONE_PASS:
-                g = _ce_grad(x, cols, t, big, inv_total, smooth, N, scale)
+                g = _ce_grad(e * inv_total, cols, t, smooth, N, scale)
                 tl.store(g_row + cols, g.to(G.dtype.element_ty), mask=valid)
             else:
                 for i in range(0, tl.cdiv(N, BLOCK)):
                     c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols
                     valid = c < N
-                    x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
-                    g = _ce_grad(x, c, t, big, inv_total, smooth, N, scale)
-                    tl.store(g_row + c, g.to(G.dtype.element_ty), mask=valid)
+                    x = _acc(
+                        tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64
+                    )
+                    g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale)
+                    tl.store(g_row + c, g.to(G.dtype.element_ty), mask=valid, eviction_policy="evict_first")
 
 
 @triton.jit
@@ -286,7 +289,7 @@ def cross_entropy_bwd(
             c = start + cols
             valid = c < N
             x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
-            g = _ce_grad(x, c, t, big, inv_total, smooth, N, scale).to(G.dtype.element_ty)
+            g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale).to(G.dtype.element_ty)
             if not PER_ROW:
                 if d != 1.0:
                     g = (g.to(DLOSS.dtype.element_ty) * d).to(G.dtype.element_ty)
@@ -349,7 +352,7 @@ def token_stats_fwd(
         if ONE_PASS:
             valid = cols < N
             x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
-            big, total, _, sum_xe = _tile_stats(x, valid, IS_FP64, False, True)
+            big, _, total, _, sum_xe = _tile_stats(x, valid, False, True)
         else:
             big, total, _, sum_xe = _row_stats(x_row, N, BLOCK, IS_FP64, False, True)
         log_total = tl.log(total)
@@ -405,6 +408,7 @@ def choose(n: int, itemsize: int) -> tuple[int, bool, int]:
 
 
 INTERPRETER_PROGRAMS = 3  # under the interpreter: few programs, so the persistent loop runs
+MIN_PROGRAMS_PER_SM = 2
 
 
 @functools.cache
@@ -415,13 +419,15 @@ def _device_caps(index: int) -> tuple[int, int]:
 
 def programs(m: int, n: int, itemsize: int, one_pass: bool, device: torch.device) -> int:
     """Grid size for m rows. A looped row is read twice, and the second read should find it in
-    L2: so the rows in flight are held to about half the L2 (at least one a SM, at most four)."""
+    L2: so the rows in flight are held to about half the L2, but to no fewer than
+    MIN_PROGRAMS_PER_SM a SM (one program's tile, 16 KB, is too few bytes in flight to cover
+    memory latency alone) and no more than four."""
     if INTERPRET or device.type != "cuda":
         return max(1, min(m, INTERPRETER_PROGRAMS))
     if one_pass:
         return max(1, m)
     sms, l2 = _device_caps(device.index if device.index is not None else torch.cuda.current_device())
-    in_flight = min(4 * sms, max(sms, l2 // (2 * n * itemsize)))
+    in_flight = min(4 * sms, max(MIN_PROGRAMS_PER_SM * sms, l2 // (2 * n * itemsize)))
     return max(1, min(m, in_flight))
 
 
