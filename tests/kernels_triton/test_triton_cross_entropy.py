@@ -144,6 +144,21 @@ def test_inplace_backward_writes_the_gradient_over_the_logits(path):
     torch.testing.assert_close(xa.grad.double(), x64.grad, rtol=2e-6, atol=1e-8)
 
 
+def test_inplace_backward_over_strided_logits_with_an_upstream_gradient(path):
+    """Logits that are every other row of a buffer: the gradient lands in those rows, scaled."""
+    x, t = logits_and_targets(5, 40, torch.float32, special=False)
+    buffer = torch.zeros(10, 40, device=DEVICE)
+    buffer[::2] = x
+    leaf = buffer.clone().requires_grad_()
+    view = leaf[::2]
+    grad_out = []
+    view.register_hook(lambda g: grad_out.append(g))
+    (cross_entropy(view, t, inplace_backward=True) * 2.5).backward()
+    x64 = x.double().requires_grad_()
+    (F.cross_entropy(x64, t) * 2.5).backward()
+    torch.testing.assert_close(grad_out[0].double(), x64.grad, rtol=2e-6, atol=1e-8)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "none"])
 def test_gradcheck_fp64(reduction):
     x = torch.randn(3, 7, dtype=torch.float64, device=DEVICE, requires_grad=True)
@@ -254,6 +269,36 @@ def test_token_stats_gradcheck_fp64():
     x = torch.randn(2, 9, dtype=torch.float64, device=DEVICE, requires_grad=True)
     t = torch.tensor([1, IGNORE], device=DEVICE)
     assert torch.autograd.gradcheck(lambda v: token_logprobs_and_entropy(v, t), (x,), eps=1e-6, atol=1e-8)
+
+
+def test_compiled_for_a_gpu_the_rows_are_16_byte_vectors(without_interpreter):
+    """Compiled for sm_90 (no GPU needed): the looped cross-entropy forward on aligned bf16 rows
+    of 128256 loads and stores 16-byte vectors and spills nothing (registers leave room for
+    two programs an SM)."""
+    code = """
+import json, torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from kernels_triton import xent_kernels as K
+from kernels_triton.offline import memory_instructions, resources, sass
+fn = K.cross_entropy_fwd
+block, one_pass, warps = K.choose(128256, 2)
+ptrs = dict(X="*bf16", T="*i64", LOSS="*fp32", STATS="*fp32", G="*bf16", COUNT="*i64")
+meta = dict(BLOCK=block, ALIGN=8, ONE_PASS=one_pass, IS_FP64=False, SMOOTH=0.0, WRITE_GRAD=True, MEAN=True)
+sig, attrs = {}, {}
+for i, a in enumerate(fn.arg_names):
+    sig[a] = ptrs.get(a, "constexpr" if a in meta else "i32")
+    if a in ptrs or a.startswith("stride"):
+        attrs[(i,)] = [["tt.divisibility", 16]]
+c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                   options={"num_warps": warps})
+print(json.dumps({"one_pass": one_pass, **resources(c), **memory_instructions(sass(c))}))
+"""
+    got = without_interpreter(code)
+    assert got["one_pass"] is False and got["stack"] == 0 and got["registers"] <= 64, got
+    assert got.get("LDG.E.EL.128") and got.get("LDG.E.EF.128") and got.get("STG.E.EF.128"), got
+    # 2-byte accesses: only the target's logit (LDG.E.U16), never a tile of the row
+    assert not any(k in got for k in ("LDG.E.EL.U16", "LDG.E.EF.U16", "STG.E.U16", "STG.E.EF.U16")), got
 
 
 # --- GPU ---------------------------------------------------------------------------------

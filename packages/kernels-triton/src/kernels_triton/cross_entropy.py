@@ -101,7 +101,8 @@ def _forward(
             K.cross_entropy_fwd[grid](
                 x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
                 0 if grad is None else grad.stride(0), ignore_index,
-                BLOCK=block, ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
+                BLOCK=block, ALIGN=K.align(n, [x] if grad is None else [x, grad]), ONE_PASS=one_pass,
+                IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
                 WRITE_GRAD=grad is not None, MEAN=reduction == "mean", num_warps=warps,
             )  # fmt: skip
         if reduction == "none":
@@ -123,7 +124,8 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
     with K.on_device(x):
         K.cross_entropy_bwd[grid](
             x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), ignore_index,
-            BLOCK=block, IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean", SMOOTH=float(smooth),
+            BLOCK=block, ALIGN=K.align(n, [x, grad]), IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
+            SMOOTH=float(smooth),
             PER_ROW=reduction == "none", num_warps=warps,
         )  # fmt: skip
     return grad
@@ -131,18 +133,21 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
 
 def _scale_unless_one(grad: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
     """grad *= dloss in place (dloss 0-d), on the device and only when dloss != 1."""
+    if not grad.is_contiguous():  # written over strided logits: not one flat run of elements
+        return grad.copy_(grad.to(_stat_dtype(grad)) * dloss.to(_stat_dtype(grad)))
     dloss = dloss.reshape(1).to(_stat_dtype(grad))
     numel = grad.numel()
     if INTERPRET or not grad.is_cuda:
         grid = 1
     else:
-        grid = min(triton_cdiv(numel, _SCALE_BLOCK), 4 * K._device_caps(grad.device.index)[0])
+        grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * K._device_caps(grad.device.index)[0])
     with K.on_device(grad):
-        K.scale_unless_one[(max(1, grid),)](grad, dloss, numel, BLOCK=_SCALE_BLOCK)
+        align = K.align(numel, [grad.view(1, numel)]) if numel else 1
+        K.scale_unless_one[(max(1, grid),)](grad, dloss, numel, BLOCK=_SCALE_BLOCK, ALIGN=align)
     return grad
 
 
-def triton_cdiv(a: int, b: int) -> int:
+def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 

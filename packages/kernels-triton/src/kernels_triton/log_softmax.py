@@ -48,7 +48,7 @@ def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
     with K.on_device(rows[0]):
         kernel[grid](
             *rows, m, n, *(r.stride(0) for r in rows),
-            BLOCK=block, ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64, num_warps=warps,
+            BLOCK=block, ALIGN=K.align(n, rows), ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64, num_warps=warps,
         )  # fmt: skip
 
 

@@ -29,7 +29,8 @@ def _forward(x, target, ignore_index: int, run: bool = True):
         with K.on_device(x):
             K.token_stats_fwd[grid](
                 x, target, logp, ent, stats, m, n, x.stride(0), ignore_index,
-                BLOCK=block, ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64, num_warps=warps,
+                BLOCK=block, ALIGN=K.align(n, [x]), ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
+                num_warps=warps,
             )  # fmt: skip
     return logp, ent, stats
 
@@ -46,7 +47,7 @@ def _backward(x, target, stats, ent, dlogp, dent, ignore_index: int, run: bool =
         with K.on_device(x):
             K.token_stats_bwd[grid](
                 x, target, stats, ent, dlogp, dent, grad, m, n, x.stride(0), grad.stride(0), ignore_index,
-                BLOCK=block, IS_FP64=x.dtype == torch.float64, num_warps=warps,
+                BLOCK=block, ALIGN=K.align(n, [x, grad]), IS_FP64=x.dtype == torch.float64, num_warps=warps,
             )  # fmt: skip
     return grad
 

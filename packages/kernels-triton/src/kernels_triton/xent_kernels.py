@@ -58,6 +58,20 @@ def _acc(x, IS_FP64: tl.constexpr):
 
 
 @triton.jit
+def _row(ptr, row, stride, ALIGN: tl.constexpr):
+    """Pointer to the start of row `row` (int64 offsets: M * stride may pass 2**31). ALIGN
+    divides every row stride (align()): the hint lets the compiler use 16-byte vectors."""
+    return ptr + tl.multiple_of(tl.cast(row, tl.int64) * stride, ALIGN)
+
+
+@triton.jit
+def _in_row(cols, N, ALIGN: tl.constexpr):
+    """cols < N, written so that the compiler sees the mask constant over runs of ALIGN lanes
+    (ALIGN divides N): masked loads and stores stay vectors."""
+    return cols // ALIGN < N // ALIGN
+
+
+@triton.jit
 def _ref(m):
     """The reference point for exponentials: the max, or 0 while the max is -inf."""
     return tl.where(m == NEG_INF, 0.0, m)
@@ -92,7 +106,13 @@ def _tile_stats(x, valid, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
 
 @triton.jit
 def _row_stats(
-    row_ptr, N, BLOCK: tl.constexpr, IS_FP64: tl.constexpr, SUM_X: tl.constexpr, SUM_XE: tl.constexpr
+    row_ptr,
+    N,
+    BLOCK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    IS_FP64: tl.constexpr,
+    SUM_X: tl.constexpr,
+    SUM_XE: tl.constexpr,
 ):
     """Pass 1 of the looped path: _tile_stats' (max, S, sum (x - R), sum e (x - R)) from one
     read of the row in BLOCK-wide tiles. The running max is the row's so far (one max across
@@ -109,7 +129,7 @@ def _row_stats(
     shift = _const(0.0, IS_FP64)
     for start in range(0, N, BLOCK):
         c = start + cols
-        valid = c < N
+        valid = _in_row(c, N, ALIGN)
         x = _acc(tl.load(row_ptr + c, mask=valid, other=float("-inf"), eviction_policy="evict_last"), IS_FP64)
         new = tl.maximum(big, tl.max(x, 0))
         r_old = _ref(big)
@@ -138,25 +158,34 @@ def _row_stats(
 
 @triton.jit
 def log_softmax_fwd(
-    X, Y, M, N, stride_x, stride_y, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr
+    X,
+    Y,
+    M,
+    N,
+    stride_x,
+    stride_y,
+    BLOCK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    IS_FP64: tl.constexpr,
 ):
     """y = (x - max) - log(sum exp(x - max)) along each row."""
     cols = tl.arange(0, BLOCK)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = X + tl.cast(row, tl.int64) * stride_x
-        y_row = Y + tl.cast(row, tl.int64) * stride_y
+        x_row = _row(X, row, stride_x, ALIGN)
+        y_row = _row(Y, row, stride_y, ALIGN)
         if ONE_PASS:
-            valid = cols < N
+            valid = _in_row(cols, N, ALIGN)
             x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
             big, _, total, _, _ = _tile_stats(x, valid, False, False)
             y = (x - big) - tl.log(total)
             tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=valid)
         else:
-            big, total, _, _ = _row_stats(x_row, N, BLOCK, IS_FP64, False, False)
+            big, total, _, _ = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, False, False)
             log_total = tl.log(total)
             for i in range(0, tl.cdiv(N, BLOCK)):
                 c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols  # back to front: L2's freshest first
-                valid = c < N
+                valid = _in_row(c, N, ALIGN)
                 x = _acc(tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64)
                 y = (x - big) - log_total
                 tl.store(y_row + c, y.to(Y.dtype.element_ty), mask=valid, eviction_policy="evict_first")
@@ -165,16 +194,16 @@ def log_softmax_fwd(
 @triton.jit
 def log_softmax_bwd(
     Y, DY, DX, M, N, stride_y, stride_dy, stride_dx,
-    BLOCK: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
 ):  # fmt: skip
     """dx = dy - exp(y) * sum(dy) along each row."""
     cols = tl.arange(0, BLOCK)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        y_row = Y + tl.cast(row, tl.int64) * stride_y
-        dy_row = DY + tl.cast(row, tl.int64) * stride_dy
-        dx_row = DX + tl.cast(row, tl.int64) * stride_dx
+        y_row = _row(Y, row, stride_y, ALIGN)
+        dy_row = _row(DY, row, stride_dy, ALIGN)
+        dx_row = _row(DX, row, stride_dx, ALIGN)
         if ONE_PASS:
-            valid = cols < N
+            valid = _in_row(cols, N, ALIGN)
             dy = _acc(tl.load(dy_row + cols, mask=valid, other=0.0), IS_FP64)
             y = _acc(tl.load(y_row + cols, mask=valid, other=float("-inf")), IS_FP64)
             dx = dy - tl.exp(y) * tl.sum(dy, 0)
@@ -182,11 +211,13 @@ def log_softmax_bwd(
         else:
             acc = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
             for start in range(0, N, BLOCK):
-                acc += _acc(tl.load(dy_row + start + cols, mask=start + cols < N, other=0.0), IS_FP64)
+                acc += _acc(
+                    tl.load(dy_row + start + cols, mask=_in_row(start + cols, N, ALIGN), other=0.0), IS_FP64
+                )
             total = tl.sum(acc, 0)
             for i in range(0, tl.cdiv(N, BLOCK)):
                 c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols
-                valid = c < N
+                valid = _in_row(c, N, ALIGN)
                 dy = _acc(tl.load(dy_row + c, mask=valid, other=0.0), IS_FP64)
                 y = _acc(tl.load(y_row + c, mask=valid, other=float("-inf")), IS_FP64)
                 tl.store(dx_row + c, (dy - tl.exp(y) * total).to(DX.dtype.element_ty), mask=valid)
@@ -205,7 +236,7 @@ def _ce_grad(p, c, t, smooth, N, scale):
 @triton.jit
 def cross_entropy_fwd(
     X, T, LOSS, STATS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
-    BLOCK: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
     SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
 ):  # fmt: skip
     """Per row: loss = log S + (1 - eps)(max - x[t]) - eps * sum(x - max) / N, where
@@ -220,17 +251,17 @@ def cross_entropy_fwd(
     if WRITE_GRAD and MEAN:
         scale_all = 1.0 / _acc(tl.load(COUNT), IS_FP64)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = X + tl.cast(row, tl.int64) * stride_x
+        x_row = _row(X, row, stride_x, ALIGN)
         t = tl.load(T + row).to(tl.int64)
         counted = t != ignore_index
         in_range = (t >= 0) & (t < N)
         x_t = _acc(tl.load(x_row + t, mask=counted & in_range, other=float("nan")), IS_FP64)
         if ONE_PASS:
-            valid = cols < N
+            valid = _in_row(cols, N, ALIGN)
             x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
             big, e, total, sum_x, _ = _tile_stats(x, valid, SMOOTH != 0.0, False)
         else:
-            big, total, sum_x, _ = _row_stats(x_row, N, BLOCK, IS_FP64, SMOOTH != 0.0, False)
+            big, total, sum_x, _ = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, SMOOTH != 0.0, False)
         log_total = tl.log(total)
         loss = log_total + (big - x_t)
         if SMOOTH != 0.0:
@@ -240,7 +271,7 @@ def cross_entropy_fwd(
         tl.store(STATS + row, big.to(STATS.dtype.element_ty))
         tl.store(STATS + M + row, total.to(STATS.dtype.element_ty))
         if WRITE_GRAD:
-            g_row = G + tl.cast(row, tl.int64) * stride_g
+            g_row = _row(G, row, stride_g, ALIGN)
             scale = tl.where(counted, scale_all, 0.0)
             inv_total = 1.0 / total
             if ONE_PASS:
@@ -249,7 +280,7 @@ def cross_entropy_fwd(
             else:
                 for i in range(0, tl.cdiv(N, BLOCK)):
                     c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols
-                    valid = c < N
+                    valid = _in_row(c, N, ALIGN)
                     x = _acc(
                         tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64
                     )
@@ -260,7 +291,7 @@ def cross_entropy_fwd(
 @triton.jit
 def cross_entropy_bwd(
     X, T, STATS, DLOSS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
-    BLOCK: tl.constexpr, IS_FP64: tl.constexpr, MEAN: tl.constexpr, SMOOTH: tl.constexpr,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, IS_FP64: tl.constexpr, MEAN: tl.constexpr, SMOOTH: tl.constexpr,
     PER_ROW: tl.constexpr,
 ):  # fmt: skip
     """The gradient from the saved (max, S), one read of the logits and one write.
@@ -275,8 +306,8 @@ def cross_entropy_bwd(
         scale_all = 1.0 / _acc(tl.load(COUNT), IS_FP64)
     d = tl.load(DLOSS)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = X + tl.cast(row, tl.int64) * stride_x
-        g_row = G + tl.cast(row, tl.int64) * stride_g
+        x_row = _row(X, row, stride_x, ALIGN)
+        g_row = _row(G, row, stride_g, ALIGN)
         t = tl.load(T + row).to(tl.int64)
         if PER_ROW:
             scale = _acc(tl.load(DLOSS + row), IS_FP64)
@@ -287,7 +318,7 @@ def cross_entropy_bwd(
         inv_total = 1.0 / tl.load(STATS + M + row)
         for start in range(0, N, BLOCK):
             c = start + cols
-            valid = c < N
+            valid = _in_row(c, N, ALIGN)
             x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
             g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale).to(G.dtype.element_ty)
             if not PER_ROW:
@@ -297,14 +328,14 @@ def cross_entropy_bwd(
 
 
 @triton.jit
-def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr):
+def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
     """G *= DOUT[0] (DOUT fp32, fp64 for fp64 G), skipped (no read, no write) when DOUT[0] == 1,
     the usual loss.backward(). The test is on the device, so the host never waits for it."""
     d = tl.load(DOUT)
     if d != 1.0:
         offs = tl.arange(0, BLOCK).to(tl.int64)
         for start in range(tl.program_id(0).to(tl.int64) * BLOCK, numel, tl.num_programs(0) * BLOCK):
-            mask = start + offs < numel
+            mask = _in_row(start + offs, numel, ALIGN)
             g = tl.load(G + start + offs, mask=mask, other=0.0).to(DOUT.dtype.element_ty)
             tl.store(G + start + offs, (g * d).to(G.dtype.element_ty), mask=mask)
 
@@ -339,22 +370,22 @@ def reduce_loss(LOSS, COUNT, OUT, M, BLOCK: tl.constexpr, MEAN: tl.constexpr):
 @triton.jit
 def token_stats_fwd(
     X, T, LOGP, ENT, STATS, M, N, stride_x, ignore_index,
-    BLOCK: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
 ):  # fmt: skip
     """Per row: log p[t] = (x[t] - max) - log S (0 where t == ignore_index) and the entropy
     H = -sum p log p = log S - sum exp(x - max)(x - max) / S; STATS keeps (max, log S)."""
     cols = tl.arange(0, BLOCK)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = X + tl.cast(row, tl.int64) * stride_x
+        x_row = _row(X, row, stride_x, ALIGN)
         t = tl.load(T + row).to(tl.int64)
         counted = t != ignore_index
         x_t = _acc(tl.load(x_row + t, mask=counted & (t >= 0) & (t < N), other=float("nan")), IS_FP64)
         if ONE_PASS:
-            valid = cols < N
+            valid = _in_row(cols, N, ALIGN)
             x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
             big, _, total, _, sum_xe = _tile_stats(x, valid, False, True)
         else:
-            big, total, _, sum_xe = _row_stats(x_row, N, BLOCK, IS_FP64, False, True)
+            big, total, _, sum_xe = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, False, True)
         log_total = tl.log(total)
         tl.store(LOGP + row, tl.where(counted, (x_t - big) - log_total, 0.0).to(LOGP.dtype.element_ty))
         tl.store(ENT + row, (log_total - sum_xe / total).to(ENT.dtype.element_ty))
@@ -365,14 +396,14 @@ def token_stats_fwd(
 @triton.jit
 def token_stats_bwd(
     X, T, STATS, ENT, DLOGP, DENT, G, M, N, stride_x, stride_g, ignore_index,
-    BLOCK: tl.constexpr, IS_FP64: tl.constexpr,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, IS_FP64: tl.constexpr,
 ):  # fmt: skip
     """dx = dlogp (onehot(t) - p) - dH p (log p + H), one read of the row and one write;
     p log p is 0 where p is (x = -inf)."""
     cols = tl.arange(0, BLOCK)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = X + tl.cast(row, tl.int64) * stride_x
-        g_row = G + tl.cast(row, tl.int64) * stride_g
+        x_row = _row(X, row, stride_x, ALIGN)
+        g_row = _row(G, row, stride_g, ALIGN)
         t = tl.load(T + row).to(tl.int64)
         dlogp = tl.where(t != ignore_index, _acc(tl.load(DLOGP + row), IS_FP64), 0.0)
         dent = _acc(tl.load(DENT + row), IS_FP64)
@@ -381,7 +412,7 @@ def token_stats_bwd(
         log_total = tl.load(STATS + M + row)
         for start in range(0, N, BLOCK):
             c = start + cols
-            valid = c < N
+            valid = _in_row(c, N, ALIGN)
             x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
             logp = (x - big) - log_total
             p = tl.exp(logp)
@@ -395,6 +426,15 @@ def token_stats_bwd(
 # bytes per element. A row in registers costs next_pow2(N) fp32 values over the program's
 # threads; past these it would spill. The looped BLOCK reads 16 KB of the row per step.
 ROW_SHAPES = {2: (16384, 8192, 16), 4: (8192, 4096, 16), 8: (4096, 2048, 16)}
+
+
+def align(n: int, rows: list[torch.Tensor]) -> int:
+    """The largest power of two, at most 16 bytes of elements, dividing n and every row stride
+    of `rows`: the ALIGN the kernels' vector hints rely on (1 for an odd n, as GPT-2's 50257)."""
+    a = 16 // rows[0].element_size()
+    while a > 1 and (n % a or any(t.stride(0) % a for t in rows if t.shape[0] > 1)):
+        a //= 2
+    return a
 
 
 def choose(n: int, itemsize: int) -> tuple[int, bool, int]:
