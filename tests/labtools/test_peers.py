@@ -99,7 +99,14 @@ def fake_peers(monkeypatch, fake_registry):
     versions = {"quack-kernels": "0.6.5", "liger-kernel": "0.8.5"}
     monkeypatch.setattr(peers, "installed_version", versions.get)
     names = peers.register(device="cpu")
-    assert names == ["quack.softmax", "quack.softmax_backward", "liger.softmax", "liger.softmax_backward"]
+    assert names == [
+        "quack.softmax",
+        "quack.softmax_backward",
+        "liger.softmax",
+        "liger.softmax_backward",
+        "quack.cross_entropy",
+        "liger.cross_entropy",
+    ]
     # a torch reference on the CPU, so the peers' records carry ratios
     from labtools import references
 

@@ -1,5 +1,5 @@
-"""kernels_triton: the Triton softmax (forward and backward, any row length) and the twelve
-Triton Puzzles (kernels_triton.puzzles; `python -m kernels_triton.puzzles`)."""
+"""kernels_triton: the Triton softmax (forward and backward, any row length), log_softmax, the
+fused cross-entropy and per-token log-probability / entropy, and the twelve Triton Puzzles (kernels_triton.puzzles; `python -m kernels_triton.puzzles`)."""
 
 import importlib.metadata as _metadata
 
@@ -10,8 +10,22 @@ except _metadata.PackageNotFoundError:  # imported from a source tree with no in
 
 from kernels_triton import launch as _launch
 from kernels_triton.configs import SoftmaxConfig
+from kernels_triton.cross_entropy import cross_entropy
+from kernels_triton.log_softmax import log_softmax, log_softmax_backward
 from kernels_triton.softmax import SoftmaxDimError, autotune_picks, softmax, softmax_, softmax_backward
+from kernels_triton.token_logprobs import token_logprobs_and_entropy
 
-__all__ = ["SoftmaxConfig", "SoftmaxDimError", "autotune_picks", "softmax", "softmax_", "softmax_backward"]
+__all__ = [
+    "SoftmaxConfig",
+    "SoftmaxDimError",
+    "autotune_picks",
+    "cross_entropy",
+    "log_softmax",
+    "log_softmax_backward",
+    "softmax",
+    "softmax_",
+    "softmax_backward",
+    "token_logprobs_and_entropy",
+]
 
 _launch.warm_up_in_background()

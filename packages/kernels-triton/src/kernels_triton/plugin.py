@@ -27,6 +27,24 @@ def _autotuned(x):
     return softmax_autotuned(x)
 
 
+def _log_softmax(x):
+    from kernels_triton.log_softmax import log_softmax
+
+    return log_softmax(x, dim=-1)
+
+
+def _cross_entropy(x):
+    """labtools' cross_entropy op: forward and backward of the summed loss, class-0 targets;
+    returns the gradient (written during the forward, the backward only scales it)."""
+    import torch
+    from labtools.references import class_zero_targets
+
+    from kernels_triton.cross_entropy import cross_entropy
+
+    leaf = x.detach().requires_grad_()
+    return torch.autograd.grad(cross_entropy(leaf, class_zero_targets(x), reduction="sum"), leaf)[0]
+
+
 def _picks(kernel: str):
     """The configs this process's launches of one kernel ran with (tuned or committed picks
     or the heuristic's), in labtools' convention ([{"key": ..., "config": ...}], see
@@ -106,3 +124,18 @@ def register() -> None:
         ),
         replace=True,
     )
+    for fn, op, label, notes in (
+        (_log_softmax, "log_softmax", "Triton", "softmax's reduction with a log epilogue (xent_kernels.py)"),
+        (
+            _cross_entropy,
+            "cross_entropy",
+            "Triton",
+            "loss and gradient in one launch (the row in registers up to 16384 16-bit / 8192 fp32 elements, else "
+            "read twice, the second time back to front from L2); the backward scales in place only if dloss != 1",
+        ),
+    ):
+        _register(
+            Implementation(fn, op=op, name=f"triton.{op}", backend="triton", label=label, device="cuda",
+                           dtypes=DTYPES, notes=notes),
+            replace=True,
+        )  # fmt: skip

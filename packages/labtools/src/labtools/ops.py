@@ -74,6 +74,23 @@ def softmax_backward_ref(y, dy, axis: int = -1) -> np.ndarray:
     return y * (dy - np.sum(y * dy, axis=axis, keepdims=True))
 
 
+def log_softmax_ref(x, axis: int = -1) -> np.ndarray:
+    """log_softmax in float64: (x - max) - log(sum(exp(x - max))). Rows of all -inf give NaN."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = np.max(x, axis=axis, keepdims=True) if x.size else x
+        return (x - m) - np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+
+
+def cross_entropy_grad_ref(x) -> np.ndarray:
+    """The gradient of the cross-entropy op's loss: sum over rows of -log softmax(x)[0]
+    (every row's target is class 0, so that a row's gradient depends on that row alone and
+    any subset of rows can be checked), i.e. softmax(x) - onehot(0), in float64."""
+    g = softmax_ref(x)
+    g[..., 0] -= 1.0
+    return g
+
+
 def vector_add_ref(a, b) -> np.ndarray:
     return np.asarray(a, dtype=np.float64) + np.asarray(b, dtype=np.float64)
 
@@ -124,6 +141,27 @@ SOFTMAX_BACKWARD = Op(
     doc="dx = y * (dy - sum(y * dy)) along the last axis",
     cost_note="4 FLOP/element (multiply, add, subtract, multiply); bytes: read y, dy + write dx once",
 )
+LOG_SOFTMAX = Op(
+    "log_softmax",
+    log_softmax_ref,
+    bytes_moved=lambda shape, itemsize: 2 * _numel(shape) * itemsize,  # read x, write y
+    flops=lambda shape: 5 * _numel(shape),
+    n_inputs=1,
+    doc="y = log_softmax(x) along the last axis of an (M, N) tensor",
+    cost_note="5 FLOP/element (max-compare, subtract, exp counted as 1, add, subtract); bytes: read x + write y once",
+)
+CROSS_ENTROPY = Op(
+    "cross_entropy",
+    cross_entropy_grad_ref,
+    # The floor: the logits read once and their gradient written once; the targets, the loss
+    # and any per-row statistics are O(M) and not counted.
+    bytes_moved=lambda shape, itemsize: 2 * _numel(shape) * itemsize,
+    flops=lambda shape: 8 * _numel(shape),
+    n_inputs=1,
+    doc="forward + backward of the summed cross-entropy of (M, V) logits, targets class 0; output: the gradient",
+    cost_note="8 FLOP/element (softmax's 5, the gradient's subtract, scale, and the loss); bytes: read logits + "
+    "write gradient once",
+)
 VECTOR_ADD = Op(
     "vector_add",
     vector_add_ref,
@@ -141,7 +179,9 @@ COPY = Op(
     doc="y = x: the bandwidth ceiling every memory-bound kernel is measured against",
 )
 
-OPS: dict[str, Op] = {op.name: op for op in (SOFTMAX, SOFTMAX_BACKWARD, VECTOR_ADD, COPY)}
+OPS: dict[str, Op] = {
+    op.name: op for op in (SOFTMAX, SOFTMAX_BACKWARD, LOG_SOFTMAX, CROSS_ENTROPY, VECTOR_ADD, COPY)
+}
 
 
 def get_op(name: str) -> Op:

@@ -1,4 +1,4 @@
-"""Peers: softmax kernels of other projects, registered as reference implementations
+"""Peers: softmax and cross-entropy kernels of other projects, registered as reference implementations
 when their package is installed, so `lab bench` and `lab run` time them on the same
 inputs, tables and plots as ours. Neither is a dependency; absent, each is reported as
 "not installed" in one line.
@@ -65,6 +65,44 @@ def _liger_forward(x):
 def _liger_backward(y, dy):
     block, num_warps = _module("liger_kernel.ops.utils").calculate_settings(y.shape[-1])
     return _module("liger_kernel.ops.softmax")._softmax_backward(dy, y, block, num_warps, False)
+
+
+def _liger_cross_entropy(x):
+    """Liger writes the gradient over its input during the forward (its only mode), so it runs
+    on a copy here, whose time is included: the sweep checks the result against the logits it
+    passed. bench_cross_entropy.py times Liger on the logits themselves."""
+    import torch
+
+    from labtools.references import class_zero_targets
+
+    leaf = x.clone().requires_grad_()
+    fn = _module("liger_kernel.transformers.functional").liger_cross_entropy
+    return torch.autograd.grad(fn(leaf, class_zero_targets(x), reduction="sum"), leaf)[0]
+
+
+def _quack_cross_entropy(x):
+    import torch
+
+    from labtools.references import class_zero_targets
+
+    leaf = x.detach().requires_grad_()
+    loss = _module("quack.cross_entropy").cross_entropy(leaf, class_zero_targets(x), reduction="sum")
+    return torch.autograd.grad(loss, leaf)[0]
+
+
+# The cross_entropy op (forward + backward, labtools.ops.CROSS_ENTROPY) of each peer:
+# (label, distribution, function, supports, limits, backend).
+CROSS_ENTROPY_PEERS = (
+    (
+        "QuACK",
+        "quack-kernels",
+        _quack_cross_entropy,
+        quack_supports,
+        "needs V % (16 / itemsize) == 0",
+        "quack",
+    ),
+    ("Liger", "liger-kernel", _liger_cross_entropy, None, "overwrites its input: timed with a copy", "liger"),
+)
 
 
 @dataclass(frozen=True)
@@ -152,4 +190,13 @@ def register(device: str = "cuda", peers: tuple[Peer, ...] = PEERS) -> list[str]
         for impl in implementations(peer, device):
             _register_impl(impl, replace=True)
             names.append(impl.name)
+    for label, distribution, fn, supports, limits, backend in CROSS_ENTROPY_PEERS:
+        if installed_version(distribution) is None or distribution not in {p.distribution for p in peers}:
+            continue
+        impl = Implementation(
+            fn, "cross_entropy", f"{label.lower()}.cross_entropy", backend, label, device=device, dtypes=DTYPES,
+            supports=supports, notes=f"peer: {distribution}; {limits}", meta={"peer": distribution, "limits": limits},
+        )  # fmt: skip
+        _register_impl(impl, replace=True)
+        names.append(impl.name)
     return names

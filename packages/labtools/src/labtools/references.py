@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 import types
 
-from labtools.ops import softmax_backward_ref, softmax_ref
+from labtools.ops import cross_entropy_grad_ref, log_softmax_ref, softmax_backward_ref, softmax_ref
 from labtools.registry import Implementation
 from labtools.registry import register as _register_impl
 
@@ -24,6 +24,40 @@ def _torch_softmax_backward(y, dy):
     import torch
 
     return torch._softmax_backward_data(dy, y, -1, y.dtype)
+
+
+def _torch_log_softmax(x):
+    import torch
+
+    return torch.log_softmax(x, dim=-1)
+
+
+_TARGETS: dict = {}
+
+
+def class_zero_targets(x):
+    """The cross_entropy op's targets for logits x: class 0 for every row, made once per
+    (rows, device) so that no implementation's time includes making them."""
+    import torch
+
+    key = (x.shape[0], x.device)
+    if key not in _TARGETS:
+        _TARGETS[key] = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+    return _TARGETS[key]
+
+
+def _sum_cross_entropy(x, target):
+    import torch
+
+    return torch.nn.functional.cross_entropy(x, target, reduction="sum")
+
+
+def _torch_cross_entropy(x):
+    """F.cross_entropy forward and backward: the gradient of the summed loss."""
+    import torch
+
+    leaf = x.detach().requires_grad_()
+    return torch.autograd.grad(_sum_cross_entropy(leaf, class_zero_targets(x)), leaf)[0]
 
 
 def _torch_copy(x):
@@ -70,6 +104,19 @@ def _compiled_softmax_backward(y, dy):
     return _compiled_call("softmax_backward", _torch_softmax_backward, y, dy)
 
 
+def _compiled_log_softmax(x):
+    return _compiled_call("log_softmax", _torch_log_softmax, x)
+
+
+def _compiled_cross_entropy(x):
+    """The loss compiled (AOT autograd compiles its backward with it); gradient as above."""
+    import torch
+
+    leaf = x.detach().requires_grad_()
+    loss = _compiled_call("cross_entropy", _sum_cross_entropy, leaf, class_zero_targets(x))
+    return torch.autograd.grad(loss, leaf)[0]
+
+
 NUMPY_DTYPES = ("float64", "float32", "float16")
 TORCH_DTYPES = HALF + ("float64",)
 
@@ -89,6 +136,13 @@ def implementations() -> list[Implementation]:
             NUMPY_DTYPES,
         ),
     ]
+    impls += [
+        Implementation(log_softmax_ref, "log_softmax", "numpy.log_softmax", "numpy", "NumPy (f64)", "cpu", NUMPY_DTYPES),
+        Implementation(
+            cross_entropy_grad_ref, "cross_entropy", "numpy.cross_entropy", "numpy", "NumPy (f64)", "cpu",
+            NUMPY_DTYPES,
+        ),
+    ]  # fmt: skip
     if importlib.util.find_spec("torch") is None:
         return impls
     for device in ("cuda", "cpu"):
@@ -101,8 +155,24 @@ def implementations() -> list[Implementation]:
                 _torch_softmax_backward, "softmax_backward", f"torch.softmax_backward.{device}", "torch",
                 "F.softmax bwd", device, TORCH_DTYPES, is_reference=True,
             ),
+            Implementation(
+                _torch_log_softmax, "log_softmax", f"torch.log_softmax.{device}", "torch", "F.log_softmax", device,
+                TORCH_DTYPES, is_reference=True,
+            ),
+            Implementation(
+                _torch_cross_entropy, "cross_entropy", f"torch.cross_entropy.{device}", "torch", "F.cross_entropy",
+                device, TORCH_DTYPES, is_reference=True,
+            ),
         ]  # fmt: skip
     return impls + [
+        Implementation(
+            _compiled_log_softmax, "log_softmax", "torch.compile.log_softmax.cuda", "torch.compile",
+            "torch.compile", "cuda", HALF,
+        ),
+        Implementation(
+            _compiled_cross_entropy, "cross_entropy", "torch.compile.cross_entropy.cuda", "torch.compile",
+            "torch.compile", "cuda", HALF,
+        ),
         Implementation(
             _compiled_softmax, "softmax", "torch.compile.softmax.cuda", "torch.compile", "torch.compile",
             "cuda", HALF,

@@ -1,10 +1,10 @@
-"""`minigpt-torch`: the PyTorch port's command line, with minigpt-np's flags plus --device
-and --lm-head-softmax.
+"""`minigpt-torch`: the PyTorch port's command line, with minigpt-np's flags plus --device,
+--lm-head-softmax and (train) --loss.
 
     minigpt-torch generate "Yesterday I" [--sample --seed S ...] [--device cuda]
     minigpt-torch topk "Yesterday I" -k 5 [--json] [--device cuda] [--lm-head-softmax torch]
     minigpt-torch evaluate [--checkpoint PATH] [--device cuda]
-    minigpt-torch train --out model.npz [--device cuda] [--steps N ...]
+    minigpt-torch train --out model.npz [--device cuda] [--loss torch] [--steps N ...]
     torchrun --nproc-per-node 2 -m minigpt_torch.cli train --out model.npz   # DDP
 
 Checkpoints are minigpt-np's .npz format both ways. Bad arguments are one line, exit 2
@@ -42,6 +42,13 @@ DEVICE_HELP = "cpu, cuda or cuda:N (default cpu)"
 SOFTMAX_HELP = (
     "the LM head's softmax: triton (kernels_triton.softmax; on the CPU only under TRITON_INTERPRET=1) "
     "or torch (F.softmax); default: triton on CUDA when kernels_triton is installed, torch otherwise"
+)
+
+
+LOSS_HELP = (
+    "the training loss: fused (kernels_triton.cross_entropy, loss and gradient in one pass; on the CPU only "
+    "under TRITON_INTERPRET=1) or torch (F.cross_entropy); default: fused on CUDA when kernels_triton is "
+    "installed, torch otherwise. The run reports tokens/s and peak memory (CUDA) for the loss used"
 )
 
 
@@ -117,9 +124,29 @@ def load_torch(args) -> tuple[TorchLM, object]:
     return lm, tokenizer
 
 
+def check_loss_choice(args) -> None:
+    """--loss fused must be able to run where training runs."""
+    if args.loss != "fused":
+        return
+    import torch
+
+    if torch.device(args.device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError(
+            "argument --loss: fused runs on the CPU only under Triton's interpreter (TRITON_INTERPRET=1); "
+            "use --device cuda or --loss torch"
+        )
+    try:
+        import kernels_triton  # noqa: F401
+    except ImportError as exc:
+        raise ValueError(
+            f"argument --loss: fused needs kernels_triton, which is not importable ({exc})"
+        ) from None
+
+
 def cmd_train(args) -> int:
     cfg = train_config_from(args)
     check_output_path(args.out)
+    check_loss_choice(args)
     import torch
     import torch.distributed as dist
 
@@ -127,13 +154,14 @@ def cmd_train(args) -> int:
     from minigpt_torch.train import train
 
     try:
-        result = train(cfg, device=args.device)
+        result = train(cfg, device=args.device, loss=args.loss or "auto")
         if result.rank == 0:
             np_model = weights.to_numpy(result.model)
             prog = "minigpt-torch" if result.world_size == 1 else \
                 f"torchrun --nproc-per-node {result.world_size} -m minigpt_torch.cli"  # fmt: skip
             meta = run_metadata(prog, args, cfg, np_model, result.corpus, result.seconds, result.tokens_per_s)
             meta |= {"torch": torch.__version__, "device": args.device, "world_size": result.world_size}
+            meta |= {"loss": result.loss_impl, "peak_memory_bytes": result.peak_memory_bytes}
             checkpoint.save(args.out, np_model, result.corpus.tokenizer, meta)
             print(dumps({"out": args.out, **meta}, indent=2))
         if dist.is_initialized():
@@ -172,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=cmd_evaluate)
     for p in [*commands, e]:
         p.add_argument("--device", type=device_arg, default="cpu", help=DEVICE_HELP)
+    commands[0].add_argument("--loss", choices=("fused", "torch"), default=None, help=LOSS_HELP)  # train
     for p in [*commands[1:], e]:  # generate, topk, evaluate
         p.add_argument("--lm-head-softmax", choices=("triton", "torch"), default=None, help=SOFTMAX_HELP)
     return parser

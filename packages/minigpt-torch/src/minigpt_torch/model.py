@@ -5,7 +5,10 @@ tanh-approximated GELU, causal attention written out from nn.Linear + softmax, u
 head with bias), so that in float64 the two agree to rounding. Only the LM-head softmax
 differs by device: on CUDA it is kernel-lab's Triton softmax (`kernels_triton.softmax`),
 elsewhere (or when kernels_triton is not installed) torch's; `model.softmax_impl` picks
-one explicitly ("auto", "triton", "torch").
+one explicitly ("auto", "triton", "torch"). Likewise the training loss: on CUDA kernel-lab's
+fused cross-entropy (`kernels_triton.cross_entropy`: loss and gradient from one read of the
+logits, the gradient written over them), elsewhere F.cross_entropy; `model.loss_impl` picks
+one explicitly ("auto", "fused", "torch").
 
     probs = model(idx)                 # (B, T, V) next-token probabilities
     loss  = model(idx, targets)        # mean cross-entropy (from the logits)
@@ -90,13 +93,41 @@ def _triton_module(required: bool = False):
                 raise
             if _kernels_triton is None:
                 warnings.warn(
-                    f"kernels_triton is not importable ({exc}); the LM head uses torch's softmax",
+                    f"kernels_triton is not importable ({exc}); the LM head uses torch's softmax and loss",
                     stacklevel=3,
                 )
             _kernels_triton = False
             return None
         _kernels_triton = kernels_triton
     return _kernels_triton or None
+
+
+LOSS_IMPLS = ("auto", "fused", "torch")
+FUSED_LOSS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor, impl: str = "auto") -> torch.Tensor:
+    """Mean cross-entropy of (N, V) logits against (N,) targets.
+
+    - "auto": kernels_triton.cross_entropy for CUDA logits of the dtypes it is tuned for
+      (F.cross_entropy where kernels_triton is not importable), F.cross_entropy otherwise;
+    - "fused": kernels_triton.cross_entropy on any device it runs on (the CPU only under
+      TRITON_INTERPRET=1); ImportError when it is not installed;
+    - "torch": F.cross_entropy.
+
+    The fused loss writes the gradient over `logits` during the forward (inplace_backward):
+    they are the LM head's output, which no backward reads again, so training holds no
+    logits-sized buffer beyond them. Equal to F.cross_entropy's loss and gradients to fp32
+    rounding (tests/minigpt_torch/test_torch_fused_loss.py: <= 1e-6).
+    """
+    if impl == "fused" or (impl == "auto" and logits.is_cuda and logits.dtype in FUSED_LOSS_DTYPES):
+        kernels_triton = _kernels_triton or _triton_module(required=impl == "fused")
+        if kernels_triton is not None:
+            inplace = logits.requires_grad and torch.is_grad_enabled()
+            return kernels_triton.cross_entropy(logits, targets, inplace_backward=inplace)
+    elif impl not in LOSS_IMPLS:
+        raise ValueError(f"loss impl must be one of {LOSS_IMPLS}, got {impl!r}")
+    return F.cross_entropy(logits, targets)
 
 
 def lm_head_softmax(logits: torch.Tensor, impl: str = "auto", *, overwrite: bool = False) -> torch.Tensor:
@@ -131,6 +162,7 @@ class GrammarMiniGPT(nn.Module):
         super().__init__()
         self.config = config
         self.softmax_impl = "auto"  # the LM head's softmax: see lm_head_softmax
+        self.loss_impl = "auto"  # the training loss: see lm_loss
         self.tok_emb = nn.Embedding(config.vocab_size, config.n_embd)
         self.pos_emb = nn.Embedding(config.block_size, config.n_embd)
         self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
@@ -163,7 +195,7 @@ class GrammarMiniGPT(nn.Module):
         cross-entropy instead (computed from the logits, as in training)."""
         logits = self.logits(idx)
         if targets is not None:
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+            return lm_loss(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), self.loss_impl)
         return lm_head_softmax(logits, self.softmax_impl, overwrite=True)
 
     @property

@@ -31,7 +31,7 @@ from minigpt_np.train import Progress, TrainConfig, TrainingDiverged, diverged_m
 from torch.nn.parallel import DistributedDataParallel
 
 from minigpt_torch.adapter import TorchLM
-from minigpt_torch.model import GrammarMiniGPT
+from minigpt_torch.model import GrammarMiniGPT, _triton_module
 from minigpt_torch.weights import from_numpy, name_map
 
 
@@ -45,6 +45,8 @@ class TorchTrainResult:
     tokens_per_s: float
     rank: int
     world_size: int
+    loss_impl: str = "torch"  # what computed the loss: "fused" (kernels_triton) or "torch"
+    peak_memory_bytes: int | None = None  # torch.cuda.max_memory_allocated over training; None on the CPU
 
 
 def adamw(model: GrammarMiniGPT, cfg: TrainConfig) -> torch.optim.AdamW:
@@ -72,9 +74,20 @@ def init_distributed(device: str) -> tuple[int, int, torch.device]:
     return dist.get_rank(), dist.get_world_size(), torch.device(device)
 
 
-def train(cfg: TrainConfig, device: str = "cpu", progress: TextIO | None = sys.stderr) -> TorchTrainResult:
+def loss_in_use(loss: str, device: torch.device) -> str:
+    """The loss `loss` ("auto", "fused", "torch") resolves to on `device`: "auto" is the fused
+    cross-entropy on CUDA when kernels_triton is importable, F.cross_entropy otherwise."""
+    if loss != "auto":
+        return loss
+    return "fused" if device.type == "cuda" and _triton_module() is not None else "torch"
+
+
+def train(
+    cfg: TrainConfig, device: str = "cpu", progress: TextIO | None = sys.stderr, loss: str = "auto"
+) -> TorchTrainResult:
     """Train (under torchrun: this rank's part of it). Rank 0 reports progress and
-    validation loss."""
+    validation loss. `loss`: the training loss, "fused" (kernels_triton.cross_entropy),
+    "torch" (F.cross_entropy) or "auto" (fused on CUDA, torch on the CPU)."""
     rank, world, dev = init_distributed(device)
     if cfg.batch_size % world:
         raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")
@@ -83,6 +96,9 @@ def train(cfg: TrainConfig, device: str = "cpu", progress: TextIO | None = sys.s
     corpus = make_corpus(cfg.n_train_sentences, cfg.n_val_sentences, cfg.seed)
     config = GPTConfig(vocab_size=len(corpus.tokenizer), block_size=cfg.block_size)
     model = from_numpy(MiniGPT.init(config, seed=cfg.seed, dtype=np.dtype(cfg.dtype))).to(dev).train()
+    model.loss_impl = loss_in_use(loss, dev)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
     step_model = DistributedDataParallel(model) if dist.is_initialized() else model
     opt = adamw(model, cfg)
     rng = np.random.default_rng(cfg.seed)
@@ -116,5 +132,7 @@ def train(cfg: TrainConfig, device: str = "cpu", progress: TextIO | None = sys.s
         val = f" | val {val_losses[max(val_losses)]:.3f}" if val_losses else ""
         bar.update(step, f"| loss {losses[-1]:.3f}{val} | lr {lr:.2e} | {tok_s / 1e3:.1f}k tok/s")
     seconds = time.perf_counter() - t0
+    peak = torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None
     return TorchTrainResult(model, corpus, losses, val_losses, seconds,
-                            cfg.steps * cfg.batch_size * cfg.block_size / seconds, rank, world)  # fmt: skip
+                            cfg.steps * cfg.batch_size * cfg.block_size / seconds, rank, world,
+                            model.loss_impl, peak)  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 from labtools import cli
 from labtools.cli import UsageError
 
-OPS = ("softmax", "softmax_backward")
+OPS = ("softmax", "softmax_backward", "log_softmax", "cross_entropy")
 
 
 def configure(parser) -> None:

@@ -1,0 +1,236 @@
+"""cross_entropy(logits, target) in Triton: the loss and its gradient from one read of the logits.
+
+F.cross_entropy's semantics for class-index targets: logits (M, V) or (V,), target (M,) or
+(), ignore_index, reduction "none" / "sum" / "mean" (mean divides by the number of targets
+not ignored: all ignored gives NaN, as in torch), label_smoothing as torch defines it
+(loss = (1 - eps) nll + eps * mean over classes of -log p; ignored rows count nothing).
+
+Traffic. The forward (xent_kernels.cross_entropy_fwd) reads each row once for the loss and
+keeps (max, sum of exp(x - max)) per row, O(M). When the logits need a gradient and the reduction is
+"sum" or "mean", it also writes the gradient of the loss for an upstream gradient of 1 in the
+same launch: from registers where the row fits, else from a second, back-to-front read that
+mostly hits L2. The backward then only scales it by the upstream gradient, in place, and on
+the device skips even that when the upstream gradient is 1 (loss.backward()); so forward and
+backward together read the logits once (twice at most) and write the gradient once, and hold
+no copy of the logits. inplace_backward=True writes that gradient over the logits (as Liger
+and QuACK offer): no memory beyond O(M), and the logits are gone after the forward.
+With reduction="none" the upstream gradient differs by row, so the backward recomputes the
+gradient from the saved statistics: one read of the logits, one write.
+
+Under torch.compile the op is opaque (kernels_triton::cross_entropy_fwd / _bwd with fakes),
+inplace_backward is not honoured, and the backward is the recompute: one read, one write.
+
+A target outside [0, V) that is not ignore_index gives a NaN loss (torch raises); the check
+would cost the host a wait on the device.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels_triton import xent_kernels as K
+from kernels_triton.configs import INTERPRET
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+REDUCTIONS = ("none", "mean", "sum")
+_SCALE_BLOCK = 4096
+
+
+def _check(logits, target, ignore_index, reduction, label_smoothing) -> None:
+    if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
+        raise TypeError("logits and target must be torch.Tensors")
+    if logits.dtype not in DTYPES:
+        raise TypeError(
+            f"logits has dtype {logits.dtype}; cross_entropy takes float32, float16, bfloat16, float64"
+        )
+    if target.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"target has dtype {target.dtype}: class indices (int64 or int32) only")
+    if logits.dim() not in (1, 2) or target.dim() != logits.dim() - 1:
+        raise ValueError(
+            f"logits must be (M, V) with target (M,), or (V,) with a 0-d target; got {tuple(logits.shape)} "
+            f"and {tuple(target.shape)}"
+        )
+    if logits.dim() == 2 and target.shape[0] != logits.shape[0]:
+        raise ValueError(
+            f"Expected input batch_size ({logits.shape[0]}) to match target batch_size ({target.shape[0]})."
+        )
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if target.device != logits.device:
+        raise ValueError(
+            f"target is on {target.device}, logits on {logits.device}: they must be on one device"
+        )
+    if not logits.is_cuda and not INTERPRET:
+        raise ValueError(
+            f"logits is on {logits.device}, and Triton kernels run on CUDA devices (or the CPU with TRITON_INTERPRET=1)"
+        )
+
+
+def _stat_dtype(x: torch.Tensor) -> torch.dtype:
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def _count(target: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    count = torch.empty(1, dtype=torch.int64, device=target.device)
+    K.count_targets[(1,)](target, count, target.shape[0], ignore_index, BLOCK=1024)
+    return count
+
+
+def _forward(
+    x, target, ignore_index: int, reduction: str, smooth: float, grad: torch.Tensor | None, run=True
+):
+    """(loss, stats (2, M), count (1,)) of checked 2-D rows x; writes the gradient for an
+    upstream gradient of 1 into `grad` when given ("sum"/"mean" only). run=False: shapes only."""
+    m, n = x.shape
+    rows = torch.empty(m, dtype=_stat_dtype(x), device=x.device)
+    stats = torch.empty(2, m, dtype=_stat_dtype(x), device=x.device)
+    out = rows if reduction == "none" else torch.empty((), dtype=x.dtype, device=x.device)
+    if not run:
+        return (
+            (out.to(x.dtype) if reduction == "none" else out),
+            stats,
+            torch.empty(1, dtype=torch.int64, device=x.device),
+        )
+    with K.on_device(x):
+        count = _count(target, ignore_index)
+        if m:
+            block, one_pass, warps = K.choose(n, x.element_size())
+            grid = (K.programs(m, n, x.element_size(), one_pass, x.device),)
+            K.cross_entropy_fwd[grid](
+                x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
+                0 if grad is None else grad.stride(0), ignore_index,
+                BLOCK=block, ALIGN=K.align(n, [x] if grad is None else [x, grad]), ONE_PASS=one_pass,
+                IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
+                WRITE_GRAD=grad is not None, MEAN=reduction == "mean", num_warps=warps,
+            )  # fmt: skip
+        if reduction == "none":
+            return rows.to(x.dtype), stats, count
+        K.reduce_loss[(1,)](rows, count, out, m, BLOCK=1024, MEAN=reduction == "mean")
+    return out, stats, count
+
+
+def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str, smooth: float, run=True):
+    """The gradient recomputed from the saved statistics: one read of x, one write."""
+    grad = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if not run or not grad.numel():
+        return grad
+    m, n = x.shape
+    dloss = dloss.to(_stat_dtype(x)).contiguous()
+    block, _, warps = K.choose(n, x.element_size())
+    block = min(block, K.ROW_SHAPES[x.element_size()][1])  # one read a row: the looped tile is enough
+    grid = (K.programs(m, n, x.element_size(), False, x.device),)
+    with K.on_device(x):
+        K.cross_entropy_bwd[grid](
+            x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), ignore_index,
+            BLOCK=block, ALIGN=K.align(n, [x, grad]), IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
+            SMOOTH=float(smooth),
+            PER_ROW=reduction == "none", num_warps=warps,
+        )  # fmt: skip
+    return grad
+
+
+def _scale_unless_one(grad: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
+    """grad *= dloss in place (dloss 0-d), on the device and only when dloss != 1."""
+    if not grad.is_contiguous():  # written over strided logits: not one flat run of elements
+        return grad.copy_(grad.to(_stat_dtype(grad)) * dloss.to(_stat_dtype(grad)))
+    dloss = dloss.reshape(1).to(_stat_dtype(grad))
+    numel = grad.numel()
+    if INTERPRET or not grad.is_cuda:
+        grid = 1
+    else:
+        grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * K._device_caps(grad.device.index)[0])
+    with K.on_device(grad):
+        align = K.align(numel, [grad.view(1, numel)]) if numel else 1
+        K.scale_unless_one[(max(1, grid),)](grad, dloss, numel, BLOCK=_SCALE_BLOCK, ALIGN=align)
+    return grad
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@torch.library.custom_op("kernels_triton::cross_entropy_fwd", mutates_args=())
+def _forward_op(
+    x: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str, smooth: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _forward(x, target, ignore_index, reduction, smooth, None)
+
+
+@_forward_op.register_fake
+def _(x, target, ignore_index, reduction, smooth):
+    return _forward(x, target, ignore_index, reduction, smooth, None, run=False)
+
+
+@torch.library.custom_op("kernels_triton::cross_entropy_bwd", mutates_args=())
+def _backward_op(
+    x: torch.Tensor, target: torch.Tensor, stats: torch.Tensor, count: torch.Tensor, dloss: torch.Tensor,
+    ignore_index: int, reduction: str, smooth: float,
+) -> torch.Tensor:  # fmt: skip
+    return _backward(x, target, stats, count, dloss, ignore_index, reduction, smooth)
+
+
+@_backward_op.register_fake
+def _(x, target, stats, count, dloss, ignore_index, reduction, smooth):
+    return _backward(x, target, stats, count, dloss, ignore_index, reduction, smooth, run=False)
+
+
+class _CrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, target, ignore_index, reduction, smooth, inplace):
+        compiling = torch.compiler.is_compiling()
+        grad = None
+        if reduction != "none" and not compiling:
+            grad = x if inplace else torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        if compiling:
+            loss, stats, count = _forward_op(x, target, ignore_index, reduction, smooth)
+        else:
+            loss, stats, count = _forward(x, target, ignore_index, reduction, smooth, grad)
+        ctx.args = (ignore_index, reduction, smooth)
+        ctx.grad, ctx.inplace = grad, inplace and grad is not None
+        ctx.save_for_backward(None if ctx.inplace else x, target, stats, count)
+        return loss
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dloss):
+        x, target, stats, count = ctx.saved_tensors
+        if ctx.grad is not None:  # written by the forward for dloss == 1
+            grad, ctx.grad = ctx.grad, None
+            return _scale_unless_one(grad, dloss), None, None, None, None, None
+        if x is None:
+            raise RuntimeError("cross_entropy(inplace_backward=True): the gradient was already taken once")
+        if torch.compiler.is_compiling():
+            grad = _backward_op(x, target, stats, count, dloss, *ctx.args)
+        else:
+            grad = _backward(x, target, stats, count, dloss, *ctx.args)
+        return grad, None, None, None, None, None
+
+
+def cross_entropy(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+    inplace_backward: bool = False,
+) -> torch.Tensor:
+    """F.cross_entropy(logits, target, ...) for class-index targets, with Triton kernels
+    forward and backward (autograd works). The loss has logits' dtype, computed in fp32
+    (fp64 for fp64). inplace_backward=True: the gradient is written over `logits` during the
+    forward (the logits must not be needed afterwards; eager only)."""
+    _check(logits, target, ignore_index, reduction, label_smoothing)
+    one = logits.dim() == 1
+    x = logits.unsqueeze(0) if one else logits
+    t = target.reshape(1) if one else target
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    smooth = float(label_smoothing)
+    if torch.compiler.is_compiling() or (logits.requires_grad and torch.is_grad_enabled()):
+        loss = _CrossEntropy.apply(x, t, int(ignore_index), reduction, smooth, bool(inplace_backward))
+    else:
+        loss = _forward(x, t, int(ignore_index), reduction, smooth, None)[0]
+    return loss.reshape(()) if one and reduction == "none" else loss

@@ -1,0 +1,128 @@
+"""log_softmax(x, dim) in Triton, forward and backward: the public op.
+
+F.log_softmax's semantics: any dim and layout (the dim is moved last and the rows made unit
+stride, a copy only when they are not), fp32, fp16, bf16 and fp64, autograd, torch.compile.
+The kernels (xent_kernels.log_softmax_fwd / _bwd) reduce a row as the softmax does (max and
+sum of exponentials, online where the row loops) and end in another epilogue:
+y = (x - max) - log(sum), dx = dy - exp(y) * sum(dy).
+
+One autograd path, _LogSoftmax. Eager calls launch the kernels directly; while torch.compile
+or torch.export traces, it calls the opaque custom ops kernels_triton::log_softmax and
+kernels_triton::log_softmax_backward, each with a shape-only fake.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels_triton import xent_kernels as K
+from kernels_triton.configs import INTERPRET
+from kernels_triton.softmax import SoftmaxDimError, _from_rows, _rows
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def _check(x, dim, what: str) -> int:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in DTYPES:
+        raise TypeError(f"{what} has dtype {x.dtype}; log_softmax takes float32, float16, bfloat16, float64")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    ndim = max(x.dim(), 1)
+    if not -ndim <= dim < ndim:
+        raise SoftmaxDimError(
+            f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})"
+        )
+    if not x.is_cuda and not INTERPRET:
+        raise ValueError(
+            f"{what} is on {x.device}, and Triton kernels run on CUDA devices (or the CPU with TRITON_INTERPRET=1)"
+        )
+    return dim % ndim
+
+
+def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
+    """kernel over m rows of n elements; rows: the (m, n) tensors, output last."""
+    block, one_pass, warps = K.choose(n, rows[0].element_size())
+    grid = (K.programs(m, n, rows[0].element_size(), one_pass, rows[0].device),)
+    with K.on_device(rows[0]):
+        kernel[grid](
+            *rows, m, n, *(r.stride(0) for r in rows),
+            BLOCK=block, ALIGN=K.align(n, rows), ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64, num_warps=warps,
+        )  # fmt: skip
+
+
+def _forward(x: torch.Tensor, dim: int, run: bool = True) -> torch.Tensor:
+    """log_softmax(x, dim) of a checked x; run=False allocates the output only (the fake)."""
+    x2 = _rows(x, dim)
+    y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
+    if x2.numel() and run:
+        _launch(K.log_softmax_fwd, [x2, y2], *x2.shape)
+    return _from_rows(y2, x, dim)
+
+
+def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, run: bool = True) -> torch.Tensor:
+    dy = dy if dy.dtype == y.dtype else dy.to(y.dtype)
+    y2, dy2 = _rows(y, dim), _rows(dy, dim)
+    dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
+    if y2.numel() and run:
+        _launch(K.log_softmax_bwd, [y2, dy2, dx2], *y2.shape)
+    return _from_rows(dx2, y, dim)
+
+
+@torch.library.custom_op("kernels_triton::log_softmax", mutates_args=())
+def _log_softmax_op(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return _forward(x, dim)
+
+
+@_log_softmax_op.register_fake
+def _(x, dim):
+    return _forward(x, dim, run=False)
+
+
+@torch.library.custom_op("kernels_triton::log_softmax_backward", mutates_args=())
+def _log_softmax_backward_op(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+    return _backward(y, dy, dim)
+
+
+@_log_softmax_backward_op.register_fake
+def _(y, dy, dim):
+    return _backward(y, dy, dim, run=False)
+
+
+class _LogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        y = _log_softmax_op(x, dim) if torch.compiler.is_compiling() else _forward(x, dim)
+        ctx.save_for_backward(y)
+        ctx.dim = dim
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        if torch.compiler.is_compiling():
+            return _log_softmax_backward_op(y, dy, ctx.dim), None
+        return _backward(y, dy, ctx.dim), None
+
+
+def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """F.log_softmax(x, dim) with Triton kernels forward and backward (autograd works).
+
+    x: fp32, fp16, bf16 or fp64, any shape and layout, on a CUDA device (or the CPU under
+    TRITON_INTERPRET=1); the result has x's dtype and shape. A row of all -inf, or with NaN
+    or +inf, gives NaN, as in torch. Under torch.compile it is one opaque op with its backward.
+    """
+    dim = _check(x, dim, "x")
+    if torch.compiler.is_compiling() or (x.requires_grad and torch.is_grad_enabled()):
+        return _LogSoftmax.apply(x, dim)
+    return _forward(x, dim)
+
+
+def log_softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """The backward alone: dx = dy - exp(y) * sum(dy, dim) from the forward's output y."""
+    dim = _check(y, dim, "y")
+    _check(dy, dim, "dy")
+    if dy.shape != y.shape:
+        raise ValueError(f"dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}: they must match")
+    return _backward(y, dy, dim)

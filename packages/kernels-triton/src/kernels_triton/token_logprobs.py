@@ -1,0 +1,116 @@
+"""token_logprobs_and_entropy(logits, target): log p(target) and the entropy of each row, from one
+read of the logits, with their backward: the quantities RL training recomputes.
+
+    logp[i] = log_softmax(x[i])[t[i]]          (0 where t[i] == ignore_index)
+    H[i]    = -sum_j p_ij log p_ij
+    d logp / dx = onehot(t) - p                d H / dx = -p (log p + H)
+
+The forward (xent_kernels.token_stats_fwd) keeps (max, log-sum-exp) per row, O(M); the
+backward reads the logits once and writes the gradient once. Both results are fp32 (fp64 for
+fp64 logits). Under torch.compile the op is opaque (kernels_triton::token_stats_fwd / _bwd).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels_triton import xent_kernels as K
+from kernels_triton.cross_entropy import _check, _stat_dtype
+
+
+def _forward(x, target, ignore_index: int, run: bool = True):
+    m, n = x.shape
+    logp = torch.empty(m, dtype=_stat_dtype(x), device=x.device)
+    ent = torch.empty(m, dtype=_stat_dtype(x), device=x.device)
+    stats = torch.empty(2, m, dtype=_stat_dtype(x), device=x.device)
+    if run and m:
+        block, one_pass, warps = K.choose(n, x.element_size())
+        grid = (K.programs(m, n, x.element_size(), one_pass, x.device),)
+        with K.on_device(x):
+            K.token_stats_fwd[grid](
+                x, target, logp, ent, stats, m, n, x.stride(0), ignore_index,
+                BLOCK=block, ALIGN=K.align(n, [x]), ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
+                num_warps=warps,
+            )  # fmt: skip
+    return logp, ent, stats
+
+
+def _backward(x, target, stats, ent, dlogp, dent, ignore_index: int, run: bool = True):
+    grad = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if run and grad.numel():
+        m, n = x.shape
+        block, _, warps = K.choose(n, x.element_size())
+        block = min(block, K.ROW_SHAPES[x.element_size()][1])
+        grid = (K.programs(m, n, x.element_size(), False, x.device),)
+        dlogp = dlogp.to(_stat_dtype(x)).contiguous()
+        dent = dent.to(_stat_dtype(x)).contiguous()
+        with K.on_device(x):
+            K.token_stats_bwd[grid](
+                x, target, stats, ent, dlogp, dent, grad, m, n, x.stride(0), grad.stride(0), ignore_index,
+                BLOCK=block, ALIGN=K.align(n, [x, grad]), IS_FP64=x.dtype == torch.float64, num_warps=warps,
+            )  # fmt: skip
+    return grad
+
+
+@torch.library.custom_op("kernels_triton::token_stats_fwd", mutates_args=())
+def _forward_op(
+    x: torch.Tensor, target: torch.Tensor, ignore_index: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _forward(x, target, ignore_index)
+
+
+@_forward_op.register_fake
+def _(x, target, ignore_index):
+    return _forward(x, target, ignore_index, run=False)
+
+
+@torch.library.custom_op("kernels_triton::token_stats_bwd", mutates_args=())
+def _backward_op(
+    x: torch.Tensor, target: torch.Tensor, stats: torch.Tensor, ent: torch.Tensor,
+    dlogp: torch.Tensor, dent: torch.Tensor, ignore_index: int,
+) -> torch.Tensor:  # fmt: skip
+    return _backward(x, target, stats, ent, dlogp, dent, ignore_index)
+
+
+@_backward_op.register_fake
+def _(x, target, stats, ent, dlogp, dent, ignore_index):
+    return _backward(x, target, stats, ent, dlogp, dent, ignore_index, run=False)
+
+
+class _TokenStats(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, target, ignore_index):
+        compiling = torch.compiler.is_compiling()
+        logp, ent, stats = (_forward_op if compiling else _forward)(x, target, ignore_index)
+        ctx.save_for_backward(x, target, stats, ent)
+        ctx.ignore_index = ignore_index
+        ctx.mark_non_differentiable(stats)
+        return logp, ent
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dlogp, dent):
+        x, target, stats, ent = ctx.saved_tensors
+        dlogp = torch.zeros_like(ent) if dlogp is None else dlogp
+        dent = torch.zeros_like(ent) if dent is None else dent
+        backward = _backward_op if torch.compiler.is_compiling() else _backward
+        return backward(x, target, stats, ent, dlogp, dent, ctx.ignore_index), None, None
+
+
+def token_logprobs_and_entropy(
+    logits: torch.Tensor, target: torch.Tensor, ignore_index: int = -100
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log p(target) per row, entropy per row) of logits (M, V) and class indices target (M,),
+    in fp32 (fp64 for fp64 logits); differentiable in the logits. Rows whose target is
+    ignore_index get log p = 0 (and no gradient through it); their entropy is still computed."""
+    _check(logits, target, ignore_index, "none", 0.0)
+    one = logits.dim() == 1
+    x = logits.unsqueeze(0) if one else logits
+    t = (target.reshape(1) if one else target).contiguous()
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    if torch.compiler.is_compiling() or (logits.requires_grad and torch.is_grad_enabled()):
+        logp, ent = _TokenStats.apply(x, t, int(ignore_index))
+    else:
+        logp, ent = _forward(x, t, int(ignore_index))[:2]
+    return (logp.reshape(()), ent.reshape(())) if one else (logp, ent)

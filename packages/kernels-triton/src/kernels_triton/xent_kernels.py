@@ -1,0 +1,476 @@
+"""Triton kernels of log_softmax, cross-entropy and the per-token log-probability / entropy.
+
+Every kernel sees its tensors as (M, N) matrices with unit column stride and any row stride:
+one row is one distribution over N classes. A program takes one row at a time, in a
+persistent grid (row = pid, pid + programs, ...), so that the number of rows in flight, and
+so the bytes the second pass over a row hopes to find in L2, is bounded (rows_in_flight).
+
+A row is covered in one of two ways, by one constexpr, ONE_PASS (choose() decides it):
+
+  ONE_PASS   the row is loaded into registers once, reduced, and the epilogue (log-softmax,
+             loss and gradient) is computed from those registers: N read, N written.
+  looped     pass 1 walks the row in BLOCK-wide tiles keeping the row's running max (one
+             max across the program a tile) and, lane by lane, the sum of exp(x - max),
+             rescaled when the max grows (the online softmax), and where asked the running
+             sums the loss and the entropy need. Pass 2, where there is an output of the
+             row's length, walks the row again back to front: its first tiles are those pass
+             1 read last, the likeliest to still be in L2 (pass 1 reads with L2 priority
+             evict_last, pass 2 reads and writes with evict_first).
+
+One exponential an element a pass: a tile max costs a reduction across the program, but a
+running max kept lane by lane costs a second exponential an element (the rescale), and at an
+H200's bandwidth the exponentials of two passes would be near the special-function units'
+throughput.
+
+Invariants:
+- A row's arithmetic depends only on (N, dtype, BLOCK): BLOCK comes from (N, dtype) alone
+  (choose()), never from M, so a row gives the same bits alone or in any batch.
+- The accumulators are fp32 (fp64 for fp64 storage). Sums that feed a difference with the
+  max are kept relative to the lane's running max (the sum of x - max, the sum of
+  exp(x - max) * (x - max)) and shifted when the max grows, so a row of logits near 1e4
+  loses no digits to the cancellation lse - x.
+- -inf entries weigh nothing; a row with NaN or +inf gives NaN, and a row of only -inf gives
+  NaN, as in torch. A reference point of 0 stands in for the max while a lane has seen only
+  -inf (exp(-inf - -inf) would be NaN).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels_triton.configs import INTERPRET
+
+NEG_INF = tl.constexpr(float("-inf"))
+
+
+@triton.jit
+def _acc(x, IS_FP64: tl.constexpr):
+    """x widened to the accumulator type."""
+    if IS_FP64:
+        return x.to(tl.float64)
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
+def _row(ptr, row, stride, ALIGN: tl.constexpr):
+    """Pointer to the start of row `row` (int64 offsets: M * stride may pass 2**31). ALIGN
+    divides every row stride (align()): the hint lets the compiler use 16-byte vectors."""
+    return ptr + tl.multiple_of(tl.cast(row, tl.int64) * stride, ALIGN)
+
+
+@triton.jit
+def _in_row(cols, N, ALIGN: tl.constexpr):
+    """cols < N, written so that the compiler sees the mask constant over runs of ALIGN lanes
+    (ALIGN divides N): masked loads and stores stay vectors."""
+    return cols // ALIGN < N // ALIGN
+
+
+@triton.jit
+def _ref(m):
+    """The reference point for exponentials: the max, or 0 while the max is -inf."""
+    return tl.where(m == NEG_INF, 0.0, m)
+
+
+@triton.jit
+def _const(value: tl.constexpr, IS_FP64: tl.constexpr):
+    """A Python float in the accumulator type, not rounded through fp32 on the way."""
+    if IS_FP64:
+        return tl.full([], value, tl.float64)
+    else:
+        return tl.full([], value, tl.float32)
+
+
+@triton.jit
+def _tile_stats(x, valid, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
+    """A row held whole in registers (x; -inf where not valid): (max, e = exp(x - R),
+    S = sum e, sum (x - R) over valid entries, sum e (x - R)), R = _ref(max). e is returned
+    for the epilogue (the softmax is e / S): one exponential an element."""
+    big = tl.max(x, 0)
+    r = _ref(big)
+    e = tl.exp(x - r)
+    total = tl.sum(e, 0)
+    sum_x = 0.0
+    sum_xe = 0.0
+    if SUM_X:
+        sum_x = tl.sum(tl.where(valid, x - r, 0.0), 0)
+    if SUM_XE:
+        sum_xe = tl.sum(tl.where(x == NEG_INF, 0.0, e * (x - r)), 0)
+    return big, e, total, sum_x, sum_xe
+
+
+@triton.jit
+def _row_stats(
+    row_ptr,
+    N,
+    BLOCK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    IS_FP64: tl.constexpr,
+    SUM_X: tl.constexpr,
+    SUM_XE: tl.constexpr,
+):
+    """Pass 1 of the looped path: _tile_stats' (max, S, sum (x - R), sum e (x - R)) from one
+    read of the row in BLOCK-wide tiles. The running max is the row's so far (one max across
+    the program a tile); every lane's sums are relative to it and are moved to the new one,
+    by one exponential a tile, when it grows: one exponential an element. All lanes share the
+    reference, so the sum of x - R over the elements already seen moves by their count
+    (start: every tile before the last is full) times the change."""
+    cols = tl.arange(0, BLOCK)
+    zero = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
+    s = zero
+    sx = zero
+    w = zero
+    big = _const(float("-inf"), IS_FP64)
+    shift = _const(0.0, IS_FP64)
+    for start in range(0, N, BLOCK):
+        c = start + cols
+        valid = _in_row(c, N, ALIGN)
+        x = _acc(tl.load(row_ptr + c, mask=valid, other=float("-inf"), eviction_policy="evict_last"), IS_FP64)
+        new = tl.maximum(big, tl.max(x, 0))
+        r_old = _ref(big)
+        r_new = _ref(new)
+        scale = tl.exp(big - r_new)
+        e = tl.exp(x - r_new)
+        if SUM_XE:
+            moved = tl.where(scale > 0, scale * (w + s * (r_old - r_new)), 0.0)
+            w = moved + tl.where(x == NEG_INF, 0.0, e * (x - r_new))
+        s = s * scale + e
+        if SUM_X:
+            shift += start * (r_old - r_new)
+            sx += tl.where(valid, x - r_new, 0.0)
+        big = new
+    sum_x = 0.0
+    sum_xe = 0.0
+    if SUM_X:
+        sum_x = tl.sum(sx, 0) + shift
+    if SUM_XE:
+        sum_xe = tl.sum(w, 0)
+    return big, tl.sum(s, 0), sum_x, sum_xe
+
+
+# --- log_softmax ------------------------------------------------------------------------
+
+
+@triton.jit
+def log_softmax_fwd(
+    X,
+    Y,
+    M,
+    N,
+    stride_x,
+    stride_y,
+    BLOCK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    IS_FP64: tl.constexpr,
+):
+    """y = (x - max) - log(sum exp(x - max)) along each row."""
+    cols = tl.arange(0, BLOCK)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x_row = _row(X, row, stride_x, ALIGN)
+        y_row = _row(Y, row, stride_y, ALIGN)
+        if ONE_PASS:
+            valid = _in_row(cols, N, ALIGN)
+            x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
+            big, _, total, _, _ = _tile_stats(x, valid, False, False)
+            y = (x - big) - tl.log(total)
+            tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=valid)
+        else:
+            big, total, _, _ = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, False, False)
+            log_total = tl.log(total)
+            for i in range(0, tl.cdiv(N, BLOCK)):
+                c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols  # back to front: L2's freshest first
+                valid = _in_row(c, N, ALIGN)
+                x = _acc(tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64)
+                y = (x - big) - log_total
+                tl.store(y_row + c, y.to(Y.dtype.element_ty), mask=valid, eviction_policy="evict_first")
+
+
+@triton.jit
+def log_softmax_bwd(
+    Y, DY, DX, M, N, stride_y, stride_dy, stride_dx,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+):  # fmt: skip
+    """dx = dy - exp(y) * sum(dy) along each row."""
+    cols = tl.arange(0, BLOCK)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        y_row = _row(Y, row, stride_y, ALIGN)
+        dy_row = _row(DY, row, stride_dy, ALIGN)
+        dx_row = _row(DX, row, stride_dx, ALIGN)
+        if ONE_PASS:
+            valid = _in_row(cols, N, ALIGN)
+            dy = _acc(tl.load(dy_row + cols, mask=valid, other=0.0), IS_FP64)
+            y = _acc(tl.load(y_row + cols, mask=valid, other=float("-inf")), IS_FP64)
+            dx = dy - tl.exp(y) * tl.sum(dy, 0)
+            tl.store(dx_row + cols, dx.to(DX.dtype.element_ty), mask=valid)
+        else:
+            acc = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
+            for start in range(0, N, BLOCK):
+                acc += _acc(
+                    tl.load(dy_row + start + cols, mask=_in_row(start + cols, N, ALIGN), other=0.0), IS_FP64
+                )
+            total = tl.sum(acc, 0)
+            for i in range(0, tl.cdiv(N, BLOCK)):
+                c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols
+                valid = _in_row(c, N, ALIGN)
+                dy = _acc(tl.load(dy_row + c, mask=valid, other=0.0), IS_FP64)
+                y = _acc(tl.load(y_row + c, mask=valid, other=float("-inf")), IS_FP64)
+                tl.store(dx_row + c, (dy - tl.exp(y) * total).to(DX.dtype.element_ty), mask=valid)
+
+
+# --- cross-entropy ----------------------------------------------------------------------
+
+
+@triton.jit
+def _ce_grad(p, c, t, smooth, N, scale):
+    """(p - (1 - eps) onehot(t) - eps / N) * scale for the columns c of a row; p the softmax."""
+    g = p - tl.where(c == t, 1.0 - smooth, 0.0) - smooth / N
+    return g * scale
+
+
+@triton.jit
+def cross_entropy_fwd(
+    X, T, LOSS, STATS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+    SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
+):  # fmt: skip
+    """Per row: loss = log S + (1 - eps)(max - x[t]) - eps * sum(x - max) / N, where
+    S = sum exp(x - max); 0 where t == ignore_index, NaN where t is out of range. STATS
+    (2, M) keeps (max, S) for a later backward. WRITE_GRAD: also the gradient of the
+    summed (MEAN: averaged over the COUNT non-ignored rows) loss, for an upstream gradient
+    of 1, into G (which may be X itself: each tile is read before it is written).
+    SMOOTH: the label smoothing eps, a constexpr so that fp64 rows get it unrounded."""
+    cols = tl.arange(0, BLOCK)
+    smooth = _const(SMOOTH, IS_FP64)
+    scale_all = 1.0
+    if WRITE_GRAD and MEAN:
+        scale_all = 1.0 / _acc(tl.load(COUNT), IS_FP64)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x_row = _row(X, row, stride_x, ALIGN)
+        t = tl.load(T + row).to(tl.int64)
+        counted = t != ignore_index
+        in_range = (t >= 0) & (t < N)
+        x_t = _acc(tl.load(x_row + t, mask=counted & in_range, other=float("nan")), IS_FP64)
+        if ONE_PASS:
+            valid = _in_row(cols, N, ALIGN)
+            x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
+            big, e, total, sum_x, _ = _tile_stats(x, valid, SMOOTH != 0.0, False)
+        else:
+            big, total, sum_x, _ = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, SMOOTH != 0.0, False)
+        log_total = tl.log(total)
+        loss = log_total + (big - x_t)
+        if SMOOTH != 0.0:
+            loss = log_total + (1.0 - smooth) * (big - x_t) - smooth * (sum_x / N)
+        loss = tl.where(counted, loss, 0.0)
+        tl.store(LOSS + row, loss.to(LOSS.dtype.element_ty))
+        tl.store(STATS + row, big.to(STATS.dtype.element_ty))
+        tl.store(STATS + M + row, total.to(STATS.dtype.element_ty))
+        if WRITE_GRAD:
+            g_row = _row(G, row, stride_g, ALIGN)
+            scale = tl.where(counted, scale_all, 0.0)
+            inv_total = 1.0 / total
+            if ONE_PASS:
+                g = _ce_grad(e * inv_total, cols, t, smooth, N, scale)
+                tl.store(g_row + cols, g.to(G.dtype.element_ty), mask=valid)
+            else:
+                for i in range(0, tl.cdiv(N, BLOCK)):
+                    c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols
+                    valid = _in_row(c, N, ALIGN)
+                    x = _acc(
+                        tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64
+                    )
+                    g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale)
+                    tl.store(g_row + c, g.to(G.dtype.element_ty), mask=valid, eviction_policy="evict_first")
+
+
+@triton.jit
+def cross_entropy_bwd(
+    X, T, STATS, DLOSS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, IS_FP64: tl.constexpr, MEAN: tl.constexpr, SMOOTH: tl.constexpr,
+    PER_ROW: tl.constexpr,
+):  # fmt: skip
+    """The gradient from the saved (max, S), one read of the logits and one write.
+    PER_ROW (reduction "none"): the row's gradient times DLOSS[row]. Otherwise DLOSS[0]
+    scales the gradient of the summed (MEAN: averaged) loss with the very operations, in the
+    same order and roundings, that cross_entropy_fwd's WRITE_GRAD and scale_unless_one apply:
+    a second backward gives the first one's bits."""
+    cols = tl.arange(0, BLOCK)
+    smooth = _const(SMOOTH, IS_FP64)
+    scale_all = 1.0
+    if MEAN:
+        scale_all = 1.0 / _acc(tl.load(COUNT), IS_FP64)
+    d = tl.load(DLOSS)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x_row = _row(X, row, stride_x, ALIGN)
+        g_row = _row(G, row, stride_g, ALIGN)
+        t = tl.load(T + row).to(tl.int64)
+        if PER_ROW:
+            scale = _acc(tl.load(DLOSS + row), IS_FP64)
+        else:
+            scale = scale_all
+        scale = tl.where(t != ignore_index, scale, 0.0)
+        big = tl.load(STATS + row)
+        inv_total = 1.0 / tl.load(STATS + M + row)
+        for start in range(0, N, BLOCK):
+            c = start + cols
+            valid = _in_row(c, N, ALIGN)
+            x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
+            g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale).to(G.dtype.element_ty)
+            if not PER_ROW:
+                if d != 1.0:
+                    g = (g.to(DLOSS.dtype.element_ty) * d).to(G.dtype.element_ty)
+            tl.store(g_row + c, g, mask=valid)
+
+
+@triton.jit
+def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
+    """G *= DOUT[0] (DOUT fp32, fp64 for fp64 G), skipped (no read, no write) when DOUT[0] == 1,
+    the usual loss.backward(). The test is on the device, so the host never waits for it."""
+    d = tl.load(DOUT)
+    if d != 1.0:
+        offs = tl.arange(0, BLOCK).to(tl.int64)
+        for start in range(tl.program_id(0).to(tl.int64) * BLOCK, numel, tl.num_programs(0) * BLOCK):
+            mask = _in_row(start + offs, numel, ALIGN)
+            g = tl.load(G + start + offs, mask=mask, other=0.0).to(DOUT.dtype.element_ty)
+            tl.store(G + start + offs, (g * d).to(G.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def count_targets(T, COUNT, M, ignore_index, BLOCK: tl.constexpr):
+    """COUNT[0] = number of targets != ignore_index (one program)."""
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.int64)
+    for start in range(0, M, BLOCK):
+        t = tl.load(T + start + offs, mask=start + offs < M, other=ignore_index)
+        acc += (t != ignore_index).to(tl.int64)
+    tl.store(COUNT, tl.sum(acc, 0))
+
+
+@triton.jit
+def reduce_loss(LOSS, COUNT, OUT, M, BLOCK: tl.constexpr, MEAN: tl.constexpr):
+    """OUT[0] = sum(LOSS) (/ COUNT for MEAN), lanes then a fixed tree: deterministic."""
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], LOSS.dtype.element_ty)  # fp32, fp64 for fp64 logits
+    for start in range(0, M, BLOCK):
+        acc += tl.load(LOSS + start + offs, mask=start + offs < M, other=0.0)
+    total = tl.sum(acc, 0)
+    if MEAN:
+        total = total / tl.load(COUNT).to(LOSS.dtype.element_ty)
+    tl.store(OUT, total.to(OUT.dtype.element_ty))
+
+
+# --- per-token log-probability and entropy ----------------------------------------------
+
+
+@triton.jit
+def token_stats_fwd(
+    X, T, LOGP, ENT, STATS, M, N, stride_x, ignore_index,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+):  # fmt: skip
+    """Per row: log p[t] = (x[t] - max) - log S (0 where t == ignore_index) and the entropy
+    H = -sum p log p = log S - sum exp(x - max)(x - max) / S; STATS keeps (max, log S)."""
+    cols = tl.arange(0, BLOCK)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x_row = _row(X, row, stride_x, ALIGN)
+        t = tl.load(T + row).to(tl.int64)
+        counted = t != ignore_index
+        x_t = _acc(tl.load(x_row + t, mask=counted & (t >= 0) & (t < N), other=float("nan")), IS_FP64)
+        if ONE_PASS:
+            valid = _in_row(cols, N, ALIGN)
+            x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
+            big, _, total, _, sum_xe = _tile_stats(x, valid, False, True)
+        else:
+            big, total, _, sum_xe = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, False, True)
+        log_total = tl.log(total)
+        tl.store(LOGP + row, tl.where(counted, (x_t - big) - log_total, 0.0).to(LOGP.dtype.element_ty))
+        tl.store(ENT + row, (log_total - sum_xe / total).to(ENT.dtype.element_ty))
+        tl.store(STATS + row, big.to(STATS.dtype.element_ty))
+        tl.store(STATS + M + row, log_total.to(STATS.dtype.element_ty))
+
+
+@triton.jit
+def token_stats_bwd(
+    X, T, STATS, ENT, DLOGP, DENT, G, M, N, stride_x, stride_g, ignore_index,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, IS_FP64: tl.constexpr,
+):  # fmt: skip
+    """dx = dlogp (onehot(t) - p) - dH p (log p + H), one read of the row and one write;
+    p log p is 0 where p is (x = -inf)."""
+    cols = tl.arange(0, BLOCK)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x_row = _row(X, row, stride_x, ALIGN)
+        g_row = _row(G, row, stride_g, ALIGN)
+        t = tl.load(T + row).to(tl.int64)
+        dlogp = tl.where(t != ignore_index, _acc(tl.load(DLOGP + row), IS_FP64), 0.0)
+        dent = _acc(tl.load(DENT + row), IS_FP64)
+        ent = _acc(tl.load(ENT + row), IS_FP64)
+        big = tl.load(STATS + row)
+        log_total = tl.load(STATS + M + row)
+        for start in range(0, N, BLOCK):
+            c = start + cols
+            valid = _in_row(c, N, ALIGN)
+            x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
+            logp = (x - big) - log_total
+            p = tl.exp(logp)
+            g = dlogp * (tl.where(c == t, 1.0, 0.0) - p) - dent * tl.where(p > 0, p * (logp + ent), 0.0)
+            tl.store(g_row + c, g.to(G.dtype.element_ty), mask=valid)
+
+
+# --- launch shapes ----------------------------------------------------------------------
+
+# (largest row held whole in registers, looped BLOCK, num_warps of the looped path) by storage
+# bytes per element. A row in registers costs next_pow2(N) fp32 values over the program's
+# threads; past these it would spill. The looped BLOCK reads 16 KB of the row per step.
+ROW_SHAPES = {2: (16384, 8192, 16), 4: (8192, 4096, 16), 8: (4096, 2048, 16)}
+
+
+def align(n: int, rows: list[torch.Tensor]) -> int:
+    """The largest power of two, at most 16 bytes of elements, dividing n and every row stride
+    of `rows`: the ALIGN the kernels' vector hints rely on (1 for an odd n, as GPT-2's 50257)."""
+    a = 16 // rows[0].element_size()
+    while a > 1 and (n % a or any(t.stride(0) % a for t in rows if t.shape[0] > 1)):
+        a //= 2
+    return a
+
+
+def choose(n: int, itemsize: int) -> tuple[int, bool, int]:
+    """(BLOCK, ONE_PASS, num_warps) for rows of n elements of `itemsize` bytes: a function of
+    (n, dtype) only, so a row's reduction order never depends on the batch."""
+    whole, block, warps = ROW_SHAPES[itemsize]
+    width = triton.next_power_of_2(max(n, 1))
+    if width <= whole:
+        return width, True, min(16, max(4, width // 512))
+    return block, False, warps
+
+
+INTERPRETER_PROGRAMS = 3  # under the interpreter: few programs, so the persistent loop runs
+MIN_PROGRAMS_PER_SM = 2
+
+
+@functools.cache
+def _device_caps(index: int) -> tuple[int, int]:
+    props = torch.cuda.get_device_properties(index)
+    return props.multi_processor_count, props.L2_cache_size
+
+
+def programs(m: int, n: int, itemsize: int, one_pass: bool, device: torch.device) -> int:
+    """Grid size for m rows. A looped row is read twice, and the second read should find it in
+    L2: so the rows in flight are held to about half the L2, but to no fewer than
+    MIN_PROGRAMS_PER_SM a SM (one program's tile, 16 KB, is too few bytes in flight to cover
+    memory latency alone) and no more than four."""
+    if INTERPRET or device.type != "cuda":
+        return max(1, min(m, INTERPRETER_PROGRAMS))
+    if one_pass:
+        return max(1, m)
+    sms, l2 = _device_caps(device.index if device.index is not None else torch.cuda.current_device())
+    in_flight = min(4 * sms, max(MIN_PROGRAMS_PER_SM * sms, l2 // (2 * n * itemsize)))
+    return max(1, min(m, in_flight))
+
+
+def on_device(t: torch.Tensor):
+    """Launches run on t's device whatever the current device."""
+    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()

@@ -1,0 +1,349 @@
+"""kernels_triton.cross_entropy and token_logprobs_and_entropy against torch on float64.
+
+Without a GPU these run under Triton's interpreter on small vocabularies, on both paths (row
+held whole; looped, forced by shrinking xent_kernels.ROW_SHAPES). Outputs come from
+NaN-poisoned memory (torch.empty patched). The `gpu` tests run GPT-2's and Llama 3's
+vocabularies in bf16 and fp32, and check the memory the op holds.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+from kernels_triton import cross_entropy, token_logprobs_and_entropy
+from kernels_triton import xent_kernels as K
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:invalid value encountered:RuntimeWarning",
+    "ignore:divide by zero:RuntimeWarning",
+    "ignore:overflow encountered:RuntimeWarning",
+)
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+IGNORE = -100
+
+
+@pytest.fixture(params=["one_pass", "looped"])
+def path(request, monkeypatch):
+    whole = 1 if request.param == "looped" else 4096
+    monkeypatch.setattr(K, "ROW_SHAPES", {k: (whole, 32, 4) for k in (2, 4, 8)})
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def poisoned(monkeypatch):
+    empty = torch.empty
+
+    def poisoned_empty(*args, **kwargs):
+        t = empty(*args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t.fill_(-7)
+
+    monkeypatch.setattr(torch, "empty", poisoned_empty)
+
+
+def logits_and_targets(m: int, v: int, dtype, seed: int = 0, special: bool = True):
+    """Normal logits with, when `special`, a -inf entry, a target at -inf, a row near 1e4, a
+    NaN row, a row of only -inf, and an ignored target."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(m, v, generator=g, dtype=torch.float64) * 3
+    t = torch.randint(0, v, (m,), generator=g)
+    if special:
+        x[0, (t[0] + 1) % v] = float("-inf")
+        x[1, t[1]] = float("-inf")
+        x[2] += 1e4
+        x[3, 0] = float("nan")
+        x[4] = float("-inf")
+        t[5] = IGNORE
+    return x.to(dtype).to(DEVICE), t.to(DEVICE)
+
+
+def check(x, t, reduction, eps, dloss_scale=1.7):
+    """Loss and gradient against torch's on float64: within the dtype's rounding of the
+    result, or no further off than torch's own result in that dtype (twice)."""
+    kw = dict(reduction=reduction, label_smoothing=eps, ignore_index=IGNORE)
+    xa = x.clone().requires_grad_()
+    loss = cross_entropy(xa, t, **kw)
+    x64 = x.double().clone().requires_grad_()
+    want = F.cross_entropy(x64, t, **kw)
+    xt = x.clone().requires_grad_()
+    theirs = F.cross_entropy(xt, t, **kw)
+    assert loss.dtype == x.dtype and loss.shape == want.shape
+    dloss = torch.randn(want.shape, dtype=torch.float64, device=DEVICE) if reduction == "none" else None
+    dloss = torch.tensor(dloss_scale, dtype=torch.float64, device=DEVICE) if dloss is None else dloss
+    loss.backward(dloss.to(x.dtype))
+    want.backward(dloss)
+    theirs.backward(dloss.to(x.dtype))
+    rel = {torch.float64: 1e-12, torch.float32: 2e-6, torch.bfloat16: 8e-3}[x.dtype]
+    for got, ref, their in ((loss, want, theirs), (xa.grad, x64.grad, xt.grad)):
+        assert torch.equal(got.isnan(), ref.isnan()), (got, ref)
+        err = (got.double() - ref).abs().nan_to_num(0)
+        their_err = (their.double() - ref).abs().nan_to_num(0)
+        size = ref.abs().nan_to_num(0, 0, 0)
+        scale = size.amax(-1, keepdim=True) if size.dim() else size  # a row's gradient: its largest entry
+        bound = torch.maximum(rel * (size + scale + 1e-7), 2 * their_err)
+        assert not (err > bound).any(), f"worst {err.max().item()}, torch's {their_err.max().item()}"
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_loss_and_gradient_match_float64(path, dtype, eps, reduction):
+    x, t = logits_and_targets(8, 70, dtype)
+    check(x, t, reduction, eps)
+    x, t = logits_and_targets(6, 70, dtype, seed=1, special=False)  # finite: the mean and sum are too
+    check(x, t, reduction, eps)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_float64_to_the_last_bits(path, reduction):
+    x, t = logits_and_targets(6, 50, torch.float64, special=False)
+    t[2] = IGNORE
+    check(x, t, reduction, 0.25)
+
+
+def test_upstream_gradient_of_one_and_a_second_backward(path):
+    """loss.backward() (upstream 1: the in-place scaling is skipped on the device), and a
+    second backward through a retained graph (recomputed from the saved statistics)."""
+    x, t = logits_and_targets(5, 40, torch.float64, special=False)
+    xa = x.clone().requires_grad_()
+    loss = cross_entropy(xa, t)
+    loss.backward(retain_graph=True)
+    first = xa.grad.clone()
+    loss.backward(torch.tensor(3.0, dtype=torch.float64, device=DEVICE))
+    x64 = x.clone().requires_grad_()
+    (want,) = torch.autograd.grad(F.cross_entropy(x64, t), x64)
+    torch.testing.assert_close(first, want, rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(xa.grad, 4 * want, rtol=1e-12, atol=1e-15)
+
+
+def test_every_target_ignored():
+    x, _ = logits_and_targets(4, 30, torch.float32, special=False)
+    t = torch.full((4,), IGNORE, device=DEVICE)
+    for reduction, want in (("mean", float("nan")), ("sum", 0.0)):
+        xa = x.clone().requires_grad_()
+        loss = cross_entropy(xa, t, reduction=reduction, label_smoothing=0.1)
+        torch.testing.assert_close(loss, torch.tensor(want, device=DEVICE), equal_nan=True)
+        loss.backward()
+        assert torch.equal(xa.grad, torch.zeros_like(x))
+    assert torch.equal(cross_entropy(x, t, reduction="none"), torch.zeros(4, device=DEVICE))
+
+
+def test_inplace_backward_writes_the_gradient_over_the_logits(path):
+    x, t = logits_and_targets(5, 40, torch.float32, special=False)
+    x64 = x.double().requires_grad_()
+    want = F.cross_entropy(x64, t, label_smoothing=0.1)
+    want.backward()
+    xa = x.clone().requires_grad_()
+    loss = cross_entropy(xa, t, label_smoothing=0.1, inplace_backward=True)
+    torch.testing.assert_close(loss.double(), want.detach(), rtol=2e-6, atol=1e-7)
+    torch.testing.assert_close(xa.detach().double(), x64.grad, rtol=2e-6, atol=1e-8)  # overwritten
+    loss.backward()
+    torch.testing.assert_close(xa.grad.double(), x64.grad, rtol=2e-6, atol=1e-8)
+
+
+def test_inplace_backward_over_strided_logits_with_an_upstream_gradient(path):
+    """Logits that are every other row of a buffer: the gradient lands in those rows, scaled."""
+    x, t = logits_and_targets(5, 40, torch.float32, special=False)
+    buffer = torch.zeros(10, 40, device=DEVICE)
+    buffer[::2] = x
+    leaf = buffer.clone().requires_grad_()
+    view = leaf[::2]
+    grad_out = []
+    view.register_hook(lambda g: grad_out.append(g))
+    (cross_entropy(view, t, inplace_backward=True) * 2.5).backward()
+    x64 = x.double().requires_grad_()
+    (F.cross_entropy(x64, t) * 2.5).backward()
+    torch.testing.assert_close(grad_out[0].double(), x64.grad, rtol=2e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_gradcheck_fp64(reduction):
+    x = torch.randn(3, 7, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    t = torch.tensor([3, IGNORE, 6], device=DEVICE)
+    fn = lambda v: cross_entropy(v, t, reduction=reduction, label_smoothing=0.2)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-8)
+
+
+def test_batch_invariant(path):
+    """A row's loss and gradient are the same bits alone as in a batch."""
+    x, t = logits_and_targets(7, 90, torch.float32, special=False)
+    batch = cross_entropy(x, t, reduction="none")
+    xb = x.clone().requires_grad_()
+    cross_entropy(xb, t, reduction="sum").backward()
+    for i in (0, 3, 6):
+        xi = x[i : i + 1].clone().requires_grad_()
+        alone = cross_entropy(xi, t[i : i + 1], reduction="sum")
+        alone.backward()
+        assert torch.equal(alone, batch[i]) and torch.equal(xi.grad, xb.grad[i : i + 1])
+
+
+@given(
+    m=st.integers(1, 5),
+    v=st.integers(1, 150),
+    scale=st.sampled_from([0.1, 3.0, 100.0]),
+    eps=st.sampled_from([0.0, 0.3]),
+    reduction=st.sampled_from(["mean", "sum", "none"]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_hypothesis_random_shapes(m, v, scale, eps, reduction, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(m, v, generator=g) * scale).to(DEVICE)
+    t = torch.randint(0, v, (m,), generator=g).to(DEVICE)
+    t[torch.rand(m, generator=g).to(DEVICE) < 0.2] = IGNORE
+    check(x, t, reduction, eps)
+
+
+def test_one_row_logits_and_bad_arguments():
+    x = torch.randn(20, dtype=torch.float64, device=DEVICE)
+    t = torch.tensor(4, device=DEVICE)
+    torch.testing.assert_close(cross_entropy(x, t), F.cross_entropy(x, t), rtol=1e-12, atol=0)
+    with pytest.raises(TypeError, match="target"):
+        cross_entropy(torch.randn(2, 3, device=DEVICE), torch.rand(2, 3, device=DEVICE))
+    with pytest.raises(ValueError, match="batch_size"):
+        cross_entropy(torch.randn(2, 3, device=DEVICE), torch.zeros(3, dtype=torch.long, device=DEVICE))
+    with pytest.raises(ValueError, match="reduction"):
+        cross_entropy(
+            torch.randn(2, 3, device=DEVICE), torch.zeros(2, dtype=torch.long, device=DEVICE), reduction="avg"
+        )
+    with pytest.raises(ValueError, match="label_smoothing"):
+        cross_entropy(
+            torch.randn(2, 3, device=DEVICE),
+            torch.zeros(2, dtype=torch.long, device=DEVICE),
+            label_smoothing=2,
+        )
+
+
+def test_torch_compile_matches_eager():
+    x, t = logits_and_targets(4, 60, torch.float32, special=False)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    compiled = torch.compile(
+        lambda v, w: cross_entropy(v, w, label_smoothing=0.1), backend="aot_eager", fullgraph=True
+    )
+    la, lb = compiled(xa, t), cross_entropy(xb, t, label_smoothing=0.1)
+    (la * 2).backward()
+    (lb * 2).backward()
+    torch.testing.assert_close(la, lb, rtol=0, atol=0)
+    torch.testing.assert_close(xa.grad, xb.grad, rtol=1e-6, atol=1e-9)
+
+
+# --- per-token log-probability and entropy -------------------------------------------------
+
+
+def token_reference(x, t):
+    logp = F.log_softmax(x, -1)
+    p = logp.exp()
+    ent = -(p * torch.where(p > 0, logp, 0)).sum(-1)
+    lp_t = logp.gather(1, t.clamp(min=0)[:, None])[:, 0]
+    return torch.where(t == IGNORE, 0, lp_t), ent
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_token_logprobs_and_entropy(path, dtype):
+    x, t = logits_and_targets(7, 60, dtype)
+    x[3, 0] = 0.5  # no NaN row here: torch's entropy gradient of a NaN row is NaN, ours too, and noisy
+    x[4] = torch.randn(60, dtype=dtype, device=DEVICE)
+    xa = x.clone().requires_grad_()
+    logp, ent = token_logprobs_and_entropy(xa, t, ignore_index=IGNORE)
+    x64 = x.double().clone().requires_grad_()
+    want_logp, want_ent = token_reference(x64, t)
+    a, b = (
+        torch.randn(7, dtype=torch.float64, device=DEVICE),
+        torch.randn(7, dtype=torch.float64, device=DEVICE),
+    )
+    (logp.double() * a + ent.double() * b).sum().backward()
+    finite = torch.isfinite(want_logp)  # row 1's target is -inf: log p = -inf, gradient NaN in torch
+    ((want_logp * a)[finite].sum() + (want_ent * b).sum()).backward()
+    rel = 1e-12 if dtype == torch.float64 else 2e-6
+    torch.testing.assert_close(logp.double(), want_logp, rtol=rel, atol=rel)
+    torch.testing.assert_close(ent.double(), want_ent, rtol=rel, atol=rel)
+    xa2 = x.clone().requires_grad_()
+    lp2, ent2 = token_logprobs_and_entropy(xa2, t, ignore_index=IGNORE)
+    (torch.where(finite, lp2.double() * a, 0).sum() + (ent2.double() * b).sum()).backward()
+    torch.testing.assert_close(xa2.grad.double(), x64.grad, rtol=rel, atol=rel)
+
+
+def test_token_stats_gradcheck_fp64():
+    x = torch.randn(2, 9, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    t = torch.tensor([1, IGNORE], device=DEVICE)
+    assert torch.autograd.gradcheck(lambda v: token_logprobs_and_entropy(v, t), (x,), eps=1e-6, atol=1e-8)
+
+
+def test_compiled_for_a_gpu_the_rows_are_16_byte_vectors(without_interpreter):
+    """Compiled for sm_90 (no GPU needed): the looped cross-entropy forward on aligned bf16 rows
+    of 128256 loads and stores 16-byte vectors and spills nothing (registers leave room for
+    two programs an SM)."""
+    code = """
+import json, torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from kernels_triton import xent_kernels as K
+from kernels_triton.offline import memory_instructions, resources, sass
+fn = K.cross_entropy_fwd
+block, one_pass, warps = K.choose(128256, 2)
+ptrs = dict(X="*bf16", T="*i64", LOSS="*fp32", STATS="*fp32", G="*bf16", COUNT="*i64")
+meta = dict(BLOCK=block, ALIGN=8, ONE_PASS=one_pass, IS_FP64=False, SMOOTH=0.0, WRITE_GRAD=True, MEAN=True)
+sig, attrs = {}, {}
+for i, a in enumerate(fn.arg_names):
+    sig[a] = ptrs.get(a, "constexpr" if a in meta else "i32")
+    if a in ptrs or a.startswith("stride"):
+        attrs[(i,)] = [["tt.divisibility", 16]]
+c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                   options={"num_warps": warps})
+print(json.dumps({"one_pass": one_pass, **resources(c), **memory_instructions(sass(c))}))
+"""
+    got = without_interpreter(code)
+    assert got["one_pass"] is False and got["stack"] == 0 and got["registers"] <= 64, got
+    assert got.get("LDG.E.EL.128") and got.get("LDG.E.EF.128") and got.get("STG.E.EF.128"), got
+    # 2-byte accesses: only the target's logit (LDG.E.U16), never a tile of the row
+    assert not any(k in got for k in ("LDG.E.EL.U16", "LDG.E.EF.U16", "STG.E.U16", "STG.E.EF.U16")), got
+
+
+# --- GPU ---------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("v", [600, 50257, 128256, 256000])
+@pytest.mark.parametrize("reduction,eps", [("mean", 0.0), ("sum", 0.1), ("none", 0.0)])
+def test_gpu_vocabularies(v, dtype, reduction, eps):
+    m = 4096 if v == 600 else 96
+    x, t = logits_and_targets(m, v, dtype)
+    check(x, t, reduction, eps)
+    x, t = logits_and_targets(m, v, dtype, seed=2, special=False)
+    check(x, t, reduction, eps, dloss_scale=1.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_memory_is_the_gradient_and_o_of_m(dtype):
+    """Forward and backward of the mean loss hold the gradient and O(M) more, no copy of the
+    logits (F.cross_entropy keeps the log-probabilities: a second copy)."""
+    x, t = logits_and_targets(2048, 50257, dtype, special=False)
+    x.requires_grad_()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    cross_entropy(x, t).backward()
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - base
+    assert extra <= x.numel() * x.element_size() + 64 * x.shape[0] + (1 << 20), extra
+    x.grad = None
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    cross_entropy(x.detach().clone().requires_grad_(), t, inplace_backward=True)
+    assert torch.cuda.max_memory_allocated() - base <= x.numel() * x.element_size() + (1 << 20)
+
+
+@pytest.mark.gpu
+def test_gpu_torch_compile_inductor():
+    x, t = logits_and_targets(512, 50257, torch.bfloat16, special=False)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    compiled = torch.compile(lambda v, w: cross_entropy(v, w), fullgraph=True)
+    la, lb = compiled(xa, t), cross_entropy(xb, t)
+    la.backward()
+    lb.backward()
+    torch.testing.assert_close(la, lb, rtol=0, atol=0)
+    torch.testing.assert_close(xa.grad, xb.grad, rtol=1e-2, atol=1e-6)
