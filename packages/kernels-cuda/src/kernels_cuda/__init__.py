@@ -3,8 +3,12 @@
     kernels_cuda.softmax(x, dim=-1, variant="auto")   # v1 naive ... v4 long rows: softmax_variants.py
     kernels_cuda.vector_add(a, b)                      # the hello-CUDA warm-up: vecadd.py
     kernels_cuda.softmax_backward(y, dy, dim=-1)       # dx = y * (dy - sum(y * dy)): softmax_backward.py
+    kernels_cuda.log_softmax(x, dim=-1)                # F.log_softmax, autograd, torch.compile: log_softmax.py
+    kernels_cuda.cross_entropy(logits, target, ...)    # loss and gradient in one read: cross_entropy.py
+    kernels_cuda.token_logprobs_and_entropy(logits, target)  # log p(target), entropy: cross_entropy.py
 
-Both take CuPy arrays or torch CUDA tensors, zero-copy, and run on the caller's current stream.
+softmax, softmax_backward and vector_add take CuPy arrays or torch CUDA tensors, zero-copy; the
+others take torch CUDA tensors (they are torch ops too); all run on the caller's current stream.
 The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen.py compiles them
 (`python -m kernels_cuda.codegen --offline --arch sm_80 sm_90` prints every kernel's resources).
 """
@@ -16,11 +20,26 @@ try:
 except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
     __version__ = "0+unknown"
 
-__all__ = ["KERNEL_MODULES", "VARIANTS", "import_kernel_modules", "softmax", "softmax_backward", "vector_add"]
+__all__ = [
+    "KERNEL_MODULES",
+    "VARIANTS",
+    "cross_entropy",
+    "import_kernel_modules",
+    "log_softmax",
+    "softmax",
+    "softmax_backward",
+    "token_logprobs_and_entropy",
+    "vector_add",
+]
 
 # The modules that launch kernels; each registers its specializations with the codegen core
 # (codegen.register_specializations) when imported, so the offline compile covers them.
-KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants", "kernels_cuda.softmax_backward")
+KERNEL_MODULES = (
+    "kernels_cuda.vecadd",
+    "kernels_cuda.softmax_variants",
+    "kernels_cuda.softmax_backward",
+    "kernels_cuda.row_kernels",  # 09 and 10, the kernels of log_softmax.py and cross_entropy.py (no torch)
+)
 
 
 def import_kernel_modules() -> None:
@@ -40,6 +59,14 @@ def __getattr__(name: str):
         import kernels_cuda.softmax_backward
 
         return kernels_cuda.softmax_backward
+    if name in ("log_softmax", "cross_entropy"):  # the modules, which are callable (see their end)
+        import importlib
+
+        return importlib.import_module(f"kernels_cuda.{name}")
+    if name == "token_logprobs_and_entropy":
+        from kernels_cuda.cross_entropy import token_logprobs_and_entropy
+
+        return token_logprobs_and_entropy
     if name == "vector_add":
         from kernels_cuda.vecadd import vector_add
 
