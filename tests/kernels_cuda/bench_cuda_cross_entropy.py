@@ -5,6 +5,8 @@ For each shape and implementation: the device time of one `torch.autograd.grad(l
 (labtools' timer: device events, L2 flushed, the GPU kept busy ahead of each launch), the
 fraction of the floor (the logits read once and the gradient written once at the device-copy
 bandwidth measured in the same run), and the peak memory the call allocates beyond its inputs.
+"kernels_cuda/110KB" is the same kernel keeping at most 110 KB of a row in shared memory (two
+blocks an SM on an H100), for rows longer than that: which of the two is faster is measured here.
 Gradients go through autograd.grad (not .backward() into a leaf's .grad, which copies a gradient
 its Function still holds), as they do inside a network, where the logits are no leaf.
 
@@ -45,7 +47,26 @@ def _compiled_xent(x, t):
     return _compiled(x, t)
 
 
-IMPLS = {"kernels_cuda": _cuda_xent, "F.cross_entropy": F.cross_entropy, "torch.compile": _compiled_xent}
+def _cuda_xent_half_stage(x, t):
+    """The fused kernel staging at most HALF_STAGE bytes of a row (two blocks an SM where a row
+    would take all of a block's shared memory; the rest read again from L2)."""
+    from kernels_cuda import row_kernels
+
+    before = row_kernels.STAGE_LIMIT
+    row_kernels.set_stage_limit(HALF_STAGE)
+    try:
+        return _cuda_xent(x, t)
+    finally:
+        row_kernels.set_stage_limit(before)
+
+
+HALF_STAGE = 110 * 1024
+IMPLS = {
+    "kernels_cuda": _cuda_xent,
+    "kernels_cuda/110KB": _cuda_xent_half_stage,
+    "F.cross_entropy": F.cross_entropy,
+    "torch.compile": _compiled_xent,
+}
 
 
 def _step(loss_fn):
@@ -85,6 +106,8 @@ def measure(shape, dtype, copy_gbps: float) -> list[dict]:
     floor_us = 2 * x0.numel() * x0.element_size() / (copy_gbps * 1e9) * 1e6
     rows = []
     for name, loss_fn in IMPLS.items():
+        if loss_fn is _cuda_xent_half_stage and shape[1] * x0.element_size() <= HALF_STAGE:
+            continue  # the whole row fits in HALF_STAGE: the same launch as kernels_cuda's
         step = _step(loss_fn)
         t = time_cuda(step, arg_sets, time_cap_s=5.0)
         rows.append(

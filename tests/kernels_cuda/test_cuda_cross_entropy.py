@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from kernels_cuda import arrays, codegen
 from kernels_cuda import cross_entropy as ce
+from kernels_cuda import log_softmax as ls
 from kernels_cuda import row_kernels as rk
 from labtools.ops import tolerance
 
@@ -305,6 +306,24 @@ def test_batch_invariance_a_row_alone_equals_the_row_in_the_batch(dtype, V):
     lp, h = ce.token_logprobs_and_entropy(x, t)
     lp1, h1 = ce.token_logprobs_and_entropy(x[5:6].clone(), t[5:6])
     assert torch.equal(lp1[0], lp[5]) and torch.equal(h1[0], h[5])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("limit", [0, 4096])
+def test_where_the_row_is_kept_changes_no_bit(limit):
+    """Rows kept in shared memory in full, in part (re-read from L2) or not at all: the same bits."""
+    x, t = _inputs(6, 50257, "bfloat16", seed=17)
+    loss, grad = _ours(x, t, label_smoothing=0.1)
+    y = ls.log_softmax(x)
+    before = rk.STAGE_LIMIT
+    rk.set_stage_limit(limit)
+    try:
+        loss_l, grad_l = _ours(x, t, label_smoothing=0.1)
+        y_l = ls.log_softmax(x)
+    finally:
+        rk.set_stage_limit(before)
+    assert torch.equal(loss, loss_l) and torch.equal(grad, grad_l), f"stage limit {limit} changed the result"
+    assert torch.equal(y, y_l), f"stage limit {limit} changed log_softmax"
 
 
 @pytest.mark.gpu

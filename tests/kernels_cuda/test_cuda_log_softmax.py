@@ -52,6 +52,20 @@ def test_row_config_depends_on_n_and_dtype_only_and_is_compiled(N, dtype):
     assert staged * cfg.vec * rk.ITEMSIZE[dtype] <= 227 * 1024 - rk.STAGE_RESERVE
 
 
+def test_stage_limit_caps_the_staged_packs_and_rejects_negative_sizes(monkeypatch):
+    monkeypatch.setattr(rk, "max_shared", lambda device_id: 227 * 1024)
+    monkeypatch.setattr(rk, "STAGE_LIMIT", None)
+    cfg = rk.row_config(128256, "bfloat16")
+    assert rk.staged_packs(128256, "bfloat16", cfg, rk.stage_room(0)) == (227 * 1024 - rk.STAGE_RESERVE) // 16
+    rk.set_stage_limit(4096)
+    assert rk.staged_packs(128256, "bfloat16", cfg, rk.stage_room(0)) == 4096 // 16
+    rk.set_stage_limit(0)
+    assert rk.staged_packs(128256, "bfloat16", cfg, rk.stage_room(0)) == 0
+    with pytest.raises(ValueError, match="nbytes") as info:
+        rk.set_stage_limit(-1)
+    assert "\n" not in str(info.value)
+
+
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """One full-pack and one element-wide specialization of each kernel and dtype, both archs."""

@@ -3,14 +3,16 @@
     kernels_cuda.softmax(x, dim=-1, variant="auto")   # v1 naive ... v4 long rows: softmax_variants.py
     kernels_cuda.vector_add(a, b)                      # the hello-CUDA warm-up: vecadd.py
     kernels_cuda.softmax_backward(y, dy, dim=-1)       # dx = y * (dy - sum(y * dy)): softmax_backward.py
-    kernels_cuda.log_softmax(x, dim=-1)                # F.log_softmax, autograd, torch.compile: log_softmax.py
-    kernels_cuda.cross_entropy(logits, target, ...)    # loss and gradient in one read: cross_entropy.py
-    kernels_cuda.token_logprobs_and_entropy(logits, target)  # log p(target), entropy: cross_entropy.py
 
-softmax, softmax_backward and vector_add take CuPy arrays or torch CUDA tensors, zero-copy; the
-others take torch CUDA tensors (they are torch ops too); all run on the caller's current stream.
+Both take CuPy arrays or torch CUDA tensors, zero-copy, and run on the caller's current stream.
 The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen.py compiles them
 (`python -m kernels_cuda.codegen --offline --arch sm_80 sm_90` prints every kernel's resources).
+
+Issue 45's ops, for torch CUDA tensors (torch ops too: autograd, torch.compile), from the
+row-per-block kernels 09 and 10 (row_kernels.py):
+    kernels_cuda.log_softmax(x, dim=-1)                       # F.log_softmax: log_softmax.py
+    kernels_cuda.cross_entropy(logits, target, ...)           # loss and gradient in one read: cross_entropy.py
+    kernels_cuda.token_logprobs_and_entropy(logits, target)   # log p(target), entropy: cross_entropy.py
 """
 
 import importlib.metadata as _metadata
@@ -34,12 +36,10 @@ __all__ = [
 
 # The modules that launch kernels; each registers its specializations with the codegen core
 # (codegen.register_specializations) when imported, so the offline compile covers them.
-KERNEL_MODULES = (
-    "kernels_cuda.vecadd",
-    "kernels_cuda.softmax_variants",
-    "kernels_cuda.softmax_backward",
-    "kernels_cuda.row_kernels",  # 09 and 10, the kernels of log_softmax.py and cross_entropy.py (no torch)
-)
+KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants", "kernels_cuda.softmax_backward")
+
+# 09 and 10, the kernels of log_softmax.py and cross_entropy.py (listed without importing torch)
+KERNEL_MODULES += ("kernels_cuda.row_kernels",)
 
 
 def import_kernel_modules() -> None:
@@ -59,6 +59,10 @@ def __getattr__(name: str):
         import kernels_cuda.softmax_backward
 
         return kernels_cuda.softmax_backward
+    if name == "vector_add":
+        from kernels_cuda.vecadd import vector_add
+
+        return vector_add
     if name in ("log_softmax", "cross_entropy"):  # the modules, which are callable (see their end)
         import importlib
 
@@ -67,8 +71,4 @@ def __getattr__(name: str):
         from kernels_cuda.cross_entropy import token_logprobs_and_entropy
 
         return token_logprobs_and_entropy
-    if name == "vector_add":
-        from kernels_cuda.vecadd import vector_add
-
-        return vector_add
     raise AttributeError(f"module 'kernels_cuda' has no attribute {name!r}")

@@ -52,7 +52,6 @@ from kernels_cuda import _diskcache
 SOURCE_DIR = Path(__file__).parent / "cuda"
 CACHE_ENV = "KERNELS_CUDA_CACHE_DIR"
 OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas=-v")
-# float64: only the kernels built on rows.cuh (09, 10) compile for it
 DTYPE_CODES = {"float32": "KL_F32", "float16": "KL_F16", "bfloat16": "KL_BF16", "float64": "KL_F64"}
 DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
 _PORTABLE_CLUSTER = 8
@@ -73,7 +72,7 @@ class Spec:
 
     source: str  # file name under kernels_cuda/cuda/, e.g. "03_softmax_fused.cu"
     kernel: str  # its extern "C" entry point
-    dtype: str  # "float32" | "float16" | "bfloat16" | "float64" (rows.cuh kernels)
+    dtype: str  # "float32" | "float16" | "bfloat16"
     constants: tuple[tuple[str, int], ...] = ()
 
     @property

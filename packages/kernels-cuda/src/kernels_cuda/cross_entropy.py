@@ -113,7 +113,7 @@ def run_forward(x2, t, ignore_index, smoothing, *, grad2=None, count=None, entro
     loss, lse = _acc_empty(M, x2, dtype), _acc_empty(M, x2, dtype)
     ent = _acc_empty(M, x2, dtype) if entropy else None
     device_id = x2.get_device()
-    staged = rk.staged_packs(N, dtype, cfg, rk.max_shared(device_id)) if grad2 is not None else 0
+    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id)) if grad2 is not None else 0
     rk.launch(
         rk.cross_entropy_spec("cross_entropy_forward", dtype, cfg, entropy),
         device_id,

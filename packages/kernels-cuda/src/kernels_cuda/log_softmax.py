@@ -110,7 +110,7 @@ def _forward(x: torch.Tensor, dim: int) -> torch.Tensor:
     M = x2.shape[0]
     y2 = new_output((M, N), x)
     device_id = x.get_device()
-    staged = rk.staged_packs(N, dtype, cfg, rk.max_shared(device_id))
+    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
     rk.launch(
         rk.log_softmax_spec("log_softmax_forward", dtype, cfg),
         device_id,
@@ -141,7 +141,7 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
     M = y2.shape[0]
     dx2 = new_output((M, N), y)
     device_id = y.get_device()
-    staged = rk.staged_packs(N, dtype, cfg, rk.max_shared(device_id))
+    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
     rk.launch(
         rk.log_softmax_spec("log_softmax_backward", dtype, cfg),
         device_id,

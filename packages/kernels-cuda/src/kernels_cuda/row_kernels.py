@@ -35,6 +35,10 @@ F64_MAX_THREADS = 256
 UNROLL_PACKS, UNROLL_ELEMENT_BYTES = 4, 32
 # Shared memory left out of the staged copy of a row: the kernels' static reduction scratch
 STAGE_RESERVE = 2048
+# The most shared memory a block stages a row in (None: all the device allows a block). A row past
+# it is read again in part; less shared memory a block lets more blocks share an SM. A knob for
+# measuring (set it with set_stage_limit); the default keeps every row that fits on chip.
+STAGE_LIMIT: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,19 @@ def every_row_config(dtype: str) -> list[RowConfig]:
             for _, t in THREADS_BY_PACKS
         )
     )
+
+
+def set_stage_limit(nbytes: int | None) -> None:
+    global STAGE_LIMIT
+    if nbytes is not None and nbytes < 0:
+        raise ValueError(f"set_stage_limit: nbytes must be at least 0 or None, got {nbytes}")
+    STAGE_LIMIT = nbytes
+
+
+def stage_room(device_id: int) -> int:
+    """Shared memory a block may stage a row in on this device (STAGE_LIMIT's cap included)."""
+    room = max_shared(device_id)
+    return room if STAGE_LIMIT is None else min(room, STAGE_LIMIT + STAGE_RESERVE)
 
 
 def staged_packs(N: int, dtype: str, cfg: RowConfig, max_shared: int) -> int:
