@@ -7,6 +7,12 @@
 Both take CuPy arrays or torch CUDA tensors, zero-copy, and run on the caller's current stream.
 The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen.py compiles them
 (`python -m kernels_cuda.codegen --offline --arch sm_80 sm_90` prints every kernel's resources).
+
+Issue 45's ops, for torch CUDA tensors (torch ops too: autograd, torch.compile), from the
+row-per-block kernels 09 and 10 (row_kernels.py):
+    kernels_cuda.log_softmax(x, dim=-1)                       # F.log_softmax: log_softmax.py
+    kernels_cuda.cross_entropy(logits, target, ...)           # loss and gradient in one read: cross_entropy.py
+    kernels_cuda.token_logprobs_and_entropy(logits, target)   # log p(target), entropy: cross_entropy.py
 """
 
 import importlib.metadata as _metadata
@@ -16,11 +22,24 @@ try:
 except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
     __version__ = "0+unknown"
 
-__all__ = ["KERNEL_MODULES", "VARIANTS", "import_kernel_modules", "softmax", "softmax_backward", "vector_add"]
+__all__ = [
+    "KERNEL_MODULES",
+    "VARIANTS",
+    "cross_entropy",
+    "import_kernel_modules",
+    "log_softmax",
+    "softmax",
+    "softmax_backward",
+    "token_logprobs_and_entropy",
+    "vector_add",
+]
 
 # The modules that launch kernels; each registers its specializations with the codegen core
 # (codegen.register_specializations) when imported, so the offline compile covers them.
 KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants", "kernels_cuda.softmax_backward")
+
+# 09 and 10, the kernels of log_softmax.py and cross_entropy.py (listed without importing torch)
+KERNEL_MODULES += ("kernels_cuda.row_kernels",)
 
 
 def import_kernel_modules() -> None:
@@ -44,4 +63,12 @@ def __getattr__(name: str):
         from kernels_cuda.vecadd import vector_add
 
         return vector_add
+    if name in ("log_softmax", "cross_entropy"):  # the modules, which are callable (see their end)
+        import importlib
+
+        return importlib.import_module(f"kernels_cuda.{name}")
+    if name == "token_logprobs_and_entropy":
+        from kernels_cuda.cross_entropy import token_logprobs_and_entropy
+
+        return token_logprobs_and_entropy
     raise AttributeError(f"module 'kernels_cuda' has no attribute {name!r}")

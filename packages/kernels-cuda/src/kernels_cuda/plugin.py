@@ -100,7 +100,39 @@ def check_softmax() -> dict:
     return {"passed": all(r["passed"] for r in results), "cases": results}
 
 
+def _log_softmax(x):
+    from kernels_cuda.log_softmax import log_softmax
+
+    return log_softmax(x, dim=-1)
+
+
+def _cross_entropy(x):
+    """labtools' cross_entropy op: forward and backward of the summed loss, class-0 targets
+    (labtools.references.class_zero_targets); returns the gradient (written by the forward)."""
+    import torch
+    from labtools.references import class_zero_targets
+
+    from kernels_cuda.cross_entropy import cross_entropy
+
+    leaf = x.detach().requires_grad_()
+    return torch.autograd.grad(cross_entropy(leaf, class_zero_targets(x), reduction="sum"), leaf)[0]
+
+
+# (op, registry name, fn, label, note) for the ops of issue 45; each registered only where
+# labtools' op table has the op (labtools.ops.OPS), so this plugin loads with or without them.
+FAMILY = (
+    ("log_softmax", "cuda.log_softmax", _log_softmax, "CUDA log_softmax", "10: a block a row, one read"),
+    ("cross_entropy", "cuda.cross_entropy", _cross_entropy, "CUDA xent", "09: loss and gradient, one read"),
+)
+
+
 def register() -> None:
+    from labtools.ops import OPS
+
+    for op, name, fn, label, notes in FAMILY:
+        if op in OPS:
+            add(Implementation(fn, op=op, name=name, backend="cuda-c", label=label, device="cuda",
+                               dtypes=HALF, notes=notes), replace=True)  # fmt: skip
     for variant, name, label, supports, notes in REGISTRATIONS:
         add(
             Implementation(

@@ -1,0 +1,219 @@
+"""log_softmax in CUDA C (cuda/10_log_softmax.cu), with its backward, for torch CUDA tensors.
+
+    log_softmax(x, dim=-1)
+
+x: float32, float16, bfloat16 or float64, any shape and strides; the result is F.log_softmax's
+(rows reduced in fp32, fp64 for fp64), autograd works (dx = dy - exp(y) * sum(dy), a kernel too),
+and under torch.compile it is one opaque op, kernels_cuda::log_softmax, with its backward.
+
+`kernels_cuda.log_softmax(x)` works too: this module is callable (it forwards to the function),
+as softmax_backward.py is, so the package attribute and the function read the same.
+
+The torch side of the row machinery (`check_tensor`, `rows_of`, `from_rows`) is shared with
+cross_entropy.py; the plans and launches are in row_kernels.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import sys
+import types
+
+import torch
+
+from kernels_cuda import arrays
+from kernels_cuda import row_kernels as rk
+
+
+def dtype_name(x: torch.Tensor, fn: str, what: str = "x") -> str:
+    name = str(x.dtype).removeprefix("torch.")
+    if name not in rk.DTYPES:
+        raise TypeError(f"{fn}: {what} has dtype {name}; supported: {', '.join(rk.DTYPES)}")
+    return name
+
+
+def check_tensor(x, fn: str, what: str = "x") -> str:
+    """x's dtype name, after checking it is a torch tensor of a supported dtype on a CUDA device
+    (a fake or meta CUDA tensor passes: shapes are checked without a GPU)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{fn}: {what} must be a torch tensor, got {type(x).__name__}")
+    name = dtype_name(x, fn, what)
+    if x.device.type != "cuda":
+        raise ValueError(f"{fn}: {what} is on {x.device}; kernels_cuda runs on CUDA devices")
+    return name
+
+
+def rows_of(x: torch.Tensor, d: int, vec: int) -> torch.Tensor:
+    """x as (M, N) rows along dim d, each row's elements adjacent, in 16-byte aligned rows of a
+    stride divisible by vec where vec > 1: a view where x allows it, else a fresh copy."""
+    xm = x.movedim(d, -1) if d != x.dim() - 1 else x
+    N = xm.shape[-1]
+    x2 = xm.reshape(-1, N)
+    M = x2.shape[0]
+    row_stride = x2.stride(0) if M > 1 else N
+    ok = (N == 1 or x2.stride(1) == 1) and row_stride >= 0
+    if vec > 1:
+        ok = ok and x2.data_ptr() % rk.PACK_BYTES == 0 and row_stride % vec == 0
+    return x2 if ok else torch.empty((M, N), dtype=x.dtype, device=x.device).copy_(x2)
+
+
+def row_stride(x2: torch.Tensor) -> int:
+    return x2.stride(0) if x2.shape[0] > 1 else x2.shape[1]
+
+
+def moved_shape(shape, d: int) -> tuple[int, ...]:
+    shape = tuple(shape)
+    return shape[:d] + shape[d + 1 :] + (shape[d],)
+
+
+def from_rows(y2: torch.Tensor, shape, d: int) -> torch.Tensor:
+    """(M, N) rows back to `shape`, the row dim at d (a view)."""
+    y = y2.view(moved_shape(shape, d))
+    return y.movedim(-1, d) if d != len(shape) - 1 else y
+
+
+def empty_rows(x: torch.Tensor, d: int) -> torch.Tensor:
+    """An output like x laid out as the launches lay theirs out: rows along d innermost."""
+    shape = moved_shape(x.shape, d)
+    return from_rows(x.new_empty((math.prod(shape[:-1]), shape[-1])), x.shape, d)
+
+
+def check_dim(x: torch.Tensor, dim, fn: str) -> int:
+    return arrays.normalize_dim(dim, max(x.dim(), 1), fn)
+
+
+def new_output(shape, like: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(shape, dtype=like.dtype, device=like.device)
+    if arrays._poison:
+        out.fill_(math.nan)
+    return out
+
+
+# --- the op ---------------------------------------------------------------------------------
+
+FN = "kernels_cuda.log_softmax"
+
+
+def _forward(x: torch.Tensor, dim: int) -> torch.Tensor:
+    dtype = check_tensor(x, FN)
+    if x.dim() == 0:
+        return _forward(x.reshape(1), 0).reshape(())
+    d = check_dim(x, dim, FN)
+    N = x.shape[d]
+    if N > rk.MAX_N:
+        raise ValueError(f"{FN}: rows of {N} elements along dim {dim}; at most {rk.MAX_N} are supported")
+    if x.numel() == 0:
+        return empty_rows(x, d)
+    cfg = rk.row_config(N, dtype)
+    x2 = rows_of(x, d, cfg.vec)
+    M = x2.shape[0]
+    y2 = new_output((M, N), x)
+    device_id = x.get_device()
+    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
+    rk.launch(
+        rk.log_softmax_spec("log_softmax_forward", dtype, cfg),
+        device_id,
+        min(M, rk.MAX_GRID),
+        cfg.threads,
+        staged * cfg.vec * rk.ITEMSIZE[dtype],
+        (x2.data_ptr(), y2.data_ptr()),
+        ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(x2)),
+         (ctypes.c_int64, N), (ctypes.c_int32, staged)),
+    )  # fmt: skip
+    return from_rows(y2, x.shape, d)
+
+
+def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+    fn = "kernels_cuda.log_softmax_backward"
+    dtype = check_tensor(y, fn, "y")
+    dy = dy.to(y.dtype)
+    if tuple(dy.shape) != tuple(y.shape):
+        raise ValueError(f"{fn}: dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}; they must match")
+    if y.dim() == 0:
+        return _backward(y.reshape(1), dy.reshape(1), 0).reshape(())
+    d = check_dim(y, dim, fn)
+    N = y.shape[d]
+    if y.numel() == 0:
+        return empty_rows(y, d)
+    cfg = rk.row_config(N, dtype)
+    y2, dy2 = rows_of(y, d, cfg.vec), rows_of(dy, d, cfg.vec)
+    M = y2.shape[0]
+    dx2 = new_output((M, N), y)
+    device_id = y.get_device()
+    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
+    rk.launch(
+        rk.log_softmax_spec("log_softmax_backward", dtype, cfg),
+        device_id,
+        min(M, rk.MAX_GRID),
+        cfg.threads,
+        staged * cfg.vec * rk.ITEMSIZE[dtype],
+        (y2.data_ptr(), dy2.data_ptr(), dx2.data_ptr()),
+        ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(y2)),
+         (ctypes.c_int64, row_stride(dy2)), (ctypes.c_int64, N), (ctypes.c_int32, staged)),
+    )  # fmt: skip
+    return from_rows(dx2, y.shape, d)
+
+
+def _fake_like_rows(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return x.new_empty(()) if x.dim() == 0 else empty_rows(x, check_dim(x, dim, FN))
+
+
+@torch.library.custom_op("kernels_cuda::log_softmax", mutates_args=())
+def _log_softmax_op(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return _forward(x, dim)
+
+
+@_log_softmax_op.register_fake
+def _(x, dim):
+    check_tensor(x, FN)
+    return _fake_like_rows(x, dim)
+
+
+@torch.library.custom_op("kernels_cuda::log_softmax_backward", mutates_args=())
+def _log_softmax_backward_op(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+    return _backward(y, dy, dim)
+
+
+@_log_softmax_backward_op.register_fake
+def _(y, dy, dim):
+    check_tensor(y, "kernels_cuda.log_softmax_backward", "y")
+    return _fake_like_rows(y, dim)
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.dim = inputs[1]
+    ctx.save_for_backward(output)
+
+
+def _backward_formula(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return _log_softmax_backward_op(y, dy, ctx.dim), None
+
+
+_log_softmax_op.register_autograd(_backward_formula, setup_context=_setup_context)
+
+
+def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """F.log_softmax(x, dim) from one CUDA kernel (autograd and torch.compile through the op
+    kernels_cuda::log_softmax; without grad, in eager mode, the launch is called directly)."""
+    check_tensor(x, FN)
+    check_dim(x, dim, FN)
+    if torch.compiler.is_compiling() or (x.requires_grad and torch.is_grad_enabled()):
+        return _log_softmax_op(x, dim)
+    return _forward(x, dim)
+
+
+def log_softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """dx = dy - exp(y) * sum(dy, dim), y being log_softmax's output."""
+    return _backward(y, dy, dim)
+
+
+class _CallableModule(types.ModuleType):
+    """`kernels_cuda.log_softmax` is this module once imported; calling it calls the function."""
+
+    def __call__(self, x, dim: int = -1):
+        return log_softmax(x, dim)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,169 @@
+"""The row-per-block kernels of cuda/09_cross_entropy.cu and cuda/10_log_softmax.cu: how a row is
+split among a block's threads, every specialization they compile to, and their launch. No torch:
+the offline compile (`python -m kernels_cuda.codegen --offline`) lists them without it; the ops
+are in log_softmax.py and cross_entropy.py.
+
+A row's configuration (threads, pack width, loads in flight) comes from (N, dtype) alone, so a
+row's result is the same bits whatever batch it is in (rows.cuh says why). Where the row is kept
+between the kernels' two passes (`staged_packs`: shared memory, as much as fits) changes no
+arithmetic.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass
+from functools import cache
+
+from kernels_cuda import arrays, codegen
+from kernels_cuda.codegen import Spec
+
+LOG_SOFTMAX_SOURCE = "10_log_softmax.cu"
+CROSS_ENTROPY_SOURCE = "09_cross_entropy.cu"
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+PACK_BYTES = 16
+MAX_GRID = 2**31 - 1
+MAX_N = 2**31 - 2**20  # kernels index within a row with 32-bit ints
+# Threads a block (one row) by the row's packs: the first entry whose bound holds the row, about
+# four packs a thread; fp64 stops at F64_MAX_THREADS, past which its doubled registers spill.
+THREADS_BY_PACKS = ((128, 32), (512, 128), (2048, 512), (math.inf, 1024))
+F64_MAX_THREADS = 256
+# Loads in flight a thread: 16-byte packs, or single elements (rows whose length no pack divides),
+# 32 bytes of them (eight fp64 elements made ptxas spill)
+UNROLL_PACKS, UNROLL_ELEMENT_BYTES = 4, 32
+# Shared memory left out of the staged copy of a row: the kernels' static reduction scratch
+STAGE_RESERVE = 2048
+# The most shared memory a block stages a row in (None: all the device allows a block). A row past
+# it is read again in part; less shared memory a block lets more blocks share an SM. A knob for
+# measuring (set it with set_stage_limit); the default keeps every row that fits on chip.
+STAGE_LIMIT: int | None = None
+
+
+@dataclass(frozen=True)
+class RowConfig:
+    """How a row of N elements is split among a block's threads (rows.cuh): from (N, dtype) only."""
+
+    vec: int
+    threads: int
+    unroll: int
+
+    def constants(self) -> tuple[tuple[str, int], ...]:
+        return (("THREADS", self.threads), ("VEC", self.vec), ("UNROLL", self.unroll))
+
+
+def row_config(N: int, dtype: str) -> RowConfig:
+    full = PACK_BYTES // ITEMSIZE[dtype]
+    vec = full if N % full == 0 else 1
+    packs = N // vec
+    threads = next(t for bound, t in THREADS_BY_PACKS if packs <= bound)
+    if dtype == "float64":
+        threads = min(threads, F64_MAX_THREADS)
+    return RowConfig(vec, threads, unroll(vec, dtype))
+
+
+def unroll(vec: int, dtype: str) -> int:
+    return UNROLL_PACKS if vec > 1 else max(4, UNROLL_ELEMENT_BYTES // ITEMSIZE[dtype])
+
+
+def every_row_config(dtype: str) -> list[RowConfig]:
+    """Every RowConfig `row_config` can give for dtype (for the offline compile)."""
+    cap = F64_MAX_THREADS if dtype == "float64" else math.inf
+    return list(
+        dict.fromkeys(
+            RowConfig(vec, min(t, cap), unroll(vec, dtype))
+            for vec in (PACK_BYTES // ITEMSIZE[dtype], 1)
+            for _, t in THREADS_BY_PACKS
+        )
+    )
+
+
+def set_stage_limit(nbytes: int | None) -> None:
+    global STAGE_LIMIT
+    if nbytes is not None and nbytes < 0:
+        raise ValueError(f"set_stage_limit: nbytes must be at least 0 or None, got {nbytes}")
+    STAGE_LIMIT = nbytes
+
+
+def stage_room(device_id: int) -> int:
+    """Shared memory a block may stage a row in on this device (STAGE_LIMIT's cap included)."""
+    room = max_shared(device_id)
+    return room if STAGE_LIMIT is None else min(room, STAGE_LIMIT + STAGE_RESERVE)
+
+
+def staged_packs(N: int, dtype: str, cfg: RowConfig, max_shared: int) -> int:
+    """Packs of a row its block keeps in shared memory between the two passes: all of them where
+    they fit, else as many as fit (the rest is read again, from L2 as the row was just read).
+    Where the row is kept changes no arithmetic."""
+    pack_bytes = cfg.vec * ITEMSIZE[dtype]
+    return max(0, min(N // cfg.vec, (max_shared - STAGE_RESERVE) // pack_bytes))
+
+
+def log_softmax_spec(kernel: str, dtype: str, cfg: RowConfig) -> Spec:
+    return Spec(LOG_SOFTMAX_SOURCE, kernel, dtype, cfg.constants())
+
+
+def cross_entropy_spec(kernel: str, dtype: str, cfg: RowConfig, entropy: bool = False) -> Spec:
+    return Spec(CROSS_ENTROPY_SOURCE, kernel, dtype, cfg.constants() + (("ENTROPY", int(entropy)),))
+
+
+# cross_entropy_scale's launch: a grid-stride multiply over the gradient, SCALE_BLOCKS_PER_SM blocks an SM
+SCALE = RowConfig(vec=1, threads=256, unroll=1)
+SCALE_BLOCKS_PER_SM = 4
+
+
+@codegen.register_specializations
+def specializations() -> list[Spec]:
+    """Every Spec the two ops can launch, for the offline compile."""
+    out = []
+    for dtype in DTYPES:
+        for cfg in every_row_config(dtype):
+            out += [log_softmax_spec(k, dtype, cfg) for k in ("log_softmax_forward", "log_softmax_backward")]
+            out += [cross_entropy_spec("cross_entropy_forward", dtype, cfg, e) for e in (False, True)]
+            out.append(cross_entropy_spec("cross_entropy_backward", dtype, cfg))
+        out.append(cross_entropy_spec("cross_entropy_scale", dtype, SCALE))
+    return out
+
+
+# --- checks and layouts (no GPU) ------------------------------------------------------------
+
+
+# --- launching ----------------------------------------------------------------------------
+
+_launches: dict[tuple, object] = {}
+MAX_CACHED_LAUNCHES = 4096
+
+
+@cache
+def sms(device_id: int) -> int:
+    from kernels_cuda import _driver
+
+    return _driver.device_attribute(device_id, _driver.DEV_MULTIPROCESSOR_COUNT)
+
+
+@cache
+def max_shared(device_id: int) -> int:
+    from kernels_cuda import _driver
+
+    return _driver.device_attribute(device_id, _driver.DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+
+
+def launch(
+    spec_: Spec, device_id: int, grid: int, block: int, shared: int, pointers: tuple[int, ...], scalars: tuple
+) -> None:
+    """One launch of spec_ on the current torch stream of device_id: `pointers` (addresses, 0 for
+    none) then `scalars` ((ctypes type, value) pairs), packed once per distinct scalars."""
+    key = (spec_, device_id, grid, block, shared, len(pointers), scalars)
+    run = _launches.get(key)
+    if run is None:
+        if len(_launches) >= MAX_CACHED_LAUNCHES:
+            _launches.clear()
+        types = [ctypes.c_uint64] * len(pointers) + [t for t, _ in scalars]
+        values = [0] * len(pointers) + [v for _, v in scalars]
+        run = _launches[key] = codegen.packed(spec_, device_id, grid, block, shared, types, values)
+    run(arrays.torch_stream_getter()(device_id), *pointers)
+
+
+def acc_ctype(dtype: str):
+    return ctypes.c_double if dtype == "float64" else ctypes.c_float

@@ -1,0 +1,276 @@
+"""kernels_cuda.log_softmax (cuda/10_log_softmax.cu) and the row machinery 09 shares with it.
+
+CPU: the row configuration depends on (N, dtype) only and every one is a compiled specialization;
+the kernels compile with NVRTC for sm_80 and sm_90 in every dtype (fp64 included) with no spill,
+no local memory, and 16-byte global accesses where the row is whole packs; the torch.library
+fake impls give F.log_softmax's shape and dtype under FakeTensorMode; bad arguments get one-line
+errors.
+GPU (marked `gpu`): against torch's log_softmax in float64 on fresh random inputs with
+NaN-poisoned outputs, every dtype, dims and layouts, rows past the shared memory's size,
+adversarial rows (+-inf, NaN, huge magnitudes); the backward and gradcheck in fp64; batch
+invariance (a row alone gives the same bits as in any batch, at any offset); torch.compile.
+Run: scripts/test-in-place tests/kernels_cuda/test_cuda_log_softmax.py -m gpu
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from kernels_cuda import arrays, codegen
+from kernels_cuda import log_softmax as ls
+from kernels_cuda import row_kernels as rk
+from labtools.ops import tolerance
+
+ARCHS = ("sm_80", "sm_90")
+DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+}
+KERNELS = ("log_softmax_forward", "log_softmax_backward")
+
+
+# --- CPU ---------------------------------------------------------------------------------------
+
+
+@given(N=st.integers(1, 10**6), dtype=st.sampled_from(sorted(DTYPES)))
+def test_row_config_depends_on_n_and_dtype_only_and_is_compiled(N, dtype):
+    cfg = rk.row_config(N, dtype)
+    assert N % cfg.vec == 0 and cfg.vec * rk.ITEMSIZE[dtype] in (16, rk.ITEMSIZE[dtype])
+    assert cfg.threads % 32 == 0 and cfg.threads <= 1024
+    assert cfg in rk.every_row_config(dtype)
+    for kernel in KERNELS:
+        assert rk.log_softmax_spec(kernel, dtype, cfg) in rk.specializations()
+    staged = rk.staged_packs(N, dtype, cfg, 227 * 1024)
+    assert 0 <= staged <= N // cfg.vec
+    assert staged * cfg.vec * rk.ITEMSIZE[dtype] <= 227 * 1024 - rk.STAGE_RESERVE
+
+
+def test_stage_limit_caps_the_staged_packs_and_rejects_negative_sizes(monkeypatch):
+    monkeypatch.setattr(rk, "max_shared", lambda device_id: 227 * 1024)
+    monkeypatch.setattr(rk, "STAGE_LIMIT", None)
+    cfg = rk.row_config(128256, "bfloat16")
+    assert rk.staged_packs(128256, "bfloat16", cfg, rk.stage_room(0)) == (227 * 1024 - rk.STAGE_RESERVE) // 16
+    rk.set_stage_limit(4096)
+    assert rk.staged_packs(128256, "bfloat16", cfg, rk.stage_room(0)) == 4096 // 16
+    rk.set_stage_limit(0)
+    assert rk.staged_packs(128256, "bfloat16", cfg, rk.stage_room(0)) == 0
+    with pytest.raises(ValueError, match="nbytes") as info:
+        rk.set_stage_limit(-1)
+    assert "\n" not in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """One full-pack and one element-wide specialization of each kernel and dtype, both archs."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(codegen.CACHE_ENV, str(tmp_path_factory.mktemp("kernels-cuda-cache")))
+        mp.setattr(codegen, "_compiled", {})
+        specs = [
+            rk.log_softmax_spec(k, dtype, rk.row_config(n, dtype))
+            for dtype in DTYPES
+            for n in (50_000 * 8, 50_257)  # whole 16-byte packs at 1024 (256 fp64) threads; odd
+            for k in KERNELS
+        ]
+        yield codegen.compile_all(ARCHS, specs)
+
+
+def test_every_kernel_compiles_in_every_dtype_without_spills_or_local_memory(compiled):
+    assert {(r.spec.kernel, r.spec.dtype) for r in compiled} == {(k, d) for k in KERNELS for d in DTYPES}
+    for r in compiled:
+        assert r.cubin_path.read_bytes()[:4] == b"\x7fELF", r.spec.name
+        assert r.resources is None or not (r.resources.spill_bytes or r.resources.stack_bytes), r.spec.name
+        threads = dict(r.spec.constants)["THREADS"]
+        assert r.resources is None or r.resources.registers * threads <= 65536, r.spec.name
+        ptx = r.ptx_path.read_text()
+        assert ".local" not in ptx, r.spec.name
+        global_ops = set(re.findall(r"\b(?:ld|st)\.global[\w.]*", ptx))
+        if dict(r.spec.constants)["VEC"] > 1:  # every access of a row is one 16-byte pack
+            assert global_ops and all(
+                ".v4." in op or ".v2.f64" in op for op in global_ops if "u64" not in op
+            ), (
+                r.spec.name,
+                global_ops,
+            )
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_fake_impls_give_log_softmax_shapes_and_dtypes(dtype):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        for shape, dim in (((4, 600), -1), ((3, 7, 5), 1), ((9,), 0), ((), 0), ((2, 0, 3), 1)):
+            x = torch.empty(shape, dtype=DTYPES[dtype], device="cuda")
+            y = torch.ops.kernels_cuda.log_softmax(x, dim)
+            assert y.shape == x.shape and y.dtype == x.dtype and y.device == x.device
+            dx = torch.ops.kernels_cuda.log_softmax_backward(y, y, dim)
+            assert dx.shape == x.shape and dx.dtype == x.dtype
+
+
+def test_bad_arguments_get_one_line_errors():
+    cases = [
+        (lambda: ls.log_softmax(torch.zeros(3, 4)), ValueError, "on cpu"),
+        (lambda: ls.log_softmax(torch.zeros(3, 4, dtype=torch.int32)), TypeError, "int32"),
+        (lambda: ls.log_softmax([1.0, 2.0]), TypeError, "torch tensor"),
+    ]
+    for call, kind, words in cases:
+        with pytest.raises(kind, match=words) as info:
+            call()
+        assert "\n" not in str(info.value)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(3, 4, device="cuda")
+        with pytest.raises(ValueError, match="dim") as info:
+            ls.log_softmax(x, dim=2)
+        assert "\n" not in str(info.value)
+
+
+# --- GPU ---------------------------------------------------------------------------------------
+
+
+def _close(got: torch.Tensor, ref: torch.Tensor, dtype: str, what: str) -> None:
+    """got (any dtype) against a float64 reference: same NaN and infinity positions, the rest
+    within the dtype's stated tolerance."""
+    got, ref = got.double().cpu(), ref.double().cpu()
+    assert torch.equal(got.isnan(), ref.isnan()), f"{what}: NaN positions differ"
+    inf = ref.isinf()
+    assert torch.equal(got[inf], ref[inf]), f"{what}: infinities differ"
+    fin = ~(ref.isnan() | inf)
+    tol = tolerance(dtype)
+    err = (got[fin] - ref[fin]).abs()
+    bound = tol["atol"] + tol["rtol"] * ref[fin].abs()
+    worst = int(torch.argmax(err - bound)) if err.numel() else 0
+    assert bool((err <= bound).all()), (
+        f"{what}: max error {float(err.max()):.3g} at value {float(ref[fin][worst]):.6g}; tolerance {tol}"
+    )
+
+
+def _ref_log_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.log_softmax(x.detach().double().cpu(), dim)
+
+
+LONG = 128256  # fp32 rows past 227 KB: part of the row staged, the rest read again
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("N", [1, 7, 32, 600, 1000, 4097, 8192, 50257, LONG])
+def test_forward_matches_float64_reference(dtype, N):
+    torch.manual_seed(N)
+    M = max(1, min(64, (1 << 21) // N))
+    x = (torch.randn(M, N, device="cuda", dtype=torch.float64) * 4).to(DTYPES[dtype])
+    with arrays.poison_outputs():
+        y = ls.log_softmax(x)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    _close(y, _ref_log_softmax(x, -1), dtype, f"log_softmax {M}x{N} {dtype}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("layout", ["dim0", "middle", "sliced", "offset", "broadcast", "0-d"])
+def test_any_dim_and_layout(dtype, layout):
+    torch.manual_seed(1)
+    base = torch.randn(6, 40, 24, device="cuda").to(DTYPES[dtype])
+    x, dim = {
+        "dim0": (base, 0),
+        "middle": (base, 1),
+        "sliced": (base[:, ::2, 3:19], -1),
+        "offset": (base.reshape(-1)[3 : 3 + 5 * 64].view(5, 64), -1),  # rows not 16-byte aligned
+        "broadcast": (base[0, 0].expand(7, 24), -1),
+        "0-d": (base[0, 0, 0], 0),
+    }[layout]
+    with arrays.poison_outputs():
+        y = ls.log_softmax(x, dim)
+    _close(y, _ref_log_softmax(x, dim), dtype, f"log_softmax {layout}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("N", [600, 50257])
+def test_adversarial_rows(dtype, N):
+    torch.manual_seed(2)
+    x = torch.randn(10, N, dtype=torch.float64) * 3
+    x[0, 0] = x[0].max() + 30  # max first
+    x[1, -1] = x[1].max() + 30  # max last
+    x[2, ::3] = 50.0  # max repeated
+    x[3] *= 1e4 if dtype == "bfloat16" else 1e30  # huge magnitudes
+    x[4, 5] = math.inf  # +inf: the row is NaN
+    x[5, :] = -math.inf  # all -inf: NaN
+    x[6, ::2] = -math.inf  # some -inf: those are -inf
+    x[7, 9] = math.nan
+    x[8] = x[8] * 0 + 7.0  # constant: -log(N)
+    x = x.to(DTYPES[dtype]).cuda()
+    with arrays.poison_outputs():
+        y = ls.log_softmax(x)
+    _close(y, _ref_log_softmax(x, -1), dtype, f"adversarial rows N={N}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("N", [600, 50257, LONG])
+def test_backward_matches_float64_reference(dtype, N):
+    torch.manual_seed(3)
+    M = 4 if N == LONG else 16
+    x = (torch.randn(M, N, device="cuda", dtype=torch.float64) * 3).to(DTYPES[dtype]).requires_grad_()
+    dy = torch.randn(M, N, device="cuda", dtype=torch.float64).to(DTYPES[dtype])
+    with arrays.poison_outputs():
+        y = ls.log_softmax(x)
+        (dx,) = torch.autograd.grad(y, x, dy)
+    x64 = x.detach().double().cpu().requires_grad_()
+    (ref,) = torch.autograd.grad(torch.log_softmax(x64, -1), x64, dy.double().cpu())
+    _close(y, _ref_log_softmax(x, -1), dtype, "forward")
+    top = ref.abs().max()  # dx sums N terms: compare relative to the largest element
+    if dtype in ("float32", "float64"):
+        _close(dx / top, ref / top, dtype, f"backward {M}x{N} {dtype}")
+    else:  # y is rounded to 16 bits before the backward reads it, in torch as here: compare errors
+        xt = x.detach().requires_grad_()
+        (torch_dx,) = torch.autograd.grad(torch.log_softmax(xt, -1), xt, dy)
+        ours = float((dx.double().cpu() - ref).abs().max() / top)
+        theirs = float((torch_dx.double().cpu() - ref).abs().max() / top)
+        assert ours <= 2 * theirs + 1e-6, f"backward {M}x{N} {dtype}: error {ours:.3g}, torch's {theirs:.3g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gradcheck_fp64(dim):
+    x = torch.randn(5, 9, 3, device="cuda", dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: ls.log_softmax(t, dim), (x,))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("N", [600, 50257, 4097 * 8])
+def test_batch_invariance_a_row_alone_equals_the_row_in_any_batch(dtype, N):
+    torch.manual_seed(4)
+    x = torch.randn(33, N, device="cuda").to(DTYPES[dtype])
+    y = ls.log_softmax(x)
+    for i in (0, 17, 32):
+        alone = ls.log_softmax(x[i : i + 1].clone())
+        assert torch.equal(alone[0], y[i]), f"row {i} alone differs from the row in the batch"
+    shifted = torch.empty(x.numel() + 1, device="cuda", dtype=x.dtype)[1:].view_as(x)  # another offset
+    shifted.copy_(x)
+    assert torch.equal(ls.log_softmax(shifted), y), "the same rows at another address differ"
+
+
+@pytest.mark.gpu
+def test_torch_compile_runs_the_op_with_its_backward():
+    x = torch.randn(8, 600, device="cuda", requires_grad=True)
+
+    def f(t):
+        return (ls.log_softmax(t * 2.0, -1) * 3.0).sum()
+
+    compiled = torch.compile(f, fullgraph=True)
+    loss = compiled(x)
+    (g,) = torch.autograd.grad(loss, x)
+    x64 = x.detach().double().requires_grad_()
+    (ref,) = torch.autograd.grad((torch.log_softmax(x64 * 2.0, -1) * 3.0).sum(), x64)
+    ref_loss = (torch.log_softmax(x64 * 2.0, -1) * 3.0).sum()
+    _close(loss.detach().reshape(1), ref_loss.detach().reshape(1), "float32", "compiled loss")
+    _close(g / 6, ref / 6, "float32", "compiled gradient")
