@@ -52,8 +52,8 @@ from kernels_cuda import _diskcache
 SOURCE_DIR = Path(__file__).parent / "cuda"
 CACHE_ENV = "KERNELS_CUDA_CACHE_DIR"
 OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas=-v")
-DTYPE_CODES = {"float32": "KL_F32", "float16": "KL_F16", "bfloat16": "KL_BF16"}
-DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+DTYPE_CODES = {"float32": "KL_F32", "float16": "KL_F16", "bfloat16": "KL_BF16", "float64": "KL_F64"}
+DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
 _PORTABLE_CLUSTER = 8
 INSTALL_HINT = (
     "kernels_cuda compiles its kernels with NVRTC through CuPy, which is not installed: "
