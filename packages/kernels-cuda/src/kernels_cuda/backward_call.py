@@ -86,7 +86,7 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto", *, batch_invar
             )  # fmt: skip
         except (AttributeError, RuntimeError):  # not torch tensors; fake ones (no data)
             run = None
-        if run is not None:
+        if run is not None and y_ptr and dy_ptr:  # (a fake tensor's data pointer is 0)
             dx = sm._empty_like(y)
             if arrays._poison:
                 dx.fill_(math.nan)

@@ -370,7 +370,7 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None, batch_invarian
     if out is None and dim.__class__ is int and variant.__class__ is str and batch_invariant is True:
         try:  # the key as `_torch_key` builds it, inline
             ptr, device_index = x.data_ptr(), x.get_device()
-            if x.requires_grad and _grad_enabled():
+            if not ptr or (x.requires_grad and _grad_enabled()):  # no data (empty, fake); autograd
                 call = rows = None
             elif x.is_contiguous():
                 call = _torch_calls.get((x.shape, x.dtype, device_index, ptr & 15, dim, variant))
@@ -466,7 +466,7 @@ def _softmax(x, dim, variant, out, batch_invariant=True):
             _rows_calls.clear()
         _torch_calls[_torch_key(x, x_ptr, dim, variant)] = call
         if call.dense_run is not None and x.is_contiguous():
-            key = (prepared.N, x.dtype, device_id, x_ptr & 15, variant)
+            key = (prepared.N, x.dtype, x.get_device(), x_ptr & 15, variant)
             if key not in _rows_calls:
                 _rows_calls[key] = _RowsCall(prepared.rows, device_id, prepared.N)
     return result
