@@ -75,8 +75,8 @@ def test_grid_follows_from_the_row_plan_by_integer_arithmetic():
 
 
 class _HostLaunch:
-    """Stands in for codegen.packed's PackedLaunch: computes the softmax the packed arguments ask
-    for over CPU memory, and counts packings."""
+    """Stands in for codegen.packed's PackedLaunch: computes the softmax (or its backward) the
+    packed arguments ask for over CPU memory, in float64, and counts packings."""
 
     packed = 0
 
@@ -84,23 +84,26 @@ class _HostLaunch:
         _HostLaunch.packed += 1
         self.spec, self.values = spec, list(values)
 
-    def __call__(self, stream, x, y):
-        m, n, xs, ys = (int(v) for v in self.values[2:6])
+    def _rows(self, address, stride, m, n):
         size = np.dtype(self.spec.dtype).itemsize
+        flat = np.ctypeslib.as_array((ctypes.c_byte * (((m - 1) * stride + n) * size)).from_address(address))
+        return np.lib.stride_tricks.as_strided(flat.view(self.spec.dtype), (m, n), (stride * size, size))
 
-        def rows(address, stride):
-            flat = np.ctypeslib.as_array(
-                (ctypes.c_byte * (((m - 1) * stride + n) * size)).from_address(address)
-            )
-            return np.lib.stride_tricks.as_strided(flat.view(self.spec.dtype), (m, n), (stride * size, size))
-
-        rows(y, ys)[...] = softmax_ref(rows(x, xs).astype(np.float64), axis=-1)
+    def __call__(self, stream, *pointers):
+        if "backward" in self.spec.kernel:
+            m, n, ys, dys, dxs = (int(v) for v in self.values[3:8])
+            y, dy = (self._rows(p, s, m, n).astype(np.float64) for p, s in zip(pointers, (ys, dys)))
+            self._rows(pointers[2], dxs, m, n)[...] = y * (dy - (y * dy).sum(-1, keepdims=True))
+            return
+        m, n, xs, ys = (int(v) for v in self.values[2:6])
+        x = self._rows(pointers[0], xs, m, n).astype(np.float64)
+        self._rows(pointers[1], ys, m, n)[...] = softmax_ref(x, axis=-1)
 
     two = __call__
 
-    def rows(self, stream, grid, m_slot, M, x, y):
+    def rows(self, stream, grid, m_slot, M, *pointers):
         self.values[m_slot] = M
-        self(stream, x, y)
+        self(stream, *pointers)
 
 
 @pytest.fixture
@@ -217,3 +220,51 @@ def test_float64_plans_and_compiles_offline(tmp_path, monkeypatch):
         for arch in ("sm_80", "sm_90"):
             res = codegen.compile_spec(spec, arch).resources
             assert res is None or res.spill_bytes == 0
+
+
+# --- autograd, torch.compile and torch.export through the ops, on the host stand-in ---------
+
+
+def test_autograd_runs_the_backward_op(host):
+    x = torch.randn(6, 50, requires_grad=True)
+    g = torch.randn(6, 50)
+    y = variants.softmax(x)
+    assert y.grad_fn is not None
+    (y * g).sum().backward()
+    xr = x.detach().double().requires_grad_()
+    (torch.softmax(xr, -1) * g.double()).sum().backward()
+    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_compile_fullgraph_dynamic_traces_one_graph_for_five_row_counts(host):
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+
+    def f(x):
+        return variants.softmax(x * 2.0, dim=-1) + 1.0
+
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
+    for m in (3, 17, 64, 257, 1000):
+        x = torch.randn(m, 40, requires_grad=True)
+        y = compiled(x)
+        torch.testing.assert_close(y, torch.softmax(x * 2.0, -1) + 1.0, rtol=1e-5, atol=1e-6)
+        y.square().sum().backward()
+        assert x.grad is not None
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+    assert not counters["graph_break"], dict(counters["graph_break"])
+    torch._dynamo.reset()
+
+
+def test_export_has_the_op_as_one_node(host):
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return variants.softmax(x, dim=-1)
+
+    x = torch.randn(8, 30)
+    ep = torch.export.export(Model(), (x,), dynamic_shapes={"x": {0: torch.export.Dim("rows", min=2)}})
+    targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+    assert targets == ["kernels_cuda.softmax.default"], targets
+    z = torch.randn(13, 30)
+    torch.testing.assert_close(ep.module()(z), torch.softmax(z, -1), rtol=1e-5, atol=1e-6)
