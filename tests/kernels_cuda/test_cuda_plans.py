@@ -60,18 +60,19 @@ def _check_launch(
     device=st.sampled_from(sorted(DEVICES)),
     variant=st.sampled_from(variants.VARIANTS),
     same_offsets=st.booleans(),
+    invariant=st.booleans(),
 )
 def test_every_plan_is_a_compiled_specialization_within_its_limits(
-    M, N, dtype, aligned, device, variant, same_offsets
+    M, N, dtype, aligned, device, variant, same_offsets, invariant
 ):
     vec = variants.full_vec(dtype) if aligned and N % variants.full_vec(dtype) == 0 else 1
     same_offsets = same_offsets or vec > 1
     dev = DEVICES[device]
     if variant == "v3" and N > variants.fused_capacity(vec):
         with pytest.raises(ValueError, match="v3 holds rows of at most"):
-            variants.plan(variant, M, N, dtype, vec, dev, None, same_offsets)
+            variants.plan(variant, M, N, dtype, vec, dev, None, same_offsets, invariant)
         return
-    launch = variants.plan(variant, M, N, dtype, vec, dev, None, same_offsets)
+    launch = variants.plan(variant, M, N, dtype, vec, dev, None, same_offsets, invariant)
     _check_launch(launch, variant, M, N, dtype, vec, dev, same_offsets)
 
 
@@ -166,12 +167,20 @@ def test_offsets_match_when_x_and_y_rows_start_alike_row_for_row():
 
 
 def test_long_odd_rows_take_the_cluster_kernel_where_x_and_y_share_offsets():
-    """64 rows of 50257 bf16 (a GPT-2 vocabulary): whole 16-byte packs they are not, but a fresh
-    output shares each row's offset, so the cluster kernel takes them (2 blocks a row, 128 blocks)."""
-    p = variants.prepare((64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.H100)
+    """64 rows of 50257 bf16 (a GPT-2 vocabulary): whole 16-byte packs they are not, but with
+    batch_invariant=False a fresh output shares each row's offset, so the cluster kernel takes them
+    (2 blocks a row, 128 blocks). Batch-invariant, they take the online kernel: the cluster's split
+    of a row follows its address, which a row's place in the batch decides."""
+    invariant = variants.prepare((64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.H100)
+    assert invariant.launch.spec.kernel == "softmax_online"
+    p = variants.prepare(
+        (64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.H100, batch_invariant=False
+    )
     assert p.launch.spec.kernel == "softmax_cluster" and p.launch.grid == 128
     assert dict(p.launch.spec.constants)["VEC"] == 8 and p.launch.extra == (25136,)
-    a100 = variants.prepare((64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.A100)
+    a100 = variants.prepare(
+        (64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.A100, batch_invariant=False
+    )
     assert a100.launch.spec.kernel == "softmax_online"
     offset_x = variants.prepare((64, 50257), (50258, 1), "bfloat16", -1, "auto", variants.H100, x_address=2)
     assert offset_x.launch.spec.kernel == "softmax_online"  # the fresh y starts on a 16-byte boundary
@@ -185,6 +194,7 @@ def test_long_odd_rows_take_the_cluster_kernel_where_x_and_y_share_offsets():
         x_address=2,
         out_strides=(50258, 1),
         out_address=2,
+        batch_invariant=False,
     )
     assert offset_both.out_direct and offset_both.launch.spec.kernel == "softmax_cluster"
 
@@ -211,16 +221,19 @@ def test_auto_on_hopper_rows_past_32_kb_take_clusters_else_v3_while_it_holds_the
         (2048, 65536, "float32", 4),
         (256, 262144, "float32", 0),  # 16 packs a thread: in shared memory
         (300, 147456, "float32", 0),  # 9 packs, 16 once rounded up
-        (16, 131072, "bfloat16", 4),  # 16-bit: in a launch of one wave of held blocks (256 blocks)
-        (32, 131072, "float16", 4),  # 512 blocks: at most 4 an SM of 132
+        (16, 131072, "bfloat16", 4),  # 16-bit: in a launch of one wave of held blocks (256 blocks),
+        (32, 131072, "float16", 4),  # 512 blocks: at most 4 an SM of 132 (batch_invariant=False)
         (64, 131072, "bfloat16", 0),  # 1024 blocks: past one wave, in shared memory
         (1, 262144, "bfloat16", 0),  # 8 packs a thread: past cluster_held_packs_16bit
         (64, 50257, "bfloat16", 0),  # 2-block clusters of 25136: 16 packs a thread
     ],
 )
 def test_v4_holds_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items):
-    launch = variants.plan("v4", M, N, dtype, variants.full_vec(dtype), variants.H100)
+    launch = variants.plan("v4", M, N, dtype, variants.full_vec(dtype), variants.H100, batch_invariant=False)
     assert dict(launch.spec.constants)["ITEMS"] == items
+    invariant = variants.plan("v4", M, N, dtype, variants.full_vec(dtype), variants.H100)
+    # batch-invariant: 16-bit chunks stay in shared memory whatever M (fp32 ones are held alike)
+    assert dict(invariant.spec.constants)["ITEMS"] == (items if dtype == "float32" else 0)
     assert (launch.shared_mem == 0) == (items > 0)
     never = variants.AutoConfig(cluster_held_packs_f32=0, cluster_held_packs_16bit=0)
     launch = variants.plan("v4", M, N, dtype, variants.full_vec(dtype), variants.H100, never)
@@ -248,7 +261,18 @@ def test_v4_holds_chunks_of_a_few_packs_a_thread_in_registers(M, N, dtype, items
     ],
 )
 def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, tpr, items, rpb, full):
-    launch = variants.plan("auto", M, N, "float32", 4, variants.H100)
+    """With batch_invariant=False only: by default every M takes the ladder's launch."""
+    launch = variants.plan("auto", M, N, "float32", 4, variants.H100, batch_invariant=False)
+    assert variants.plan("auto", M, N, "float32", 4, variants.H100) == variants.plan(
+        "auto",
+        M,
+        N,
+        "float32",
+        4,
+        variants.H100,
+        variants.AutoConfig(few_rows_per_sm=0),
+        batch_invariant=False,
+    )
     expected = {"TPR": tpr, "RPB": rpb, "ITEMS": items, "VEC": 4} | ({"FULL": full} if full else {})
     assert dict(launch.spec.constants) == expected
     assert full * tpr <= N // 4  # packs 0..FULL-1 of every thread lie inside the row
@@ -256,7 +280,7 @@ def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, 
     ladder = variants.plan("auto", M, N, "float32", 4, variants.H100, variants.AutoConfig(few_rows_per_sm=0))
     assert dict(ladder.spec.constants)["TPR"] >= tpr
     # 16-bit rows keep the ladder's launch
-    bf16 = variants.plan("auto", M, N, "bfloat16", 8, variants.H100)
+    bf16 = variants.plan("auto", M, N, "bfloat16", 8, variants.H100, batch_invariant=False)
     assert bf16 == variants.plan(
         "auto", M, N, "bfloat16", 8, variants.H100, variants.AutoConfig(few_rows_per_sm=0)
     )
@@ -314,7 +338,7 @@ def test_a_cluster_launch_fits_shared_memory_whatever_the_configured_chunk(N, dt
     """cluster_chunk_bytes past what a block holds still plans a launch that fits (or none)."""
     cfg = variants.AutoConfig(cluster_chunk_bytes=chunk_kb * 1024, max_cluster=max_cluster)
     vec = variants.full_vec(dtype)
-    launch = variants.plan_cluster(8, N - N % vec, dtype, vec, variants.H100, cfg)
+    launch = variants.plan_cluster(N - N % vec, dtype, vec, variants.H100, cfg)
     if launch is not None:
         assert launch.shared_mem <= variants.H100.max_shared_per_block - 1024
         assert launch.spec.cluster * launch.extra[0] >= N - N % vec
@@ -457,8 +481,10 @@ def test_prepare_names_what_it_refuses():
         variants.prepare(*args, 2, "auto", variants.H100)
     with pytest.raises(ValueError, match="unknown variant 'v9'"):
         variants.prepare(*args, -1, "v9", variants.H100)
-    with pytest.raises(TypeError, match="unsupported dtype float64"):
-        variants.prepare((4, 5), (5, 1), "float64", -1, "auto", variants.H100)
+    with pytest.raises(TypeError, match="unsupported dtype int32"):
+        variants.prepare((4, 5), (5, 1), "int32", -1, "auto", variants.H100)
+    with pytest.raises(ValueError, match="float64 runs with variant='auto' only"):
+        variants.prepare((4, 5), (5, 1), "float64", -1, "v3", variants.H100)
     with pytest.raises(ValueError, match="at most"):
         variants.prepare((1, variants.MAX_N + 1), (0, 1), "float32", -1, "auto", variants.H100)
     with pytest.raises(ValueError, match="v3 holds rows of at most"):

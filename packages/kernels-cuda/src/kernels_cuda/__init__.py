@@ -2,9 +2,11 @@
 
     kernels_cuda.softmax(x, dim=-1, variant="auto")   # v1 naive ... v4 long rows: softmax_variants.py
     kernels_cuda.vector_add(a, b)                      # the hello-CUDA warm-up: vecadd.py
-    kernels_cuda.softmax_backward(y, dy, dim=-1)       # dx = y * (dy - sum(y * dy)): softmax_backward.py
+    kernels_cuda.softmax_backward(y, dy, dim=-1)       # dx = y * (dy - sum(y * dy)): backward_call.py
 
-Both take CuPy arrays or torch CUDA tensors, zero-copy, and run on the caller's current stream.
+They take CuPy arrays or torch CUDA tensors, zero-copy, and run on the tensor's device, on the
+caller's current stream there. softmax is batch-invariant by default (row i's bits never depend
+on the other rows) and a torch op (softmax_op.py): autograd, torch.compile and torch.export.
 The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen.py compiles them
 (`python -m kernels_cuda.codegen --offline --arch sm_80 sm_90` prints every kernel's resources).
 
@@ -36,7 +38,7 @@ __all__ = [
 
 # The modules that launch kernels; each registers its specializations with the codegen core
 # (codegen.register_specializations) when imported, so the offline compile covers them.
-KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_variants", "kernels_cuda.softmax_backward")
+KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_plans", "kernels_cuda.backward_plans")
 
 # 09 and 10, the kernels of log_softmax.py and cross_entropy.py (listed without importing torch)
 KERNEL_MODULES += ("kernels_cuda.row_kernels",)
@@ -55,10 +57,10 @@ def __getattr__(name: str):
         from kernels_cuda import softmax_variants
 
         return getattr(softmax_variants, name)
-    if name == "softmax_backward":  # the module, which is callable (see softmax_backward.py)
-        import kernels_cuda.softmax_backward
+    if name == "softmax_backward":
+        from kernels_cuda.backward_call import softmax_backward
 
-        return kernels_cuda.softmax_backward
+        return softmax_backward
     if name == "vector_add":
         from kernels_cuda.vecadd import vector_add
 

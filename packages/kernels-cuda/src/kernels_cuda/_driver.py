@@ -2,16 +2,16 @@
 
 Kernels are launched with `cuLaunchKernel` on arguments packed once: a `PackedLaunch` keeps the
 grid, block, dynamic shared memory and every argument in ctypes slots, and a call rewrites only
-the slots that change (the data pointers) before the one driver call. The call goes through
-cuda-python's compiled binding (`cuda.bindings.driver`) where it is installed, else through
-ctypes, whose per-call argument conversion costs more; scripts/cuda_call_time.py times both
-(and CuPy's RawKernel, and cuda.core) and measurements/2026-11-25-h100/kernels-cuda-host/ holds
-the numbers. KERNELS_CUDA_LAUNCHER=ctypes forces the ctypes path.
+the slots that change (the data pointers, and for `rows` the row count and grid) before the one
+driver call. The call goes through cuda-python's compiled binding (`cuda.bindings.driver`) where
+it is installed, else through ctypes, whose per-call argument conversion costs more
+(scripts/cuda_call_time.py times both). KERNELS_CUDA_LAUNCHER=ctypes forces the ctypes path.
 
 Modules are loaded into the device's primary context, the one torch and CuPy use. With one
 device that context is current on any thread that has touched CUDA; a thread that has not gets
 it made current on the first CUDA_ERROR_INVALID_CONTEXT. With several devices every launch pushes
-the device's context and pops it after, since the caller's current device need not be the data's.
+the device's context and pops it after, since the caller's current device need not be the data's:
+the tensor's device decides where a kernel runs, and the caller's current context is as it was.
 """
 
 from __future__ import annotations
@@ -260,25 +260,38 @@ class PackedLaunch:
             self._fn, self._launch = self._cu.CUfunction(function.handle), self._cu.cuLaunchKernel
         self.two = self._two_pointers()
 
-    def _raw(self, stream: int) -> int:
-        """One cuLaunchKernel on the packed slots; the driver's result code."""
+    def _raw(self, stream: int, args: tuple | None = None) -> int:
+        """One cuLaunchKernel on the packed slots (grid and block from `args`, else the packed
+        ones); the driver's result code."""
+        args = args or self._args
         if self._cu is None:
-            return self._launch(self._fn, *self._args, stream, self._argv_address, None)
-        return int(self._launch(self._fn, *self._args, _cu_stream(stream), self._argv_address, 0)[0])
+            return self._launch(self._fn, *args, stream, self._argv_address, None)
+        return int(self._launch(self._fn, *args, _cu_stream(stream), self._argv_address, 0)[0])
 
     def __call__(self, stream: int, *leading: int) -> None:
+        self._locked(stream, leading, None, 0, None)
+
+    def rows(self, stream: int, grid: int, m_slot: int, M: int, *leading: int) -> None:
+        """The launch for M rows on `grid` blocks: argument `m_slot` (the row count) is M, the
+        first len(leading) arguments the pointers. One packed launch so serves every row count
+        of a plan (`launch_types.RowPlan`)."""
+        self._locked(stream, leading, m_slot, M, (grid, 1, 1, *self._args[3:]))
+
+    def _locked(self, stream: int, leading, m_slot: int | None, M: int, args: tuple | None) -> None:
         with self._lock:
             slots = self._slots
             for i, v in enumerate(leading):
                 slots[i].value = v
+            if m_slot is not None:
+                slots[m_slot].value = M
             if self._push:
                 with _Current(self.function.device_id):
-                    rc = self._raw(stream)
+                    rc = self._raw(stream, args)
             else:
-                rc = self._raw(stream)
+                rc = self._raw(stream, args)
             if rc == CUDA_ERROR_INVALID_CONTEXT:  # a thread that has not touched CUDA yet
                 check(_lib().cuCtxSetCurrent(primary_context(self.function.device_id)), "cuCtxSetCurrent")
-                rc = self._raw(stream)
+                rc = self._raw(stream, args)
         if rc != CUDA_SUCCESS:
             raise CudaError(f"launching {self.function.name}", rc)
 

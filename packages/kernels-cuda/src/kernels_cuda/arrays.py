@@ -21,8 +21,9 @@ import operator
 from dataclasses import dataclass
 from typing import Any
 
-SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
-ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
+SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")  # the packed kernels' (vector_add, 01-07)
+SOFTMAX_DTYPES = (*SUPPORTED_DTYPES, "float64")  # softmax and its backward (float64: 08)
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 _poison = False
 
@@ -202,10 +203,10 @@ def backend(x, fn: str):
     raise TypeError(f"{fn}: expected a CuPy array or a torch CUDA tensor, got {what}")
 
 
-def check_dtype(ops, x, fn: str) -> str:
+def check_dtype(ops, x, fn: str, allowed: tuple[str, ...] = SUPPORTED_DTYPES) -> str:
     dtype = ops.dtype(x)
-    if dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"{fn}: unsupported dtype {dtype}; supported: {', '.join(SUPPORTED_DTYPES)}")
+    if dtype not in allowed:
+        raise TypeError(f"{fn}: unsupported dtype {dtype}; supported: {', '.join(allowed)}")
     return dtype
 
 

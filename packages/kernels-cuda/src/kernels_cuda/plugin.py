@@ -27,7 +27,7 @@ def _softmax(variant: str):
 
 
 def _softmax_backward(y, dy):
-    from kernels_cuda.softmax_backward import softmax_backward
+    from kernels_cuda.backward_call import softmax_backward
 
     return softmax_backward(y, dy, dim=-1)
 

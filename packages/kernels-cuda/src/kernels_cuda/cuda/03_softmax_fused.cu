@@ -10,13 +10,12 @@
 // not one per tree level). exp is one MUFU.EX2 of (x - max) * log2(e). For short rows RPB rows
 // share a block, so blocks stay 128-256 threads wide.
 //
-// The packs stay raw (not converted to fp32 at load) for two reasons seen in the first H100 sweep
-// and in the SASS: converting inside the load loop made NVVM wait for each bf16 load before issuing
-// the next (ITEMS DRAM round trips per row instead of one: bf16 at 60-89% of copy where fp32 was
-// at 95-98%), and a raw bf16 pack is 4 registers where its fp32 values are 8, so a bf16 thread can
-// hold as many BYTES in flight as an fp32 thread. The price for 16-bit types is a second ex2 per
-// element in the store pass (fp32 rows keep exp(x - max) in place instead): ~40% of the MUFU rate
-// at the bf16 copy rate, hidden behind memory.
+// The packs stay raw (not converted to fp32 at load) for two reasons: converting inside the load
+// loop makes NVVM wait for each bf16 load before issuing the next (ITEMS DRAM round trips per row
+// instead of one, seen in the SASS), and a raw bf16 pack is 4 registers where its fp32 values are
+// 8, so a bf16 thread can hold as many BYTES in flight as an fp32 thread. The price for 16-bit
+// types is a second ex2 per element in the store pass (fp32 rows keep exp(x - max) in place
+// instead), which the MUFU rate hides behind memory at the bf16 copy rate.
 // What it buys over v2: DRAM traffic falls from ~3 reads + 1 write per element to 1 + 1 and every
 // access is 16 bytes wide: the target is the copy bandwidth. Its limit is the register file:
 // TPR * ITEMS packs of 16 bytes <= 1024 * 8, and past ~32 KB a row leaves too few rows in flight per SM.

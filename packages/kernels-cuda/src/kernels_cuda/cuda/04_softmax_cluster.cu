@@ -7,7 +7,7 @@
 // once, so the whole chunk is in flight together and no thread holds it in registers. (Loading
 // through registers, 4 packs a thread at a time, took two dependent DRAM round trips for a 32 KB
 // chunk and four for 64 KB; one bulk copy of the chunk issued by one thread, TMA's
-// cp.async.bulk, was up to 2% slower in the 16-32 KB chunks auto uses for long rows:
+// cp.async.bulk, was slower in the 16-32 KB chunks auto uses for long rows:
 // experiments/notes/kernels-cuda.md.) Once its own copies have landed, each thread folds the
 // packs it copied into a running (max, sum of exp) pair; the block merges its threads' pairs, and
 // the C block pairs are exchanged through distributed shared memory: warp 0 of every block pushes the block's
@@ -39,7 +39,7 @@
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
 // KL_VEC (elements per 16-byte pack; divides chunk), KL_ITEMS (0: the chunk in shared memory;
 // else packs a thread holds, ITEMS * THREADS >= chunk / VEC).
-#include "common.cuh"
+#include "cluster.cuh"
 
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, ITEMS = KL_ITEMS;
 constexpr int WARPS = THREADS / 32;

@@ -39,7 +39,7 @@ template <int VEC> __device__ __forceinline__ float pack_dot(float acc, const Pa
 // STAGED (optional): y and dy arrive by cp.async copies into shared memory, each thread reading
 // back its own, as QuACK loads them: the plan's launches of few rows (a warp or two a row, up to
 // 5 packs of each array a thread) ran faster so; the ladder's did not
-// (measurements/2026-11-27-h100/row-base/, calls i and j).
+// (experiments/notes/kernels-cuda.md).
 constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC, FULL = KL_FULL;
 constexpr bool STAGED = KL_STAGED;
 constexpr int THREADS = TPR * RPB;

@@ -25,7 +25,7 @@
 //
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
 // KL_VEC (elements per 16-byte pack; divides chunk), KL_DY_PACKS (0: dy in shared memory).
-#include "common.cuh"
+#include "cluster.cuh"
 
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, DY_PACKS = KL_DY_PACKS;
 // dy in registers: room for two blocks an SM (at most 128 registers a thread). Otherwise no minimum:
