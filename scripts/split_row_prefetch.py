@@ -12,7 +12,7 @@ same for a copy of an M x N tensor of the dtype (labtools' torch.copy.cuda refer
 timed in the same round. A round times every variant at a shape and dtype, in the
 reverse order from one round to the next; "speed-up" is the device time without prefetch
 over the device time with it, within a round (above 1: prefetch is faster). Both variants
-use the default chunking of the direction at that shape (split_row._default_config);
+use the default chunking of the direction at that shape (split_row.default_config);
 "default" says which setting prefetch=None picks there.
 
 Before timing, each variant's output is checked against float64 on its first 16 rows
@@ -109,7 +109,7 @@ def measure_point(shape, dtype_name: str, rounds: int, time_cap_s: float, rows: 
     variants = [("copy", None, copy)]
     defaults = {}
     for direction in ("fwd", "bwd"):
-        base = sr._default_config(direction, m, n, sms)
+        base = sr.default_config(direction, m, n, sms)
         defaults[direction] = plan_info(direction, shape, dtype, None)["prefetch"]
         for prefetch in (False, True):
             config = dataclasses.replace(base, prefetch=prefetch)

@@ -43,13 +43,11 @@ capped registers for longer ones (over 4 warps in the 16-bit forward, 8 in the o
 forward launch that fits one wave of blocks takes 8 warps a block with its exponentials held
 (_block); C = ceil(N / chunk) rounded up to a power of two (a block past the row's end reads
 nothing and adds nothing; 16-block clusters are a non-portable size, which H100 and H200 allow):
-- the forward at any row count. With the exchange by st.async it was faster than the split-row
-  forward, which loads each program's next row while it exchanges the current one, at every
-  shape timed on an H100 (measurements/2026-11-27-h100/cluster-reread/);
-- the backward at any row count, in fp32 up to 131072 columns (max_cols): on an H100 faster
-  than the split-row and looped kernels, or level, at every row count timed (measurements/
-  2026-11-26-h100/triton-cluster-backward/, 2026-11-27-h100/cluster-reread/), launches of a few
-  rows included, whose call time stayed level (2026-11-27-h100/cluster-bwd-threshold/).
+- the forward at any row count: its exchange through shared memory has no round trip through
+  L2 and no polling, which the split-row forward's has;
+- the backward at any row count, in fp32 up to 131072 columns (max_cols), where its blocks still
+  fit without spilling.
+The timings behind both are in the results pages of measurements/.
 """
 
 from __future__ import annotations
@@ -64,12 +62,7 @@ import triton.language as tl
 from kernels_triton import compiled_index
 from kernels_triton.configs import DTYPES, INTERPRET, num_sms
 from kernels_triton.kernels import LOG2E
-from kernels_triton.split_row import (
-    _merge,
-    _shift,
-    _store_chunk,
-    _sum,
-)
+from kernels_triton.partials import merge, row_sum, shift, store_chunk
 
 MAX_CLUSTER = 16
 MIN_COLS = 32768
@@ -99,9 +92,8 @@ def _inbox_bytes(c: int) -> int:
 # thread's elements take half the registers of fp32 (16384-element blocks of 8 warps fit 4 to an
 # SM in the forward, not 3; of 4 warps, 5: _block). Triton would widen a whole tensor at once
 # wherever a 16-bit value meets fp32 arithmetic, so the steps after the exchange widen a pair at
-# a time in inline asm. On an H100 the 16-bit forward got up to 7% faster for it where a launch
-# takes more than one wave, and 3-4% slower (0.3-0.5 us) where it fits one (16-32 rows of
-# 65536-131072; measurements/2026-11-27-h100/held-16bit/). WIDEN_PAIR: the PTX that widens the pair in
+# a time in inline asm: more blocks an SM where a launch takes several waves (a launch of one
+# wave takes the held form instead, _block). WIDEN_PAIR: the PTX that widens the pair in
 # register {x} into fp32 {lo} and {hi}, by the PTX name of the 16-bit type.
 WIDEN_PAIR = {
     "bf16": "shl.b32 {lo}, {x}, 16; and.b32 {hi}, {x}, 0xffff0000;",  # a bf16 is its fp32's high half
@@ -176,10 +168,10 @@ def _maximum(a, b):
 @triton.jit
 def _pair(m1, s1, m2, s2):
     """Two partials (m, sum of exp(x - m)) as one: each sum rescaled to the larger max. Relative
-    to _shift(m): two chunks of all -inf give (-inf, 0); a NaN sum stays NaN (NaN * 0)."""
+    to shift(m): two chunks of all -inf give (-inf, 0); a NaN sum stays NaN (NaN * 0)."""
     m = tl.maximum(m1, m2)
-    shift = _shift(m)
-    return m, s1 * tl.exp2((m1 - shift) * LOG2E) + s2 * tl.exp2((m2 - shift) * LOG2E)
+    ref = shift(m)
+    return m, s1 * tl.exp2((m1 - ref) * LOG2E) + s2 * tl.exp2((m2 - ref) * LOG2E)
 
 
 @triton.jit
@@ -192,7 +184,7 @@ def _partial(x, THREADS: tl.constexpr):
     PACK: tl.constexpr = 128 // x.dtype.primitive_bitwidth
     x3 = tl.reshape(x, [x.shape[0] // (THREADS * PACK), THREADS, PACK])
     m_t = tl.reduce(tl.reduce(x3, 2, _maximum), 0, _maximum).to(tl.float32)  # [THREADS]
-    e = tl.exp2((x3.to(tl.float32) - _shift(m_t)[None, :, None]) * LOG2E)
+    e = tl.exp2((x3.to(tl.float32) - shift(m_t)[None, :, None]) * LOG2E)
     return tl.reduce((m_t, tl.sum(tl.sum(e, 2), 0)), 0, _pair)
 
 
@@ -336,7 +328,7 @@ def cluster_fwd_kernel(
     C: tl.constexpr,
     CHUNK: tl.constexpr,
     NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
-    COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (split_row._sum)
+    COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (partials.row_sum)
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (_split_row)
     HOLD_EXPS: tl.constexpr,  # hold exp(x - m) in fp32 across the exchange, not x (see below)
     THREADS: tl.constexpr,  # 32 * the launch's warps (_partial)
@@ -365,18 +357,18 @@ def cluster_fwd_kernel(
             m = tl.maximum(tl.reduce(x, 0, _maximum).to(tl.float32), tl.max(x_edges, axis=0))
         else:
             m = tl.reduce(x, 0, _maximum).to(tl.float32)
-        e = tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E)
-        s = _sum(e, COMPENSATED)
+        e = tl.exp2((x.to(tl.float32) - shift(m)) * LOG2E)
+        s = row_sum(e, COMPENSATED)
         if VEC > 0:
-            s += _sum(tl.exp2((x_edges - _shift(m)) * LOG2E), COMPENSATED)
+            s += row_sum(tl.exp2((x_edges - shift(m)) * LOG2E), COMPENSATED)
     else:  # 16 bits, many waves: taken again after the exchange, so one reduction of pairs
         m, s = _partial(x, THREADS)
         if VEC > 0:
             m_edges = tl.max(x_edges, axis=0)
-            s_edges = tl.sum(tl.exp2((x_edges - _shift(m_edges)) * LOG2E), axis=0)
+            s_edges = tl.sum(tl.exp2((x_edges - shift(m_edges)) * LOG2E), axis=0)
             m, s = _pair(m, s, m_edges, s_edges)
     m_all, s_all = _exchange(m, s, slot_base, rank, C)
-    m_row, s_row = _merge(m_all, s_all, COMPENSATED)
+    m_row, s_row = merge(m_all, s_all, COMPENSATED)
     # An -inf element writes 0; a row of all -inf (M = -inf) writes NaN, and a +inf or NaN makes
     # S NaN and the row NaN: torch's results.
     if HOLD_EXPS:
@@ -393,7 +385,7 @@ def cluster_fwd_kernel(
         y_edges = tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
         tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
     else:
-        _store_chunk(y_row, cols, N, y, NEEDS_MASK)
+        store_chunk(y_row, cols, N, y, NEEDS_MASK)
 
 
 @triton.jit(do_not_specialize=["slot_base"])
@@ -461,19 +453,14 @@ def _block(
     """(chunk, warps, register cap) of a block: 64 elements a thread of x (forward), of y and dy
     (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384, its registers capped so that
     blocks share an SM: fp32 forward over 8 warps, 3 an SM (80 registers), backward over 8 warps,
-    2 (128). Uncapped, the compiler took more and fit one block fewer an SM: 10-14% slower on an
-    H100 (measurements/2026-11-27-h100/cluster-reread/, call h). The 16-bit forward holds its
-    chunk packed, 128 elements a thread over 4 warps in 64 registers of the cap of 96: 5 blocks an
-    SM, where 8 warps at 64 (64 elements a thread) fit 4 and spilled at 262144 columns: on an H100
-    faster at 128-1024 rows of 262144 columns and at 300x147456, level at 512x200000
-    (measurements/2026-11-27-h100/pair-reduce/, calls b, c).
+    2 (128). Uncapped, the compiler takes more and fits one block fewer an SM. The 16-bit forward
+    holds its chunk packed, 128 elements a thread over 4 warps in 64 registers of the cap of 96:
+    5 blocks an SM, where 8 warps at 64 (64 elements a thread) fit 4 and spill at 262144 columns.
 
     A forward launch of one wave (fits_one_wave) waits on its slowest block's instructions, not on
     how many blocks share an SM: its blocks take 8 warps (32 elements a thread, shorter chains)
-    and hold their exponentials across the exchange in every dtype (kernel_for). On an H100
-    that was 0.85-0.95 of the time at 1-32 rows of 131072 and 16-64 of 65536 in bf16, 0.89-1.00
-    in fp32, 0.86 at 16x262144 bf16, and level to 6% slower past one wave (measurements/
-    2026-11-27-h100/few-rows/, call c)."""
+    and hold their exponentials across the exchange in every dtype (kernel_for). Only without
+    batch invariance: the warps order a block's sums, so the form must not follow the row count."""
     if direction == "fwd" and one_wave:
         return (8192, 8, None) if n_cols <= 8192 * MAX_CLUSTER else (16384, 8, 80)
     if n_cols <= 8192 * MAX_CLUSTER:
@@ -490,8 +477,8 @@ def _cluster_size(n_cols: int) -> int:
 
 def max_cols(direction: str, dtype: torch.dtype) -> int:
     """The longest row the cluster kernel takes. The fp32 backward past 8192 * MAX_CLUSTER columns
-    needs 147-162 registers a thread in 16384-element blocks, and capped at 128 it spills: 5-17%
-    slower than the split-row backward on an H100, where the 16-bit backward was 4-10% faster."""
+    needs 147-162 registers a thread in 16384-element blocks, and capped at 128 it spills, which
+    the split-row backward does not; the 16-bit backward fits."""
     if direction == "bwd" and dtype == torch.float32:
         return 8192 * MAX_CLUSTER
     return MAX_COLS
@@ -508,12 +495,6 @@ def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device
         and MIN_COLS <= n_cols <= max_cols(direction, dtype)
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
-
-
-def takes(direction: str, tensors: list[torch.Tensor]) -> bool:
-    """applies() for a launch of `direction` ("fwd": x, y; "bwd": y, dy, dx; 2-D tensors)."""
-    first = tensors[0]
-    return applies(direction, *first.shape, first.dtype, first.device)
 
 
 def _packs(tensors: list[torch.Tensor]) -> int:
@@ -552,16 +533,18 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int, one_wa
     return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
 
 
-def compiled_launch(direction: str, tensors: list[torch.Tensor]):
+def compiled_launch(direction: str, tensors: list[torch.Tensor], one_wave: bool | None = None):
     """The compiled kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) for tensors laid out
     like `tensors` (2-D, unit column stride), and what a launch passes after the data pointers:
     (packed launch metadata, grid_x, the scalar and constexpr arguments). The metadata asks for
     num_ctas = C, so the launcher makes the grid grid_x * C blocks in clusters of C, and for the
-    exchange's mbarrier and slots past Triton's own shared memory."""
+    exchange's mbarrier and slots past Triton's own shared memory. one_wave: the forward's
+    one-wave form (_block) or not; None: where the launch's rows fit one wave (fits_one_wave),
+    which makes a row's reduction depend on the row count."""
     first = tensors[0]
     m, n = first.shape
     strides = tuple(t.stride(0) for t in tensors)
-    single_wave = fits_one_wave(m, n, num_sms(first.get_device()))
+    single_wave = fits_one_wave(m, n, num_sms(first.get_device())) if one_wave is None else one_wave
     kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, _packs(tensors), single_wave)
     c = constexprs["C"]
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}

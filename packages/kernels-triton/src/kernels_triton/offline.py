@@ -130,7 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         "--warp-rows", action="store_true", help="a warp a row (--block = warps x next_pow2(N))"
     )
     parser.add_argument("--arch", type=int, default=90)
-    parser.add_argument("--sms", type=int, default=132, help="SMs of the GPU (cluster_fwd: one wave?)")
+    parser.add_argument(
+        "--sms", type=int, default=132, help="SMs of the GPU (cluster_fwd --any-order: one wave?)"
+    )
+    parser.add_argument(
+        "--any-order", action="store_true", help="cluster_fwd as batch_invariant=False launches it"
+    )
     parser.add_argument("--sass", action="store_true", help="print the whole SASS")
     args = parser.parse_args(argv)
     dtype = getattr(torch, args.dtype)
@@ -141,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         longest = cluster.max_cols(direction, dtype)
         if not cluster.MIN_COLS <= args.N <= longest:
             parser.error(f"N: {args.kernel} takes {cluster.MIN_COLS} to {longest} columns in {args.dtype}")
-        one_wave = cluster.fits_one_wave(args.M, args.N, args.sms)
+        one_wave = args.any_order and cluster.fits_one_wave(args.M, args.N, args.sms)
         compiled = compile_cluster(direction, args.N, dtype, args.arch, one_wave)
         what = "cluster, one wave" if one_wave and direction == "fwd" else "cluster"
     else:

@@ -89,6 +89,7 @@ import triton.language as tl
 from kernels_triton import compiled_index
 from kernels_triton.configs import DTYPES, INTERPRET
 from kernels_triton.kernels import LOG2E
+from kernels_triton.partials import merge, row_sum, shift, store_chunk, two_sum
 
 # The scratch buffer (int64 words): a header, then two words (m, s) per program per wave parity.
 EPOCH, FINISHED, FALLBACKS = 0, 1, 2
@@ -115,7 +116,7 @@ class SplitConfig:
     programs_per_sm: cap on resident programs an SM (None: the compiled kernel's occupancy);
     prefetch: load the chunk of the next row before exchanging the current one (None: the
     dtype's entry in PREFETCH, and off for a launch that has one wave only);
-    compensated: the forward's sums carry their rounding errors (_sum; None: for fp32 on a
+    compensated: the forward's sums carry their rounding errors (row_sum; None: for fp32 on a
     GPU, not under the interpreter, whose custom reductions run an element at a time in
     Python, about 15 times slower; 16-bit outputs round far above the difference)."""
 
@@ -137,10 +138,8 @@ class SplitConfig:
 
 
 # 64 fp32 values a thread in the forward (x), 32 + 32 in the backward (y and dy): the
-# configs that held the most bytes on chip an SM and ran fastest among those timed
-# (measurements/2026-11-25-h100/triton-split-row/); the forward, which loads ahead in 16-bit
-# types, over programs of twice the backward's width (measurements/2026-11-26-h100/
-# triton-split-configs/).
+# configs that held the most bytes on chip an SM and ran fastest among those timed; the
+# forward, which loads ahead in 16-bit types, over programs of twice the backward's width.
 FORWARD_CONFIG = SplitConfig(chunk=8192, num_warps=4)
 BACKWARD_CONFIG = SplitConfig(chunk=4096, num_warps=4)
 INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
@@ -150,8 +149,9 @@ INTERPRETER_CONFIG = SplitConfig(chunk=1024, num_warps=4)
 # the registers of the fp32 values it becomes. Off for fp32, where it costs as many as the
 # current chunk: fewer programs an SM (the grid is sized from the compiled kernel's
 # occupancy either way) for an exchange that is already a smaller part of the wave. (In the
-# fp32 backward it was faster at some shapes and slower at others: measurements/2026-11-26-h100/
-# triton-split-configs/.)
+# fp32 backward it was faster at some shapes and slower at others.) Either way a row's
+# partials and their merge are the same, so `prefetch` never changes a row's bits: the forward
+# writes e * exp(m - M) / S in both forms but the fp32 one without it, which is off for fp32.
 PREFETCH = {torch.float32: False, torch.float16: True, torch.bfloat16: True}
 
 MIN_CHUNK = 1024  # few rows: chunks are halved down to this to give every SM a program
@@ -197,49 +197,12 @@ def _load_ahead(base_ptr, row, row_stride, M, cols, N, other, NEEDS_MASK: tl.con
 
 
 @triton.jit
-def _store_chunk(row_ptr, cols, N, value, NEEDS_MASK: tl.constexpr):
-    if NEEDS_MASK:
-        tl.store(row_ptr + cols, value.to(row_ptr.dtype.element_ty), mask=cols < N)
-    else:
-        tl.store(row_ptr + cols, value.to(row_ptr.dtype.element_ty))
-
-
-@triton.jit
-def _shift(m):
-    """What exponents are taken relative to: the max, or 0 where the max is -inf (a chunk of
-    all -inf: exp(-inf - -inf) would be NaN, exp(-inf - 0) is the 0 it should be)."""
-    return tl.where(m == float("-inf"), 0.0, m)
-
-
-@triton.jit
-def _two_sum(a, a_err, b, b_err):
-    """(a + a_err) + (b + b_err) as an fp32 sum and what its rounding lost (Knuth's TwoSum:
-    exact for any order of a and b, with no multiplication for the compiler to fuse)."""
-    s = a + b
-    b_part = s - a
-    a_part = s - b_part
-    return s, (a - a_part) + (b - b_part) + a_err + b_err
-
-
-@triton.jit
-def _sum(v, COMPENSATED: tl.constexpr):
-    """sum(v) over axis 0; COMPENSATED carries each addition's rounding error along (about
-    one rounding in all, where a plain fp32 sum rounds once per addition: a thread adds its
-    elements one after another, so the largest term meets dozens of roundings)."""
-    if COMPENSATED:
-        s, err = tl.reduce((v, tl.zeros_like(v)), 0, _two_sum)
-        return s + err
-    else:
-        return tl.sum(v, axis=0)
-
-
-@triton.jit
 def _max_sum(x, COMPENSATED: tl.constexpr):
     """A chunk's partial: m = max(x), e = exp(x - m), s = sum(e). The max is subtracted
     before scaling by log2(e), so huge finite inputs stay finite."""
     m = tl.max(x, axis=0)
-    e = tl.exp2((x - _shift(m)) * LOG2E)
-    return m, e, _sum(e, COMPENSATED)
+    e = tl.exp2((x - shift(m)) * LOG2E)
+    return m, e, row_sum(e, COMPENSATED)
 
 
 @triton.jit
@@ -259,9 +222,9 @@ def _max_sum_from_memory(
     for k in range(0, CHUNK, SUB):
         cols = start + k + offs
         x = tl.load(row_ptr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-        tile = _sum(tl.exp2((x - _shift(m)) * LOG2E), COMPENSATED)
+        tile = row_sum(tl.exp2((x - shift(m)) * LOG2E), COMPENSATED)
         if COMPENSATED:
-            s, s_err = _two_sum(s, s_err, tile, 0.0)
+            s, s_err = two_sum(s, s_err, tile, 0.0)
         else:
             s += tile
     return m, s + s_err
@@ -278,16 +241,6 @@ def _dot_from_memory(y_row, dy_row, start, N, CHUNK: tl.constexpr, SUB: tl.const
         dy = tl.load(dy_row + cols, mask=cols < N, other=0.0).to(tl.float32)
         d += tl.sum(y * dy, axis=0)
     return d
-
-
-@triton.jit
-def _merge(m_all, s_all, COMPENSATED: tl.constexpr):
-    """(M, S) of a row from its chunks' (m_j, s_j), s_j taken relative to _shift(m_j). A chunk
-    with m_j = -inf adds its s_j unscaled: 0, or NaN where it holds a NaN beside nothing but
-    -inf (tl.max passes over NaN), which must still make the row NaN."""
-    m_row = tl.max(m_all, axis=0)
-    weight = tl.exp2((_shift(m_all) - m_row) * LOG2E)
-    return m_row, _sum(tl.where(m_all == float("-inf"), s_all, s_all * weight), COMPENSATED)
 
 
 @triton.jit
@@ -380,23 +333,23 @@ def _split_fwd_kernel(
                     m_all = tl.where(lanes == j, m_j, m_all)
                     s_all = tl.where(lanes == j, s_j, s_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
-        m_row, s_row = _merge(m_all, s_all, COMPENSATED)
+        m_row, s_row = merge(m_all, s_all, COMPENSATED)
         if x_ptr.dtype.element_ty == tl.float32 and not PREFETCH:
             # fp32: y = exp(x - M) / S from the x the program holds, one rounded exponential
             # an element as in F.softmax (e * exp(m - M) / S below has two). An -inf element
             # writes 0; a row of all -inf (M = -inf) writes NaN, as torch does.
             y_row = y_ptr + row * y_row_stride
-            _store_chunk(y_row, cols, N, tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row), NEEDS_MASK)
+            store_chunk(y_row, cols, N, tl.exp2((x - m_row) * LOG2E) * (1.0 / s_row), NEEDS_MASK)
         else:
             # 16-bit outputs round far above that difference. With PREFETCH the form above ran
-            # 1.2-1.6x slower on an H100 (not understood; same registers offline), so the
+            # slower (not understood; the same registers offline), so the
             # chunk's own e is rescaled: y = e * exp(m - M) / S. A chunk whose max is -inf writes
             # e * 0 * S: 0, or NaN where a NaN made S NaN (tl.max passes over a NaN beside
             # nothing but -inf); a row of all -inf writes NaN.
             scale = tl.where(m == float("-inf"), 0.0 * s_row, tl.exp2((m - m_row) * LOG2E) / s_row)
             scale = tl.where(m_row == float("-inf"), float("nan"), scale)
             y_row = y_ptr + row * y_row_stride
-            _store_chunk(y_row, cols, N, e * scale, NEEDS_MASK)
+            store_chunk(y_row, cols, N, e * scale, NEEDS_MASK)
     _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
 
 
@@ -466,7 +419,7 @@ def _split_bwd_kernel(
                     d_all = tl.where(lanes == j, d_j, d_all)
             tl.atomic_add(scratch_ptr + FALLBACKS_TL, 1, sem="relaxed")
         dx_row = dx_ptr + row * dx_row_stride
-        _store_chunk(dx_row, cols, N, y * (dy - tl.sum(d_all, axis=0)), NEEDS_MASK)
+        store_chunk(dx_row, cols, N, y * (dy - tl.sum(d_all, axis=0)), NEEDS_MASK)
     _finish(scratch_ptr, epoch, tl.cdiv(M, n_groups), n_words, 1024)
 
 
@@ -489,6 +442,11 @@ class _Device:
     regs_per_sm: int = 65536
     threads_per_sm: int = 2048
     shared_per_sm: int = 233472  # bytes a block may use on sm_90, 1 KiB reserved per block below
+
+
+def device_sms(device: torch.device) -> int:
+    """The SMs the split-row grid is sized for (the interpreter's stand-in count on the CPU)."""
+    return _device(device).sms
 
 
 def _device(device: torch.device) -> _Device:
@@ -566,6 +524,7 @@ class _Plan:
 
 
 _PLANS: dict[tuple, _Plan] = {}
+MAX_PLANS = 4096
 _OCCUPANCY: dict[tuple, int] = {}
 
 
@@ -655,18 +614,20 @@ def _sized_config(config: SplitConfig, M: int, N: int, sms: int) -> SplitConfig:
     return SplitConfig(chunk, warps)
 
 
-def _default_config(direction: str, M: int, N: int, sms: int) -> SplitConfig:
-    """The direction's config, sized for M rows of N on `sms` SMs (_sized_config)."""
+def default_config(direction: str, M: int, N: int, sms: int, batch_invariant: bool = False) -> SplitConfig:
+    """The direction's config, sized for M rows of N on `sms` SMs (_sized_config); with
+    batch_invariant for rows of N whatever M (_widened): the chunk decides a row's sums."""
     if INTERPRET:
         return INTERPRETER_CONFIG
-    return _sized_config(FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG, M, N, sms)
+    config = FORWARD_CONFIG if direction == "fwd" else BACKWARD_CONFIG
+    return _widened(config, N, sms) if batch_invariant else _sized_config(config, M, N, sms)
 
 
 def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | None, spin_limit: int | None):
     x = tensors[0]
     M, N = x.shape
     if config is None:
-        config = _default_config(direction, M, N, _device(x.device).sms)
+        config = default_config(direction, M, N, _device(x.device).sms)
     if config.compensated is None:
         config = dataclasses.replace(config, compensated=x.dtype == torch.float32 and not INTERPRET)
     spin_limit = SPIN_LIMIT if spin_limit is None else spin_limit
@@ -684,8 +645,8 @@ def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | Non
                 plan = _new_plan(direction, tensors, dataclasses.replace(config, prefetch=True), spin_limit)
     else:
         plan = _new_plan(direction, tensors, config, spin_limit)
-    if len(_PLANS) > 4096:
-        _PLANS.clear()
+    if len(_PLANS) >= MAX_PLANS:  # the oldest first: memory stays flat however many shapes
+        _PLANS.pop(next(iter(_PLANS), None), None)
     _PLANS[key] = plan
     return plan
 
@@ -782,8 +743,7 @@ def applies(n_rows: int, n_cols: int, dtype: torch.dtype, device, *, backward: b
     if _cdiv(n_cols, _widened(config, n_cols, dev.sms).chunk) > dev.sms:
         return False  # a row would need more than one program an SM, even at MAX_WARPS
     # Past these row lengths kernels_triton.softmax's own kernels read a row twice; at them
-    # (4096 x 32768) they measured faster than this path, except the fp32 backward
-    # (measurements/2026-11-25-h100/triton-split-row/).
+    # (4096 x 32768) those were faster than this path, except the fp32 backward.
     if backward:
         own_limit = 16384 if dtype == torch.float32 else 32768
     else:
@@ -805,7 +765,7 @@ def _checked_run(direction: str, tensors: list[torch.Tensor], config, spin_limit
     return _run(direction, tensors, config, spin_limit)
 
 
-def compiled_launch(direction: str, tensors: list[torch.Tensor]):
+def compiled_launch(direction: str, tensors: list[torch.Tensor], *, config: SplitConfig | None = None):
     """Launch `direction` ("fwd": x2d, y2d; "bwd": y2d, dy2d, dx2d) at the default config, as
     forward/backward do, and return what a launch of the same compiled kernel needs on tensors
     of the same shape, row strides, dtype and alignment: (compiled kernel, grid, the arguments
@@ -813,7 +773,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     stream whose scratch buffer those arguments name). kernels_triton's launch plans call it
     once and then launch directly, with no trip through the JIT. None under the interpreter
     (or for empty tensors)."""
-    ran = _checked_run(direction, tensors, None, None)
+    ran = _checked_run(direction, tensors, config, None)
     if ran is None or INTERPRET or ran[0] is None:
         return None
     compiled, plan, args = ran
