@@ -471,6 +471,42 @@ def test_registered_with_labtools():
     )
 
 
+FORMS_ON_CPU = [("one_pass", (3, 40)), ("looped", (3, 40)), ("warp_rows", (5, 40)), ("split_row", (2, 4100))]
+
+
+@pytest.mark.parametrize("form, shape", FORMS_ON_CPU, ids=[f for f, _ in FORMS_ON_CPU])
+def test_each_form_is_registered_under_its_own_name(form, shape):
+    """`lab bench --impls triton.<form>` times one form alone, whatever the route would pick
+    (the cluster form, sm_90 only, in the GPU test below)."""
+    from labtools import registry
+
+    fwd, bwd = registry.get(f"triton.{form}"), registry.get(f"triton.{form}_backward")
+    assert (fwd.op, bwd.op, fwd.backend) == ("softmax", "softmax_backward", "triton")
+    assert fwd.supports(shape, "float32")
+    x = _randn(shape, torch.float32, 7, 3.0)
+    y = fwd.fn(x)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.float32)
+    dy = _randn(shape, torch.float32, 8)
+    expected = softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy())
+    assert_close(bwd.fn(y, dy), expected, torch.float32)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9, reason="needs sm_90"
+)
+@pytest.mark.parametrize("form", ["one_pass", "looped", "split_row", "cluster"])
+def test_gpu_each_form_alone_at_a_long_row(form):
+    from labtools import registry
+
+    x = _randn((16, 65536), torch.bfloat16, 9, 3.0)
+    y = registry.get(f"triton.{form}").fn(x)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.bfloat16)
+    dy = _randn((16, 65536), torch.bfloat16, 10)
+    expected = softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy())
+    assert_close(registry.get(f"triton.{form}_backward").fn(y, dy), expected, torch.bfloat16)
+
+
 def test_tune_needs_a_gpu(capsys):
     if torch.cuda.is_available():
         pytest.skip("on a GPU the tuner runs (see test_gpu_tune)")
