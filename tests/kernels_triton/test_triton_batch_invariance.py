@@ -1,6 +1,9 @@
 """Batch invariance: row i of softmax(x) is the same bits as softmax(x[i:i+1]), whatever else is
 in the batch, forward and backward; and a new row count costs a plan, not a config choice.
 
+Rows are compared where both calls see them at the same 16-byte alignment: in every prefix
+batch, and in slices starting at a row aligned as the first (aligned_rows).
+
 On the CPU: the planner's decisions (launch.plan_form: the form and everything in it that orders
 a row's reductions) for a simulated H100 are the same at every row count, and under Triton's
 interpreter the kernels give every row the bits of the single-row call. On the GPU: the shapes
@@ -9,6 +12,8 @@ split-row and cluster forms.
 """
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -178,11 +183,21 @@ BROKEN_BEFORE = [
 ]
 
 
+def aligned_rows(x: torch.Tensor) -> int:
+    """Every how many rows a row of x starts on the 16-byte boundary its first row starts on.
+    The kernels load 16-byte packs, and a row's packs (so the order of its sums) follow its
+    address: a slice starting at such a row sees its rows as x does (a prefix always does)."""
+    return 16 // math.gcd(16, x.stride(0) * x.element_size())
+
+
 def check_rows(x: torch.Tensor, dy: torch.Tensor, rows: list[int], batch_sizes=(1, 3)) -> None:
     """Forward and backward of every row of `rows` in x against the same row in batches of
-    `batch_sizes` rows starting there, bit for bit."""
+    `batch_sizes` rows starting there, bit for bit; and of every prefix of those sizes."""
     y = softmax(x)
     dx = softmax_backward(y, dy)
+    for k in batch_sizes:
+        assert torch.equal(y[:k], softmax(x[:k])), k
+        assert torch.equal(dx[:k], softmax_backward(y[:k], dy[:k])), k
     for i in rows:
         for k in batch_sizes:
             part = slice(i, min(i + k, x.shape[0]))
@@ -196,8 +211,9 @@ def test_gpu_rows_keep_their_bits_at_the_shapes_that_broke_it(shape, dtype):
     g = torch.Generator(device="cuda").manual_seed(shape[0] + shape[1])
     x = (torch.randn(shape, generator=g, device="cuda") * 4).to(dtype)
     dy = torch.randn(shape, generator=g, device="cuda").to(dtype)
-    m = shape[0]
-    check_rows(x, dy, sorted({0, 1, m // 2, m - 1}), batch_sizes=(1, 2, 17, m // 2 + 1))
+    m, step = shape[0], aligned_rows(x)
+    rows = sorted({0, step, (m // 2) // step * step, (m - 1) // step * step})
+    check_rows(x, dy, rows, batch_sizes=(1, 2, 17, m // 2 + 1))
 
 
 @pytest.mark.gpu
@@ -212,5 +228,6 @@ def test_gpu_every_form_keeps_a_rows_bits(n, data, dtype, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     x = (torch.randn((m, n), generator=g, device="cuda") * 4).to(dtype)
     dy = torch.randn((m, n), generator=g, device="cuda").to(dtype)
-    rows = sorted({0, m - 1, data.draw(st.integers(0, m - 1), label="row")})
+    step = aligned_rows(x)
+    rows = sorted({0, (m - 1) // step * step, data.draw(st.integers(0, (m - 1) // step), label="row") * step})
     check_rows(x, dy, rows, batch_sizes=(1, data.draw(st.integers(1, m), label="batch")))

@@ -214,8 +214,11 @@ def launch(
 
 
 def _device_of(t: torch.Tensor):
-    """A context in which t's CUDA device is the current one (nothing to do on the CPU)."""
-    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
+    """A context in which t's CUDA device is the current one (nothing to do on the CPU or where
+    it already is: switching and restoring costs microseconds of a new row count's call)."""
+    if not t.is_cuda or torch._C._cuda_getDevice() == t.get_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(t.device)
 
 
 def in_place(tensors: list[torch.Tensor]) -> bool:

@@ -189,7 +189,8 @@ def softmax(
     torch.export it is one opaque op, kernels_triton::softmax, with its backward.
 
     batch_invariant (default True): each row's result, forward and backward, is the same bits
-    whatever the other rows of the batch and however many there are (launch.py says how).
+    whatever the other rows of the batch and however many there are (launch.py says how), for
+    a row at the same 16-byte alignment (the kernels load 16-byte packs; the README says more).
     False lets the row count choose faster forms for some shapes; a row may then differ in
     its last bits between batches.
     """
