@@ -38,6 +38,7 @@ import importlib
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
@@ -57,8 +58,10 @@ TUNE_ON_FIRST_USE = os.environ.get("KERNELS_TRITON_TUNE") == "1"
 tune_first_use: Callable | None = None
 
 Template = Callable[..., Plan]  # template(tensors, m): launch once on them, return their plan
-_PLANS: dict[tuple, Plan] = {}
-_TEMPLATES: dict[tuple, Template] = {}
+# OrderedDicts: dropping the oldest entry is O(1) (a plain dict's first entry is found by
+# stepping over every slot freed before it, which grows with the entries dropped).
+_PLANS: dict[tuple, Plan] = OrderedDict()
+_TEMPLATES: dict[tuple, Template] = OrderedDict()
 # Every dict that keeps plans or templates (this module's, and softmax.py's fast paths'):
 # forget_plans() empties them all.
 PLAN_CACHES: list[dict] = [_PLANS, _TEMPLATES]
@@ -68,7 +71,13 @@ def remember(cache: dict, key, value, limit: int | None = None) -> None:
     """cache[key] = value, the oldest entry dropped first once `limit` (MAX_PLANS) are held
     (dicts keep insertion order)."""
     if len(cache) >= (MAX_PLANS if limit is None else limit):
-        cache.pop(next(iter(cache), None), None)
+        try:
+            if isinstance(cache, OrderedDict):
+                cache.popitem(last=False)
+            else:
+                cache.pop(next(iter(cache)), None)
+        except (KeyError, StopIteration, RuntimeError):  # emptied or changed by another thread
+            pass
     cache[key] = value
 
 
@@ -82,7 +91,7 @@ def forget_plans() -> None:
 
 # (kernel, N, rows_per_sm, dtype name) -> the config its launches ran with in this process
 # and where it came from ("given", "tuned", "committed", "warp rows", "heuristic", "interpreter")
-USED: dict[tuple, dict] = {}
+USED: dict[tuple, dict] = OrderedDict()
 MAX_USED = 1024
 
 # The split-row kernels: applies(n_rows, n_cols, dtype, device, *, backward) -> bool,

@@ -17,6 +17,7 @@ checks only what the key does not hold (contiguity; for softmax_, that x needs n
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import torch
 
@@ -81,9 +82,9 @@ def _from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor
 # Plans for contiguous tensors along their last dim, keyed on everything the checks and
 # the plan depend on: forward (x.shape, dim, dtype, device, x 16-byte aligned, config,
 # batch_invariant); backward the same for y plus dy's shape, dtype, device and alignment.
-_FORWARD: dict[tuple, launch.Plan] = {}
-_BACKWARD: dict[tuple, launch.Plan] = {}
-_IN_PLACE: dict[tuple, launch.Plan] = {}  # softmax_, keyed as _FORWARD
+_FORWARD: dict[tuple, launch.Plan] = OrderedDict()  # bounded: launch.remember
+_BACKWARD: dict[tuple, launch.Plan] = OrderedDict()
+_IN_PLACE: dict[tuple, launch.Plan] = OrderedDict()  # softmax_, keyed as _FORWARD
 launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch.forget_plans()
 
 

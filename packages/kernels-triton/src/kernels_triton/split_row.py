@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
@@ -182,7 +183,7 @@ class _Plan:
     meta: dict
 
 
-_PLANS: dict[tuple, _Plan] = {}
+_PLANS: dict[tuple, _Plan] = OrderedDict()
 MAX_PLANS = 4096
 _OCCUPANCY: dict[tuple, int] = {}
 
@@ -305,7 +306,7 @@ def _plan(direction: str, tensors: list[torch.Tensor], config: SplitConfig | Non
     else:
         plan = _new_plan(direction, tensors, config, spin_limit)
     if len(_PLANS) >= MAX_PLANS:  # the oldest first: memory stays flat however many shapes
-        _PLANS.pop(next(iter(_PLANS), None), None)
+        _PLANS.popitem(last=False)
     _PLANS[key] = plan
     return plan
 
