@@ -371,14 +371,14 @@ def test_forward_error_no_worse_than_torch(waves):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward_rows_off_16_byte_boundaries(dtype):
     """Rows of odd length start at every offset from a 16-byte boundary: the kernel splits them
-    into head, aligned body and tail (cluster._packs) where x and y rows share their offsets,
+    into head, aligned body and tail (cluster.packs) where x and y rows share their offsets,
     and reads them an element at a time where they do not (y with another row stride)."""
     m, n = 24, 50257
     x = (torch.randn((m, n), device="cuda") * 4).to(dtype)
     x[3, 0], x[5, n - 1] = 30, 30  # the maximum in a head, and in a tail
     expected = softmax_ref(x.cpu().double().numpy())
-    assert cluster._packs([x, torch.empty_like(x)]) == 16 // x.element_size()
+    assert cluster.packs([x, torch.empty_like(x)]) == 16 // x.element_size()
     np.testing.assert_allclose(forward_poisoned(x).cpu().double().numpy(), expected, **tolerance(dtype))
     y = torch.empty((m, n + 5), dtype=dtype, device="cuda")[:, :n]
-    assert cluster._packs([x, y]) == 0
+    assert cluster.packs([x, y]) == 0
     np.testing.assert_allclose(forward_poisoned(x, y).cpu().double().numpy(), expected, **tolerance(dtype))

@@ -86,7 +86,7 @@ def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device
     )
 
 
-def _packs(tensors: list[torch.Tensor]) -> int:
+def packs(tensors: list[torch.Tensor]) -> int:
     """VEC, the elements of a 16-byte pack, where Triton cannot see that the rows are whole
     16-byte packs but every tensor's rows sit at the same offset from a 16-byte boundary (aligned
     bases, equal strides), so that the kernels can split each row into head, aligned body and
@@ -103,7 +103,7 @@ def _packs(tensors: list[torch.Tensor]) -> int:
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int, one_wave: bool = False):
     """(kernel, constexprs, warps, register cap) of a launch of `direction` ("fwd", "bwd") on rows
-    of n_cols in `dtype`; vec as _packs gives it (0: rows of whole 16-byte packs); one_wave as
+    of n_cols in `dtype`; vec as packs gives it (0: rows of whole 16-byte packs); one_wave as
     fits_one_wave gives it. What compiled_launch compiles, and kernels_triton.offline without a GPU."""
     c = _cluster_size(n_cols)
     chunk, warps, maxnreg = _block(n_cols, direction, dtype, one_wave)
@@ -134,7 +134,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor], one_wave: bool 
     m, n = first.shape
     strides = tuple(t.stride(0) for t in tensors)
     single_wave = fits_one_wave(m, n, num_sms(first.get_device())) if one_wave is None else one_wave
-    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, _packs(tensors), single_wave)
+    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, packs(tensors), single_wave)
     c = constexprs["C"]
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     specialization = (

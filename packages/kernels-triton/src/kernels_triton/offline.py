@@ -50,7 +50,7 @@ def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90, 
     """The compiled cluster kernel of `direction` ("fwd", "bwd") that a launch on contiguous,
     16-byte aligned rows of N columns would use (kernels_triton.cluster.compiled_launch); one_wave:
     a forward launch that cluster.fits_one_wave."""
-    vec = cluster._packs([torch.empty((1, N), dtype=dtype, device="meta")])  # at address 0: aligned
+    vec = cluster.packs([torch.empty((1, N), dtype=dtype, device="meta")])  # at address 0: aligned
     fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec, one_wave)
     # N and the row strides (N: contiguous rows); slot_base is never specialised (cluster.py)
     integers = {arg: N for arg in fn.arg_names if not arg.endswith("_ptr") and arg not in constexprs}
