@@ -464,7 +464,7 @@ def test_gpu_prefetch_both_ways(shape, dtype, prefetch):
     m, n = shape
     sms = sr._device(torch.device(DEVICE)).sms
     fwd, bwd = (
-        dataclasses.replace(sr._default_config(d, m, n, sms), prefetch=prefetch) for d in ("fwd", "bwd")
+        dataclasses.replace(sr.default_config(d, m, n, sms), prefetch=prefetch) for d in ("fwd", "bwd")
     )
     x = _randn(shape, dtype, n + 5, 6.0)
     for direction, config, tensors in (("fwd", fwd, [x, x]), ("bwd", bwd, [x, x, x])):

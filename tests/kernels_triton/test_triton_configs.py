@@ -183,8 +183,9 @@ def test_repeated_calls_take_the_cached_plan_and_still_check_their_arguments():
     torch.testing.assert_close(softmax(x.clone(), 1), torch.softmax(x, 1))
     with pytest.raises(TypeError, match="dim must be an int"):
         softmax(x, True)  # True == 1 and hashes alike: it must not find dim 1's plan
-    with pytest.raises(TypeError, match="float64"):
-        softmax(x.double(), 1)
+    with pytest.raises(TypeError, match="int32"):
+        softmax(x.int(), 1)
+    torch.testing.assert_close(softmax(x.double(), 1), torch.softmax(x.double(), 1))  # not dim 1's fp32 plan
     with pytest.raises(IndexError):
         softmax(x, 2)
     y = torch.softmax(x, -1)

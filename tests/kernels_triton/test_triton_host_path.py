@@ -11,11 +11,11 @@ Triton may be another version than the CPU's.
 import pytest
 import torch
 import triton
-from kernels_triton import compiled_index, launch
+from kernels_triton import c_launch, compiled_index, launch
 
 CudaLauncher = pytest.importorskip("triton.backends.nvidia.driver").CudaLauncher
 VERSION = ".".join(triton.__version__.split(".")[:2])
-KNOWN = VERSION in launch.C_LAUNCH_LAYOUTS
+KNOWN = VERSION in c_launch.C_LAUNCH_LAYOUTS
 
 
 def fake_launcher(record, *, scratch: int = 0):
@@ -62,7 +62,7 @@ def no_driver_needed(monkeypatch):
 def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_needed, n_tensors):
     record = []
     launcher = fake_launcher(record)
-    assert launch.c_launch_layout(launcher) == VERSION
+    assert c_launch.c_launch_layout(launcher) == VERSION
     rest = (600, 600, 512, 600, 1024, 1024, 1, False, True, 8, False)
     tensors = [Tensor(4096 * (i + 1)) for i in range(n_tensors)]
     compiled = Compiled(launcher)
@@ -70,7 +70,7 @@ def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_neede
     # launch metadata, enter hook, exit hook, *kernel arguments)
     launcher(512, 1, 1, 77, compiled.function, compiled.packed_metadata, None, None, None,
              *(t.address for t in tensors), *rest)  # fmt: skip
-    plan = launch.direct_launcher(compiled, (512, 1, 1), n_tensors, rest, device_index=0)
+    plan = c_launch.direct_launcher(compiled, (512, 1, 1), n_tensors, rest, device_index=0)
     plan(*tensors)
     assert len(record) == 2 and record[1] == record[0]
 
@@ -89,8 +89,8 @@ def test_a_plan_given_launch_metadata_launches_with_it(no_driver_needed, monkeyp
     cluster_metadata = (4, 8, 48)
     launcher(35, 1, 1, 77, compiled.function, cluster_metadata, None, None, None,
              *(t.address for t in tensors), *rest)  # fmt: skip
-    monkeypatch.setattr(launch, "_launch_hooks_installed", lambda: hooked)
-    plan = launch.direct_launcher(
+    monkeypatch.setattr(c_launch, "_launch_hooks_installed", lambda: hooked)
+    plan = c_launch.direct_launcher(
         compiled, (35, 1, 1), 3, rest, device_index=0, packed_metadata=cluster_metadata
     )
     plan(*tensors)
@@ -99,7 +99,7 @@ def test_a_plan_given_launch_metadata_launches_with_it(no_driver_needed, monkeyp
 
 @pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
 def test_a_launcher_that_needs_scratch_keeps_tritons_own_call():
-    assert launch.c_launch_layout(fake_launcher([], scratch=128)) is None
+    assert c_launch.c_launch_layout(fake_launcher([], scratch=128)) is None
 
 
 def test_other_launchers_and_versions_keep_tritons_own_call():
@@ -109,11 +109,11 @@ def test_other_launchers_and_versions_keep_tritons_own_call():
         def __call__(self, grid, stream):
             return None
 
-    assert launch.c_launch_layout(object()) is None
-    assert launch.c_launch_layout(lambda *args: None) is None
-    assert launch.c_launch_layout(CudaLauncher()) is None
-    assert launch.c_launch_layout(fake_launcher([]), version="3.7.0") is None
-    assert launch.c_launch_layout(fake_launcher([]), version="4.0.0") is None
+    assert c_launch.c_launch_layout(object()) is None
+    assert c_launch.c_launch_layout(lambda *args: None) is None
+    assert c_launch.c_launch_layout(CudaLauncher()) is None
+    assert c_launch.c_launch_layout(fake_launcher([]), version="3.7.0") is None
+    assert c_launch.c_launch_layout(fake_launcher([]), version="4.0.0") is None
 
 
 @pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
@@ -127,12 +127,12 @@ def test_a_split_row_plan_launches_directly_on_its_own_stream_only(no_driver_nee
 
     class SplitRow:  # compiled_launch launches once through the JIT and returns what a plan needs
         @staticmethod
-        def compiled_launch(direction, tensors):
+        def compiled_launch(direction, tensors, config):
             jit_calls.append((direction, len(tensors)))
             return compiled, (4, 1, 1), rest, 77
 
         @staticmethod
-        def forward(x2d, y2d):
+        def forward(x2d, y2d, config):
             jit_calls.append(("fwd", 2))
 
     monkeypatch.setattr(launch, "split_row", SplitRow)
@@ -155,19 +155,22 @@ def test_a_split_row_plan_launches_directly_on_its_own_stream_only(no_driver_nee
 
 
 def test_which_launches_split_their_rows(monkeypatch):
-    """Where split_row.applies() takes a shape, the split-row kernels run it from 64 MiB up, and
-    below that only for rows past 32768 elements (one program a row was faster up to there)."""
+    """Where split_row.applies() takes a shape, the split-row kernels run rows past 32768
+    elements whatever their number; without batch invariance, shorter rows too from 64 MiB up."""
 
     class SplitRow:
         applies = staticmethod(lambda m, n, dtype, device, backward=False: True)
 
     monkeypatch.setattr(launch, "split_row", SplitRow)
     cuda, bf16 = torch.device("cuda"), torch.bfloat16
-    assert launch.split_row_applies("softmax_fwd", 8, 128257, bf16, cuda)  # 2 MiB, long rows
-    assert launch.split_row_applies("softmax_bwd", 1, 32769, bf16, cuda)
-    assert not launch.split_row_applies("softmax_fwd", 64, 32768, bf16, cuda)  # 4 MiB, rows of 32768
-    assert launch.split_row_applies("softmax_bwd", 4096, 32768, torch.float32, cuda)  # 512 MiB
-    assert not launch.split_row_applies("softmax_fwd", 8, 128257, bf16, torch.device("cpu"))
+    for invariant in (True, False):
+        assert launch.split_row_applies("softmax_fwd", 8, 128257, bf16, cuda, invariant)  # 2 MiB, long rows
+        assert launch.split_row_applies("softmax_bwd", 1, 32769, bf16, cuda, invariant)
+        assert not launch.split_row_applies("softmax_fwd", 64, 32768, bf16, cuda, invariant)  # 4 MiB
+        assert not launch.split_row_applies("softmax_fwd", 8, 128257, bf16, torch.device("cpu"), invariant)
+        assert not launch.split_row_applies("softmax_fwd", 8, 128257, torch.float64, cuda, invariant)
+    assert launch.split_row_applies("softmax_bwd", 4096, 32768, torch.float32, cuda, False)  # 512 MiB
+    assert not launch.split_row_applies("softmax_bwd", 4096, 32768, torch.float32, cuda, True)
     SplitRow.applies = staticmethod(lambda *args, **kwargs: False)
     assert not launch.split_row_applies("softmax_fwd", 8, 128257, bf16, cuda)
 

@@ -26,7 +26,6 @@ from kernels_triton import (
     SoftmaxConfig,
     SoftmaxDimError,
     autotune_picks,
-    cluster,
     configs,
     launch,
     softmax,
@@ -68,10 +67,10 @@ def assert_close(got: torch.Tensor, expected: np.ndarray, dtype):
     np.testing.assert_allclose(got, expected, **tolerance(dtype))
 
 
-def launch_poisoned(name, inputs, config):
+def launch_poisoned(name, inputs, config, batch_invariant=True):
     """Run one kernel on 2D inputs into a NaN-filled output; returns the output."""
     out = torch.full_like(inputs[0], float("nan"))
-    launch.launch(name, [*inputs, out], *inputs[0].shape, config)
+    launch.launch(name, [*inputs, out], *inputs[0].shape, config, batch_invariant)
     return out
 
 
@@ -308,17 +307,21 @@ def test_in_place_never_takes_the_split_row_kernels(monkeypatch):
 
     class FakeSplitRow:
         @staticmethod
-        def forward(x, y):
+        def forward(x, y, config):
             split_calls.append(x.shape)
             y.copy_(torch.softmax(x.float(), -1).to(y.dtype))
 
         @staticmethod
-        def compiled_launch(direction, tensors):  # launched, no compiled kernel (as the interpreter)
-            FakeSplitRow.forward(*tensors)
+        def compiled_launch(direction, tensors, config):  # launched, no compiled kernel (as the interpreter)
+            FakeSplitRow.forward(*tensors, config)
+
+        device_sms = staticmethod(lambda device: 1)
+        default_config = staticmethod(lambda *args: None)
 
     monkeypatch.setattr(launch, "split_row", FakeSplitRow)
     monkeypatch.setattr(launch, "split_row_applies", lambda *args, **kwargs: True)
     monkeypatch.setattr(launch, "_PLANS", {})  # plans made here are forgotten afterwards
+    monkeypatch.setattr(launch, "_TEMPLATES", {})
     monkeypatch.setattr(softmax_module, "_FORWARD", {})
     monkeypatch.setattr(softmax_module, "_IN_PLACE", {})
     x = _randn((3, 37), torch.float32, 9, 2.0)
@@ -342,8 +345,10 @@ def test_bad_inputs_are_refused():
         softmax(np.ones((2, 3), np.float32))
     with pytest.raises(TypeError, match="int64"):
         softmax(torch.ones(2, 3, dtype=torch.int64, device=DEVICE))
-    with pytest.raises(TypeError, match="float64"):
-        softmax(torch.ones(2, 3, dtype=torch.float64, device=DEVICE))
+    with pytest.raises(TypeError, match="float32, float16, bfloat16, float64"):
+        softmax(torch.ones(2, 3, dtype=torch.complex64, device=DEVICE))
+    with pytest.raises(TypeError, match="batch_invariant must be a bool"):
+        softmax(torch.ones(2, 3, device=DEVICE), batch_invariant=None)
     with pytest.raises(TypeError, match="dim must be an int"):
         softmax(torch.ones(2, 3, device=DEVICE), 1.0)
     for bad in (2, -3):
@@ -466,6 +471,42 @@ def test_registered_with_labtools():
     )
 
 
+FORMS_ON_CPU = [("one_pass", (3, 40)), ("looped", (3, 40)), ("warp_rows", (5, 40)), ("split_row", (2, 4100))]
+
+
+@pytest.mark.parametrize("form, shape", FORMS_ON_CPU, ids=[f for f, _ in FORMS_ON_CPU])
+def test_each_form_is_registered_under_its_own_name(form, shape):
+    """`lab bench --impls triton.<form>` times one form alone, whatever the route would pick
+    (the cluster form, sm_90 only, in the GPU test below)."""
+    from labtools import registry
+
+    fwd, bwd = registry.get(f"triton.{form}"), registry.get(f"triton.{form}_backward")
+    assert (fwd.op, bwd.op, fwd.backend) == ("softmax", "softmax_backward", "triton")
+    assert fwd.supports(shape, "float32")
+    x = _randn(shape, torch.float32, 7, 3.0)
+    y = fwd.fn(x)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.float32)
+    dy = _randn(shape, torch.float32, 8)
+    expected = softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy())
+    assert_close(bwd.fn(y, dy), expected, torch.float32)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9, reason="needs sm_90"
+)
+@pytest.mark.parametrize("form", ["one_pass", "looped", "split_row", "cluster"])
+def test_gpu_each_form_alone_at_a_long_row(form):
+    from labtools import registry
+
+    x = _randn((16, 65536), torch.bfloat16, 9, 3.0)
+    y = registry.get(f"triton.{form}").fn(x)
+    assert_close(y, softmax_ref(x.cpu().double().numpy()), torch.bfloat16)
+    dy = _randn((16, 65536), torch.bfloat16, 10)
+    expected = softmax_backward_ref(y.cpu().double().numpy(), dy.cpu().double().numpy())
+    assert_close(registry.get(f"triton.{form}_backward").fn(y, dy), expected, torch.bfloat16)
+
+
 def test_tune_needs_a_gpu(capsys):
     if torch.cuda.is_available():
         pytest.skip("on a GPU the tuner runs (see test_gpu_tune)")
@@ -565,13 +606,16 @@ def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
         inputs = [x] if pick["kernel"] == "softmax_fwd" else [x, x]
         out = launch_poisoned(pick["kernel"], inputs, None)
         assert not out.isnan().any()
-        if launch.split_row_applies(pick["kernel"], m, n, x.dtype, x.device) or cluster.takes(
-            pick["kernel"][-3:], [*inputs, out]
-        ):
+        if launch.route(pick["kernel"], m, n, x.dtype, x.device, False) != "tiles":
             continue  # launched by kernels_triton.split_row or .cluster, which take no picks
         sms = launch.num_sms(x.get_device())
         used = launch.USED[(pick["kernel"], n, configs.rows_per_sm(m, sms), pick["dtype"])]
-        # the few-rows rule comes before the committed picks
+        # batch invariant: one committed config for every row count of a row length
+        config, _ = configs.choose_invariant(pick["kernel"], 1, n, x.dtype, torch.cuda.get_device_name())
+        assert used == {**config.fields(), "source": "committed"}, (pick, used)
+        launch_poisoned(pick["kernel"], inputs, None, batch_invariant=False)
+        used = launch.USED[(pick["kernel"], n, configs.rows_per_sm(m, sms), pick["dtype"])]
+        # the row count's own pick; the few-rows rule comes before the committed picks
         expected = "warp rows" if configs.warp_rows_config(m, n, x.dtype, sms) else "committed"
         assert used["source"] == expected, (pick, used)
     configs.forget()
@@ -580,8 +624,9 @@ def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [600, 1000, 1024])
 def test_gpu_warp_rows_rule(n, monkeypatch, tmp_path):
-    """fp32 launches of 16-64 rows an SM take a warp a row, both directions, whole programs and
-    a last one with rows past M: every element written, right against float64."""
+    """Without batch invariance, fp32 launches of 16-64 rows an SM take a warp a row, both
+    directions, whole programs and a last one with rows past M: every element written, right
+    against float64."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no tuned picks
     configs.forget()
     sms = launch.num_sms(torch.cuda.current_device())
@@ -589,9 +634,9 @@ def test_gpu_warp_rows_rule(n, monkeypatch, tmp_path):
         x = _randn((m, n), torch.float32, m + n, 4.0)
         x[::3, 0] = 40.0
         x[1::3, -1] = 40.0
-        y = launch_poisoned("softmax_fwd", [x], None)
+        y = launch_poisoned("softmax_fwd", [x], None, batch_invariant=False)
         dy = _randn((m, n), torch.float32, m + n + 1)
-        dx = launch_poisoned("softmax_bwd", [y, dy], None)
+        dx = launch_poisoned("softmax_bwd", [y, dy], None, batch_invariant=False)
         for kernel in ("softmax_fwd", "softmax_bwd"):
             used = launch.USED[(kernel, n, configs.rows_per_sm(m, sms), "float32")]
             assert used == {**warp_rows(n).fields(), "source": "warp rows"}

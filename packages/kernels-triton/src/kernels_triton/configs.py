@@ -1,25 +1,31 @@
 """Which launch configuration a softmax launch gets: the config space, the picks, the heuristic.
 
-A config is (BLOCK, num_warps, l2_hints, warp_rows); see kernels.py for what BLOCK selects. A
-launch never times anything: its config comes, in this order, from
+A config is (BLOCK, num_warps, l2_hints, warp_rows); see kernels.py for what BLOCK selects. It
+decides the order of a row's reductions, so by default (batch invariant) it is chosen from the
+row length and dtype alone (choose_invariant). A launch never times anything: its config comes,
+in this order, from
 
   1. the caller (`softmax(..., config=...)`);
   2. the user's tuned picks: `python -m kernels_triton.tune` writes them to a per-user
      cache file for this GPU and Triton version (user_picks_path()), with a SHA-256 of
      the content, so that a corrupt or edited file is ignored (with one warning);
-  3. warp_rows_config(): a launch of a few short fp32 rows an SM takes a warp a row (a rule
-     from measurements, ahead of the committed picks, which were timed before that form
+  3. without batch invariance only, warp_rows_config(): a launch of a few short fp32 rows an
+     SM takes a warp a row (ahead of the committed picks, which were timed before that form
      existed; the tune does not time it);
   4. the committed picks, autotune_picks.json beside this file, tuned on the GPU it names
      and used only on a GPU of that name;
   5. heuristic(): one pass with the row in registers while it fits, else the looped path.
 
+Picks are tuned per number of rows an SM. Batch invariant, a row length takes one config for
+every row count, the one with the least mean slowdown over the row counts tuned
+(across_row_counts); without, the pick at the nearest row count (choose).
+
 Picks are looked up by row-length bucket, the next power of two >= N, not by N itself: a
 BLOCK is a power of two, so every N in a bucket gets the same tile shape (BLOCK_N, ROWS,
 one pass or looped) from the same config, and a row length no one tuned still finds the
-pick of its bucket. Within a bucket, the pick tuned at the nearest number of rows per SM
-(M / number of SMs, a power of two capped at ROWS_PER_SM_CAP) wins: short launches and
-long ones want different configs for the same N.
+pick of its bucket. Without batch invariance, within a bucket, the pick tuned at the nearest
+number of rows per SM (M / number of SMs, a power of two capped at ROWS_PER_SM_CAP) wins:
+short launches and long ones want different configs for the same N.
 """
 
 from __future__ import annotations
@@ -45,13 +51,13 @@ USER_PICKS_FORMAT = 1
 SHORT_BLOCKS = (256, 512, 1024, 2048)  # for every row length: several short rows a program
 SHORT_WARPS = (2, 4, 8)
 LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows above 2048, while they fit in registers
-# The looped path with L2 hints: the block and warp counts at which the looped path is
-# fastest among the plain configs (measurements/2026-11-22-h100/kernels-triton-1/tune.log).
+# The looped path with L2 hints: the block and warp counts at which the looped path was
+# fastest among the plain configs in the tune.
 HINTED = ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
 # A warp a row (kernels.py), 4 rows (warps) a program, for fp32 launches of more than 16 and at
-# most 64 rows an SM whose rows hold 1 to 8 packs of 16 bytes a lane. Timed against the picks on
-# an H100 (measurements/2026-11-27-h100/warp-rows/): faster or level there in fp32; slower past
-# 64 rows an SM, and in 16 bits at some row lengths, which keep the picks.
+# most 64 rows an SM whose rows hold 1 to 8 packs of 16 bytes a lane, without batch invariance
+# only (a row count's rule): faster or level there in fp32; slower past 64 rows an SM, and in
+# 16 bits at some row lengths, which keep the picks.
 WARP_ROWS_PER_SM = (16, 64)  # (above, up to): M / SMs
 WARP_ROWS_MAX_PACKS = 8
 WARP_ROWS_WARPS = 4
@@ -282,6 +288,39 @@ def index(picks: list[dict]) -> dict[tuple, dict[tuple[int, int], SoftmaxConfig]
     return out
 
 
+def of_label(label: str) -> SoftmaxConfig:
+    """The config a label (SoftmaxConfig.label) names."""
+    block, warps, *flags = label.split("/")
+    return SoftmaxConfig(int(block), int(warps), "L2" in flags, "W" in flags)
+
+
+def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
+    """The one config for every row count of picks tuned at several (one kernel, dtype and row
+    length): the least mean slowdown against each row count's fastest, among the configs timed
+    at every one. Each row count weighs the same, so that a long launch's microseconds do not
+    outvote the short launches' call time. Picks without timings: the one tuned at the most rows."""
+    if not all(p.get("timings_us") for p in picks):
+        return SoftmaxConfig.of(max(picks, key=lambda p: p["rows_per_sm"]))
+    timed = [p["timings_us"] for p in picks]
+    common = set.intersection(*(set(t) for t in timed))
+    if not common:
+        return SoftmaxConfig.of(max(picks, key=lambda p: p["rows_per_sm"]))
+    slowdown = {c: sum(t[c] / min(t.values()) for t in timed) for c in common}
+    return of_label(min(sorted(common), key=lambda c: slowdown[c]))
+
+
+def invariant_index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
+    """(kernel, dtype name, bucket) -> {N tuned at: the config for every row count}
+    (across_row_counts); a later pick replaces an earlier one of the same rows per SM."""
+    grouped: dict[tuple, dict[int, dict]] = {}
+    for p in picks:
+        grouped.setdefault((p["kernel"], p["dtype"], bucket(p["N"]), p["N"]), {})[p["rows_per_sm"]] = p
+    out: dict[tuple, dict[int, SoftmaxConfig]] = {}
+    for (kernel, dtype, b, n), by_rows in grouped.items():
+        out.setdefault((kernel, dtype, b), {})[n] = across_row_counts(list(by_rows.values()))
+    return out
+
+
 @functools.cache
 def _indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
     """The pick indexes that apply on this GPU, the user's tuned ones first."""
@@ -291,9 +330,19 @@ def _indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
     return tuple(found)
 
 
+@functools.cache
+def _invariant_indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
+    """_indexes' picks, one config a row length (invariant_index)."""
+    found = [("tuned", invariant_index(read_user_picks(user_picks_path(gpu), gpu)))]
+    if committed()["gpu"] == gpu:
+        found.append(("committed", invariant_index(committed()["picks"])))
+    return tuple(found)
+
+
 def forget() -> None:
     """Drop what was read from the picks files (after a tune wrote new picks)."""
     _indexes.cache_clear()
+    _invariant_indexes.cache_clear()
     committed.cache_clear()
 
 
@@ -327,4 +376,23 @@ def choose(name: str, streams: int, m: int, n: int, dtype: torch.dtype, gpu: str
         return config, "warp rows"
     if (config := _nearest(indexes.get("committed", {}), name, names, n, want)) is not None:
         return config, "committed"
+    return heuristic(streams, n), "heuristic"
+
+
+def choose_invariant(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None):
+    """(config, source) for kernel `name` on rows of N in `dtype` whatever the row count: the
+    config decides a row's reduction order, so with no M here a row's bits cannot depend on
+    the rest of the batch. The picks of N's bucket at the nearest row length tuned
+    (across_row_counts), the user's tuned ones first, else the heuristic; no warp a row (its
+    rule is a row count's)."""
+    if gpu is None:
+        return INTERPRETER_CONFIG, "interpreter"
+    names = [dtype_name(dtype)] + [
+        dtype_name(d) for d in DTYPES if d != dtype and d.itemsize == dtype.itemsize
+    ]
+    for source, idx in _invariant_indexes(gpu):
+        for name_ in names:
+            by_n = idx.get((name, name_, bucket(n)))
+            if by_n:
+                return by_n[min(by_n, key=lambda t: (abs(t - n), t))], source
     return heuristic(streams, n), "heuristic"

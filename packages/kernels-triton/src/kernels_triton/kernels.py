@@ -45,8 +45,7 @@ exponent would cost ulp(log2 N + max * log2 e) of relative error, growing with N
 max). The looped path keeps each lane's running sum compensated (Kahan) and merges the
 lanes' (max, sum) pairs in fp64, each sum rescaled to the row's max, so its error does not
 grow with the number of tiles. (Not fp64 in the loops: that costs a conversion per element,
-and an fp64 row sum made the one-pass kernel markedly slower on an H100:
-measurements/2026-11-25-h100/host-path-a/.)
+and an fp64 row sum made the one-pass kernel markedly slower.)
 
 Non-finite inputs give torch's answers: a row with NaN or +inf gives NaN; -inf entries
 weigh nothing; a row of only -inf gives NaN.

@@ -1,32 +1,33 @@
-"""Launch plans: everything a launch needs, decided once per distinct launch and reused.
+"""Launch plans: which form runs a launch (route), and everything a launch needs, decided once.
 
-At short shapes the kernel runs for a few microseconds, so the host's work per call is
-what a user waits for. Triton's usual path (`kernel[grid](...)`) binds and specialises
-the arguments and computes a cache key in Python on every call. Here a launch is planned
-once per distinct (kernel, M, N, row strides, dtype, device, pointer alignment, config):
-the config (configs.choose, no timing), the constexprs, the grid and the compiled kernel:
-one this process already has for another M, else one an earlier process compiled
-(compiled_index.py, which skips Triton's once-per-process installation hash), else what
-Triton's JIT compiles or finds in its on-disk cache on that first launch.
-The plan is a closure that calls Triton's C launch function directly (or, for a Triton
-version whose launcher it does not know, the compiled kernel's launcher), with the grid,
-function handle and every scalar argument already packed; a later call costs a dict
-lookup, the current stream, two or three data pointers and that launch.
+At short shapes the kernel runs for a few microseconds, so the host's work per call is what a
+user waits for. Triton's usual path (`kernel[grid](...)`) binds and specialises the arguments
+and computes a cache key in Python on every call. Here the work is done at two levels:
 
-The key holds everything Triton specialised the compiled kernel on: integer arguments on
-== 1 and divisibility by 16 (here their values), pointers on 16-byte alignment (here each
-pointer's address mod 16 == 0). M is not specialised (kernels.py), so every M shares a
-compiled kernel. A launch hook installed for profiling (triton.knobs.runtime) after a plan
-was made is not seen by that plan; plans made while one is installed go through Triton's
-own runner, which calls it.
+- a template per layout: (kernel, N, config, batch_invariant, dtype, device, row strides,
+  pointer alignment, in place). It holds the form (route), the config and the compiled kernels;
+- a plan per template and row count M, derived from the template with integer arithmetic (the
+  grid, the masks' constexpr, the scalar arguments): a closure that calls Triton's C launch
+  function directly with the grid, function handle and every scalar argument already packed
+  (c_launch.py).
+  A repeated call costs a dict lookup, the current stream, two or three data pointers and the
+  launch; a call with a new M costs the derivation, not a new config choice or compile.
 
-Under Triton's interpreter there is no compiled kernel: a plan runs the kernel's Python
-on the tensors.
+A compiled kernel comes from this process (another M), else from an earlier process
+(compiled_index.py, which skips Triton's once-per-process installation hash), else from
+Triton's JIT on that first launch. M is not specialised (kernels.py), so every M of a layout
+shares a compiled kernel. A launch hook installed for profiling (triton.knobs.runtime) after a
+plan was made is not seen by that plan; plans made while one is installed go through Triton's
+own runner, which calls it. Under Triton's interpreter a plan runs the kernel's Python.
 
-Whole rows or split rows: split_row_applies() is the one place that sends a launch to a
-kernel that splits each row over several programs instead of the kernels here, and
-cluster.takes() the one place that sends a launch to the kernels that split each row over the
-blocks of a thread-block cluster (cluster.py), which come first where they apply.
+Batch invariance (the default): the form and the config, everything that decides the order in
+which a row's elements are reduced, come from the layout alone, never from M, so row i's bits
+do not depend on the rest of the batch. batch_invariant=False lets the row count choose too
+(a warp a row for a few short fp32 rows an SM, split rows for few rows, the cluster kernels'
+one-wave form, the picks tuned at the nearest row count), each template then made for one M.
+
+The plan caches are bounded and drop their oldest entry first (remember): a server that sees
+millions of shapes keeps a flat memory.
 """
 
 from __future__ import annotations
@@ -37,28 +38,47 @@ import importlib
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
-import triton
 
-from kernels_triton import cluster, compiled_index, configs
+from kernels_triton import cluster, compiled_index, configs, float64
 from kernels_triton import split_row as _split_row_module
+from kernels_triton.c_launch import Plan, direct_launcher, on_device
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2, num_sms
 from kernels_triton.kernels import KERNELS, STREAMS
 
 BYTES_IN_FLIGHT_PER_SM = 32 * 1024  # about memory bandwidth x latency / number of SMs on an H100
-MAX_PLANS = 4096
-# Opt-in: a launch whose bucket has no tuned pick is tuned first (kernels_triton.tune).
-TUNE_ON_FIRST_USE = (
-    os.environ.get("KERNELS_TRITON_TUNE") == "1"
-)  # distinct launches remembered; past that the cache starts afresh
+MAX_PLANS = 4096  # plans (layout and M) remembered; past that the oldest goes first
+MAX_TEMPLATES = 1024  # templates (layouts)
+# Opt-in (KERNELS_TRITON_TUNE=1): a launch whose bucket has no tuned pick is tuned first; the
+# tuner (kernels_triton.tune.tune_one) is set by kernels_triton.softmax, which imports tune.
+TUNE_ON_FIRST_USE = os.environ.get("KERNELS_TRITON_TUNE") == "1"
+tune_first_use: Callable | None = None
 
-Plan = Callable[..., None]  # plan(*tensors): launch on tensors laid out as the plan's key says
-_PLANS: dict[tuple, Plan] = {}
-# Every dict that keeps plans made by make_plan (this module's, and softmax.py's fast paths'), each
-# with the config its launches were planned with: forget_plans() empties them all.
-PLAN_CACHES: list[dict] = [_PLANS]
+Template = Callable[..., Plan]  # template(tensors, m): launch once on them, return their plan
+# OrderedDicts: dropping the oldest entry is O(1) (a plain dict's first entry is found by
+# stepping over every slot freed before it, which grows with the entries dropped).
+_PLANS: dict[tuple, Plan] = OrderedDict()
+_TEMPLATES: dict[tuple, Template] = OrderedDict()
+# Every dict that keeps plans or templates (this module's, and softmax.py's fast paths'):
+# forget_plans() empties them all.
+PLAN_CACHES: list[dict] = [_PLANS, _TEMPLATES]
+
+
+def remember(cache: dict, key, value, limit: int | None = None) -> None:
+    """cache[key] = value, the oldest entry dropped first once `limit` (MAX_PLANS) are held
+    (dicts keep insertion order)."""
+    if len(cache) >= (MAX_PLANS if limit is None else limit):
+        try:
+            if isinstance(cache, OrderedDict):
+                cache.popitem(last=False)
+            else:
+                cache.pop(next(iter(cache)), None)
+        except (KeyError, StopIteration, RuntimeError):  # emptied or changed by another thread
+            pass
+    cache[key] = value
 
 
 def forget_plans() -> None:
@@ -70,34 +90,58 @@ def forget_plans() -> None:
 
 
 # (kernel, N, rows_per_sm, dtype name) -> the config its launches ran with in this process
-# and where it came from ("given", "tuned", "committed", "heuristic", "interpreter")
-USED: dict[tuple, dict] = {}
+# and where it came from ("given", "tuned", "committed", "warp rows", "heuristic", "interpreter")
+USED: dict[tuple, dict] = OrderedDict()
+MAX_USED = 1024
 
 # The split-row kernels: applies(n_rows, n_cols, dtype, device, *, backward) -> bool,
-# forward(x2d, y2d), backward(y2d, dy2d, dx2d) and compiled_launch(direction, tensors). A
-# module attribute so a test can swap it.
+# forward(x2d, y2d, *, config), backward(y2d, dy2d, dx2d, *, config), compiled_launch(direction,
+# tensors, *, config), default_config and device_sms. A module attribute so a test can swap it.
 split_row = _split_row_module
 
-
-# Below SPLIT_ROW_MIN_BYTES, only rows longer than SPLIT_ROW_SMALL_MIN_COLS go to the split-row
-# kernels (where split_row.applies() takes them: few rows, or rows past 32768): on an H100, one
-# program a row was faster up to rows of 32768 elements, the split-row kernels 1.1-4.4x faster
-# past them, down to a single row (measurements/2026-11-25-h100/split-row-direct/).
+# Rows longer than this go to the split-row kernels where split_row.applies() takes them (and
+# no cluster does): one program a row reads such a row twice. With batch_invariant=False,
+# shorter rows go there too in launches of SPLIT_ROW_MIN_BYTES or more, or of fewer rows than
+# SMs (split_row.applies), where one program a row leaves SMs idle.
+SPLIT_ROW_MIN_COLS = 32768
 SPLIT_ROW_MIN_BYTES = 64 * 1024 * 1024
-SPLIT_ROW_SMALL_MIN_COLS = 32768
 
 
-def split_row_applies(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether a launch of kernel `name` on M rows of N goes to the split-row kernels
-    instead of one program per row (decided once per plan)."""
+def split_row_applies(
+    name: str, m: int, n: int, dtype: torch.dtype, device: torch.device, batch_invariant: bool = True
+) -> bool:
+    """Whether a launch of kernel `name` on M rows of N goes to the split-row kernels."""
     # On CUDA only: under the CPU interpreter the exchange waits out every late peer, so the
     # one-program-a-row kernels stay the tested CPU path (split_row has its own CPU tests).
-    return (
-        split_row is not None
-        and device.type == "cuda"
-        and (m * n * dtype.itemsize >= SPLIT_ROW_MIN_BYTES or n > SPLIT_ROW_SMALL_MIN_COLS)
-        and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
-    )
+    if split_row is None or device.type != "cuda" or dtype == torch.float64:
+        return False
+    wide = n > SPLIT_ROW_MIN_COLS
+    if not batch_invariant:
+        wide = wide or m * n * dtype.itemsize >= SPLIT_ROW_MIN_BYTES
+    return wide and split_row.applies(m, n, dtype, device, backward=name == "softmax_bwd")
+
+
+def route(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device, in_place: bool,
+          batch_invariant: bool = True) -> str:  # fmt: skip
+    """The form that runs a launch: the first of these that takes it.
+
+        form        takes
+        float64     float64 tensors (float64.py: fp64 arithmetic throughout)
+        cluster     sm_90, rows of 32768 to 262144 (cluster.applies: N and dtype alone)
+        split_row   out of place, rows too long for one program (split_row_applies)
+        tiles       the rest: one pass, looped or a warp a row, as the config says (kernels.py)
+
+    With batch_invariant (the default) nothing here depends on M beyond its being >= 1."""
+    if dtype == torch.float64:
+        return "float64"
+    if cluster.applies(name[-3:], m, n, dtype, device):
+        return "cluster"
+    # In place, the split-row kernels could read what a peer has already written: their
+    # fallback rereads a late peer's chunk from memory. The tile kernels read every element of
+    # a row before they write it, and no program reads another's row.
+    if not in_place and split_row_applies(name, m, n, dtype, device, batch_invariant):
+        return "split_row"
+    return "tiles"
 
 
 @functools.cache
@@ -146,43 +190,44 @@ def grid(meta: dict, m: int, n_sms: int, column_bytes: int) -> tuple[int, int, i
 
 
 def launch(
-    name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None = None
+    name: str,
+    tensors: list[torch.Tensor],
+    m: int,
+    n: int,
+    config: SoftmaxConfig | None = None,
+    batch_invariant: bool = True,
+    form: str | None = None,
 ) -> Plan:
     """Launch kernel `name` on 2D (M, N) tensors with unit column stride, inputs first, the
-    output last (which may be one of the inputs: in place); returns the plan it launched with."""
-    key = (
-        name,
-        m,
-        n,
-        config,
-        tensors[0].dtype,
-        tensors[0].get_device(),
-        *[t.stride(0) for t in tensors],
-        *[t.data_ptr() % 16 == 0 for t in tensors],
-        in_place(tensors),
-    )
+    output last (which may be one of the inputs: in place); returns the plan it launched with.
+    form: one of route()'s forms instead of the one route() picks (to time a form alone)."""
+    x = tensors[0]
+    layout = (
+        name, n, config, batch_invariant, form, x.dtype, x.get_device(),
+        *[t.stride(0) for t in tensors], *[t.data_ptr() % 16 == 0 for t in tensors], in_place(tensors),
+    )  # fmt: skip
+    key = (layout, m)
     plan = _PLANS.get(key)
-    if plan is None:
-        with _device_of(tensors[0]):  # Triton compiles and launches on the current device
-            plan = make_plan(name, tensors, m, n, config)
-        if len(_PLANS) >= MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[key] = plan
-    else:
+    if plan is not None:
         plan(*tensors)
+        return plan
+    with _device_of(x):  # Triton compiles and launches on the current device
+        template = _TEMPLATES.get(layout) if batch_invariant else None
+        if template is None:
+            template = make_template(name, tensors, m, n, config, batch_invariant, form)
+            if batch_invariant:  # else the template is this M's alone
+                remember(_TEMPLATES, layout, template, MAX_TEMPLATES)
+        plan = template(tensors, m)
+    remember(_PLANS, key, plan)
     return plan
 
 
 def _device_of(t: torch.Tensor):
-    """A context in which t's CUDA device is the current one (nothing to do on the CPU)."""
-    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
-
-
-def _on_device(device_index: int, plan: Plan, *tensors: torch.Tensor) -> None:
-    """Run `plan` with its device current: a plan's function handle belongs to that device's
-    context, and a launch runs in the current one (the caller's device is restored after)."""
-    with torch.cuda.device(device_index):
-        plan(*tensors)
+    """A context in which t's CUDA device is the current one (nothing to do on the CPU or where
+    it already is: switching and restoring costs microseconds of a new row count's call)."""
+    if not t.is_cuda or torch._C._cuda_getDevice() == t.get_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(t.device)
 
 
 def in_place(tensors: list[torch.Tensor]) -> bool:
@@ -191,62 +236,117 @@ def in_place(tensors: list[torch.Tensor]) -> bool:
     return any(t.data_ptr() == out for t in tensors[:-1])
 
 
-def make_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None) -> Plan:
-    """Plan a launch on tensors like these (and launch it once, which compiles), then
-    return the plan for the next launch on tensors with the same key."""
+def plan_form(
+    name: str, m: int, n: int, dtype: torch.dtype, device: torch.device, in_place: bool,
+    config: SoftmaxConfig | None = None, batch_invariant: bool = True, form: str | None = None,
+) -> tuple[str, object, str]:  # fmt: skip
+    """(form, setting, source) of a launch: route()'s form and everything in it that decides the
+    order of a row's reductions. tiles and float64: the SoftmaxConfig; split_row: the
+    SplitConfig; cluster: whether the forward takes its one-wave form. With batch_invariant
+    (the default) none of it depends on M: the templates are made from this, so their rows'
+    bits cannot either. source: where a tiles config came from (configs.choose). form: this
+    form instead of route()'s."""
+    form = form or route(name, m, n, dtype, device, in_place, batch_invariant)
+    index = device.index if device.type == "cuda" else -1
+    if form == "float64":
+        return form, SoftmaxConfig(float64.block(n), float64.NUM_WARPS), "float64"
+    if form == "cluster":
+        return form, not batch_invariant and cluster.fits_one_wave(m, n, num_sms(index)), "cluster"
+    if form == "split_row":
+        sms = split_row.device_sms(device)
+        return form, split_row.default_config(name[-3:], m, n, sms, batch_invariant), "split row"
+    if config is not None:
+        return form, config, "given"
+    if batch_invariant:
+        return (form, *configs.choose_invariant(name, STREAMS[name], n, dtype, gpu_name(index)))
+    return (form, *configs.choose(name, STREAMS[name], m, n, dtype, gpu_name(index), num_sms(index)))
+
+
+def make_template(
+    name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None,
+    batch_invariant: bool = True, form: str | None = None,
+) -> Template:  # fmt: skip
+    """The template of the layout of `tensors` (see the module docstring): the form and setting
+    plan_form() gives, and what they need for any M (for M alone without batch_invariant)."""
     x = tensors[0]
-    if (plan := cluster_plan(name[-3:], tensors, m, n)) is not None:
-        return plan
-    # In place, the split-row kernels could read what a peer has already written: their
-    # fallback rereads a late peer's chunk from memory. The kernels below read every element
-    # of a row before they write it, and no program reads another's row.
-    if not in_place(tensors) and split_row_applies(name, m, n, x.dtype, x.device):
-        return split_row_plan(name, tensors, m, n)
+    form, setting, source = plan_form(
+        name, m, n, x.dtype, x.device, in_place(tensors), config, batch_invariant, form
+    )
+    if form == "cluster":
+        return cluster_template(name[-3:], tensors, m, n, one_wave=setting)
+    if form == "split_row":
+        return lambda ts, m_: split_row_plan(name, ts, m_, n, setting)
+    if (
+        TUNE_ON_FIRST_USE
+        and tune_first_use is not None
+        and source not in ("given", "tuned", "interpreter", "float64")
+    ):
+        setting, source = tune_first_use(name, m, n, x.dtype, x.get_device()), "tuned"
+    kernel = float64.KERNELS[name] if form == "float64" else KERNELS[name]
+    return tiles_template(name, kernel, tensors, n, setting, source)
+
+
+def _record_used(name: str, n: int, m: int, sms: int, dtype: torch.dtype, config: SoftmaxConfig, source: str):
+    key = (name, n, configs.rows_per_sm(m, sms), dtype_name(dtype))
+    remember(USED, key, {**config.fields(), "source": source}, MAX_USED)
+
+
+def tiles_template(
+    name: str, kernel, tensors: list[torch.Tensor], n: int, config: SoftmaxConfig, source: str
+) -> Template:
+    """The template of a tile kernel (kernels.py; float64.py's): the config and the compiled
+    kernel of each set of constexprs met; a plan for a row count derives its grid and arguments
+    from them."""
+    x = tensors[0]
     device_index = x.get_device()
     sms = num_sms(device_index)
-    source = "given"
-    if config is None:
-        config, source = configs.choose(name, STREAMS[name], m, n, x.dtype, gpu_name(device_index), sms)
-        if TUNE_ON_FIRST_USE and source not in ("tuned", "interpreter"):
-            from kernels_triton import tune
+    strides = tuple(t.stride(0) for t in tensors)
+    aligned = tuple(t.data_ptr() % 16 == 0 for t in tensors)
+    itemsize, dtype = x.element_size(), x.dtype
+    fp64 = source == "float64"
+    compiled_by_meta: dict[tuple, object] = {}
 
-            config, source = tune.tune_one(name, m, n, x.dtype, device_index), "tuned"
-    USED[(name, n, configs.rows_per_sm(m, sms), dtype_name(x.dtype))] = {**config.fields(), "source": source}
-    meta = tile_meta(config, m, n, [t.stride(0) for t in tensors], x.element_size())
-    program_grid = grid(meta, m, sms, x.element_size() * STREAMS[name])
-    scalars = (*(t.stride(0) for t in tensors), m, n)
-    rest = (*scalars, *meta.values())
-    # Everything Triton specialises the kernel on but M, which it does not (kernels.py) beyond its
-    # integer width: N and the row strides exactly, pointer alignment, M < 2**31, the constexprs
-    # and the warps. A plan for a new M (a growing sequence, a last partial batch) gets the same
-    # compiled kernel without a trip through Triton's JIT, which costs tens of microseconds.
-    specialization = (
-        name, n, scalars[:-2], x.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors),
-        m < 2**31, tuple(meta.values()), config.num_warps,
-    )  # fmt: skip
-    kernel = KERNELS[name]
-    if INTERPRET:  # no compiled kernel: a plan runs the kernel's Python on the tensors
+    def plan_for(ts: list[torch.Tensor], m: int) -> Plan:
+        _record_used(name, n, m, sms, dtype, config, source)
+        if fp64:  # one program a row
+            meta, program_grid = {"BLOCK": config.block}, (m, 1, 1)
+        else:
+            meta = tile_meta(config, m, n, strides, itemsize)
+            program_grid = grid(meta, m, sms, itemsize * STREAMS[name])
+        scalars = (*strides, m, n)
+        if INTERPRET:  # no compiled kernel: a plan runs the kernel's Python on the tensors
 
-        def interpret(*ts):
-            ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
-            kernel[program_grid](*ts, *scalars, **meta, num_warps=config.num_warps)
+            def interpret(*ts):
+                ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
+                kernel[program_grid](*ts, *scalars, **meta, num_warps=config.num_warps)
 
-        interpret(*tensors)
-        return interpret
-    compiled = compiled_index.load_or_compile(  # another M reuses one: no trip through the JIT
-        kernel, specialization, device_index,
-        lambda: kernel.warmup(*tensors, *scalars, grid=program_grid, **meta, num_warps=config.num_warps),
-    )  # fmt: skip
-    plan = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
-    plan(*tensors)
-    return plan
+            interpret(*ts)
+            return interpret
+        # Everything Triton specialises the kernel on but M, which it does not (kernels.py) beyond
+        # its integer width: N and the row strides exactly, pointer alignment, the constexprs and
+        # the warps. Another M gets the same compiled kernel without a trip through Triton's JIT.
+        variant = (tuple(meta.values()), m < 2**31)
+        compiled = compiled_by_meta.get(variant)
+        if compiled is None:
+            specialization = (name, n, strides, dtype, aligned, *variant, config.num_warps)
+            compiled = compiled_index.load_or_compile(
+                kernel, specialization, device_index,
+                lambda: kernel.warmup(*ts, *scalars, grid=program_grid, **meta, num_warps=config.num_warps),
+            )  # fmt: skip
+            compiled_by_meta[variant] = compiled
+        plan = direct_launcher(compiled, program_grid, len(ts), (*scalars, *meta.values()), device_index)
+        plan(*ts)
+        return plan
+
+    return plan_for
 
 
-def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Plan:
-    """Launch on the split-row kernels once through Triton's JIT, then return a plan that
-    launches the same compiled kernel directly while the current stream is the one it was
-    planned on: the kernel's arguments name that stream's exchange buffer (split_row.py), and
-    a call on another stream goes through the JIT, which finds that stream's buffer."""
+def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config=None) -> Plan:
+    """Launch on the split-row kernels (at `config`, a split_row.SplitConfig; None: its default)
+    once through Triton's JIT, then return a plan that launches the same compiled kernel directly
+    while the current stream is the one it was planned on: the kernel's arguments name that
+    stream's exchange buffer (split_row.py), and a call on another stream goes through the JIT,
+    which finds that stream's buffer."""
 
     def as_rows(ts):
         return [t if t.dim() == 2 else t.view(m, n) for t in ts]
@@ -254,9 +354,9 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
     split = split_row.forward if name == "softmax_fwd" else split_row.backward
 
     def through_jit(*ts):
-        split(*as_rows(ts))
+        split(*as_rows(ts), config=config)
 
-    launched = split_row.compiled_launch(name[-3:], as_rows(tensors))
+    launched = split_row.compiled_launch(name[-3:], as_rows(tensors), config=config)
     if launched is None:  # under the interpreter: launched, but no compiled kernel to reuse
         return through_jit
     compiled, program_grid, rest, planned_stream = launched
@@ -266,7 +366,7 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
 
     def plan(*ts):
         if current_device() != device_index:
-            return _on_device(device_index, plan, *ts)
+            return on_device(device_index, plan, *ts)
         if stream(device_index) == planned_stream:
             direct(*ts)
         else:
@@ -275,168 +375,28 @@ def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int) -> Pl
     return plan
 
 
-def cluster_plan(
-    direction: str, tensors: list[torch.Tensor], m: int, n: int, *, any_size: bool = False
-) -> Plan | None:
-    """Launch `direction` ("fwd" or "bwd") on the cluster kernel (cluster.py) once, which compiles
-    it, and return a plan that launches the same compiled kernel as clusters of C blocks, one a
-    row: the launch metadata cluster.py gives names C blocks a cluster and the shared memory of
-    the exchange. None, with nothing launched, where cluster.takes() sends the launch elsewhere,
-    unless any_size (the tests: the kernel at sizes the dispatch leaves to other kernels)."""
+def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int,
+                     one_wave: bool | None = False) -> Template:  # fmt: skip
+    """The cluster kernel (cluster.py) of `direction` ("fwd" or "bwd") compiled for the layout of
+    `tensors`; a plan for M rows launches it as M clusters of C blocks, one a row: the launch
+    metadata cluster.py gives names C blocks a cluster and the shared memory of the exchange.
+    one_wave: the forward's one-wave form or not (None: as M decides, cluster.fits_one_wave)."""
     rows = [t if t.dim() == 2 else t.view(m, n) for t in tensors]
-    if not any_size and not cluster.takes(direction, rows):
-        return None
-    compiled, packed, grid_x, rest = cluster.compiled_launch(direction, rows)
-    plan = direct_launcher(
-        compiled, (grid_x, 1, 1), len(tensors), rest, tensors[0].get_device(), packed_metadata=packed
-    )
-    plan(*tensors)
-    return plan
+    compiled, packed, _, rest = cluster.compiled_launch(direction, rows, one_wave=one_wave)
+    device_index = tensors[0].get_device()
+
+    def plan_for(ts: list[torch.Tensor], m: int) -> Plan:
+        plan = direct_launcher(compiled, (m, 1, 1), len(ts), rest, device_index, packed_metadata=packed)
+        plan(*ts)
+        return plan
+
+    return plan_for
 
 
-def direct_launcher(
-    compiled,
-    program_grid: tuple[int, int, int],
-    n_tensors: int,
-    rest: tuple,
-    device_index: int,
-    packed_metadata: tuple | None = None,
-) -> Plan:
-    """plan(*tensors) that launches `compiled` (a triton CompiledKernel) on the tensors'
-    data pointers followed by `rest`, with everything but the stream and the pointers bound.
-
-    Where the Triton version's launcher is one c_launch_layout() knows, the plan calls
-    Triton's C launch function itself with the arguments the launcher's Python __call__
-    would pass it (no scratch buffers, no hooks): that __call__ costs as much host time as
-    the rest of a call. Otherwise the plan calls the launcher with what Triton's own runner
-    passes it, or, while a profiler's launch hook is installed, goes through that runner.
-
-    packed_metadata: the launch metadata to launch with instead of the compiled kernel's
-    (cluster.py's: num_ctas = C and more shared memory than Triton allocated). Triton's runner
-    would launch with the kernel's own, so such a plan never goes through it: while a launch
-    hook is installed it calls the launcher without the hook."""
-    gx, gy, gz = program_grid
-    stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
-    hooked = _launch_hooks_installed()
-    if packed_metadata is None and (
-        hooked or not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata"))
-    ):
-        runner = compiled[program_grid]
-
-        def run_through_runner(*ts):
-            if current_device() != device_index:
-                return _on_device(device_index, run_through_runner, *ts)
-            runner(*(t.data_ptr() for t in ts), *rest)
-
-        return run_through_runner
-    launcher, function = compiled.run, compiled.function
-    packed = compiled.packed_metadata if packed_metadata is None else packed_metadata
-    layout = None if hooked else c_launch_layout(launcher)
-    if layout is None:  # a launcher of another Triton version: called as its runner calls it
-
-        def call_launcher(*ts):
-            if current_device() != device_index:
-                return _on_device(device_index, call_launcher, *ts)
-            launcher(gx, gy, gz, stream(device_index), function, packed, None, None, None,
-                     *(t.data_ptr() for t in ts), *rest)  # fmt: skip
-
-        return call_launcher
-    c_launch, coop, pdl = launcher.launch, launcher.launch_cooperative_grid, launcher.launch_pdl
-
-    # One closure per layout and arity: star-arguments would cost a tuple and a loop per call.
-    if layout == "3.6" and n_tensors == 2:
-
-        def plan(a, b):
-            if current_device() != device_index:
-                return _on_device(device_index, plan, a, b)
-            c_launch(
-                gx, gy, gz, stream(device_index), function, coop, pdl,
-                None, None, packed, None, None, None,  # scratch, scratch, metadata, no hooks
-                a.data_ptr(), b.data_ptr(), *rest,
-            )  # fmt: skip
-
-    elif layout == "3.6":
-
-        def plan(a, b, c):
-            if current_device() != device_index:
-                return _on_device(device_index, plan, a, b, c)
-            c_launch(
-                gx, gy, gz, stream(device_index), function, coop, pdl,
-                None, None, packed, None, None, None,
-                a.data_ptr(), b.data_ptr(), c.data_ptr(), *rest,
-            )  # fmt: skip
-
-    else:
-        annotations, signature = launcher.arg_annotations, launcher.kernel_signature
-        if n_tensors == 2:
-
-            def plan(a, b):
-                if current_device() != device_index:
-                    return _on_device(device_index, plan, a, b)
-                c_launch(
-                    gx, gy, gz, stream(device_index), function, coop, pdl,
-                    packed, None, None, None, None, None,  # metadata, no hooks, no scratch
-                    annotations, signature, (a.data_ptr(), b.data_ptr(), *rest),
-                )  # fmt: skip
-
-        else:
-
-            def plan(a, b, c):
-                if current_device() != device_index:
-                    return _on_device(device_index, plan, a, b, c)
-                c_launch(
-                    gx, gy, gz, stream(device_index), function, coop, pdl,
-                    packed, None, None, None, None, None,
-                    annotations, signature, (a.data_ptr(), b.data_ptr(), c.data_ptr(), *rest),
-                )  # fmt: skip
-
-    return plan
-
-
-# The CudaLauncher.__call__ parameters of each Triton version whose body (backends/nvidia/
-# driver.py) the plans above were written against: "3.6" passes the kernel's arguments to the
-# C launch flat after the hooks, "3.9" as one tuple after an argument annotation and a signature.
-C_LAUNCH_LAYOUTS = {
-    "3.6": ("self", "gridX", "gridY", "gridZ", "stream", "function", "args"),
-    "3.9": (
-        "self", "gridX", "gridY", "gridZ", "stream", "function",
-        "kernel_metadata", "launch_metadata", "launch_enter_hook", "launch_exit_hook", "args",
-    ),
-}  # fmt: skip
-
-
-@functools.cache
-def _call_parameters(launcher_class: type) -> tuple[str, ...]:
-    import inspect
-
-    return tuple(inspect.signature(launcher_class.__call__).parameters)
-
-
-def c_launch_layout(launcher, version: str | None = None) -> str | None:
-    """Which C_LAUNCH_LAYOUTS entry a plan may use to call `launcher`'s C launch directly:
-    only for a CudaLauncher of that Triton version, with that __call__ signature, whose
-    kernel needs no global or profile scratch and runs without the sanitizer (the cases in
-    which __call__ adds nothing but constants). None: call the launcher itself."""
-    version = ".".join((version or triton.__version__).split(".")[:2])
-    expected = C_LAUNCH_LAYOUTS.get(version)
-    if expected is None or type(launcher).__name__ != "CudaLauncher":
-        return None
-    try:
-        params = _call_parameters(type(launcher))
-        needs_scratch = launcher.global_scratch_size or launcher.profile_scratch_size
-        flags = (launcher.launch, launcher.launch_cooperative_grid, launcher.launch_pdl)
-        if version == "3.9":
-            flags += (launcher.arg_annotations, launcher.kernel_signature)
-    except (AttributeError, TypeError, ValueError):
-        return None
-    if (
-        params != expected
-        or needs_scratch
-        or getattr(launcher, "gsan_enabled", False)
-        or not callable(flags[0])
-    ):
-        return None
-    return version
+def cluster_plan(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Plan:
+    """The cluster kernel's plan for these tensors, in the form their row count gives it,
+    launched once: the tests run the kernel at sizes the route leaves to other forms."""
+    return cluster_template(direction, tensors, m, n, one_wave=None)(tensors, m)
 
 
 def warm_up_in_background() -> threading.Thread | None:
@@ -466,10 +426,3 @@ def warm_up_in_background() -> threading.Thread | None:
     )
     thread.start()
     return thread
-
-
-def _launch_hooks_installed() -> bool:
-    """Whether a profiler installed a launch hook (None in older Triton, an empty chain in newer)."""
-    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
-    hook = getattr(runtime, "launch_enter_hook", None)
-    return hook is not None and bool(getattr(hook, "calls", True))

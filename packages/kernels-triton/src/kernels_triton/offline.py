@@ -50,7 +50,7 @@ def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90, 
     """The compiled cluster kernel of `direction` ("fwd", "bwd") that a launch on contiguous,
     16-byte aligned rows of N columns would use (kernels_triton.cluster.compiled_launch); one_wave:
     a forward launch that cluster.fits_one_wave."""
-    vec = cluster._packs([torch.empty((1, N), dtype=dtype, device="meta")])  # at address 0: aligned
+    vec = cluster.packs([torch.empty((1, N), dtype=dtype, device="meta")])  # at address 0: aligned
     fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec, one_wave)
     # N and the row strides (N: contiguous rows); slot_base is never specialised (cluster.py)
     integers = {arg: N for arg in fn.arg_names if not arg.endswith("_ptr") and arg not in constexprs}
@@ -133,7 +133,12 @@ def main(argv: list[str] | None = None) -> int:
         "--warp-rows", action="store_true", help="a warp a row (--block = warps x next_pow2(N))"
     )
     parser.add_argument("--arch", type=int, default=90)
-    parser.add_argument("--sms", type=int, default=132, help="SMs of the GPU (cluster_fwd: one wave?)")
+    parser.add_argument(
+        "--sms", type=int, default=132, help="SMs of the GPU (cluster_fwd --any-order: one wave?)"
+    )
+    parser.add_argument(
+        "--any-order", action="store_true", help="cluster_fwd as batch_invariant=False launches it"
+    )
     parser.add_argument("--sass", action="store_true", help="print the whole SASS")
     args = parser.parse_args(argv)
     dtype = getattr(torch, args.dtype)
@@ -144,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         longest = cluster.max_cols(direction, dtype)
         if not cluster.MIN_COLS <= args.N <= longest:
             parser.error(f"N: {args.kernel} takes {cluster.MIN_COLS} to {longest} columns in {args.dtype}")
-        one_wave = cluster.fits_one_wave(args.M, args.N, args.sms)
+        one_wave = args.any_order and cluster.fits_one_wave(args.M, args.N, args.sms)
         compiled = compile_cluster(direction, args.N, dtype, args.arch, one_wave)
         what = "cluster, one wave" if one_wave and direction == "fwd" else "cluster"
     else:

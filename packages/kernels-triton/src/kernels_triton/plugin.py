@@ -77,6 +77,53 @@ def _picks(kernel: str):
     return picks
 
 
+def _form_config(form: str, n: int):
+    """The config that makes the tile kernels take `form` at rows of N (None: the form's own)."""
+    from kernels_triton.configs import SoftmaxConfig, next_pow2
+
+    if form == "one_pass":  # the whole row in registers (it may spill past 32768 fp32 values)
+        block = max(1024, next_pow2(n))
+        return SoftmaxConfig(block, min(32, max(4, block // 1024)))
+    if form == "looped":  # tiles of half the row's power of two, at most 8192, with L2 hints
+        block = min(8192, max(64, next_pow2(n) // 2))
+        return SoftmaxConfig(block, min(32, max(2, block // 256)), l2_hints=block < n)
+    if form == "warp_rows":
+        return SoftmaxConfig(4 * next_pow2(n), 4, warp_rows=True)
+    return None
+
+
+# name -> (launch.route's form, what the form takes: (shape, dtype) -> bool)
+FORMS = {
+    "one_pass": ("tiles", lambda shape, dtype: shape[-1] <= 65536),
+    "looped": ("tiles", lambda shape, dtype: shape[-1] >= 2),
+    "warp_rows": ("tiles", lambda shape, dtype: shape[-1] <= 8 * 512 // {"float32": 4}.get(dtype, 2)),
+    "split_row": ("split_row", lambda shape, dtype: 4096 <= shape[-1]),
+    "cluster": ("cluster", lambda shape, dtype: 32768 <= shape[-1] <= 262144),
+}
+
+
+def _forced(form: str):
+    """(forward, backward) that launch the rows on one form whatever launch.route would pick."""
+    route_form = FORMS[form][0]
+
+    def run(name, tensors):
+        from kernels_triton import launch
+
+        n = tensors[0].shape[-1]
+        m = tensors[0].numel() // n
+        rows = [t.reshape(m, n) for t in tensors]
+        launch.launch(name, rows, m, n, _form_config(form, n), True, route_form)
+        return tensors[-1]
+
+    def forward(x):
+        return run("softmax_fwd", [x, x.new_empty(x.shape)])
+
+    def backward(y, dy):
+        return run("softmax_bwd", [y, dy, y.new_empty(y.shape)])
+
+    return forward, backward
+
+
 def register() -> None:
     _register(
         Implementation(
@@ -91,10 +138,27 @@ def register() -> None:
         ),
         replace=True,
     )
+    for form, (_, supports) in FORMS.items():
+        forward, backward = _forced(form)
+        for fn, op, suffix in ((forward, "softmax", ""), (backward, "softmax_backward", "_backward")):
+            _register(
+                Implementation(
+                    fn,
+                    op=op,
+                    name=f"triton.{form}{suffix}",
+                    backend="triton",
+                    label=f"Triton {form.replace('_', ' ')}{' bwd' if suffix else ''}",
+                    device="cuda",
+                    dtypes=DTYPES,
+                    supports=supports,
+                    notes=f"kernels_triton's {form} form alone, whatever launch.route would pick",
+                ),
+                replace=True,
+            )
     notes = (
-        "one pass with the row in registers up to 32768 (fp32 forward; 16384 backward), else a looped online "
-        "softmax; BLOCK x num_warps from tuned picks, a warp a row for 16-64 short fp32 rows an SM, committed "
-        "picks per (row-length bucket, rows per SM, dtype), else a heuristic; picks: kernels_triton.autotune_picks()"
+        "batch invariant; launch.route picks the form: cluster (sm_90, 32768-262144), split rows past 32768, "
+        "else one pass or looped as the config (tuned, committed or heuristic, one a row length) says; "
+        "picks: kernels_triton.autotune_picks()"
     )
     _register(
         Implementation(

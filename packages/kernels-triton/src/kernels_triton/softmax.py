@@ -17,11 +17,20 @@ checks only what the key does not hold (contiguity; for softmax_, that x needs n
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import torch
 
 from kernels_triton import configs, launch
 from kernels_triton.configs import DTYPES, INTERPRET, SoftmaxConfig, dtype_name
+
+if launch.TUNE_ON_FIRST_USE:  # here, not in launch: tune imports launch
+    from kernels_triton import tune
+
+    launch.tune_first_use = tune.tune_one
+
+# fp64 runs on float64.py's kernels: right to float64's rounding, not fast
+ACCEPTED = (*DTYPES, torch.float64)
 
 # The fast paths' test for tracing. Dynamo folds it to True while it traces, like
 # torch.compiler.is_compiling, which makes two Python calls an eager call to this one's one. Other tracers
@@ -37,9 +46,9 @@ class SoftmaxDimError(IndexError, ValueError):
 def _check(x, dim, what: str) -> int:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dtype not in DTYPES:
+    if x.dtype not in ACCEPTED:
         raise TypeError(
-            f"{what} has dtype {x.dtype}; Triton softmax takes {', '.join(map(dtype_name, DTYPES))}"
+            f"{what} has dtype {x.dtype}; Triton softmax takes {', '.join(map(dtype_name, ACCEPTED))}"
         )
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
@@ -71,33 +80,39 @@ def _from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor
 
 
 # Plans for contiguous tensors along their last dim, keyed on everything the checks and
-# the plan depend on: forward (x.shape, dim, dtype, device, x 16-byte aligned, config);
-# backward the same for y plus dy's shape, dtype, device and alignment.
-_FORWARD: dict[tuple, launch.Plan] = {}
-_BACKWARD: dict[tuple, launch.Plan] = {}
-_IN_PLACE: dict[tuple, launch.Plan] = {}  # softmax_, keyed as _FORWARD
+# the plan depend on: forward (x.shape, dim, dtype, device, x 16-byte aligned, config,
+# batch_invariant); backward the same for y plus dy's shape, dtype, device and alignment.
+_FORWARD: dict[tuple, launch.Plan] = OrderedDict()  # bounded: launch.remember
+_BACKWARD: dict[tuple, launch.Plan] = OrderedDict()
+_IN_PLACE: dict[tuple, launch.Plan] = OrderedDict()  # softmax_, keyed as _FORWARD
 launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch.forget_plans()
 
 
-def _forward(x: torch.Tensor, dim: int, config: SoftmaxConfig | None, run: bool = True) -> torch.Tensor:
+def _forward(
+    x: torch.Tensor, dim: int, config: SoftmaxConfig | None, invariant: bool = True, run: bool = True
+) -> torch.Tensor:
     """y = softmax(x, dim) for a checked x. run=False allocates y as a launch would and
     computes nothing: the custom op's fake."""
     if dim == x.dim() - 1 and x.is_contiguous():  # rows are already (M, N): no copy, no view
         y = torch.empty_like(x)
         if y.numel() and run:
             n = x.shape[-1]
-            plan = launch.launch("softmax_fwd", [x.view(-1, n), y.view(-1, n)], x.numel() // n, n, config)
+            rows = [x.view(-1, n), y.view(-1, n)]
+            plan = launch.launch("softmax_fwd", rows, x.numel() // n, n, config, invariant)
             for d in (dim, dim - x.dim()):  # softmax(x, -1) and softmax(x, x.dim() - 1) alike
-                _remember(_FORWARD, (x.shape, d, x.dtype, x.get_device(), x.data_ptr() % 16, config), plan)
+                key = (x.shape, d, x.dtype, x.get_device(), x.data_ptr() % 16, config, invariant)
+                launch.remember(_FORWARD, key, plan)
         return y
     x2 = _rows(x, dim)
     y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
     if x2.numel() and run:
-        launch.launch("softmax_fwd", [x2, y2], *x2.shape, config)
+        launch.launch("softmax_fwd", [x2, y2], *x2.shape, config, invariant)
     return _from_rows(y2, x, dim)
 
 
-def _backward(y, dy, dim: int, config: SoftmaxConfig | None, run: bool = True) -> torch.Tensor:
+def _backward(
+    y, dy, dim: int, config: SoftmaxConfig | None, invariant: bool = True, run: bool = True
+) -> torch.Tensor:
     """dx from y and dy along dim; run=False as in _forward."""
     dy = dy if dy.dtype == y.dtype else dy.to(y.dtype)
     if dim == y.dim() - 1 and y.is_contiguous() and dy.is_contiguous():
@@ -105,105 +120,117 @@ def _backward(y, dy, dim: int, config: SoftmaxConfig | None, run: bool = True) -
         if dx.numel() and run:
             n = y.shape[-1]
             rows = [y.view(-1, n), dy.view(-1, n), dx.view(-1, n)]
-            plan = launch.launch("softmax_bwd", rows, y.numel() // n, n, config)
+            plan = launch.launch("softmax_bwd", rows, y.numel() // n, n, config, invariant)
             for d in (dim, dim - y.dim()):
-                key = (y.shape, d, y.dtype, y.get_device(), y.data_ptr() % 16, config)
-                _remember(_BACKWARD, (*key, dy.shape, dy.dtype, dy.get_device(), dy.data_ptr() % 16), plan)
+                key = (y.shape, d, y.dtype, y.get_device(), y.data_ptr() % 16, config, invariant)
+                key += (dy.shape, dy.dtype, dy.get_device(), dy.data_ptr() % 16)
+                launch.remember(_BACKWARD, key, plan)
         return dx
     y2, dy2 = _rows(y, dim), _rows(dy, dim)
     dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
     if y2.numel() and run:
-        launch.launch("softmax_bwd", [y2, dy2, dx2], *y2.shape, config)
+        launch.launch("softmax_bwd", [y2, dy2, dx2], *y2.shape, config, invariant)
     return _from_rows(dx2, y, dim)
 
 
-def _remember(plans: dict, key: tuple, plan: launch.Plan) -> None:
-    if len(plans) >= launch.MAX_PLANS:
-        plans.clear()
-    plans[key] = plan
-
-
 @torch.library.custom_op("kernels_triton::softmax", mutates_args=())
-def _softmax_op(x: torch.Tensor, dim: int) -> torch.Tensor:
-    return _forward(x, dim, None)
+def _softmax_op(x: torch.Tensor, dim: int, batch_invariant: bool = True) -> torch.Tensor:
+    return _forward(x, dim, None, batch_invariant)
 
 
 @_softmax_op.register_fake
-def _(x, dim):
+def _(x, dim, batch_invariant=True):
     return _forward(x, dim, None, run=False)
 
 
 @torch.library.custom_op("kernels_triton::softmax_backward", mutates_args=())
-def _softmax_backward_op(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
-    return _backward(y, dy, dim, None)
+def _softmax_backward_op(
+    y: torch.Tensor, dy: torch.Tensor, dim: int, batch_invariant: bool = True
+) -> torch.Tensor:
+    return _backward(y, dy, dim, None, batch_invariant)
 
 
 @_softmax_backward_op.register_fake
-def _(y, dy, dim):
+def _(y, dy, dim, batch_invariant=True):
     return _backward(y, dy, dim, None, run=False)
 
 
 class _Softmax(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, dim, config, plan):
+    def forward(ctx, x, dim, config, invariant, plan):
         if plan is not None:  # the cached plan softmax() found for this x
             y = torch.empty_like(x)
             plan(x, y)
         elif torch.compiler.is_compiling():
-            y = _softmax_op(x, dim)
+            y = _softmax_op(x, dim, invariant)
         else:
-            y = _forward(x, dim, config)
+            y = _forward(x, dim, config, invariant)
         ctx.save_for_backward(y)
-        ctx.dim, ctx.config = dim, config
+        ctx.dim, ctx.config, ctx.invariant = dim, config, invariant
         return y
 
     @staticmethod
     def backward(ctx, dy):
         (y,) = ctx.saved_tensors
         if torch.compiler.is_compiling():
-            return _softmax_backward_op(y, dy, ctx.dim), None, None, None
-        return softmax_backward(y, dy, ctx.dim, config=ctx.config), None, None, None
+            return _softmax_backward_op(y, dy, ctx.dim, ctx.invariant), None, None, None, None
+        dx = softmax_backward(y, dy, ctx.dim, config=ctx.config, batch_invariant=ctx.invariant)
+        return dx, None, None, None, None
 
 
-def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
+def softmax(
+    x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None, batch_invariant: bool = True
+) -> torch.Tensor:
     """softmax(x, dim) with Triton kernels forward and backward (autograd works).
 
-    x: fp32, fp16 or bf16, any shape and layout, on a CUDA device (or the CPU under
+    x: fp32, fp16, bf16 or fp64, any shape and layout, on a CUDA device (or the CPU under
     TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as
     in torch. `config` forces one launch configuration (both directions, eager calls)
     instead of the tuned or committed pick or the heuristic. Under torch.compile or
     torch.export it is one opaque op, kernels_triton::softmax, with its backward.
+
+    batch_invariant (default True): each row's result, forward and backward, is the same bits
+    whatever the other rows of the batch and however many there are (launch.py says how), for
+    a row at the same 16-byte alignment (the kernels load 16-byte packs; the README says more).
+    False lets the row count choose faster forms for some shapes; a row may then differ in
+    its last bits between batches.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling():
-        plan = _FORWARD.get((x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
+        key = (x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config, batch_invariant)
+        plan = _FORWARD.get(key)
         if plan is not None and x.is_contiguous():  # this key passed the checks below before
             if x.requires_grad and torch.is_grad_enabled():
-                return _Softmax.apply(x, dim, config, plan)
+                return _Softmax.apply(x, dim, config, batch_invariant, plan)
             y = torch.empty_like(x)
             plan(x, y)
             return y
     dim = _check(x, dim, "x")
+    if type(batch_invariant) is not bool:
+        raise TypeError(f"batch_invariant must be a bool, got {type(batch_invariant).__name__}")
     if torch.compiler.is_compiling():
         if config is not None:
             raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
-        return _Softmax.apply(x, dim, None, None)
+        return _Softmax.apply(x, dim, None, batch_invariant, None)
     if x.requires_grad and torch.is_grad_enabled():
-        return _Softmax.apply(x, dim, config, None)
-    return _forward(x, dim, config)
+        return _Softmax.apply(x, dim, config, batch_invariant, None)
+    return _forward(x, dim, config, batch_invariant)
 
 
-def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
+def softmax_(
+    x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None, batch_invariant: bool = True
+) -> torch.Tensor:
     """softmax in place: x <- softmax(x, dim); returns x.
 
     For a tensor nobody reads again, such as an LM head's logits while sampling: there is no
     output to allocate, which from Python is a good part of a short call's host time. Not
-    differentiable (x must not require grad). Launches the split-row kernels would take (long
-    or few rows: launch.split_row_applies) run on the one-program-a-row kernels instead, which
-    read a row twice (launch.py says why).
+    differentiable (x must not require grad). Launches the split-row kernels would take
+    (launch.route) run on the one-program-a-row kernels instead, which read a row twice
+    (launch.py says why): their bits may differ from softmax's there, not between batches.
     A layout other than contiguous rows along dim is computed out of place and copied back.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling():
-        plan = _IN_PLACE.get((x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
+        key = (x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config, batch_invariant)
+        plan = _IN_PLACE.get(key)
         if plan is not None and x.is_contiguous() and not x.requires_grad:  # passed the checks below before
             plan(x, x)
             return x
@@ -215,22 +242,29 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
     if torch.compiler.is_compiling():
         if config is not None:
             raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
-        return x.copy_(_softmax_op(x, dim))
+        return x.copy_(_softmax_op(x, dim, batch_invariant))
     if dim != x.dim() - 1 or not x.is_contiguous():
-        return x.copy_(_forward(x, dim, config))
+        return x.copy_(_forward(x, dim, config, batch_invariant))
     if x.numel():
         n = x.shape[-1]
         rows = x.view(-1, n)
-        plan = launch.launch("softmax_fwd", [rows, rows], x.numel() // n, n, config)
+        plan = launch.launch("softmax_fwd", [rows, rows], x.numel() // n, n, config, batch_invariant)
         for d in (dim, dim - x.dim()):
-            _remember(_IN_PLACE, (x.shape, d, x.dtype, x.get_device(), x.data_ptr() % 16, config), plan)
+            key = (x.shape, d, x.dtype, x.get_device(), x.data_ptr() % 16, config, batch_invariant)
+            launch.remember(_IN_PLACE, key, plan)
     return x
 
 
 def softmax_backward(
-    y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None
+    y: torch.Tensor,
+    dy: torch.Tensor,
+    dim: int = -1,
+    *,
+    config: SoftmaxConfig | None = None,
+    batch_invariant: bool = True,
 ) -> torch.Tensor:
-    """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y."""
+    """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y;
+    batch_invariant as in softmax."""
     if (
         type(y) is torch.Tensor
         and type(dy) is torch.Tensor
@@ -239,7 +273,7 @@ def softmax_backward(
         and y.is_contiguous()
         and dy.is_contiguous()
     ):
-        key = (y.shape, dim, y.dtype, y.get_device(), y.data_ptr() % 16, config)
+        key = (y.shape, dim, y.dtype, y.get_device(), y.data_ptr() % 16, config, batch_invariant)
         plan = _BACKWARD.get((*key, dy.shape, dy.dtype, dy.get_device(), dy.data_ptr() % 16))
         if plan is not None:
             dx = torch.empty_like(y)
@@ -252,8 +286,8 @@ def softmax_backward(
     if dy.device != y.device:
         raise ValueError(f"dy is on {dy.device}, y on {y.device}: they must be on one device")
     if torch.compiler.is_compiling():
-        return _softmax_backward_op(y, dy, dim)
-    return _backward(y, dy, dim, config)
+        return _softmax_backward_op(y, dy, dim, batch_invariant)
+    return _backward(y, dy, dim, config, batch_invariant)
 
 
 def autotune_picks() -> dict:
@@ -264,8 +298,9 @@ def autotune_picks() -> dict:
     mode = (
         f"interpreter: every launch uses one config {configs.INTERPRETER_CONFIG}"
         if INTERPRET
-        else "no timing on the call path: tuned pick, else a warp a row (few short fp32 rows), else committed pick, "
-        "else heuristic"
+        else "no timing on the call path. batch_invariant (default): one config a row length whatever the rows, "
+        "from the tuned picks, else the committed ones, else the heuristic; batch_invariant=False: the tuned pick "
+        "at the nearest rows per SM, else a warp a row (few short fp32 rows), else committed pick, else heuristic"
     )
     tuned = []
     if not INTERPRET and torch.cuda.is_available():

@@ -1,0 +1,77 @@
+"""The float64 softmax, forward and backward: right, not fast.
+
+    y  = exp(x - max(x)) / sum(exp(x - max(x)))   along each row, every step in float64
+    dx = y * (dy - sum(y * dy))                   the backward, from the saved output y
+
+For gradcheck and scientific users: the fp32 kernels' tricks (exp2 of a product rounded in
+fp32, compensated fp32 sums) would cap the accuracy near 1e-7; here the exponential is
+float64's own and every sum accumulates in float64, so the error stays near float64's rounding
+(a few units of 1e-16 times log N). One program a row walks it in BLOCK-wide tiles: pass 1 the
+max (exact in any order), pass 2 the sum of exponentials lane by lane, pass 3 the output. BLOCK
+and the warps depend on N alone, so a row's sums are added in one order whatever the batch.
+
+Kernels with the tile kernels' signature (kernels.py), so that launch.py plans them alike.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kernels_triton.configs import next_pow2
+
+BLOCK_MAX = 1024
+NUM_WARPS = 4
+
+
+def block(n: int) -> int:
+    """The tile width for rows of N: the row's power of two, at least 32, at most BLOCK_MAX."""
+    return min(BLOCK_MAX, max(32, next_pow2(n)))
+
+
+@triton.jit(do_not_specialize=["M"])
+def softmax_fwd_f64_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    cols = tl.arange(0, BLOCK)
+    m = tl.full([BLOCK], float("-inf"), tl.float64)
+    for start in range(0, N, BLOCK):
+        x = tl.load(x_row + start + cols, mask=start + cols < N, other=float("-inf"))
+        m = tl.maximum(m, x)
+    m_row = tl.max(m, axis=0)
+    # a row of all -inf: exp(-inf - -inf) is NaN, as torch's result; a NaN or +inf makes it NaN
+    s = tl.zeros([BLOCK], tl.float64)
+    for start in range(0, N, BLOCK):
+        x = tl.load(x_row + start + cols, mask=start + cols < N, other=float("-inf"))
+        s += tl.where(start + cols < N, tl.exp(x - m_row), 0.0)
+    inv = 1.0 / tl.sum(s, axis=0)
+    for start in range(0, N, BLOCK):
+        in_row = start + cols < N
+        x = tl.load(x_row + start + cols, mask=in_row, other=0.0)
+        tl.store(y_row + start + cols, tl.exp(x - m_row) * inv, mask=in_row)
+
+
+@triton.jit(do_not_specialize=["M"])
+def softmax_bwd_f64_kernel(
+    y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N, BLOCK: tl.constexpr
+):
+    row = tl.program_id(0).to(tl.int64)
+    y_row = y_ptr + row * y_row_stride
+    dy_row = dy_ptr + row * dy_row_stride
+    dx_row = dx_ptr + row * dx_row_stride
+    cols = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float64)
+    for start in range(0, N, BLOCK):
+        in_row = start + cols < N
+        y = tl.load(y_row + start + cols, mask=in_row, other=0.0)
+        acc += y * tl.load(dy_row + start + cols, mask=in_row, other=0.0)
+    dot = tl.sum(acc, axis=0)
+    for start in range(0, N, BLOCK):
+        in_row = start + cols < N
+        y = tl.load(y_row + start + cols, mask=in_row, other=0.0)
+        dy = tl.load(dy_row + start + cols, mask=in_row, other=0.0)
+        tl.store(dx_row + start + cols, y * (dy - dot), mask=in_row)
+
+
+KERNELS = {"softmax_fwd": softmax_fwd_f64_kernel, "softmax_bwd": softmax_bwd_f64_kernel}

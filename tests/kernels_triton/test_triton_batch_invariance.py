@@ -1,0 +1,233 @@
+"""Batch invariance: row i of softmax(x) is the same bits as softmax(x[i:i+1]), whatever else is
+in the batch, forward and backward; and a new row count costs a plan, not a config choice.
+
+Rows are compared where both calls see them at the same 16-byte alignment: in every prefix
+batch, and in slices starting at a row aligned as the first (aligned_rows).
+
+On the CPU: the planner's decisions (launch.plan_form: the form and everything in it that orders
+a row's reductions) for a simulated H100 are the same at every row count, and under Triton's
+interpreter the kernels give every row the bits of the single-row call. On the GPU: the shapes
+at which the old planner broke it, and a Hypothesis sweep over M, N and dtype that reaches the
+split-row and cluster forms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kernels_triton import cluster, configs, launch, softmax, softmax_, softmax_backward
+from kernels_triton import split_row as sr
+from kernels_triton.configs import SoftmaxConfig
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+H100 = "NVIDIA H100 80GB HBM3"  # the GPU the committed picks were tuned on
+ROW_COUNTS = (1, 2, 3, 7, 16, 100, 131, 132, 133, 528, 2112, 4096, 8449, 65536, 2**20)
+
+
+@pytest.fixture
+def simulated_h100(monkeypatch, tmp_path):
+    """The planner as it decides on an H100 (132 SMs, sm_90, the committed picks, no tuned ones),
+    with no GPU: nothing is compiled or launched."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for module in (cluster, sr):
+        monkeypatch.setattr(module, "INTERPRET", False)
+    monkeypatch.setattr(cluster, "_capable", lambda index: True)
+    monkeypatch.setattr(cluster, "num_sms", lambda index: 132)
+    monkeypatch.setattr(sr, "_device", lambda device: sr._Device(sms=132))
+    monkeypatch.setattr(launch, "num_sms", lambda index: 132)
+    monkeypatch.setattr(launch, "gpu_name", lambda index: H100)
+    configs.forget()
+    yield torch.device("cuda", 0)
+    configs.forget()
+
+
+def decisions(device, name, n, dtype, batch_invariant=True):
+    """plan_form's (form, setting) at each of ROW_COUNTS."""
+    return {
+        m: launch.plan_form(name, m, n, dtype, device, False, None, batch_invariant)[:2] for m in ROW_COUNTS
+    }
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])  # no launch: cheap
+@given(
+    n=st.one_of(
+        st.integers(1, 70000), st.sampled_from([600, 4096, 32768, 32769, 50257, 131072, 262144, 300000])
+    ),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.float64]),
+    name=st.sampled_from(["softmax_fwd", "softmax_bwd"]),
+)
+def test_the_reduction_order_depends_on_n_and_dtype_alone(simulated_h100, n, dtype, name):
+    seen = set(decisions(simulated_h100, name, n, dtype).values())
+    assert len(seen) == 1, (n, dtype, name, seen)
+
+
+@pytest.mark.parametrize(
+    "name, n, dtype",
+    [
+        ("softmax_fwd", 600, torch.float32),  # a warp a row at 16-64 rows an SM
+        ("softmax_fwd", 50257, torch.bfloat16),  # the cluster forward's one-wave form
+        ("softmax_fwd", 300000, torch.bfloat16),  # split rows, chunks halved for few rows
+        ("softmax_bwd", 20000, torch.float32),  # split rows from 64 MiB up
+    ],
+)
+def test_without_batch_invariance_the_row_count_chooses(simulated_h100, name, n, dtype):
+    """The opt-out is real (and the test above could fail): these shapes change their reduction
+    order with M when batch_invariant=False."""
+    assert len(set(decisions(simulated_h100, name, n, dtype, batch_invariant=False).values())) > 1
+
+
+def test_the_invariant_config_is_the_least_slowdown_across_row_counts():
+    picks = [
+        {"kernel": "softmax_fwd", "dtype": "float32", "N": 600, "rows_per_sm": r, "block": 1, "num_warps": 1,
+         "timings_us": t}
+        for r, t in ((1, {"1024/4": 5.0, "2048/8": 4.0}), (64, {"1024/4": 100.0, "2048/8": 150.0}))
+    ]  # fmt: skip
+    # 2048/8: 1.0 + 1.5; 1024/4: 1.25 + 1.0
+    assert configs.across_row_counts(picks) == SoftmaxConfig(1024, 4)
+    assert configs.of_label("8192/16/L2") == SoftmaxConfig(8192, 16, l2_hints=True)
+    assert configs.of_label("4096/4/W") == SoftmaxConfig(4096, 4, warp_rows=True)
+    assert configs.invariant_index(picks) == {("softmax_fwd", "float32", 1024): {600: SoftmaxConfig(1024, 4)}}
+
+
+# --- the kernels under the interpreter (or the GPU): bits of a row against its single-row call ---
+
+# N: one pass with several rows a program, one pass with one, looped (interpreter config 1024/4)
+SHAPES = [(9, 37), (6, 600), (5, 1500)]
+WARP_ROWS = "warp rows"  # stands for a warp a row, 4 rows a program: SoftmaxConfig(4 * next_pow2(N), 4, warp_rows=True)
+CASES = [  # (dtype, config): every form the interpreter runs, fp32 in each
+    (torch.float32, None),
+    (torch.float32, SoftmaxConfig(256, 2)),
+    (torch.float32, SoftmaxConfig(64, 4, l2_hints=True)),
+    (torch.float32, WARP_ROWS),
+    (torch.bfloat16, None),
+    (torch.bfloat16, WARP_ROWS),
+    (torch.float64, None),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}" for m, n in SHAPES])
+@pytest.mark.parametrize(
+    "dtype, config",
+    CASES,
+    ids=[f"{str(d)[6:]}-{c.label() if isinstance(c, SoftmaxConfig) else c}" for d, c in CASES],
+)
+def test_a_row_has_the_bits_of_its_single_row_call(shape, dtype, config):
+    m, n = shape
+    if config is WARP_ROWS:
+        if n > 1024:
+            pytest.skip("a warp a row holds at most 8 packs")
+        config = SoftmaxConfig(4 * configs.next_pow2(n), 4, warp_rows=True)
+    g = torch.Generator().manual_seed(m * n)
+    x = (torch.randn(shape, generator=g) * 5).to(dtype).to(DEVICE)
+    x[0, -1] = 40.0  # the max last
+    y = softmax(x, config=config)
+    dy = torch.randn(shape, generator=g).to(dtype).to(DEVICE)
+    dx = softmax_backward(y, dy, config=config)
+    for i in (0, m - 1):
+        assert torch.equal(y[i], softmax(x[i : i + 1], config=config)[0]), i
+        assert torch.equal(dx[i], softmax_backward(y[i : i + 1], dy[i : i + 1], config=config)[0]), i
+    mid = m // 2  # a batch of the rows from there on
+    assert torch.equal(y[mid:], softmax(x[mid:], config=config))
+    assert torch.equal(softmax_(x.clone(), config=config), y)
+
+
+# --- a new row count: a plan derived from the layout's template -----------------------------
+
+
+def test_a_new_row_count_chooses_no_config_and_makes_no_template(monkeypatch):
+    launch.forget_plans()  # no template of an earlier test
+    made, chosen = [], []
+    make_template, choose = launch.make_template, configs.choose_invariant
+    monkeypatch.setattr(launch, "make_template", lambda *a, **k: made.append(a[3]) or make_template(*a, **k))
+    monkeypatch.setattr(configs, "choose_invariant", lambda *a, **k: chosen.append(a) or choose(*a, **k))
+    n = 43  # a row length no other test launches
+    for m in range(1, 13):
+        x = torch.randn(m, n, device=DEVICE)
+        torch.testing.assert_close(softmax(x), torch.softmax(x, -1))
+    assert made == [n] and len(chosen) == 1
+    softmax(torch.randn(3, n, device=DEVICE), batch_invariant=False)  # a template for that M alone
+    assert made == [n, n]
+
+
+def test_plan_caches_are_bounded_oldest_first(monkeypatch):
+    softmax_module = __import__("sys").modules["kernels_triton.softmax"]
+    monkeypatch.setattr(launch, "MAX_PLANS", 8)
+    monkeypatch.setattr(launch, "_PLANS", {})
+    monkeypatch.setattr(softmax_module, "_FORWARD", {})
+    n = 45
+    for m in range(1, 21):
+        softmax(torch.randn(m, n, device=DEVICE))
+    assert len(launch._PLANS) == 8 and len(softmax_module._FORWARD) == 8
+    kept = sorted(key[1] for key in launch._PLANS)
+    assert kept == list(range(13, 21))  # the newest row counts
+    cache: dict = {}
+    for k in range(10):
+        launch.remember(cache, k, k, limit=3)
+    assert list(cache) == [7, 8, 9]
+
+
+# --- GPU: the shapes the old planner broke, and a sweep over the forms -----------------------
+
+BROKEN_BEFORE = [
+    ((4096, 600), torch.float32),
+    ((2048, 4096), torch.float32),
+    ((512, 50257), torch.bfloat16),
+    ((256, 131072), torch.bfloat16),
+    ((64, 262144), torch.bfloat16),
+    ((8, 300000), torch.bfloat16),  # split rows past the cluster's longest
+    ((64, 200000), torch.float32),  # the fp32 backward's split rows
+]
+
+
+def aligned_rows(x: torch.Tensor) -> int:
+    """Every how many rows a row of x starts on the 16-byte boundary its first row starts on.
+    The kernels load 16-byte packs, and a row's packs (so the order of its sums) follow its
+    address: a slice starting at such a row sees its rows as x does (a prefix always does)."""
+    return 16 // math.gcd(16, x.stride(0) * x.element_size())
+
+
+def check_rows(x: torch.Tensor, dy: torch.Tensor, rows: list[int], batch_sizes=(1, 3)) -> None:
+    """Forward and backward of every row of `rows` in x against the same row in batches of
+    `batch_sizes` rows starting there, bit for bit; and of every prefix of those sizes."""
+    y = softmax(x)
+    dx = softmax_backward(y, dy)
+    for k in batch_sizes:
+        assert torch.equal(y[:k], softmax(x[:k])), k
+        assert torch.equal(dx[:k], softmax_backward(y[:k], dy[:k])), k
+    for i in rows:
+        for k in batch_sizes:
+            part = slice(i, min(i + k, x.shape[0]))
+            assert torch.equal(y[i], softmax(x[part])[0]), (i, k)
+            assert torch.equal(dx[i], softmax_backward(y[part], dy[part])[0]), (i, k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, dtype", BROKEN_BEFORE, ids=[f"{m}x{n}-{d}" for (m, n), d in BROKEN_BEFORE])
+def test_gpu_rows_keep_their_bits_at_the_shapes_that_broke_it(shape, dtype):
+    g = torch.Generator(device="cuda").manual_seed(shape[0] + shape[1])
+    x = (torch.randn(shape, generator=g, device="cuda") * 4).to(dtype)
+    dy = torch.randn(shape, generator=g, device="cuda").to(dtype)
+    m, step = shape[0], aligned_rows(x)
+    rows = sorted({0, step, (m // 2) // step * step, (m - 1) // step * step})
+    check_rows(x, dy, rows, batch_sizes=(1, 2, 17, m // 2 + 1))
+
+
+@pytest.mark.gpu
+@given(
+    n=st.one_of(st.integers(1, 40000), st.sampled_from([600, 4096, 32768, 50257, 131072, 262144, 270000])),
+    data=st.data(),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_gpu_every_form_keeps_a_rows_bits(n, data, dtype, seed):
+    m = data.draw(st.integers(1, max(1, min(4096, 2**24 // n))), label="m")
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = (torch.randn((m, n), generator=g, device="cuda") * 4).to(dtype)
+    dy = torch.randn((m, n), generator=g, device="cuda").to(dtype)
+    step = aligned_rows(x)
+    rows = sorted({0, (m - 1) // step * step, data.draw(st.integers(0, (m - 1) // step), label="row") * step})
+    check_rows(x, dy, rows, batch_sizes=(1, data.draw(st.integers(1, m), label="batch")))
