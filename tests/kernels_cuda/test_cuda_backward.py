@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from kernels_cuda import arrays, codegen
 from kernels_cuda import backward_call as bc
 from kernels_cuda import backward_plans as bw
+from kernels_cuda import launch_types as lt
 from kernels_cuda import softmax_variants as sm
 from kernels_cuda.backward_call import softmax_backward
 
@@ -73,14 +74,7 @@ def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
         assert launch.grid % spec.cluster == 0
     else:
         assert spec.kernel == "softmax_backward_twopass" and c["VEC"] == vec and launch.shared_mem == 0
-    takes_offsets = vec > 1 or not invariant  # batch-invariant plans take whole packs only
-    if (
-        variant == "auto"
-        and dev.cc >= 90
-        and same_offsets
-        and takes_offsets
-        and N * size > bw.AUTO.fused_max_row_bytes
-    ):
+    if variant == "auto" and dev.cc >= 90 and same_offsets and N * size > bw.AUTO.fused_max_row_bytes:
         if 2 * math.ceil(N / 16) * size <= dev.max_shared_per_block - 1024:
             assert spec.kernel == "softmax_backward_cluster"
 
@@ -170,21 +164,35 @@ def test_a_cluster_launch_fits_shared_memory_whatever_the_configured_chunk(
 
 def test_long_odd_rows_take_the_cluster_kernel_where_y_dy_and_dx_share_offsets():
     """64 rows of 50257 (a GPT-2 vocabulary): not whole 16-byte packs, but fresh y, dy and dx
-    share each row's offset, so with batch_invariant=False the cluster kernel takes them instead
-    of one block a row; batch-invariant, two passes (the cluster's split follows a row's address)."""
+    share each row's offset, so the cluster kernel takes them instead of one block a row, with or
+    without batch invariance (the cluster's split follows the row's own address, not M); rows
+    whose offsets differ between the arrays take two passes."""
     for dtype, cluster in (("float32", 8), ("bfloat16", 8)):
-        assert (
-            bw.plan("auto", 64, 50257, dtype, 1, sm.H100, None, True).spec.kernel
-            == "softmax_backward_twopass"
-        )
-        launch = bw.plan("auto", 64, 50257, dtype, 1, sm.H100, None, True, batch_invariant=False)
-        assert launch.spec.kernel == "softmax_backward_cluster" and launch.spec.cluster == cluster
-        assert launch.grid == 64 * cluster
+        for invariant in (True, False):
+            launch = bw.plan("auto", 64, 50257, dtype, 1, sm.H100, None, True, batch_invariant=invariant)
+            assert launch.spec.kernel == "softmax_backward_cluster" and launch.spec.cluster == cluster
+            assert launch.grid == 64 * cluster
         assert bw.plan("auto", 64, 50257, dtype, 1, sm.H100).spec.kernel == "softmax_backward_twopass"
         assert (
             bw.plan("auto", 64, 50257, dtype, 1, sm.A100, None, True).spec.kernel
             == "softmax_backward_twopass"
         )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("N", [50257, 40001, 16385, 131071])
+def test_odd_rows_with_shared_offsets_get_one_cluster_plan_for_every_row_count(N, dtype):
+    """Batch invariance for rows that are not whole packs: the invariant plan is the same for
+    every M, and it is the cluster kernel wherever the row is long enough to want one."""
+    plans = [bw.plan("auto", M, N, dtype, 1, sm.H100, None, True) for M in (1, 2, 7, 64, 512, 4096, 100_000)]
+    for launch in plans:
+        assert launch.spec == plans[0].spec and launch.block == plans[0].block
+        assert launch.shared_mem == plans[0].shared_mem and launch.extra == plans[0].extra
+        assert lt.reduction_order(launch) == lt.reduction_order(plans[0])
+    if N * arrays.ITEMSIZE[dtype] > bw.AUTO.fused_max_row_bytes:
+        assert plans[0].spec.kernel == "softmax_backward_cluster"
+    rows = bw.row_plan("auto", N, dtype, 1, sm.H100, bw.AUTO, True)
+    assert all(launch == rows.launch(M) for launch, M in zip(plans, (1, 2, 7, 64, 512, 4096, 100_000)))
 
 
 def test_every_backward_spec_compiles_offline_without_spills(tmp_path, monkeypatch):
@@ -426,13 +434,12 @@ def test_backward_cluster_rows_that_are_not_whole_16_byte_packs(m, n, dtype):
     y = torch.softmax(logits, dim=-1).to(_dtype(dtype))
     dy = torch.randn(m, n, device="cuda").to(_dtype(dtype))
     dy[:, 0], dy[:, -1] = 3.0, -2.0
-    launch = bw.plan("cluster", m, n, dtype, 1, sm._device(0), bw.AUTO, True, batch_invariant=False)
-    assert launch.spec.kernel == "softmax_backward_cluster"
-    with arrays.poison_outputs():
-        dx = softmax_backward(y, dy, variant="cluster", batch_invariant=False)
-    _assert_backward(dx, y, dy, -1, dtype)
-    with arrays.poison_outputs():  # batch-invariant: two passes, whatever the row's address
-        _assert_backward(softmax_backward(y, dy, variant="cluster"), y, dy, -1, dtype)
+    for invariant in (True, False):  # the cluster's split follows the row's address, not M
+        launch = bw.plan("cluster", m, n, dtype, 1, sm._device(0), bw.AUTO, True, batch_invariant=invariant)
+        assert launch.spec.kernel == "softmax_backward_cluster"
+        with arrays.poison_outputs():
+            dx = softmax_backward(y, dy, variant="cluster", batch_invariant=invariant)
+        _assert_backward(dx, y, dy, -1, dtype)
     offset_y, offset_dy = y.new_zeros(m, n + 1)[:, 1:], dy.new_zeros(m, n + 1)[:, 1:]
     offset_y.copy_(y)
     offset_dy.copy_(dy)  # one element past a 16-byte boundary, a fresh dx on one: not the cluster

@@ -167,17 +167,16 @@ def test_offsets_match_when_x_and_y_rows_start_alike_row_for_row():
 
 
 def test_long_odd_rows_take_the_cluster_kernel_where_x_and_y_share_offsets():
-    """64 rows of 50257 bf16 (a GPT-2 vocabulary): whole 16-byte packs they are not, but with
-    batch_invariant=False a fresh output shares each row's offset, so the cluster kernel takes them
-    (2 blocks a row, 128 blocks). Batch-invariant, they take the online kernel: the cluster's split
-    of a row follows its address, which a row's place in the batch decides."""
+    """64 rows of 50257 bf16 (a GPT-2 vocabulary): whole 16-byte packs they are not, but a fresh
+    output shares each row's offset, so the cluster kernel takes them (2 blocks a row, 128 blocks),
+    batch-invariant or not: the cluster's split of a row follows the row's own address, not M."""
     invariant = variants.prepare((64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.H100)
-    assert invariant.launch.spec.kernel == "softmax_online"
     p = variants.prepare(
         (64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.H100, batch_invariant=False
     )
     assert p.launch.spec.kernel == "softmax_cluster" and p.launch.grid == 128
     assert dict(p.launch.spec.constants)["VEC"] == 8 and p.launch.extra == (25136,)
+    assert invariant.launch == p.launch
     a100 = variants.prepare(
         (64, 50257), (50257, 1), "bfloat16", -1, "auto", variants.A100, batch_invariant=False
     )
@@ -194,7 +193,6 @@ def test_long_odd_rows_take_the_cluster_kernel_where_x_and_y_share_offsets():
         x_address=2,
         out_strides=(50258, 1),
         out_address=2,
-        batch_invariant=False,
     )
     assert offset_both.out_direct and offset_both.launch.spec.kernel == "softmax_cluster"
 

@@ -48,6 +48,59 @@ def test_a_rows_reduction_order_depends_on_n_and_dtype_only(N, dtype, Ms, device
         for M in Ms
     }
     assert len(bwd) == 1
+    # rows that share their offsets across the arrays (fresh outputs of a row-major input)
+    shared = {variants.plan(variant, M, N, dtype, vec, device, None, True) for M in Ms}
+    assert len({launch_types.reduction_order(launch) for launch in shared}) == 1
+    shared_bwd = {backward_plans.plan("auto", M, N, dtype, vec, device, None, True) for M in Ms}
+    assert len({launch_types.reduction_order(launch) for launch in shared_bwd}) == 1
+
+
+ODD_LONG_ROWS = [
+    (50257, "bfloat16"),
+    (50257, "float32"),
+    (50257, "float16"),
+    (40001, "float32"),
+    (16385, "bfloat16"),
+]
+ROW_COUNTS = (1, 2, 3, 31, 64, 128, 512, 4096, 10**6)
+
+
+@pytest.mark.parametrize("N,dtype", ODD_LONG_ROWS)
+def test_odd_long_rows_with_shared_offsets_take_one_cluster_plan_for_every_row_count(N, dtype):
+    """Rows that are not whole 16-byte packs, past 32 KB, whose x and y (y, dy and dx) rows share
+    their offsets: the batch-invariant plan is the cluster kernel for every M, and every field of
+    the launch but the grid is the same (so is the grid over clusters: M of them)."""
+    for plan, kernel in (
+        (variants.plan, "softmax_cluster"),
+        (backward_plans.plan, "softmax_backward_cluster"),
+    ):
+        launches = [plan("auto", M, N, dtype, 1, variants.H100, None, True) for M in ROW_COUNTS]
+        first = launches[0]
+        for M, launch in zip(ROW_COUNTS, launches):
+            assert launch.spec.kernel == kernel, (M, launch.spec)
+            assert (launch.spec, launch.block, launch.shared_mem, launch.extra) == (
+                first.spec,
+                first.block,
+                first.shared_mem,
+                first.extra,
+            )
+            assert launch.grid == first.spec.cluster * min(M, variants.MAX_GRID // first.spec.cluster)
+        # without shared offsets the split cannot suit the read and the write: no cluster
+        apart = plan("auto", 64, N, dtype, 1, variants.H100, None, False)
+        assert "cluster" not in apart.spec.kernel
+
+
+def test_invariant_cluster_plans_hold_no_16_bit_chunks_in_registers():
+    """Holding a 16-bit chunk in registers pays in one wave only, an M-dependent choice, and it
+    reduces the chunk in another order: the invariant plan of odd rows leaves it in shared memory
+    for any M (cluster_items gets no blocks_per_sm), where batch_invariant=False holds it."""
+    N = 131072 - 5
+    held = variants.plan("auto", 4, N, "bfloat16", 1, variants.H100, None, True, False)
+    assert held.spec.kernel == "softmax_cluster" and dict(held.spec.constants)["ITEMS"] > 0
+    for M in (1, 4, 64, 4096):
+        launch = variants.plan("auto", M, N, "bfloat16", 1, variants.H100, None, True)
+        assert launch.spec.kernel == "softmax_cluster"
+        assert dict(launch.spec.constants)["ITEMS"] == 0 and launch.shared_mem > 0
 
 
 @pytest.mark.parametrize(

@@ -240,12 +240,13 @@ def _kernel_for(
 @pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
 def test_v4_rows_that_are_not_whole_16_byte_packs_take_the_cluster_kernel(m, n, dtype):
     x = _randn((m, n), dtype, 4.0)
-    # x and the fresh y share each row's offset (batch-invariant: the online kernel, whose order
-    # does not follow the row's address)
-    assert _kernel_for(x, "v4", None, False) == "softmax_cluster" and _kernel_for(x, "v4") == "softmax_online"
-    with arrays.poison_outputs():
-        y = kernels_cuda.softmax(x, variant="v4", batch_invariant=False)
-    _assert_softmax(y, x, -1, dtype)
+    # x and the fresh y share each row's offset: the cluster kernel, batch-invariant or not (its
+    # split of a row follows the row's own address, not M)
+    for invariant in (True, False):
+        assert _kernel_for(x, "v4", None, invariant) == "softmax_cluster"
+        with arrays.poison_outputs():
+            y = kernels_cuda.softmax(x, variant="v4", batch_invariant=invariant)
+        _assert_softmax(y, x, -1, dtype)
 
 
 @pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
@@ -272,10 +273,9 @@ def test_v4_rows_at_any_offset_when_out_shares_it(m, n, offset, pad, dtype, vari
     x = _randn((m, width), dtype, 4.0)[:, offset : offset + n]
     out = torch.full((m, width), math.nan, dtype=x.dtype, device="cuda")[:, offset : offset + n]
     note(f"{variant} x{tuple(x.shape)} stride {x.stride()} offset {offset} {dtype}")
-    invariant = variant == "auto"  # v4 here: its cluster kernel, which batch_invariant=False allows
-    if variant == "v4":
-        assert _kernel_for(x, variant, out, invariant) == "softmax_cluster"
-    assert kernels_cuda.softmax(x, variant=variant, out=out, batch_invariant=invariant) is out
+    if variant == "v4":  # x and out share each row's offset: the cluster kernel, whatever M
+        assert _kernel_for(x, variant, out) == "softmax_cluster"
+    assert kernels_cuda.softmax(x, variant=variant, out=out) is out
     _assert_softmax(out, x, -1, dtype)
 
 
@@ -295,9 +295,9 @@ def test_cluster_rows_with_odd_lengths_keep_extremes_at_their_edges(n, dtype):
     x[6, 1:] = -math.inf  # only the first element left: 1 there
     x[7, :-1] = -math.inf  # only the last element left
     x[8, : n // 2] = -math.inf  # whole blocks of the cluster masked
-    assert _kernel_for(x, "auto", None, False) == "softmax_cluster"
+    assert _kernel_for(x, "auto") == "softmax_cluster"  # batch-invariant too: the row's own split
     with arrays.poison_outputs():
-        y = kernels_cuda.softmax(x, batch_invariant=False)
+        y = kernels_cuda.softmax(x)
     ref = torch.softmax(x.double(), dim=-1)
     assert torch.equal(torch.isnan(y), torch.isnan(ref))
     finite = [0, 1, 2, 6, 7, 8, 9]
@@ -344,8 +344,7 @@ def test_v4_chunks_held_in_registers_or_in_shared_memory(dtype, n, held):
     knob = HELD_KNOB[dtype]
     try:
         variants.set_auto_config(**{knob: 8 if held else 0})
-        # batch_invariant=False: 16-bit chunks are held in launches of one wave only, rows of
-        # 50257 and 131072 - 5 take the cluster kernel only so
+        # batch_invariant=False: 16-bit chunks are held in launches of one wave only
         launch = variants.plan(
             "v4", 12, n, dtype, variants.full_vec(dtype), variants._device(0), None, True, False
         )

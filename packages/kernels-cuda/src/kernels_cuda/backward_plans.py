@@ -15,7 +15,9 @@ The kernels (read them in order, after the forward's):
 
 As forward (softmax_plans.py), a plan is made per (N, dtype, layout) and serves every row count
 unless batch_invariant=False, so a row's dot is reduced in an order that depends on (N, dtype)
-alone. Plain Python over shapes (no GPU): the plans can be tested and every Spec compiled offline.
+and, on the cluster kernel over rows that are not whole 16-byte packs, the row's address modulo
+16 bytes; never on M. Plain Python over shapes (no GPU): the plans can be tested and every Spec
+compiled offline.
 """
 
 from __future__ import annotations
@@ -162,10 +164,11 @@ def plan_cluster(
 ) -> RowPlan | None:
     """None without clusters, past the largest cluster's shared memory, or for rows that are not
     whole 16-byte packs unless y's, dy's and dx's rows share their offsets
-    (`launch_types.offsets_match`) and M is given: the kernel moves each row's aligned body in
-    bulk and the few elements around it one at a time, one split for all three arrays, which
-    follows the row's address (so a plan for every row count, M None, takes no such rows)."""
-    if device.cc < 90 or not (vec == lt.full_vec(dtype) or (same_offsets and M is not None)):
+    (`launch_types.offsets_match`): the kernel moves each row's aligned body in bulk and the few
+    elements around it one at a time, one split for all three arrays. The split follows the
+    row's own address, so a row's bits depend on (N, dtype) and its address modulo 16 bytes,
+    never on M (a plan for every row count, M None, takes such rows too)."""
+    if device.cc < 90 or not (vec == lt.full_vec(dtype) or same_offsets):
         return None
     vec = lt.full_vec(dtype)  # chunks are whole packs of the body
     size = arrays.ITEMSIZE[dtype]

@@ -82,13 +82,14 @@ def plan_cluster(
     M: int | None = None,
 ) -> RowPlan | None:
     """None without clusters, past the largest cluster's shared memory, or for rows that are not
-    whole 16-byte packs unless x's and y's rows share their offsets (`offsets_match`) and M is
-    given: the kernel moves each row's 16-byte-aligned body in bulk and the few elements around
-    it one at a time, and one split of a row must suit both the read and the write. That split
-    follows the row's address, so a plan for every row count (M None) takes no such rows: their
-    reduction would depend on where the row sits in the batch."""
+    whole 16-byte packs unless x's and y's rows share their offsets (`offsets_match`): the kernel
+    moves each row's 16-byte-aligned body in bulk and the few elements around it one at a time,
+    and one split of a row must suit both the read and the write. That split follows the row's
+    own address, so a row's bits depend on (N, dtype) and its address modulo 16 bytes, never on
+    M or the other rows (as torch's softmax, whose reduction shifts by the input's address); a
+    plan for every row count (M None) takes such rows too."""
     whole = vec == full_vec(dtype)
-    if device.cc < 90 or not (whole or (same_offsets and M is not None)):
+    if device.cc < 90 or not (whole or same_offsets):
         return None
     split = cluster_split(N, dtype, full_vec(dtype), device, cfg)
     if split is None:

@@ -4,12 +4,13 @@
     plan(variant, M, N, dtype, vec, device, cfg, same_offsets, batch_invariant=True) -> Launch
 
 Batch invariance: by default a plan is made once per (N, dtype, layout) and serves every row
-count (M None), so each row is reduced in an order that depends on (N, dtype) alone, never on the
-other rows. `batch_invariant=False` lets M choose the faster form for the launch, where one
-exists: fp32 launches of few rows give a row fewer threads of more packs (`few_rows_shape`),
-16-bit cluster chunks are held in registers in launches of one wave, and rows that are not whole
-16-byte packs take the cluster kernel where x's and y's rows share their offsets. float64 runs
-one kernel (08_softmax_f64.cu) whatever the shape.
+count (M None), so each row is reduced in an order that depends on (N, dtype) and, for the
+cluster kernel over rows that are not whole 16-byte packs, the row's address modulo 16 bytes
+(as torch's softmax), never on the other rows. Such rows take the cluster kernel wherever x's
+and y's rows share their offsets, whatever M. `batch_invariant=False` lets M choose the faster
+form for the launch, where one exists: fp32 launches of few rows give a row fewer threads of
+more packs (`few_rows_shape`), and 16-bit cluster chunks are held in registers in launches of
+one wave. float64 runs one kernel (08_softmax_f64.cu) whatever the shape.
 """
 
 from __future__ import annotations

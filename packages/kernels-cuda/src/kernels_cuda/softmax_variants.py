@@ -214,7 +214,9 @@ class _RowsCall:
 MAX_CACHED_CALLS = 4096  # past this many layouts, a cache starts over: memory stays flat
 _calls: dict[tuple, _Call] = {}  # (Prepared, backend, device) -> _Call
 _torch_calls: dict[tuple, _Call] = {}  # a torch call's layout key (`_torch_key`) -> _Call
-# dense torch rows: (N, dtype, device, 16-byte alignment, variant) -> _RowsCall
+# dense torch rows: (N, dtype, device, 16-byte alignment, variant) -> _RowsCall. A fresh y is on a
+# 16-byte boundary with rows of stride N, as x's, so x's alignment alone decides whether their rows
+# share offsets (`offsets_match`): the plan for one key suits every call that finds it.
 _rows_calls: dict[tuple, _RowsCall] = {}
 
 
@@ -275,8 +277,9 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None, batch_invarian
     x's dim order (contiguous when dim is the last one). With `out`, it is written into `out`
     directly when out's layout allows, else through a temporary.
 
-    batch_invariant (default True): each row's bits depend on (N, dtype) only, never on the other
-    rows; False lets the row count pick faster forms for some launches (softmax_plans).
+    batch_invariant (default True): each row's bits depend on (N, dtype) and the row's address
+    modulo 16 bytes (as torch's), never on the other rows or their count; False lets the row
+    count pick faster forms for some launches (softmax_plans).
 
     A torch tensor whose layout (shape, strides, dtype, device, 16-byte alignment) was seen before
     with the same dim and variant goes straight to its cached call: one dictionary lookup, the
