@@ -54,7 +54,12 @@ def test_autograd_matches_torch(shape, dim, dtype):
     (yr * g.double()).sum().backward()
     rtol, atol = _grad_tol(dt)
     torch.testing.assert_close(y.detach().double(), yr.detach(), rtol=rtol, atol=atol)
-    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=rtol, atol=atol)
+    # the gradient is formed from y rounded to the dtype, so short rows of large probabilities
+    # carry that rounding: held to torch's own error on the same input where it is larger
+    xt = x.detach().clone().requires_grad_()
+    (torch.softmax(xt, dim) * g).sum().backward()
+    theirs = float((xt.grad.double() - xr.grad).abs().max())
+    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=rtol, atol=max(atol, 2 * theirs))
     x.grad = None
     kernels_cuda.softmax(x, dim).sum().backward()  # a stride-0 gradient: dx is ~0
     assert x.grad.abs().max().item() < 1e-2
