@@ -8,8 +8,8 @@ the `gpu` ones add bf16, large Hypothesis sweeps and the benchmark shapes.
 Kernel-level tests launch into outputs filled with NaN, so an element a kernel does not
 write fails the comparison.
 
-Over 400 lines: one file for the op's behaviour (values, dims, dtypes, errors, autograd, compile,
-GPU launches), as Liger keeps one test file per op; accuracy and configs have their own files.
+One file for the op's behaviour (values, dims, dtypes, errors, autograd, compile, GPU launches);
+accuracy, configs, float64 and batch invariance have their own files.
 """
 
 import json
