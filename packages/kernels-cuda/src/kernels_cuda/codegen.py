@@ -399,9 +399,16 @@ def all_specs() -> list[Spec]:
     return list(dict.fromkeys(specs))
 
 
-# The offline command (compile every specialization, print the table) lives in offline.py; its
-# functions are offered here too, where `python -m kernels_cuda.codegen` has always found them.
-from kernels_cuda.offline import compile_all, format_table, main  # noqa: E402, F401
+def __getattr__(name: str):
+    """The offline command (compile every specialization, print the table) lives in offline.py;
+    its functions are offered here too, where they have always been found. Looked up on first
+    use: offline imports this module, so importing it here would be circular."""
+    if name in ("compile_all", "format_table", "main"):
+        from kernels_cuda import offline
+
+        return getattr(offline, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 if __name__ == "__main__":
     # Run the imported module's main: kernel modules register with `kernels_cuda.codegen`, which
