@@ -49,7 +49,7 @@ nothing and adds nothing; 16-block clusters are a non-portable size, which H100 
   L2 and no polling, which the split-row forward's has;
 - the backward at any row count, in fp32 up to 131072 columns (max_cols), where its blocks still
   fit without spilling.
-The timings behind both are in the results pages of measurements/.
+The timings behind both are in the per-card results pages.
 """
 
 from __future__ import annotations
