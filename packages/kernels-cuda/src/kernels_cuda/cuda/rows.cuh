@@ -78,7 +78,7 @@ __device__ __forceinline__ acc_t quiet_nan() {
   }
 }
 
-// exp(x) in fp64 to a few ulp, inline: the math library's exp calls a slow-path subroutine
+// exp(x) in fp64 to a few ulp, inline: the math library's exp branches to a slow-path subroutine
 // whose call made ptxas spill. x = n ln2 + r, |r| <= ln2 / 2 (ln2 in two parts, so r is exact to
 // fp64), exp(r) by its Taylor series to r^13 (the first term left out is below 2^-53), times 2^n
 // in two steps (n may take the result into the subnormals). NaN stays NaN, -inf gives 0.
