@@ -1,5 +1,5 @@
 """Batch invariance: row i of softmax(x) is the same bits as softmax(x[i:i+1]), whatever else is
-in the batch, forward and backward; and a new row count costs a plan, not a config choice.
+in the batch, forward and backward; and a new row count costs no config choice and keeps nothing.
 
 Rows are compared where both calls see them at the same 16-byte alignment: in every prefix
 batch, and in slices starting at a row aligned as the first (aligned_rows).
@@ -13,6 +13,7 @@ split-row and cluster forms.
 
 from __future__ import annotations
 
+import gc
 import math
 
 import pytest
@@ -153,17 +154,36 @@ def test_a_new_row_count_chooses_no_config_and_makes_no_template(monkeypatch):
     assert made == [n, n]
 
 
-def test_plan_caches_are_bounded_oldest_first(monkeypatch):
-    softmax_module = __import__("sys").modules["kernels_triton.softmax"]
-    monkeypatch.setattr(launch, "MAX_PLANS", 8)
-    monkeypatch.setattr(launch, "_PLANS", {})
-    monkeypatch.setattr(softmax_module, "_FORWARD", {})
+def test_a_new_row_count_keeps_nothing():
+    """Row counts the process has not seen (decoding, packed batches) add no cache entry and
+    leave no object behind for the garbage collector to walk, through the public ops and
+    through launch.launch alike: one template a layout serves every M."""
     n = 45
-    for m in range(1, 21):
-        softmax(torch.randn(m, n, device=DEVICE))
-    assert len(launch._PLANS) == 8 and len(softmax_module._FORWARD) == 8
-    kept = sorted(key[1] for key in launch._PLANS)
-    assert kept == list(range(13, 21))  # the newest row counts
+    x, dy = torch.randn(70, n, device=DEVICE), torch.randn(70, n, device=DEVICE)
+    out = torch.empty(70, n, device=DEVICE)
+
+    def every_path(m: int) -> None:
+        y = softmax(x[:m])
+        torch.testing.assert_close(y, torch.softmax(x[:m], -1))
+        softmax_backward(y, dy[:m])
+        softmax_(x[:m].clone())
+        launch.launch("softmax_fwd", [x[:m], out[:m]], m, n)
+
+    for m in (1, 2):  # templates and variants (M a multiple of the rows a program takes, or not)
+        every_path(m)
+    entries = [len(cache) for cache in launch.PLAN_CACHES]
+    gc.collect()
+    tracked = len(gc.get_objects())
+    for m in range(3, 70):
+        every_path(m)
+    gc.collect()
+    assert [len(cache) for cache in launch.PLAN_CACHES] == entries
+    # launch.USED: an entry a kernel and rows_per_sm bucket (7 of them)
+    assert len([key for key in launch.USED if key[1] == n]) <= 2 * 7
+    assert len(gc.get_objects()) - tracked < 50  # 67 row counts, 268 launches
+
+
+def test_template_caches_are_bounded_oldest_first():
     cache: dict = {}
     for k in range(10):
         launch.remember(cache, k, k, limit=3)

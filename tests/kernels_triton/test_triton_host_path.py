@@ -1,4 +1,4 @@
-"""The host path of a launch. A plan calls Triton's C launch directly only where it passes
+"""The host path of a launch. A launcher calls Triton's C launch directly only where it passes
 exactly what Triton's own launcher would: checked against the installed Triton's real
 CudaLauncher.__call__ (its C launch replaced by a recorder), and refused for launchers it
 was not written against. Importing kernels_triton starts Triton's once-per-process work on
@@ -31,7 +31,7 @@ def fake_launcher(record, *, scratch: int = 0):
     return launcher
 
 
-class Tensor:  # what a plan reads from a tensor
+class Tensor:  # what a launch reads from a tensor
     def __init__(self, address: int):
         self.address = address
 
@@ -39,7 +39,7 @@ class Tensor:  # what a plan reads from a tensor
         return self.address
 
 
-class Compiled:  # what a plan reads from a triton CompiledKernel
+class Compiled:  # what a launcher reads from a triton CompiledKernel
     def __init__(self, launcher):
         self.run, self.function, self.packed_metadata = launcher, 0xF00, (4, 1, 0)
 
@@ -51,13 +51,13 @@ def no_driver_needed(monkeypatch):
     saved = driver._active
     driver.set_active(type("Driver", (), {"allocate_default_profile_scratch": lambda *a: None})())
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 77, raising=False)
-    # plans compare the current device with theirs before launching: device 0 is current
+    # launchers compare the current device with theirs before launching: device 0 is current
     monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)
     yield
     driver._active = saved
 
 
-@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
+@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: launchers call its launcher itself")
 @pytest.mark.parametrize("n_tensors", [2, 3])
 def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_needed, n_tensors):
     record = []
@@ -70,15 +70,15 @@ def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_neede
     # launch metadata, enter hook, exit hook, *kernel arguments)
     launcher(512, 1, 1, 77, compiled.function, compiled.packed_metadata, None, None, None,
              *(t.address for t in tensors), *rest)  # fmt: skip
-    plan = c_launch.direct_launcher(compiled, (512, 1, 1), n_tensors, rest, device_index=0)
-    plan(*tensors)
+    go = c_launch.launcher(compiled, device_index=0)
+    go(512, (*(t.address for t in tensors), *rest))
     assert len(record) == 2 and record[1] == record[0]
 
 
-@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
+@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: launchers call its launcher itself")
 @pytest.mark.parametrize("hooked", [False, True], ids=["direct", "hook installed"])
-def test_a_plan_given_launch_metadata_launches_with_it(no_driver_needed, monkeypatch, hooked):
-    """kernels_triton.cluster's plans hand direct_launcher metadata of their own (num_ctas = C,
+def test_a_launcher_given_launch_metadata_launches_with_it(no_driver_needed, monkeypatch, hooked):
+    """kernels_triton.cluster's templates hand c_launch.launcher metadata of their own (num_ctas = C,
     more shared memory): the launch passes it where Triton's launcher would pass the kernel's,
     with a profiler's launch hook installed too (the runner would launch with the kernel's own)."""
     record = []
@@ -90,14 +90,12 @@ def test_a_plan_given_launch_metadata_launches_with_it(no_driver_needed, monkeyp
     launcher(35, 1, 1, 77, compiled.function, cluster_metadata, None, None, None,
              *(t.address for t in tensors), *rest)  # fmt: skip
     monkeypatch.setattr(c_launch, "_launch_hooks_installed", lambda: hooked)
-    plan = c_launch.direct_launcher(
-        compiled, (35, 1, 1), 3, rest, device_index=0, packed_metadata=cluster_metadata
-    )
-    plan(*tensors)
+    go = c_launch.launcher(compiled, device_index=0, packed_metadata=cluster_metadata)
+    go(35, (*(t.address for t in tensors), *rest))
     assert len(record) == 2 and record[1] == record[0]
 
 
-@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
+@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: launchers call its launcher itself")
 def test_a_launcher_that_needs_scratch_keeps_tritons_own_call():
     assert c_launch.c_launch_layout(fake_launcher([], scratch=128)) is None
 
@@ -114,44 +112,6 @@ def test_other_launchers_and_versions_keep_tritons_own_call():
     assert c_launch.c_launch_layout(CudaLauncher()) is None
     assert c_launch.c_launch_layout(fake_launcher([]), version="3.7.0") is None
     assert c_launch.c_launch_layout(fake_launcher([]), version="4.0.0") is None
-
-
-@pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: plans call its launcher itself")
-def test_a_split_row_plan_launches_directly_on_its_own_stream_only(no_driver_needed, monkeypatch):
-    """After one launch through the JIT (split_row.compiled_launch), a split-row plan calls the
-    compiled kernel's C launch with the arguments compiled_launch gave, while the current stream
-    is the one whose exchange buffer they name; on another stream it goes through the JIT."""
-    record, jit_calls = [], []
-    compiled = Compiled(fake_launcher(record))
-    rest = (0xABC0, 3, 5000, 5000, 5000, 2, 2, 4096, 4096, 4, True, 65536, 1024, False)
-
-    class SplitRow:  # compiled_launch launches once through the JIT and returns what a plan needs
-        @staticmethod
-        def compiled_launch(direction, tensors, config):
-            jit_calls.append((direction, len(tensors)))
-            return compiled, (4, 1, 1), rest, 77
-
-        @staticmethod
-        def forward(x2d, y2d, config):
-            jit_calls.append(("fwd", 2))
-
-    monkeypatch.setattr(launch, "split_row", SplitRow)
-    current_stream = [77]
-    monkeypatch.setattr(
-        torch._C, "_cuda_getCurrentRawStream", lambda device: current_stream[0], raising=False
-    )
-    x, y = torch.empty(3, 5000), torch.empty(3, 5000)
-    # CPU stand-ins report device -1: make that the current device, so the plan launches here
-    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: x.get_device(), raising=False)
-    plan = launch.split_row_plan("softmax_fwd", [x, y], 3, 5000)
-    assert jit_calls == [("fwd", 2)] and record == []
-    plan(x, y)  # the stream it was planned on: the C launch
-    assert len(record) == 1 and jit_calls == [("fwd", 2)]
-    args = record[0][-1] if VERSION != "3.6" else record[0][-len(rest) - 2 :]  # a tuple last from 3.9
-    assert record[0][:4] == (4, 1, 1, 77) and tuple(args) == (x.data_ptr(), y.data_ptr(), *rest)
-    current_stream[0] = 78
-    plan(x, y)  # another stream: through the JIT, which finds that stream's buffer
-    assert len(record) == 1 and jit_calls == [("fwd", 2), ("fwd", 2)]
 
 
 def test_which_launches_split_their_rows(monkeypatch):

@@ -320,7 +320,6 @@ def test_in_place_never_takes_the_split_row_kernels(monkeypatch):
 
     monkeypatch.setattr(launch, "split_row", FakeSplitRow)
     monkeypatch.setattr(launch, "split_row_applies", lambda *args, **kwargs: True)
-    monkeypatch.setattr(launch, "_PLANS", {})  # plans made here are forgotten afterwards
     monkeypatch.setattr(launch, "_TEMPLATES", {})
     monkeypatch.setattr(softmax_module, "_FORWARD", {})
     monkeypatch.setattr(softmax_module, "_IN_PLACE", {})
@@ -648,14 +647,14 @@ def test_gpu_warp_rows_rule(n, monkeypatch, tmp_path):
 
 
 def test_forget_plans_empties_every_plan_cache():
-    """What a tune calls once it has written new picks: no plan made before survives, so the
+    """What a tune calls once it has written new picks: no template made before survives, so the
     next call of every shape plans with the picks as they are now."""
     x = _randn((4, 64), torch.float32, 5)
     softmax(x)
     softmax_(x.clone())
     y = softmax(x.clone().requires_grad_())
     y.backward(torch.ones_like(y))
-    assert softmax_module._FORWARD and softmax_module._IN_PLACE and launch._PLANS
+    assert softmax_module._FORWARD and softmax_module._IN_PLACE and launch._TEMPLATES
     assert {id(d) for d in (softmax_module._FORWARD, softmax_module._BACKWARD, softmax_module._IN_PLACE)} <= {
         id(d) for d in launch.PLAN_CACHES
     }

@@ -1,24 +1,22 @@
-"""Launch plans: which form runs a launch (route), and everything a launch needs, decided once.
+"""Launches: which form runs a launch (route), and everything a launch needs, decided once a layout.
 
 At short shapes the kernel runs for a few microseconds, so the host's work per call is what a
 user waits for. Triton's usual path (`kernel[grid](...)`) binds and specialises the arguments
-and computes a cache key in Python on every call. Here the work is done at two levels:
+and computes a cache key in Python on every call. Here a template per layout (kernel, N,
+config, batch_invariant, dtype, device, row strides, pointer alignment, in place) holds the
+form (route), the config and the launchers of the compiled kernels (c_launch.py); a call with
+any row count M derives the grid and the scalar arguments from M with integer arithmetic and
+calls Triton's C launch directly. A new M keeps nothing: no plan, no cache entry, no closure
+(a process that sees millions of row counts keeps a flat memory and gives the garbage collector
+no new objects to walk). M is not specialised (kernels.py): every M of a layout shares a compiled
+kernel, but for M's integer width and, where whole rows share a program, whether M is a multiple
+of them (NEEDS_MASK): at most four variants a template.
 
-- a template per layout: (kernel, N, config, batch_invariant, dtype, device, row strides,
-  pointer alignment, in place). It holds the form (route), the config and the compiled kernels;
-- a plan per template and row count M, derived from the template with integer arithmetic (the
-  grid, the masks' constexpr, the scalar arguments): a closure that calls Triton's C launch
-  function directly with the grid, function handle and every scalar argument already packed
-  (c_launch.py).
-  A repeated call costs a dict lookup, the current stream, two or three data pointers and the
-  launch; a call with a new M costs the derivation, not a new config choice or compile.
-
-A compiled kernel comes from this process (another M), else from an earlier process
-(compiled_index.py, which skips Triton's once-per-process installation hash), else from
-Triton's JIT on that first launch. M is not specialised (kernels.py), so every M of a layout
-shares a compiled kernel. A launch hook installed for profiling (triton.knobs.runtime) after a
-plan was made is not seen by that plan; plans made while one is installed go through Triton's
-own runner, which calls it. Under Triton's interpreter a plan runs the kernel's Python.
+A compiled kernel comes from this process, else from an earlier process (compiled_index.py,
+which skips Triton's once-per-process installation hash), else from Triton's JIT. A launch hook
+installed for profiling (triton.knobs.runtime) after a template was made is not seen by it;
+templates made while one is installed go through Triton's own runner, which calls it. Under
+Triton's interpreter a template runs the kernel's Python.
 
 Batch invariance (the default): the form and the config, everything that decides the order in
 which a row's elements are reduced, come from the layout alone, never from M, so row i's bits
@@ -26,8 +24,7 @@ do not depend on the rest of the batch. batch_invariant=False lets the row count
 (a warp a row for a few short fp32 rows an SM, split rows for few rows, the cluster kernels'
 one-wave form, the picks tuned at the nearest row count), each template then made for one M.
 
-The plan caches are bounded and drop their oldest entry first (remember): a server that sees
-millions of shapes keeps a flat memory.
+The template cache is bounded and drops its oldest entry first (remember).
 """
 
 from __future__ import annotations
@@ -43,28 +40,26 @@ from collections.abc import Callable
 
 import torch
 
-from kernels_triton import cluster, compiled_index, configs, float64
+from kernels_triton import c_launch, cluster, compiled_index, configs, float64
 from kernels_triton import split_row as _split_row_module
-from kernels_triton.c_launch import Plan, direct_launcher, on_device
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2, num_sms
 from kernels_triton.kernels import KERNELS, STREAMS
 
 BYTES_IN_FLIGHT_PER_SM = 32 * 1024  # about memory bandwidth x latency / number of SMs on an H100
-MAX_PLANS = 4096  # plans (layout and M) remembered; past that the oldest goes first
-MAX_TEMPLATES = 1024  # templates (layouts)
+MAX_PLANS = 4096  # entries of a cache of templates (remember); past that the oldest goes first
+MAX_TEMPLATES = 1024  # templates (layouts; and row counts, without batch invariance)
 # Opt-in (KERNELS_TRITON_TUNE=1): a launch whose bucket has no tuned pick is tuned first; the
 # tuner (kernels_triton.tune.tune_one) is set by kernels_triton.softmax, which imports tune.
 TUNE_ON_FIRST_USE = os.environ.get("KERNELS_TRITON_TUNE") == "1"
 tune_first_use: Callable | None = None
 
-Template = Callable[..., Plan]  # template(tensors, m): launch once on them, return their plan
+Template = Callable[[list, int], None]  # template(tensors, m): launch on M rows of the layout
 # OrderedDicts: dropping the oldest entry is O(1) (a plain dict's first entry is found by
 # stepping over every slot freed before it, which grows with the entries dropped).
-_PLANS: dict[tuple, Plan] = OrderedDict()
 _TEMPLATES: dict[tuple, Template] = OrderedDict()
-# Every dict that keeps plans or templates (this module's, and softmax.py's fast paths'):
-# forget_plans() empties them all.
-PLAN_CACHES: list[dict] = [_PLANS, _TEMPLATES]
+# Every dict that keeps templates (this module's, and softmax.py's fast paths'): forget_plans()
+# empties them all.
+PLAN_CACHES: list[dict] = [_TEMPLATES]
 
 
 def remember(cache: dict, key, value, limit: int | None = None) -> None:
@@ -82,8 +77,8 @@ def remember(cache: dict, key, value, limit: int | None = None) -> None:
 
 
 def forget_plans() -> None:
-    """Drop every plan made so far and what was read from the picks files: the next launch of
-    each shape plans anew, with the picks as they are now (after a tune wrote new ones)."""
+    """Drop every template made so far and what was read from the picks files: the next launch of
+    each layout plans anew, with the picks as they are now (after a tune wrote new ones)."""
     configs.forget()
     for plans in PLAN_CACHES:
         plans.clear()
@@ -179,16 +174,6 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
     }
 
 
-def grid(meta: dict, m: int, n_sms: int, column_bytes: int) -> tuple[int, int, int]:
-    """One program per ROWS rows in one pass; looped, a persistent grid with about
-    BYTES_IN_FLIGHT_PER_SM of tiles per SM (see kernels.py). column_bytes: what one tile
-    column loads, the element size times the tensors read."""
-    if meta["ONE_PASS"]:
-        return ((m + meta["ROWS"] - 1) // meta["ROWS"], 1, 1)
-    programs_per_sm = max(1, BYTES_IN_FLIGHT_PER_SM // (meta["BLOCK"] * column_bytes))
-    return (min(m, n_sms * programs_per_sm), 1, 1)
-
-
 def launch(
     name: str,
     tensors: list[torch.Tensor],
@@ -197,34 +182,29 @@ def launch(
     config: SoftmaxConfig | None = None,
     batch_invariant: bool = True,
     form: str | None = None,
-) -> Plan:
+) -> Template:
     """Launch kernel `name` on 2D (M, N) tensors with unit column stride, inputs first, the
-    output last (which may be one of the inputs: in place); returns the plan it launched with.
+    output last (which may be one of the inputs: in place); returns the template it launched
+    with, which launches any other M of this layout: template(tensors, m).
     form: one of route()'s forms instead of the one route() picks (to time a form alone)."""
     x = tensors[0]
     layout = (
         name, n, config, batch_invariant, form, x.dtype, x.get_device(),
         *[t.stride(0) for t in tensors], *[t.data_ptr() % 16 == 0 for t in tensors], in_place(tensors),
     )  # fmt: skip
-    key = (layout, m)
-    plan = _PLANS.get(key)
-    if plan is not None:
-        plan(*tensors)
-        return plan
-    with _device_of(x):  # Triton compiles and launches on the current device
-        template = _TEMPLATES.get(layout) if batch_invariant else None
-        if template is None:
+    key = layout if batch_invariant else (layout, m)  # else the template is this M's alone
+    template = _TEMPLATES.get(key)
+    if template is None:
+        with _device_of(x):  # Triton compiles on the current device
             template = make_template(name, tensors, m, n, config, batch_invariant, form)
-            if batch_invariant:  # else the template is this M's alone
-                remember(_TEMPLATES, layout, template, MAX_TEMPLATES)
-        plan = template(tensors, m)
-    remember(_PLANS, key, plan)
-    return plan
+        remember(_TEMPLATES, key, template, MAX_TEMPLATES)
+    template(tensors, m)
+    return template
 
 
 def _device_of(t: torch.Tensor):
     """A context in which t's CUDA device is the current one (nothing to do on the CPU or where
-    it already is: switching and restoring costs microseconds of a new row count's call)."""
+    it already is)."""
     if not t.is_cuda or torch._C._cuda_getDevice() == t.get_device():
         return contextlib.nullcontext()
     return torch.cuda.device(t.device)
@@ -275,7 +255,8 @@ def make_template(
     if form == "cluster":
         return cluster_template(name[-3:], tensors, m, n, one_wave=setting)
     if form == "split_row":
-        return lambda ts, m_: split_row_plan(name, ts, m_, n, setting)
+        split = split_row.forward if name == "softmax_fwd" else split_row.backward
+        return lambda ts, m_: split(*[t.view(m_, n) for t in ts], config=setting)
     if (
         TUNE_ON_FIRST_USE
         and tune_first_use is not None
@@ -286,117 +267,101 @@ def make_template(
     return tiles_template(name, kernel, tensors, n, setting, source)
 
 
-def _record_used(name: str, n: int, m: int, sms: int, dtype: torch.dtype, config: SoftmaxConfig, source: str):
-    key = (name, n, configs.rows_per_sm(m, sms), dtype_name(dtype))
-    remember(USED, key, {**config.fields(), "source": source}, MAX_USED)
+_data_ptr = torch.Tensor.data_ptr
 
 
 def tiles_template(
     name: str, kernel, tensors: list[torch.Tensor], n: int, config: SoftmaxConfig, source: str
 ) -> Template:
-    """The template of a tile kernel (kernels.py; float64.py's): the config and the compiled
-    kernel of each set of constexprs met; a plan for a row count derives its grid and arguments
-    from them."""
+    """The template of a tile kernel (kernels.py; float64.py's, one program a row): the config,
+    and the launcher of each compiled variant met. Besides M's integer width, a variant differs
+    from another only in NEEDS_MASK where whole rows share a program (M % ROWS): at most four,
+    held here. A call derives the grid from M with integer arithmetic and keeps nothing."""
     x = tensors[0]
     device_index = x.get_device()
-    sms = num_sms(device_index)
     strides = tuple(t.stride(0) for t in tensors)
     aligned = tuple(t.data_ptr() % 16 == 0 for t in tensors)
     itemsize, dtype = x.element_size(), x.dtype
     fp64 = source == "float64"
-    compiled_by_meta: dict[tuple, object] = {}
+    sms = num_sms(device_index)
+    recorded = 0  # the rows_per_sm buckets recorded in USED, a bit each
 
-    def plan_for(ts: list[torch.Tensor], m: int) -> Plan:
-        _record_used(name, n, m, sms, dtype, config, source)
-        if fp64:  # one program a row
-            meta, program_grid = {"BLOCK": config.block}, (m, 1, 1)
-        else:
-            meta = tile_meta(config, m, n, strides, itemsize)
-            program_grid = grid(meta, m, sms, itemsize * STREAMS[name])
-        scalars = (*strides, m, n)
-        if INTERPRET:  # no compiled kernel: a plan runs the kernel's Python on the tensors
+    def record(m: int) -> None:
+        nonlocal recorded
+        bucket = configs.rows_per_sm(m, sms)
+        recorded |= bucket
+        remember(USED, (name, n, bucket, dtype_name(dtype)), {**config.fields(), "source": source}, MAX_USED)
 
-            def interpret(*ts):
-                ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
-                kernel[program_grid](*ts, *scalars, **meta, num_warps=config.num_warps)
+    def meta_of(m: int) -> dict:
+        return {"BLOCK": config.block} if fp64 else tile_meta(config, m, n, strides, itemsize)
 
-            interpret(*ts)
-            return interpret
+    first = meta_of(1)
+    rows, one_pass = first.get("ROWS", 1), first.get("ONE_PASS", True)
+    # looped: a persistent grid of about BYTES_IN_FLIGHT_PER_SM of tiles per SM (see kernels.py)
+    in_flight = BYTES_IN_FLIGHT_PER_SM // (config.block * itemsize * STREAMS[name])
+    max_programs = sms * max(1, in_flight)
+
+    def programs(m: int) -> int:
+        return (m + rows - 1) // rows if one_pass else min(m, max_programs)
+
+    if INTERPRET:  # no compiled kernel: the kernel's Python runs on the tensors
+
+        def interpret(ts: list[torch.Tensor], m: int) -> None:
+            record(m)
+            ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
+            kernel[(programs(m),)](*ts, *strides, m, n, **meta_of(m), num_warps=config.num_warps)
+
+        return interpret
+    variants: list = [None] * 4  # by (M % ROWS != 0 in one pass) + 2 * (M >= 2**31)
+
+    def compile_variant(ts: list[torch.Tensor], m: int):
         # Everything Triton specialises the kernel on but M, which it does not (kernels.py) beyond
         # its integer width: N and the row strides exactly, pointer alignment, the constexprs and
-        # the warps. Another M gets the same compiled kernel without a trip through Triton's JIT.
-        variant = (tuple(meta.values()), m < 2**31)
-        compiled = compiled_by_meta.get(variant)
-        if compiled is None:
-            specialization = (name, n, strides, dtype, aligned, *variant, config.num_warps)
+        # the warps. Every M of a variant gets the same compiled kernel.
+        meta = meta_of(m)
+        specialization = (name, n, strides, dtype, aligned, tuple(meta.values()), m < 2**31, config.num_warps)
+        with _device_of(ts[0]):
             compiled = compiled_index.load_or_compile(
                 kernel, specialization, device_index,
-                lambda: kernel.warmup(*ts, *scalars, grid=program_grid, **meta, num_warps=config.num_warps),
+                lambda: kernel.warmup(*ts, *strides, m, n, grid=(1,), **meta, num_warps=config.num_warps),
             )  # fmt: skip
-            compiled_by_meta[variant] = compiled
-        plan = direct_launcher(compiled, program_grid, len(ts), (*scalars, *meta.values()), device_index)
-        plan(*ts)
-        return plan
+        return c_launch.launcher(compiled, device_index), tuple(meta.values())
 
-    return plan_for
+    def run(ts: list[torch.Tensor], m: int) -> None:
+        if not recorded & min(configs.ROWS_PER_SM_CAP, 1 << ((m - 1) // sms).bit_length()):
+            record(m)  # the first launch of its rows_per_sm bucket: (m - 1) // sms + 1 rounded up
+        i = (one_pass and m % rows != 0) + 2 * (m >= 2**31)
+        variant = variants[i]
+        if variant is None:
+            variant = variants[i] = compile_variant(ts, m)
+        go, meta_values = variant
+        go(programs(m), (*map(_data_ptr, ts), *strides, m, n, *meta_values))
 
-
-def split_row_plan(name: str, tensors: list[torch.Tensor], m: int, n: int, config=None) -> Plan:
-    """Launch on the split-row kernels (at `config`, a split_row.SplitConfig; None: its default)
-    once through Triton's JIT, then return a plan that launches the same compiled kernel directly
-    while the current stream is the one it was planned on: the kernel's arguments name that
-    stream's exchange buffer (split_row.py), and a call on another stream goes through the JIT,
-    which finds that stream's buffer."""
-
-    def as_rows(ts):
-        return [t if t.dim() == 2 else t.view(m, n) for t in ts]
-
-    split = split_row.forward if name == "softmax_fwd" else split_row.backward
-
-    def through_jit(*ts):
-        split(*as_rows(ts), config=config)
-
-    launched = split_row.compiled_launch(name[-3:], as_rows(tensors), config=config)
-    if launched is None:  # under the interpreter: launched, but no compiled kernel to reuse
-        return through_jit
-    compiled, program_grid, rest, planned_stream = launched
-    device_index = tensors[0].get_device()
-    direct = direct_launcher(compiled, program_grid, len(tensors), rest, device_index)
-    stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
-
-    def plan(*ts):
-        if current_device() != device_index:
-            return on_device(device_index, plan, *ts)
-        if stream(device_index) == planned_stream:
-            direct(*ts)
-        else:
-            through_jit(*ts)
-
-    return plan
+    return run
 
 
 def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int,
                      one_wave: bool | None = False) -> Template:  # fmt: skip
     """The cluster kernel (cluster.py) of `direction` ("fwd" or "bwd") compiled for the layout of
-    `tensors`; a plan for M rows launches it as M clusters of C blocks, one a row: the launch
-    metadata cluster.py gives names C blocks a cluster and the shared memory of the exchange.
+    `tensors`; a launch on M rows is M clusters of C blocks, one a row: the launch metadata
+    cluster.py gives names C blocks a cluster and the shared memory of the exchange.
     one_wave: the forward's one-wave form or not (None: as M decides, cluster.fits_one_wave)."""
     rows = [t if t.dim() == 2 else t.view(m, n) for t in tensors]
     compiled, packed, _, rest = cluster.compiled_launch(direction, rows, one_wave=one_wave)
-    device_index = tensors[0].get_device()
+    go = c_launch.launcher(compiled, tensors[0].get_device(), packed)
 
-    def plan_for(ts: list[torch.Tensor], m: int) -> Plan:
-        plan = direct_launcher(compiled, (m, 1, 1), len(ts), rest, device_index, packed_metadata=packed)
-        plan(*ts)
-        return plan
+    def run(ts: list[torch.Tensor], m: int) -> None:
+        go(m, (*map(_data_ptr, ts), *rest))
 
-    return plan_for
+    return run
 
 
-def cluster_plan(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Plan:
-    """The cluster kernel's plan for these tensors, in the form their row count gives it,
+def cluster_plan(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Template:
+    """The cluster kernel's template for these tensors, in the form their row count gives it,
     launched once: the tests run the kernel at sizes the route leaves to other forms."""
-    return cluster_template(direction, tensors, m, n, one_wave=None)(tensors, m)
+    template = cluster_template(direction, tensors, m, n, one_wave=None)
+    template(tensors, m)
+    return template
 
 
 def warm_up_in_background() -> threading.Thread | None:

@@ -1,17 +1,18 @@
 """softmax(x, dim) in Triton, forward and backward: the public op.
 
 Every input is viewed as a (M, N) matrix of rows, N the softmax dim (a copy only when that
-dim is not the innermost, contiguous one), and handed to a launch plan (launch.py) that
+dim is not the innermost, contiguous one), and handed to a launch template (launch.py) that
 runs the kernels of kernels.py with the config configs.py chooses.
 
 One autograd path, _Softmax. Eager calls run the kernels directly. While torch.compile or
 torch.export traces, a launch cannot run (the tensors have no data), so _Softmax calls two
 opaque custom ops instead, kernels_triton::softmax and kernels_triton::softmax_backward,
 each with a shape-only fake; eager calls skip the ops, whose dispatch costs as much host
-time as the launch. The most common eager call, a contiguous tensor along its last dim
-with no gradient wanted, is served from a dict of plans keyed on what the first such call
-checked (shape, dim, dtype, device, alignment): a repeated call looks its plan up first and then
-checks only what the key does not hold (contiguity; for softmax_, that x needs no gradient).
+time as the launch. The most common eager call, a contiguous tensor along its last dim, is
+served from a dict of launch templates keyed on what the first such call checked (the number
+of dims, N, dim, dtype, device, alignment; not the row count, so a new one adds no entry): a
+later call looks its template up first and then checks only what the key does not hold
+(contiguity; for softmax_, that x needs no gradient; for the backward, that dy's shape is y's).
 """
 
 from __future__ import annotations
@@ -79,13 +80,26 @@ def _from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor
     return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
-# Plans for contiguous tensors along their last dim, keyed on everything the checks and
-# the plan depend on: forward (x.shape, dim, dtype, device, x 16-byte aligned, config,
-# batch_invariant); backward the same for y plus dy's shape, dtype, device and alignment.
-_FORWARD: dict[tuple, launch.Plan] = OrderedDict()  # bounded: launch.remember
-_BACKWARD: dict[tuple, launch.Plan] = OrderedDict()
-_IN_PLACE: dict[tuple, launch.Plan] = OrderedDict()  # softmax_, keyed as _FORWARD
+# Templates for contiguous tensors along their last dim, keyed (_key) on everything the checks
+# and the template depend on; the backward's key adds dy's dtype, device and alignment.
+_FORWARD: dict[tuple, launch.Template] = OrderedDict()  # bounded: launch.remember
+_BACKWARD: dict[tuple, launch.Template] = OrderedDict()
+_IN_PLACE: dict[tuple, launch.Template] = OrderedDict()  # softmax_, keyed as _FORWARD
 launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch.forget_plans()
+
+
+def _key(x: torch.Tensor, dim: int, config, invariant: bool) -> tuple:
+    """The fast paths' key of a contiguous x with x.dim() >= 1: the row count M only without
+    batch invariance (a template is then that M's alone)."""
+    key = (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
+    return (*key, invariant or x.numel())
+
+
+def _run(template: launch.Template, tensors: list[torch.Tensor]) -> None:
+    """Launch a fast path's template on contiguous tensors of rows of N = their last dim."""
+    m = tensors[0].numel() // tensors[0].shape[-1]
+    if m:
+        template(tensors, m)
 
 
 def _forward(
@@ -98,10 +112,9 @@ def _forward(
         if y.numel() and run:
             n = x.shape[-1]
             rows = [x.view(-1, n), y.view(-1, n)]
-            plan = launch.launch("softmax_fwd", rows, x.numel() // n, n, config, invariant)
+            template = launch.launch("softmax_fwd", rows, x.numel() // n, n, config, invariant)
             for d in (dim, dim - x.dim()):  # softmax(x, -1) and softmax(x, x.dim() - 1) alike
-                key = (x.shape, d, x.dtype, x.get_device(), x.data_ptr() % 16, config, invariant)
-                launch.remember(_FORWARD, key, plan)
+                launch.remember(_FORWARD, _key(x, d, config, invariant), template)
         return y
     x2 = _rows(x, dim)
     y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
@@ -120,11 +133,10 @@ def _backward(
         if dx.numel() and run:
             n = y.shape[-1]
             rows = [y.view(-1, n), dy.view(-1, n), dx.view(-1, n)]
-            plan = launch.launch("softmax_bwd", rows, y.numel() // n, n, config, invariant)
+            template = launch.launch("softmax_bwd", rows, y.numel() // n, n, config, invariant)
             for d in (dim, dim - y.dim()):
-                key = (y.shape, d, y.dtype, y.get_device(), y.data_ptr() % 16, config, invariant)
-                key += (dy.shape, dy.dtype, dy.get_device(), dy.data_ptr() % 16)
-                launch.remember(_BACKWARD, key, plan)
+                key = (*_key(y, d, config, invariant), dy.dtype, dy.get_device(), dy.data_ptr() % 16)
+                launch.remember(_BACKWARD, key, template)
         return dx
     y2, dy2 = _rows(y, dim), _rows(dy, dim)
     dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
@@ -158,9 +170,9 @@ def _(y, dy, dim, batch_invariant=True):
 class _Softmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, dim, config, invariant, plan):
-        if plan is not None:  # the cached plan softmax() found for this x
+        if plan is not None:  # the template softmax() found for this x
             y = torch.empty_like(x)
-            plan(x, y)
+            _run(plan, [x, y])
         elif torch.compiler.is_compiling():
             y = _softmax_op(x, dim, invariant)
         else:
@@ -195,14 +207,13 @@ def softmax(
     False lets the row count choose faster forms for some shapes; a row may then differ in
     its last bits between batches.
     """
-    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling():
-        key = (x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config, batch_invariant)
-        plan = _FORWARD.get(key)
-        if plan is not None and x.is_contiguous():  # this key passed the checks below before
+    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
+        template = _FORWARD.get(_key(x, dim, config, batch_invariant))
+        if template is not None and x.is_contiguous():  # this key passed the checks below before
             if x.requires_grad and torch.is_grad_enabled():
-                return _Softmax.apply(x, dim, config, batch_invariant, plan)
+                return _Softmax.apply(x, dim, config, batch_invariant, template)
             y = torch.empty_like(x)
-            plan(x, y)
+            _run(template, [x, y])
             return y
     dim = _check(x, dim, "x")
     if type(batch_invariant) is not bool:
@@ -228,11 +239,11 @@ def softmax_(
     (launch.py says why): their bits may differ from softmax's there, not between batches.
     A layout other than contiguous rows along dim is computed out of place and copied back.
     """
-    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling():
-        key = (x.shape, dim, x.dtype, x.get_device(), x.data_ptr() % 16, config, batch_invariant)
-        plan = _IN_PLACE.get(key)
-        if plan is not None and x.is_contiguous() and not x.requires_grad:  # passed the checks below before
-            plan(x, x)
+    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
+        template = _IN_PLACE.get(_key(x, dim, config, batch_invariant))
+        # this key passed the checks below before
+        if template is not None and x.is_contiguous() and not x.requires_grad:
+            _run(template, [x, x])
             return x
     dim = _check(x, dim, "x")
     if x.requires_grad and torch.is_grad_enabled():
@@ -248,10 +259,9 @@ def softmax_(
     if x.numel():
         n = x.shape[-1]
         rows = x.view(-1, n)
-        plan = launch.launch("softmax_fwd", [rows, rows], x.numel() // n, n, config, batch_invariant)
+        template = launch.launch("softmax_fwd", [rows, rows], x.numel() // n, n, config, batch_invariant)
         for d in (dim, dim - x.dim()):
-            key = (x.shape, d, x.dtype, x.get_device(), x.data_ptr() % 16, config, batch_invariant)
-            launch.remember(_IN_PLACE, key, plan)
+            launch.remember(_IN_PLACE, _key(x, d, config, batch_invariant), template)
     return x
 
 
@@ -270,14 +280,15 @@ def softmax_backward(
         and type(dy) is torch.Tensor
         and type(dim) is int
         and not _is_dynamo_compiling()
+        and y.dim()
         and y.is_contiguous()
         and dy.is_contiguous()
     ):
-        key = (y.shape, dim, y.dtype, y.get_device(), y.data_ptr() % 16, config, batch_invariant)
-        plan = _BACKWARD.get((*key, dy.shape, dy.dtype, dy.get_device(), dy.data_ptr() % 16))
-        if plan is not None:
+        key = (*_key(y, dim, config, batch_invariant), dy.dtype, dy.get_device(), dy.data_ptr() % 16)
+        template = _BACKWARD.get(key)
+        if template is not None and dy.shape == y.shape:
             dx = torch.empty_like(y)
-            plan(y, dy, dx)
+            _run(template, [y, dy, dx])
             return dx
     dim = _check(y, dim, "y")
     _check(dy, dim, "dy")
