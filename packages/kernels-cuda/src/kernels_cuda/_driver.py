@@ -3,10 +3,11 @@
 Kernels are launched with `cuLaunchKernel` on arguments packed once: a `PackedLaunch` keeps the
 grid, block, dynamic shared memory and every argument in ctypes slots, and a call rewrites only
 the slots that change (the data pointers, and for `rows` the row count and grid) before the one
-driver call. That call goes through a ctypes function without argtypes, each argument already a
-ctypes object or a small int, so ctypes builds no argument objects: timed on a stand-in driver
-that returns at once, it costs what cuda-python's compiled `cuLaunchKernel` costs, and less than
-the same call with argtypes.
+driver call. That call goes through a ctypes function without argtypes: the grid, block and
+shared bytes are small ints, and each pointer is an argument object made once (`_pointer`), so
+ctypes converts and allocates nothing per call. Timed on a stand-in driver that returns at once,
+it costs no more than cuda-python's compiled `cuLaunchKernel`, and less than the same ctypes call
+with argtypes.
 
 Why not cuda-python's binding: its first call resolves every driver entry point it knows through
 `cuGetProcAddress_v2`, each at the CUDA version that introduced it, and a driver older than the
@@ -82,27 +83,33 @@ def _lib():
     return lib
 
 
-_streams: dict[int, ctypes.c_void_p] = {}  # CUstream handle -> the c_void_p a launch passes
+def _pointer(address: int):
+    """An argument that passes `address` as a pointer to a function without argtypes (where a
+    plain int would go as a 32-bit C int): byref of a c_char placed at that address, which is
+    never read. ctypes passes a byref object's address as it is, where a c_void_p would first be
+    converted into such an object on every call."""
+    return ctypes.byref(ctypes.c_char.from_address(address))
+
+
+_streams: dict = {}  # CUstream handle -> its _pointer, made once per handle
 MAX_CACHED_STREAMS = 256
 
 
-def _stream(handle: int) -> ctypes.c_void_p:
-    """The stream argument for a raw handle, built once per handle (a launch's function has no
-    argtypes, and a plain int would go as a 32-bit C int)."""
+def _stream(handle: int):
     stream = _streams.get(handle)
     if stream is None:
         if len(_streams) >= MAX_CACHED_STREAMS:
             _streams.clear()
-        stream = _streams[handle] = _p(handle)
+        stream = _streams[handle] = _pointer(handle)
     return stream
 
 
 @cache
 def _launch_kernel():
     """cuLaunchKernel without argtypes (a function object of its own: `_lib().cuLaunchKernel` is
-    shared). Callers pass the function, stream and argument array as c_void_p, the grid, block
-    and shared bytes as Python ints (C ints: each is below 2**31, and the driver reads 32 bits),
-    and None for `extra`; the result is the CUresult (restype c_int)."""
+    shared). Callers pass the function, stream and argument array as pointers (`_pointer`,
+    byref), the grid, block and shared bytes as Python ints (C ints: each is below 2**31, and the
+    driver reads 32 bits), and None for `extra`; the result is the CUresult (restype c_int)."""
     return _lib()["cuLaunchKernel"]
 
 
@@ -243,11 +250,11 @@ class PackedLaunch:
         self.function = function
         self._slots = [t(v) for t, v in zip(types, values, strict=True)]
         self._argv = (_p * len(self._slots))(*(ctypes.addressof(s) for s in self._slots))
-        self._argv_pointer = _p(ctypes.addressof(self._argv))  # the array stays alive in self._argv
+        self._argv_pointer = ctypes.byref(self._argv)  # the array's address; it keeps the array alive
         self._args = (*_dims(grid), *_dims(block), shared_mem)
         self._lock = threading.Lock()
         self._push = device_count() > 1
-        self._fn, self._launch = _p(function.handle), _launch_kernel()
+        self._fn, self._launch = _pointer(function.handle), _launch_kernel()
         self.two = self._two_pointers()
 
     def _raw(self, stream: int, args: tuple | None = None) -> int:
