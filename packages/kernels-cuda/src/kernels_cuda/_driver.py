@@ -3,9 +3,17 @@
 Kernels are launched with `cuLaunchKernel` on arguments packed once: a `PackedLaunch` keeps the
 grid, block, dynamic shared memory and every argument in ctypes slots, and a call rewrites only
 the slots that change (the data pointers, and for `rows` the row count and grid) before the one
-driver call. The call goes through cuda-python's compiled binding (`cuda.bindings.driver`) where
-it is installed, else through ctypes, whose per-call argument conversion costs more
-(scripts/cuda_call_time.py times both). KERNELS_CUDA_LAUNCHER=ctypes forces the ctypes path.
+driver call. That call goes through a ctypes function without argtypes: the grid, block and
+shared bytes are small ints, and each pointer is an argument object made once (`_pointer`), so
+ctypes converts and allocates nothing per call. Timed on a stand-in driver that returns at once,
+it costs no more than cuda-python's compiled `cuLaunchKernel`, and less than the same ctypes call
+with argtypes.
+
+Why not cuda-python's binding: its first call resolves every driver entry point it knows through
+`cuGetProcAddress_v2`, each at the CUDA version that introduced it, and a driver older than the
+binding answers CUDA_ERROR_INVALID_VALUE for the newer ones (as cuGetProcAddress documents for a
+version above the driver's). Harmless, but compute-sanitizer reports each as an API error in the
+user's program. Here ctypes resolves the few functions below by dlsym.
 
 Modules are loaded into the device's primary context, the one torch and CuPy use. With one
 device that context is current on any thread that has touched CUDA; a thread that has not gets
@@ -17,7 +25,6 @@ the tensor's device decides where a kernel runs, and the caller's current contex
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 import threading
 from functools import cache
@@ -68,7 +75,6 @@ def _lib():
         "cuModuleGetFunction": (ctypes.POINTER(_p), _p, ctypes.c_char_p),
         "cuFuncSetAttribute": (_p, _i, _i),
         "cuFuncGetAttribute": (ctypes.POINTER(_i), _i, _p),
-        "cuLaunchKernel": (_p, _u, _u, _u, _u, _u, _u, _u, _p, _p, _p),
     }
     for fn, argtypes in signatures.items():
         getattr(lib, fn).argtypes = argtypes
@@ -77,38 +83,34 @@ def _lib():
     return lib
 
 
-@cache
-def _bindings():
-    """cuda-python's driver module, or None (not installed, or KERNELS_CUDA_LAUNCHER=ctypes)."""
-    if os.environ.get("KERNELS_CUDA_LAUNCHER") == "ctypes":
-        return None
-    try:
-        from cuda.bindings import driver
-    except ImportError:
-        try:
-            from cuda import cuda as driver
-        except ImportError:
-            return None
-    return driver
+def _pointer(address: int):
+    """An argument that passes `address` as a pointer to a function without argtypes (where a
+    plain int would go as a 32-bit C int): byref of a c_char placed at that address, which is
+    never read. ctypes passes a byref object's address as it is, where a c_void_p would first be
+    converted into such an object on every call."""
+    return ctypes.byref(ctypes.c_char.from_address(address))
 
 
-def launcher_name() -> str:
-    return "ctypes" if _bindings() is None else "cuda.bindings"
-
-
-_streams: dict[int, object] = {}  # CUstream handle -> cuda-python's CUstream object
+_streams: dict = {}  # CUstream handle -> its _pointer, made once per handle
 MAX_CACHED_STREAMS = 256
 
 
-def _cu_stream(handle: int):
-    """cuda-python's CUstream for a raw handle, built once per handle: the binding accepts a plain
-    int too, but then builds this object on every call, which costs more than the lookup."""
+def _stream(handle: int):
     stream = _streams.get(handle)
     if stream is None:
         if len(_streams) >= MAX_CACHED_STREAMS:
             _streams.clear()
-        stream = _streams[handle] = _bindings().CUstream(handle)
+        stream = _streams[handle] = _pointer(handle)
     return stream
+
+
+@cache
+def _launch_kernel():
+    """cuLaunchKernel without argtypes (a function object of its own: `_lib().cuLaunchKernel` is
+    shared). Callers pass the function, stream and argument array as pointers (`_pointer`,
+    byref), the grid, block and shared bytes as Python ints (C ints: each is below 2**31, and the
+    driver reads 32 bits), and None for `extra`; the result is the CUresult (restype c_int)."""
+    return _lib()["cuLaunchKernel"]
 
 
 def error_name(code: int) -> str:
@@ -235,12 +237,11 @@ class PackedLaunch:
         "_args",
         "_slots",
         "_argv",
-        "_argv_address",
+        "_argv_pointer",
         "_lock",
         "_push",
         "_launch",
         "_fn",
-        "_cu",
     )
 
     def __init__(self, function: Function, grid, block, shared_mem: int, types, values):
@@ -249,24 +250,18 @@ class PackedLaunch:
         self.function = function
         self._slots = [t(v) for t, v in zip(types, values, strict=True)]
         self._argv = (_p * len(self._slots))(*(ctypes.addressof(s) for s in self._slots))
-        self._argv_address = ctypes.addressof(self._argv)  # the array stays alive in self._argv
+        self._argv_pointer = ctypes.byref(self._argv)  # the array's address; it keeps the array alive
         self._args = (*_dims(grid), *_dims(block), shared_mem)
         self._lock = threading.Lock()
         self._push = device_count() > 1
-        self._cu = _bindings()
-        if self._cu is None:
-            self._fn, self._launch = function.handle, _lib().cuLaunchKernel
-        else:
-            self._fn, self._launch = self._cu.CUfunction(function.handle), self._cu.cuLaunchKernel
+        self._fn, self._launch = _pointer(function.handle), _launch_kernel()
         self.two = self._two_pointers()
 
     def _raw(self, stream: int, args: tuple | None = None) -> int:
         """One cuLaunchKernel on the packed slots (grid and block from `args`, else the packed
         ones); the driver's result code."""
         args = args or self._args
-        if self._cu is None:
-            return self._launch(self._fn, *args, stream, self._argv_address, None)
-        return int(self._launch(self._fn, *args, _cu_stream(stream), self._argv_address, 0)[0])
+        return self._launch(self._fn, *args, _stream(stream), self._argv_pointer, None)
 
     def __call__(self, stream: int, *leading: int) -> None:
         self._locked(stream, leading, None, 0, None)
@@ -304,34 +299,19 @@ class PackedLaunch:
             return lambda stream, a, b: self(stream, a, b)
         first, second = (memoryview(s).cast("B").cast("Q") for s in self._slots[:2])
         acquire, release = self._lock.acquire, self._lock.release
-        launch, fn, argv = self._launch, self._fn, self._argv_address
+        launch, fn, argv = self._launch, self._fn, self._argv_pointer
         gx, gy, gz, bx, by, bz, smem = self._args
-        failed = self._failed
-        if self._cu is None:
-
-            def two(stream: int, a: int, b: int) -> None:
-                acquire()
-                try:
-                    first[0] = a
-                    second[0] = b
-                    rc = launch(fn, gx, gy, gz, bx, by, bz, smem, stream, argv, None)
-                finally:
-                    release()
-                if rc:
-                    failed(rc, stream, a, b)
-
-            return two
-        streams, cu_stream = _streams, _cu_stream
+        failed, streams = self._failed, _streams
 
         def two(stream: int, a: int, b: int) -> None:
             cu = streams.get(stream)
             if cu is None:
-                cu = cu_stream(stream)
+                cu = _stream(stream)
             acquire()
             try:
                 first[0] = a
                 second[0] = b
-                rc = launch(fn, gx, gy, gz, bx, by, bz, smem, cu, argv, 0)[0]
+                rc = launch(fn, gx, gy, gz, bx, by, bz, smem, cu, argv, None)
             finally:
                 release()
             if rc:  # CUresult 0 is success
