@@ -41,23 +41,20 @@ LOG2E = tl.constexpr(1.4426950408889634)  # exp(x) = exp2(x * log2(e)); exp2 is 
 
 @triton.jit
 def _row_start(ptr, row, row_stride, ALIGN: tl.constexpr):
-    """Pointer to the start of row `row` (int64, or a tensor of them): M * stride may pass
-    2**31. The hint that the offset is a multiple of ALIGN elements is what lets the
-    compiler use 16-byte loads and stores when N is, say, 600 (not a multiple of 16)."""
+    """Pointer to row `row` (int64: M * stride may pass 2**31), hinted a multiple of ALIGN
+    elements: 16-byte loads and stores where N is, say, 600 (not a multiple of 16)."""
     return ptr + tl.multiple_of(row * row_stride, ALIGN)
 
 
 @triton.jit
 def _in_row(cols, N, ALIGN: tl.constexpr):
-    """cols < N, written so that the compiler sees the mask constant over runs of ALIGN
-    lanes (N is a multiple of ALIGN): masked accesses stay vectorised."""
+    """cols < N, constant over runs of ALIGN lanes to the compiler: masked accesses stay vectors."""
     return cols // ALIGN < N // ALIGN
 
 
 @triton.jit
 def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
-    """tl.load, masked only when the shape needs it, widened to fp32. POLICY: the L2
-    eviction priority ("evict_last", "evict_first"; "" the default)."""
+    """tl.load, masked only where needed, in fp32. POLICY: L2 eviction ("evict_last", "evict_first", "")."""
     if NEEDS_MASK:
         x = tl.load(ptrs, mask=mask, other=other, eviction_policy=POLICY)
     else:
@@ -76,13 +73,9 @@ def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
 
 @triton.jit
 def _online_max_sum(m, d, c, x):
-    """One step of the online softmax, lane by lane: m is the running max, d the running
-    sum of exp(x - m), compensated (Kahan): c holds what d's roundings lost, so d - c is the
-    sum to about two units in the last place however many terms a lane adds (N / BLOCK; a
-    plain fp32 running sum loses a rounding per few of them). When the max grows, the old
-    sum is rescaled to the new max. The reference point is 0 while a lane has seen only
-    -inf, so that such a lane keeps d = 0 (exp(-inf - -inf) would be NaN); a NaN or +inf
-    input makes d NaN, as torch's result."""
+    """One step of the online softmax, lane by lane: m the running max, d the running sum of
+    exp(x - m), compensated (Kahan: c holds what d's roundings lost), rescaled when the max
+    grows. The reference is 0 while a lane has seen only -inf (d stays 0, not NaN)."""
     m_new = tl.maximum(m, x)
     ref = tl.where(m_new == float("-inf"), 0.0, m_new)
     scale = tl.exp2((m - ref) * LOG2E)

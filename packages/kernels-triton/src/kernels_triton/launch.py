@@ -207,23 +207,21 @@ def tiles_template(
     rows, one_pass = first.get("ROWS", 1), first.get("ONE_PASS", True)
     # looped: a persistent grid of about BYTES_IN_FLIGHT_PER_SM of tiles per SM (see kernels.py)
     max_programs = sms * max(1, BYTES_IN_FLIGHT_PER_SM // (config.block * itemsize * STREAMS[name]))
-    recorded = 0  # the rows_per_sm buckets recorded in USED, a bit each (powers of two)
+    # (m - 1) // sms + 1 rows an SM: its bit length names its rows_per_sm bucket (configs.rows_per_sm)
+    recorded: set[int] = set()
 
     def record(m: int) -> None:
-        nonlocal recorded
-        bucket = configs.rows_per_sm(m, sms)
-        recorded |= bucket
-        remember(USED, (name, n, bucket, dtype_name(dtype)), {**config.fields(), "source": source}, MAX_USED)
-
-    def programs(m: int) -> int:
-        return (m + rows - 1) // rows if one_pass else min(m, max_programs)
+        recorded.add(((m - 1) // sms).bit_length())
+        key = (name, n, configs.rows_per_sm(m, sms), dtype_name(dtype))
+        remember(USED, key, {**config.fields(), "source": source}, MAX_USED)
 
     if INTERPRET:  # no compiled kernel: the kernel's Python runs on the tensors
 
         def interpret(ts: list[torch.Tensor], m: int) -> None:
             record(m)
             ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
-            kernel[(programs(m),)](*ts, *strides, m, n, **meta_of(m), num_warps=config.num_warps)
+            programs = (m + rows - 1) // rows if one_pass else min(m, max_programs)
+            kernel[(programs,)](*ts, *strides, m, n, **meta_of(m), num_warps=config.num_warps)
 
         return interpret
     variants: list = [None] * 4
@@ -233,18 +231,22 @@ def tiles_template(
         with _device_of(ts[0]):
             compiled = kernel.warmup(*ts, *strides, m, n, grid=(1,), **meta, num_warps=config.num_warps)
             compiled._init_handles()
-        return c_launch.launcher(compiled, device_index), tuple(meta.values())
+        return c_launch.launcher(compiled, device_index), (n, *meta.values())
 
-    def run(ts: list[torch.Tensor], m: int) -> None:
-        # (m - 1) // sms + 1 rows an SM, rounded up to a power of two: configs.rows_per_sm
-        if not recorded & min(configs.ROWS_PER_SM_CAP, 1 << ((m - 1) // sms).bit_length()):
+    def run(ts: list[torch.Tensor], m: int) -> None:  # the host path of every call: kept lean
+        if ((m - 1) // sms).bit_length() not in recorded:
             record(m)
-        i = (one_pass and m % rows != 0) + 2 * (m >= 2**31)
-        variant = variants[i]
-        if variant is None:
-            variant = variants[i] = compile_variant(ts, m)
-        go, meta_values = variant
-        go(programs(m), (*map(_data_ptr, ts), *strides, m, n, *meta_values))
+        i = 2 if m >= 2147483648 else 0  # M's integer width
+        if one_pass:
+            programs = (m + rows - 1) // rows
+            if m % rows:
+                i += 1
+        else:
+            programs = m if m < max_programs else max_programs
+        variant = variants[i] or compile_variant(ts, m)
+        variants[i] = variant
+        go, rest = variant
+        go(programs, (*map(_data_ptr, ts), *strides, m, *rest))
 
     return run
 

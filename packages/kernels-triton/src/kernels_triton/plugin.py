@@ -4,34 +4,28 @@ log_softmax and the fused cross-entropy, for `lab` and the benchmarks.
 Declared in pyproject as the `labtools.plugins` entry point `kernels_triton.plugin:register`.
 """
 
+import importlib
+
 from labtools.registry import Implementation
 from labtools.registry import register as _register
 
 DTYPES = ("float32", "float16", "bfloat16")
 
 
-def _forward(x):
-    from kernels_triton.softmax import softmax
+def _lazy(module: str, name: str, **kwargs):
+    """kernels_triton.<module>.<name>, imported at its first call (registering imports no Triton)."""
 
-    return softmax(x, dim=-1)
+    def call(*tensors):
+        return getattr(importlib.import_module(f"kernels_triton.{module}"), name)(*tensors, **kwargs)
 
-
-def _backward(y, dy):
-    from kernels_triton.softmax import softmax_backward
-
-    return softmax_backward(y, dy, dim=-1)
+    return call
 
 
-def _autotuned(x):
-    from kernels_triton.autotuned import softmax_autotuned
-
-    return softmax_autotuned(x)
-
-
-def _log_softmax(x):
-    from kernels_triton.log_softmax import log_softmax
-
-    return log_softmax(x, dim=-1)
+_forward, _backward = _lazy("softmax", "softmax", dim=-1), _lazy("softmax", "softmax_backward", dim=-1)
+_autotuned, _log_softmax = (
+    _lazy("autotuned", "softmax_autotuned"),
+    _lazy("log_softmax", "log_softmax", dim=-1),
+)
 
 
 def _cross_entropy(x):

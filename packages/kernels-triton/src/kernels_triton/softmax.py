@@ -84,8 +84,8 @@ launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch
 def _key(x: torch.Tensor, dim: int, config, invariant: bool) -> tuple:
     """The fast paths' key of a contiguous x with x.dim() >= 1: the row count M only without
     batch invariance (a template is then that M's alone)."""
-    key = (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
-    return (*key, invariant or x.numel())
+    align = x.data_ptr() % 16
+    return (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), align, config, invariant or x.numel())
 
 
 def _run(template: launch.Template, tensors: list[torch.Tensor]) -> None:
@@ -239,25 +239,12 @@ def softmax_(
     return _apply("softmax_fwd", [x], dim, config, batch_invariant, _IN_PLACE, out=x)
 
 
-def softmax_backward(
-    y: torch.Tensor,
-    dy: torch.Tensor,
-    dim: int = -1,
-    *,
-    config: SoftmaxConfig | None = None,
-    batch_invariant: bool = True,
-) -> torch.Tensor:
+def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None,
+                     batch_invariant: bool = True) -> torch.Tensor:  # fmt: skip
     """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y;
     batch_invariant as in softmax."""
-    if (
-        type(y) is torch.Tensor
-        and type(dy) is torch.Tensor
-        and type(dim) is int
-        and not _is_dynamo_compiling()
-        and y.dim()
-        and y.is_contiguous()
-        and dy.is_contiguous()
-    ):
+    if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
+            and y.dim() and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
         key = (*_key(y, dim, config, batch_invariant), dy.dtype, dy.get_device(), dy.data_ptr() % 16)
         template = _BACKWARD.get(key)
         if template is not None and dy.shape == y.shape:
