@@ -2,8 +2,8 @@
 
 - Triton's interpreter evaluates every lane, stored or not; rows past M used to read -inf
   in every lane and compute -inf - -inf, a NumPy "invalid value" warning per launch.
-- Triton 3.9 warns on every compile while TRITON_DEFAULT_FP_FUSION is unset; `lab` and
-  `python -m kernels_triton.offline` set it to the value Triton uses anyway.
+- Triton 3.9 warns on every compile while TRITON_DEFAULT_FP_FUSION is unset; `lab` sets it
+  to the value Triton uses anyway.
 - torch's C++ extension helper logs the CUDA_HOME it guessed on a machine with no CUDA
   runtime (Inductor's CPU path); `lab` drops that one line.
 """

@@ -4,9 +4,9 @@ float64.
 kernels_triton takes them on sm_90 for rows of 32768 to 262144 elements (the fp32 backward to
 131072), both directions at any row count.
 The kernels themselves (launch.cluster_plan) are tested at any size: whole chunks and a ragged
-last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
-body and tail), one row and many, strided rows, every dtype, the forward's forms for launches of
-one wave and of many, and non-finite and huge values, which must come out where torch puts them.
+last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N, which
+the route leaves to the tiles), one row and many, strided rows, every dtype, and non-finite and
+huge values, which must come out where torch puts them.
 Outputs are filled with NaN before each launch, so an element no block writes fails. On a CPU the
 kernels never run (the interpreter has no clusters), which the first test checks; they are
 compiled for sm_90 there instead, which checks their inline PTX and the registers their blocks
@@ -14,8 +14,6 @@ are sized by.
 """
 
 import math
-from contextlib import nullcontext
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -39,20 +37,11 @@ def backward_poisoned(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor | None
     return dx
 
 
-# The forward's two forms (cluster._block): as if the GPU had SMs enough for any launch to fit one
-# wave, or a single SM, so that every launch takes many waves' form.
-SMS = {"one wave": 10**6, "many waves": 1}
-
-
-def forward_poisoned(
-    x: torch.Tensor, y: torch.Tensor | None = None, waves: str | None = None
-) -> torch.Tensor:
-    """y = softmax(x) by the cluster kernel, y filled with NaN first; waves: the form of SMS
-    (None: the form the GPU's SM count gives the launch)."""
+def forward_poisoned(x: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
+    """y = softmax(x) by the cluster kernel, y filled with NaN first."""
     y = torch.empty_like(x) if y is None else y
     y.fill_(math.nan)
-    with mock.patch.object(cluster, "num_sms", lambda index: SMS[waves]) if waves else nullcontext():
-        launch.cluster_plan("fwd", [x, y], *x.shape)
+    launch.cluster_plan("fwd", [x, y], *x.shape)
     return y
 
 
@@ -76,40 +65,34 @@ def test_never_on_a_cpu():
             assert not cluster.applies(direction, 1024, n, torch.float32, torch.device("cpu"))
 
 
-OFFLINE_CASES = {  # name: (direction, N, dtype, one wave), compiled as a launch on contiguous rows would
-    "fwd 262144 bf16": ("fwd", 262144, "bfloat16", False),
-    "fwd 262144 fp16": ("fwd", 262144, "float16", False),
-    "fwd 200000 fp32": ("fwd", 200000, "float32", False),
-    "fwd 131072 bf16": ("fwd", 131072, "bfloat16", False),
-    "fwd 131072 fp32": ("fwd", 131072, "float32", False),
-    "fwd 50257 bf16, head and tail": ("fwd", 50257, "bfloat16", False),
-    "fwd 131072 bf16, one wave": ("fwd", 131072, "bfloat16", True),
-    "fwd 262144 fp16, one wave": ("fwd", 262144, "float16", True),
-    "bwd 131072 bf16": ("bwd", 131072, "bfloat16", False),
-    "bwd 262144 fp16": ("bwd", 262144, "float16", False),
-    "bwd 70001 fp32, head and tail": ("bwd", 70001, "float32", False),
+OFFLINE_CASES = {  # name: (direction, N, dtype), compiled as a launch on contiguous rows would
+    "fwd 262144 bf16": ("fwd", 262144, "bfloat16"),
+    "fwd 262144 fp16": ("fwd", 262144, "float16"),
+    "fwd 200000 fp32": ("fwd", 200000, "float32"),
+    "fwd 131072 bf16": ("fwd", 131072, "bfloat16"),
+    "fwd 131072 fp32": ("fwd", 131072, "float32"),
+    "bwd 131072 bf16": ("bwd", 131072, "bfloat16"),
+    "bwd 262144 fp16": ("bwd", 262144, "float16"),
 }
 
 
 def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packed(without_interpreter):
-    """Compiled for sm_90 by Triton's own ptxas (in a process without TRITON_INTERPRET): every
-    form's inline PTX assembles, the chunks move 16 bytes a load and a store, and 16-bit chunks
-    stay packed in registers, which the blocks are sized by (cluster._block): the 16-bit forward
-    past 131072 within its cap of 96 registers (4 warps, 128 elements a thread) with at most 32
-    bytes spilled (8 warps, 64 elements a thread, widened to fp32 first: 136-176 bytes spilled),
-    8192-element blocks in at most 64 (widened: 80-96), the 16-bit backward's in at most 128
-    (widened: 147-156). Counts under Triton 3.6 and 3.9. The fp32 forward, and every forward of
-    one wave, holds its exponentials across the exchange (HOLD_EXPS): one MUFU.EX2 an element a
-    thread, and a few for the merge (taken again after the exchange: 129 for 64 elements); the
-    one-wave form spills at most a word (Triton 3.6 none, 3.9 8 bytes at 262144 fp16). The 16-bit forward of many waves reduces its chunk once,
-    (max, sum) pairs (cluster._partial): 3 block barriers, where a max and then a sum take 5 or 6."""
+    """Compiled for sm_90 by Triton's own ptxas (in a process without TRITON_INTERPRET): the
+    inline PTX assembles, the chunks move 16 bytes a load and a store, and 16-bit chunks stay
+    packed in registers, which the blocks are sized by (cluster._block): the 16-bit forward past
+    131072 within its cap of 96 registers (4 warps, 128 elements a thread) with at most 32 bytes
+    spilled (widened to fp32 first: 136-176 bytes), 8192-element blocks in at most 64 (widened:
+    80-96), the 16-bit backward's in at most 128 (widened: 147-156). The fp32 forward holds its
+    exponentials across the exchange (HOLD_EXPS): one MUFU.EX2 an element a thread, and a few for
+    the merge. The 16-bit forward reduces its chunk once, (max, sum) pairs (cluster._partial): 3
+    block barriers, where a max and then a sum take 5 or 6."""
     code = (
         "import json, torch\n"
-        "from kernels_triton.offline import compile_cluster, memory_instructions, resources, sass\n"
+        "from sass_tools import compile_cluster, memory_instructions, resources, sass\n"
         f"cases = {OFFLINE_CASES!r}\n"
         "found = {}\n"
-        "for name, (direction, n, dtype, one_wave) in cases.items():\n"
-        "    compiled = compile_cluster(direction, n, getattr(torch, dtype), one_wave=one_wave)\n"
+        "for name, (direction, n, dtype) in cases.items():\n"
+        "    compiled = compile_cluster(direction, n, getattr(torch, dtype))\n"
         "    text = sass(compiled)\n"
         "    found[name] = {**resources(compiled), **memory_instructions(text), 'ex2': text.count('MUFU.EX2'),\n"
         "                   'barriers': text.count('BAR.SYNC')}\n"
@@ -123,44 +106,33 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
         assert found[case]["registers"] <= 96 and found[case]["stack"] <= 32, (case, found[case])
     assert found["fwd 131072 bf16"]["registers"] <= 64, found["fwd 131072 bf16"]
     assert found["bwd 131072 bf16"]["registers"] <= 128, found["bwd 131072 bf16"]
-    for case in ("fwd 131072 fp32", "fwd 200000 fp32", "fwd 262144 fp16, one wave"):
+    for case in ("fwd 131072 fp32", "fwd 200000 fp32"):
         assert 64 <= found[case]["ex2"] <= 80, (case, found[case])
-    assert 32 <= found["fwd 131072 bf16, one wave"]["ex2"] <= 48, found["fwd 131072 bf16, one wave"]
-    for case, (direction, _, dtype, one_wave) in OFFLINE_CASES.items():
-        if direction == "fwd" and dtype != "float32" and not one_wave:
+    for case, (direction, _, dtype) in OFFLINE_CASES.items():
+        if direction == "fwd" and dtype != "float32":
             assert found[case]["barriers"] <= 3, (case, found[case])
-    for case in ("fwd 131072 bf16, one wave", "fwd 262144 fp16, one wave"):
-        assert found[case]["stack"] <= 8, (case, found[case])
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
 @pytest.mark.parametrize("n", [65536, 200000])
-@pytest.mark.parametrize("m", [2, 4096])  # a forward of one wave on 132 SMs, and of many
-def test_the_compiled_kernel_is_looked_up_with_its_warps_and_register_cap(monkeypatch, direction, n, m):
-    """The compiled-kernel index keys on the kernel's source and the specialization: the block's
-    warps and register cap, which _block sets outside the kernel's source, must be in it, so that
-    a kernel compiled under another rule is never served. (No GPU: the lookup is intercepted, and
-    the SM count is an H100's.)"""
-    looked_up = []
+def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, direction, n):
+    """A cluster launch's metadata: its warps, C blocks a cluster, and the shared memory of
+    Triton's reductions (rounded up to 16 bytes) plus the mbarrier and C pairs. (No GPU: the
+    compile is intercepted.)"""
 
     class Compiled:
         metadata = type("Metadata", (), {"shared": 40})
 
-    def load_or_compile(kernel, specialization, device_index, compile):
-        looked_up.append(specialization)
-        return Compiled()
+        def _init_handles(self):
+            pass
 
-    monkeypatch.setattr(cluster.compiled_index, "load_or_compile", load_or_compile)
-    monkeypatch.setattr(cluster, "num_sms", lambda index: 132)
-    tensors = [torch.zeros((m, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
-    _, packed, _, _ = cluster.compiled_launch(direction, tensors)
-    one_wave = cluster.fits_one_wave(m, n, 132)
-    assert one_wave == (m == 2)
-    chunk, warps, maxnreg = cluster._block(n, direction, torch.bfloat16, one_wave)
-    assert looked_up[0][-2:] == (warps, maxnreg)
-    assert warps == (8 if (direction == "fwd" and one_wave) or (direction == "bwd" and n > 131072) else 4)
+    kernel, constexprs, warps, _ = cluster.kernel_for(direction, n, torch.bfloat16)
+    monkeypatch.setattr(kernel, "warmup", lambda *args, **kwargs: Compiled())
+    tensors = [torch.zeros((2, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
+    _, packed, rest = cluster.compiled_launch(direction, tensors)
     c = cluster._cluster_size(n)
-    assert packed == (warps, c, 48 + 8 + 8 * c)  # Triton's 40 bytes rounded to 16, mbarrier, C pairs
+    assert packed == (warps, c, 48 + 8 + 8 * c) and rest[-len(constexprs) :] == tuple(constexprs.values())
+    assert warps == (8 if direction == "bwd" and n > 131072 else 4)
 
 
 @pytest.mark.gpu
@@ -171,9 +143,10 @@ def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_at_a
         (16384, False),
         (32767, False),
         (32768, True),
-        (50257, True),
+        (50257, False),  # not whole 16-byte packs: the tiles
+        (50264, True),
         (131072, True),
-        (131073, True),
+        (131073, False),
         (262144, True),
         (262145, False),
     ):
@@ -255,7 +228,7 @@ def dispatched_forward(monkeypatch, x: torch.Tensor) -> tuple[torch.Tensor, list
 @needs_sm90
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtype):
-    """From 32768 to 262144 columns, one row or many waves of clusters: 1100 rows of 50257 are more
+    """From 32768 to 262144 columns, one row or many waves of clusters: 1100 rows of 50264 are more
     8-block clusters than an H100 holds at once."""
     cuda = torch.device("cuda")
     for m, n, taken in (
@@ -267,7 +240,7 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
         (1, 262145, False),
     ):
         assert cluster.applies("fwd", m, n, dtype, cuda) == taken, (m, n)
-    x = (torch.randn((1100, 50257), device="cuda") * 3).to(dtype)
+    x = (torch.randn((1100, 50264), device="cuda") * 3).to(dtype)
     y, answers = dispatched_forward(monkeypatch, x)
     assert answers == [True]
     np.testing.assert_allclose(
@@ -287,12 +260,9 @@ def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     assert cluster._block(n, "fwd", dtype)[:2] == (16384, warps) and cluster._cluster_size(n) == 16
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
-    for waves in SMS:
-        np.testing.assert_allclose(
-            forward_poisoned(x, waves=waves).cpu().double().numpy(),
-            softmax_ref(x.cpu().double().numpy()),
-            **tolerance(dtype),
-        )
+    np.testing.assert_allclose(
+        forward_poisoned(x).cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
+    )
     y, dy = inputs(3, n, dtype, n)
     np.testing.assert_allclose(
         backward_poisoned(y, dy).cpu().double().numpy(), reference(y, dy), **tolerance(dtype)
@@ -306,13 +276,12 @@ def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     n=st.sampled_from([32768, 32776, 40000, 50257, 65536, 98304 + 5, 131072]),
     dtype=st.sampled_from(DTYPES),
     pad=st.sampled_from([0, 3, 8]),
-    waves=st.sampled_from(list(SMS)),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_forward_matches_float64(m, n, dtype, pad, waves, seed):
+def test_forward_matches_float64(m, n, dtype, pad, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     x = (torch.randn((m, n + pad), generator=g, device="cuda") * 4).to(dtype)[:, pad:]
-    y = forward_poisoned(x, torch.empty((m, n + pad), dtype=dtype, device="cuda")[:, pad:], waves)
+    y = forward_poisoned(x, torch.empty((m, n + pad), dtype=dtype, device="cuda")[:, pad:])
     np.testing.assert_allclose(
         y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
     )
@@ -323,8 +292,7 @@ def test_forward_matches_float64(m, n, dtype, pad, waves, seed):
 # 16-byte aligned rows; rows with a head and a tail; past 131072 (16384-element blocks)
 @pytest.mark.parametrize("n", [70000, 70001, 200001])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("waves", list(SMS))
-def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n, waves):
+def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n):
     """Rows whose maximum is first, last or repeated, huge finite magnitudes (up to the dtype's
     largest), a chunk of all -inf, and rows of -inf, +inf or NaN: torch's results, NaN included."""
     big = torch.finfo(dtype).max
@@ -341,7 +309,7 @@ def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n, waves):
     x[7, 123] = math.inf
     x[8, n - 1] = math.nan  # with n = 70001: in the tail, which its block holds beside no other element
     x[9, :] = 0  # every element equal
-    y = forward_poisoned(x, waves=waves)
+    y = forward_poisoned(x)
     expected = torch.softmax(x.double(), -1)
     torch.testing.assert_close(y.double(), expected, equal_nan=True, **tolerance(dtype))
     assert y[6].isnan().all() and y[7].isnan().all() and y[8].isnan().all()
@@ -349,8 +317,7 @@ def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n, waves):
 
 @pytest.mark.gpu
 @needs_sm90
-@pytest.mark.parametrize("waves", list(SMS))
-def test_forward_error_no_worse_than_torch(waves):
+def test_forward_error_no_worse_than_torch():
     """fp32, against float64: at most torch's own error on the same input plus an ulp of the
     largest output (the order of summation differs, and ex2.approx is not torch's expf), over
     every chunk of a 16-block row, the maximum first, last or repeated. (At most the larger of
@@ -359,7 +326,7 @@ def test_forward_error_no_worse_than_torch(waves):
     x = torch.randn((8, 131072), device="cuda") * 5
     x[0, 0], x[1, -1], x[2, ::4096] = 40, 40, 40
     expected = softmax_ref(x.cpu().double().numpy())
-    ours = forward_poisoned(x, waves=waves).cpu().double().numpy()
+    ours = forward_poisoned(x).cpu().double().numpy()
     theirs = torch.softmax(x, -1).cpu().double().numpy()
     ulp = float(np.spacing(np.float32(np.abs(expected).max())))
     err, torch_err = np.abs(ours - expected).max(), np.abs(theirs - expected).max()
@@ -370,15 +337,13 @@ def test_forward_error_no_worse_than_torch(waves):
 @needs_sm90
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward_rows_off_16_byte_boundaries(dtype):
-    """Rows of odd length start at every offset from a 16-byte boundary: the kernel splits them
-    into head, aligned body and tail (cluster.packs) where x and y rows share their offsets,
-    and reads them an element at a time where they do not (y with another row stride)."""
+    """Rows of odd length, which the route leaves to the tiles (cluster.applies), start at every
+    offset from a 16-byte boundary: the kernel reads them an element at a time, still right."""
     m, n = 24, 50257
+    assert not cluster.applies("fwd", m, n, dtype, torch.device("cuda"))
     x = (torch.randn((m, n), device="cuda") * 4).to(dtype)
-    x[3, 0], x[5, n - 1] = 30, 30  # the maximum in a head, and in a tail
+    x[3, 0], x[5, n - 1] = 30, 30
     expected = softmax_ref(x.cpu().double().numpy())
-    assert cluster.packs([x, torch.empty_like(x)]) == 16 // x.element_size()
     np.testing.assert_allclose(forward_poisoned(x).cpu().double().numpy(), expected, **tolerance(dtype))
     y = torch.empty((m, n + 5), dtype=dtype, device="cuda")[:, :n]
-    assert cluster.packs([x, y]) == 0
     np.testing.assert_allclose(forward_poisoned(x, y).cpu().double().numpy(), expected, **tolerance(dtype))

@@ -8,7 +8,7 @@ On the CPU: the planner's decisions (launch.plan_form: the form and everything i
 a row's reductions) for a simulated H100 are the same at every row count, and under Triton's
 interpreter the kernels give every row the bits of the single-row call. On the GPU: the shapes
 at which the old planner broke it, and a Hypothesis sweep over M, N and dtype that reaches the
-split-row and cluster forms.
+cluster form.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernels_triton import cluster, configs, launch, softmax, softmax_, softmax_backward
-from kernels_triton import split_row as sr
 from kernels_triton.configs import SoftmaxConfig
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -34,11 +33,8 @@ def simulated_h100(monkeypatch, tmp_path):
     """The planner as it decides on an H100 (132 SMs, sm_90, the committed picks, no tuned ones),
     with no GPU: nothing is compiled or launched."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    for module in (cluster, sr):
-        monkeypatch.setattr(module, "INTERPRET", False)
+    monkeypatch.setattr(cluster, "INTERPRET", False)
     monkeypatch.setattr(cluster, "_capable", lambda index: True)
-    monkeypatch.setattr(cluster, "num_sms", lambda index: 132)
-    monkeypatch.setattr(sr, "_device", lambda device: sr._Device(sms=132))
     monkeypatch.setattr(launch, "num_sms", lambda index: 132)
     monkeypatch.setattr(launch, "gpu_name", lambda index: H100)
     configs.forget()
@@ -47,10 +43,8 @@ def simulated_h100(monkeypatch, tmp_path):
 
 
 def decisions(device, name, n, dtype, batch_invariant=True):
-    """plan_form's (form, setting) at each of ROW_COUNTS."""
-    return {
-        m: launch.plan_form(name, m, n, dtype, device, False, None, batch_invariant)[:2] for m in ROW_COUNTS
-    }
+    """plan_form's (form, config) at each of ROW_COUNTS."""
+    return {m: launch.plan_form(name, m, n, dtype, device, None, batch_invariant)[:2] for m in ROW_COUNTS}
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])  # no launch: cheap
@@ -70,9 +64,7 @@ def test_the_reduction_order_depends_on_n_and_dtype_alone(simulated_h100, n, dty
     "name, n, dtype",
     [
         ("softmax_fwd", 600, torch.float32),  # a warp a row at 16-64 rows an SM
-        ("softmax_fwd", 50257, torch.bfloat16),  # the cluster forward's one-wave form
-        ("softmax_fwd", 300000, torch.bfloat16),  # split rows, chunks halved for few rows
-        ("softmax_bwd", 20000, torch.float32),  # split rows from 64 MiB up
+        ("softmax_bwd", 1024, torch.bfloat16),  # the picks tuned at the nearest row count
     ],
 )
 def test_without_batch_invariance_the_row_count_chooses(simulated_h100, name, n, dtype):
@@ -198,8 +190,8 @@ BROKEN_BEFORE = [
     ((512, 50257), torch.bfloat16),
     ((256, 131072), torch.bfloat16),
     ((64, 262144), torch.bfloat16),
-    ((8, 300000), torch.bfloat16),  # split rows past the cluster's longest
-    ((64, 200000), torch.float32),  # the fp32 backward's split rows
+    ((8, 300000), torch.bfloat16),  # rows past the cluster's longest: the tiles' looped kernel
+    ((64, 200000), torch.float32),  # the fp32 backward past 131072: looped
 ]
 
 

@@ -280,7 +280,7 @@ import json, torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from kernels_triton import xent_kernels as K
-from kernels_triton.offline import memory_instructions, resources, sass
+from sass_tools import memory_instructions, resources, sass
 fn = K.cross_entropy_fwd
 block, one_pass, warps = K.choose(128256, 2)
 ptrs = dict(X="*bf16", T="*i64", LOSS="*fp32", STATS="*fp32", G="*bf16", COUNT="*i64")

@@ -299,43 +299,6 @@ def test_in_place_refuses_a_tensor_autograd_needs():
         softmax_(np.ones((2, 3), np.float32))
 
 
-def test_in_place_never_takes_the_split_row_kernels(monkeypatch):
-    """The split-row kernels' fallback rereads a late peer's chunk, which in place a peer may
-    have overwritten: an in-place launch stays on the one-program-a-row kernels even where
-    an out-of-place one of the same shape would split its rows."""
-    split_calls = []
-
-    class FakeSplitRow:
-        @staticmethod
-        def forward(x, y, config):
-            split_calls.append(x.shape)
-            y.copy_(torch.softmax(x.float(), -1).to(y.dtype))
-
-        @staticmethod
-        def compiled_launch(direction, tensors, config):  # launched, no compiled kernel (as the interpreter)
-            FakeSplitRow.forward(*tensors, config)
-
-        device_sms = staticmethod(lambda device: 1)
-        default_config = staticmethod(lambda *args: None)
-
-    monkeypatch.setattr(launch, "split_row", FakeSplitRow)
-    monkeypatch.setattr(launch, "split_row_applies", lambda *args, **kwargs: True)
-    monkeypatch.setattr(launch, "_TEMPLATES", {})
-    monkeypatch.setattr(softmax_module, "_FORWARD", {})
-    monkeypatch.setattr(softmax_module, "_IN_PLACE", {})
-    x = _randn((3, 37), torch.float32, 9, 2.0)
-    softmax(x)
-    assert split_calls == [torch.Size([3, 37])]  # the out-of-place launch did split
-    expected = softmax_ref(x.cpu().double().numpy())
-    softmax_(x)
-    assert_close(x, expected, torch.float32)
-    x.copy_(_randn((3, 37), torch.float32, 10, 2.0))
-    expected = softmax_ref(x.cpu().double().numpy())
-    softmax_(x)  # the cached plan
-    assert_close(x, expected, torch.float32)
-    assert split_calls == [torch.Size([3, 37])]
-
-
 # --- errors ------------------------------------------------------------------------------
 
 
@@ -383,7 +346,7 @@ def test_kernels_compile_for_sm90_without_a_gpu(without_interpreter):
     code = (
         "import json, torch\n"
         "from kernels_triton import SoftmaxConfig\n"
-        "from kernels_triton.offline import compile_for, memory_instructions, sass\n"
+        "from sass_tools import compile_for, memory_instructions, sass\n"
         f"cases = {OFFLINE_CASES!r}\n"
         "texts = {k: sass(compile_for(n, m, c, getattr(torch, d), SoftmaxConfig(*cfg)))"
         " for k, (n, m, c, d, cfg) in cases.items()}\n"
@@ -470,7 +433,7 @@ def test_registered_with_labtools():
     )
 
 
-FORMS_ON_CPU = [("one_pass", (3, 40)), ("looped", (3, 40)), ("warp_rows", (5, 40)), ("split_row", (2, 4100))]
+FORMS_ON_CPU = [("one_pass", (3, 40)), ("looped", (3, 40)), ("warp_rows", (5, 40))]
 
 
 @pytest.mark.parametrize("form, shape", FORMS_ON_CPU, ids=[f for f, _ in FORMS_ON_CPU])
@@ -494,7 +457,7 @@ def test_each_form_is_registered_under_its_own_name(form, shape):
 @pytest.mark.skipif(
     not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9, reason="needs sm_90"
 )
-@pytest.mark.parametrize("form", ["one_pass", "looped", "split_row", "cluster"])
+@pytest.mark.parametrize("form", ["one_pass", "looped", "cluster"])
 def test_gpu_each_form_alone_at_a_long_row(form):
     from labtools import registry
 
@@ -560,10 +523,9 @@ def test_gpu_benchmark_shapes(shape, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_gpu_in_place_at_a_split_row_size(dtype):
-    """softmax_ at a shape whose out-of-place launch splits its rows: right in every row."""
+def test_gpu_in_place_at_the_longest_rows(dtype):
+    """softmax_ at the sweep's longest rows (the cluster form on sm_90): right in every row."""
     m, n = 256, 262144
-    assert launch.split_row_applies("softmax_fwd", m, n, dtype, torch.device(DEVICE))
     x = _randn((m, n), dtype, 17, 6.0)
     expected = torch.softmax(x.float(), -1).to(dtype)
     rows = slice(0, 8)
@@ -585,8 +547,8 @@ def test_gpu_unseen_row_length_launches_without_timing(monkeypatch, tmp_path):
     for n in (777, 50257, 70001):
         x = _randn((100, n), torch.bfloat16, n)
         assert_close(softmax(x), softmax_ref(x.cpu().double().numpy()), torch.bfloat16)
-        if launch.split_row_applies("softmax_fwd", 100, n, x.dtype, x.device):
-            continue  # rows past 32768: the split-row kernels, which take no picks
+        if launch.route("softmax_fwd", 100, n, x.dtype, x.device) != "tiles":
+            continue  # the cluster kernels, which take no picks
         used = [p for p in autotune_picks()["used"] if p["kernel"] == "softmax_fwd" and p["N"] == n]
         assert used and used[0]["source"] in ("committed", "heuristic")
     configs.forget()
@@ -605,8 +567,8 @@ def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
         inputs = [x] if pick["kernel"] == "softmax_fwd" else [x, x]
         out = launch_poisoned(pick["kernel"], inputs, None)
         assert not out.isnan().any()
-        if launch.route(pick["kernel"], m, n, x.dtype, x.device, False) != "tiles":
-            continue  # launched by kernels_triton.split_row or .cluster, which take no picks
+        if launch.route(pick["kernel"], m, n, x.dtype, x.device) != "tiles":
+            continue  # launched by kernels_triton.cluster, which takes no picks
         sms = launch.num_sms(x.get_device())
         used = launch.USED[(pick["kernel"], n, configs.rows_per_sm(m, sms), pick["dtype"])]
         # batch invariant: one committed config for every row count of a row length

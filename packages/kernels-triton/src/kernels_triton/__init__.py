@@ -8,7 +8,6 @@ try:
 except _metadata.PackageNotFoundError:  # imported from a source tree with no installed metadata
     __version__ = "0+unknown"
 
-from kernels_triton import launch as _launch
 from kernels_triton.configs import SoftmaxConfig
 from kernels_triton.cross_entropy import cross_entropy
 from kernels_triton.log_softmax import log_softmax, log_softmax_backward
@@ -27,5 +26,3 @@ __all__ = [
     "softmax_backward",
     "token_logprobs_and_entropy",
 ]
-
-_launch.warm_up_in_background()

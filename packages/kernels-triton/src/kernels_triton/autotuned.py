@@ -10,8 +10,8 @@ length works, and nothing but BLOCK and num_warps is chosen: the autotuner times
 What it buys: the whole algorithm in about thirty lines, correct at every N, with no
 heuristic to maintain. What it leaves: the row is read twice from memory (the forms that
 hold a row in registers read it once), one program a row leaves SMs idle at few long rows
-(split rows and clusters share a row between programs), and the first call at each new N
-pays for timing twelve launches. The later rungs of the ladder each remove one of these.
+(the cluster form shares a row between blocks), the first call at each new N pays for timing
+twelve launches, and Triton's launch path costs host time a call (launch.py's does not).
 
 Contract: torch.softmax(x, dim=-1) for a 2-D tensor with contiguous rows, in its dtype,
 accumulated in fp32; a row holding +inf or NaN comes out NaN, as torch's does.

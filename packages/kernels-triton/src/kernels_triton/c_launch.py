@@ -2,8 +2,8 @@
 which calls Triton's C launch function directly where the installed Triton's launcher is one this
 was written against (its Python __call__ costs as much host time as the rest of a call), else the
 launcher as Triton's own runner would. One launcher serves every row count: the grid and the
-arguments are the call's, so a new row count keeps nothing. go makes its device the current one
-if it is not (a function handle belongs to that device's context) and restores the caller's.
+arguments are the call's. go makes its device the current one if it is not (a function handle
+belongs to that device's context) and restores the caller's.
 """
 
 from __future__ import annotations
@@ -22,70 +22,69 @@ Launcher = Callable[[int, tuple], None]  # go(grid_x, args): pointers, then scal
 # after the hooks, "3.9" as one tuple after an argument annotation and a signature.
 C_LAUNCH_LAYOUTS = {
     "3.6": ("self", "gridX", "gridY", "gridZ", "stream", "function", "args"),
-    "3.9": (
-        "self", "gridX", "gridY", "gridZ", "stream", "function",
-        "kernel_metadata", "launch_metadata", "launch_enter_hook", "launch_exit_hook", "args",
-    ),
+    "3.9": ("self", "gridX", "gridY", "gridZ", "stream", "function", "kernel_metadata", "launch_metadata",
+            "launch_enter_hook", "launch_exit_hook", "args"),
 }  # fmt: skip
 
 
 def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) -> Launcher:
     """go(grid_x, args) that launches `compiled` (a triton CompiledKernel) on (grid_x, 1, 1)
-    programs on the current stream of CUDA device `device_index`.
-
-    packed_metadata: the launch metadata to launch with instead of the kernel's own (cluster.py's:
-    num_ctas = C and more shared memory than Triton allocated). Triton's runner would launch with
-    the kernel's own, so such a launch never goes through it. Without it, while a profiler's
-    launch hook is installed, go() goes through the runner, which calls the hook."""
+    programs on the current stream of CUDA device `device_index`. packed_metadata: launch
+    metadata instead of the kernel's own (cluster.py's: num_ctas = C, more shared memory), which
+    Triton's runner would not pass. Without it, while a profiler's launch hook is installed, go()
+    goes through the runner, which calls the hook."""
     stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
     hooked = _launch_hooks_installed()
-    if packed_metadata is None and (
-        hooked or not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata"))
-    ):
-
-        def go(gx, args):
-            if current_device() != device_index:
-                return on_device(device_index, go, gx, args)
-            compiled[(gx, 1, 1)](*args)
-
-        return go
-    run, function = compiled.run, compiled.function
-    packed = compiled.packed_metadata if packed_metadata is None else packed_metadata
+    run = getattr(compiled, "run", None)
     version = None if hooked else c_launch_layout(run)
-    if version is None:  # a launcher of another Triton version: called as its runner calls it
+    packed = getattr(compiled, "packed_metadata", None) if packed_metadata is None else packed_metadata
+    if version == "3.9":
+        c, coop, pdl = run.launch, run.launch_cooperative_grid, run.launch_pdl
+        annotations, signature, function = run.arg_annotations, run.kernel_signature, compiled.function
 
-        def go(gx, args):
-            if current_device() != device_index:
-                return on_device(device_index, go, gx, args)
-            run(gx, 1, 1, stream(device_index), function, packed, None, None, None, *args)
+        def call(gx, args):  # metadata, no launch metadata, no hooks, no scratch, the arguments
+            c(gx, 1, 1, stream(device_index), function, coop, pdl, packed, None, None, None, None, None,
+              annotations, signature, args)  # fmt: skip
 
     elif version == "3.6":
-        c_launch, coop, pdl = run.launch, run.launch_cooperative_grid, run.launch_pdl
+        c, coop, pdl, function = run.launch, run.launch_cooperative_grid, run.launch_pdl, compiled.function
 
-        def go(gx, args):
-            if current_device() != device_index:
-                return on_device(device_index, go, gx, args)
-            # scratch, scratch, metadata, no launch metadata, no hooks, then the arguments
-            c_launch(gx, 1, 1, stream(device_index), function, coop, pdl, None, None, packed, None, None, None,
-                     *args)  # fmt: skip
+        def call(gx, args):  # no scratch, metadata, no launch metadata, no hooks, the arguments
+            c(
+                gx,
+                1,
+                1,
+                stream(device_index),
+                function,
+                coop,
+                pdl,
+                None,
+                None,
+                packed,
+                None,
+                None,
+                None,
+                *args,
+            )
 
-    else:
-        c_launch, coop, pdl = run.launch, run.launch_cooperative_grid, run.launch_pdl
-        annotations, signature = run.arg_annotations, run.kernel_signature
+    elif packed_metadata is None and hooked:
 
-        def go(gx, args):
-            if current_device() != device_index:
-                return on_device(device_index, go, gx, args)
-            # metadata, no launch metadata, no hooks, no scratch, then the arguments as one tuple
-            c_launch(gx, 1, 1, stream(device_index), function, coop, pdl, packed, None, None, None, None, None,
-                     annotations, signature, args)  # fmt: skip
+        def call(gx, args):  # Triton's runner, which calls the hook
+            compiled[(gx, 1, 1)](*args)
+
+    else:  # a launcher of another Triton version: called as its runner calls it
+        function = compiled.function
+
+        def call(gx, args):
+            run(gx, 1, 1, stream(device_index), function, packed, None, None, None, *args)
+
+    def go(gx: int, args: tuple) -> None:
+        if current_device() == device_index:
+            return call(gx, args)
+        with torch.cuda.device(device_index):
+            call(gx, args)
 
     return go
-
-
-def on_device(device_index: int, go: Launcher, gx: int, args: tuple) -> None:
-    with torch.cuda.device(device_index):
-        go(gx, args)
 
 
 @functools.cache
@@ -117,6 +116,5 @@ def c_launch_layout(run, version: str | None = None) -> str | None:
 
 def _launch_hooks_installed() -> bool:
     """Whether a profiler installed a launch hook (None in older Triton, an empty chain in newer)."""
-    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
-    hook = getattr(runtime, "launch_enter_hook", None)
+    hook = getattr(getattr(getattr(triton, "knobs", None), "runtime", None), "launch_enter_hook", None)
     return hook is not None and bool(getattr(hook, "calls", True))

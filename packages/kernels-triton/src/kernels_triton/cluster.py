@@ -1,19 +1,43 @@
-"""Softmax over a thread-block cluster (sm_90), the host side: which launches take it
-(applies: rows of MIN_COLS to max_cols columns), the block of a launch (_block: chunk, warps,
-register cap), and the compiled kernel with the launch metadata that makes its grid clusters
-of C blocks (compiled_launch). The kernels and their exchange: cluster_kernels.py.
+"""The cluster form (sm_90): a row of 32768 to 262144 columns over the C blocks of a thread-block
+cluster, its partials exchanged through distributed shared memory.
+
+    y  = softmax(x)              along the last dim of (M, N) rows
+    dx = y * (dy - sum(y * dy))  the backward, from the saved output y
+
+What it buys. One program a row reads a row this long twice (the tiles' looped kernel) and leaves
+SMs idle at few rows. The C blocks of a cluster, which the hardware schedules together, each read
+their chunk once and write it once (2 accesses an element forward, 3 backward: the least traffic
+there is), and exchange their partials (forward: the chunk's max m and sum of exp(x - m); backward:
+the chunk's sum of y * dy) through each other's shared memory: every block pushes its partial into
+every block's inbox (st.async, counted in bytes on the receiver's mbarrier), waits until its own C
+have landed, and merges them. No scratch buffer, no polling of global memory.
+
+How Triton builds it. Triton compiles no row reduction with num_ctas > 1, so a kernel is compiled
+for one block and launched as a cluster by its own launcher given num_ctas = C in the launch
+metadata: the grid is M * C blocks, block b is rank b % C of the cluster of row b // C. The
+exchange's mbarrier and C slots sit past the shared memory Triton allocates (slot_base), which the
+launch asks for too; inline PTX does the exchange. A 16-bit chunk stays packed in registers, two
+values to one, widened a pair at a time (WIDEN_PAIR): the forward's blocks of 16384 then fit five
+to an SM. An fp32 forward holds exp(x - m) across the exchange (HOLD_EXPS) and only rescales after.
+
+A block holds one chunk: 8192 elements over 4 warps up to 16 * 8192 columns, 16384 with capped
+registers past that (_block); C = ceil(N / chunk) rounded up to a power of two (a block past the
+row's end reads nothing and adds nothing; 16-block clusters are a non-portable size, which H100 and
+H200 allow). The route (applies) takes rows of whole 16-byte packs, the fp32 backward up to 131072
+columns (past that its blocks spill); the kernels take any row (tested so).
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 
 import torch
 import triton
+import triton.language as tl
 
-from kernels_triton import compiled_index
-from kernels_triton.cluster_kernels import cluster_bwd_kernel, cluster_fwd_kernel, inbox_bytes
-from kernels_triton.configs import DTYPES, INTERPRET, num_sms
+from kernels_triton.configs import DTYPES, INTERPRET
+from kernels_triton.kernels import LOG2E
 
 MAX_CLUSTER = 16
 MIN_COLS = 32768
@@ -26,32 +50,11 @@ def _capable(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index)[0] == 9
 
 
-# A forward launch of at most this many blocks an SM takes the one-wave form of _block (whose
-# 8-warp blocks fit 5 an SM at 48-61 registers, 3 at the cap of 80).
-ONE_WAVE_BLOCKS_PER_SM = 4
-
-
-def fits_one_wave(n_rows: int, n_cols: int, sm_count: int) -> bool:
-    """Whether a forward launch over n_rows rows of n_cols takes its one-wave form (_block)."""
-    return n_rows * _cluster_size(n_cols) <= ONE_WAVE_BLOCKS_PER_SM * sm_count
-
-
-def _block(
-    n_cols: int, direction: str, dtype: torch.dtype, one_wave: bool = False
-) -> tuple[int, int, int | None]:
-    """(chunk, warps, register cap) of a block: 64 elements a thread of x (forward), of y and dy
-    (backward). Past 8192 * MAX_CLUSTER columns a block holds 16384, its registers capped so that
-    blocks share an SM: fp32 forward over 8 warps, 3 an SM (80 registers), backward over 8 warps,
-    2 (128). Uncapped, the compiler takes more and fits one block fewer an SM. The 16-bit forward
-    holds its chunk packed, 128 elements a thread over 4 warps in 64 registers of the cap of 96:
-    5 blocks an SM, where 8 warps at 64 (64 elements a thread) fit 4 and spill at 262144 columns.
-
-    A forward launch of one wave (fits_one_wave) waits on its slowest block's instructions, not on
-    how many blocks share an SM: its blocks take 8 warps (32 elements a thread, shorter chains)
-    and hold their exponentials across the exchange in every dtype (kernel_for). Only without
-    batch invariance: the warps order a block's sums, so the form must not follow the row count."""
-    if direction == "fwd" and one_wave:
-        return (8192, 8, None) if n_cols <= 8192 * MAX_CLUSTER else (16384, 8, 80)
+def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
+    """(chunk, warps, register cap) of a block. Past 8192 * MAX_CLUSTER columns a block holds
+    16384, its registers capped so that blocks share an SM: the fp32 forward over 8 warps, 3 an SM
+    (80 registers), the backward over 8, 2 (128); the 16-bit forward holds its chunk packed, 128
+    elements a thread over 4 warps in 64 registers of the cap of 96: 5 an SM."""
     if n_cols <= 8192 * MAX_CLUSTER:
         return 8192, 4, None
     if direction == "bwd":
@@ -65,90 +68,271 @@ def _cluster_size(n_cols: int) -> int:
 
 
 def max_cols(direction: str, dtype: torch.dtype) -> int:
-    """The longest row the cluster kernel takes. The fp32 backward past 8192 * MAX_CLUSTER columns
-    needs 147-162 registers a thread in 16384-element blocks, and capped at 128 it spills, which
-    the split-row backward does not; the 16-bit backward fits."""
-    if direction == "bwd" and dtype == torch.float32:
-        return 8192 * MAX_CLUSTER
-    return MAX_COLS
+    """The longest row the route gives the cluster kernel: the fp32 backward past 8192 *
+    MAX_CLUSTER columns needs 147-162 registers a thread, and capped at 128 it spills."""
+    return 8192 * MAX_CLUSTER if direction == "bwd" and dtype == torch.float32 else MAX_COLS
 
 
 def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether kernels_triton's launch of `direction` ("fwd" or "bwd") over n_rows rows of n_cols
-    goes to the cluster kernel: the one place that decides it."""
+    """Whether the launch of `direction` ("fwd" or "bwd") over n_rows rows of n_cols goes to the
+    cluster kernel (launch.route): N and dtype alone decide, on sm_90."""
     return (
         not INTERPRET
         and device.type == "cuda"
         and dtype in DTYPES
         and n_rows >= 1
         and MIN_COLS <= n_cols <= max_cols(direction, dtype)
+        and n_cols * dtype.itemsize % 16 == 0  # rows of whole 16-byte packs
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
 
 
-def packs(tensors: list[torch.Tensor]) -> int:
-    """VEC, the elements of a 16-byte pack, where Triton cannot see that the rows are whole
-    16-byte packs but every tensor's rows sit at the same offset from a 16-byte boundary (aligned
-    bases, equal strides), so that the kernels can split each row into head, aligned body and
-    tail; else 0. (Triton specializes an integer argument on divisibility by 16: a stride and an
-    N that are multiples of 16 elements tell it every row and every mask is whole packs.)"""
-    vec = 16 // tensors[0].element_size()
-    stride = tensors[0].stride(0)
-    if stride % 16 == 0 and tensors[0].shape[1] % 16 == 0:
-        return 0
-    if all(t.data_ptr() % 16 == 0 and t.stride(0) == stride for t in tensors):
-        return vec
-    return 0
-
-
-def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int, one_wave: bool = False):
-    """(kernel, constexprs, warps, register cap) of a launch of `direction` ("fwd", "bwd") on rows
-    of n_cols in `dtype`; vec as packs gives it (0: rows of whole 16-byte packs); one_wave as
-    fits_one_wave gives it. What compiled_launch compiles, and kernels_triton.offline without a GPU."""
+def kernel_for(direction: str, n_cols: int, dtype: torch.dtype):
+    """(kernel, constexprs, warps, register cap) of a launch of `direction` on rows of n_cols in
+    `dtype`: what compiled_launch compiles (and the tests, for sm_90 without a GPU)."""
     c = _cluster_size(n_cols)
-    chunk, warps, maxnreg = _block(n_cols, direction, dtype, one_wave)
-    if direction == "fwd":
-        constexprs = {
-            "C": c,
-            "CHUNK": chunk,
-            "NEEDS_MASK": n_cols != c * chunk,
-            "COMPENSATED": dtype == torch.float32,
-            "VEC": vec,
-            # 16-bit: twice the registers of packed x, which one wave can spare (_block)
-            "HOLD_EXPS": dtype == torch.float32 or one_wave,
-            "THREADS": 32 * warps,
-        }
-        return cluster_fwd_kernel, constexprs, warps, maxnreg
-    return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
+    chunk, warps, maxnreg = _block(n_cols, direction, dtype)
+    if direction == "bwd":
+        return cluster_bwd_kernel, {"C": c, "CHUNK": chunk}, warps, maxnreg
+    fp32 = dtype == torch.float32
+    constexprs = {"C": c, "CHUNK": chunk, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32,
+                  "HOLD_EXPS": fp32, "THREADS": 32 * warps}  # fmt: skip
+    return cluster_fwd_kernel, constexprs, warps, maxnreg
 
 
-def compiled_launch(direction: str, tensors: list[torch.Tensor], one_wave: bool | None = None):
-    """The compiled kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) for tensors laid out
-    like `tensors` (2-D, unit column stride), and what a launch passes after the data pointers:
-    (packed launch metadata, grid_x, the scalar and constexpr arguments). The metadata asks for
-    num_ctas = C, so the launcher makes the grid grid_x * C blocks in clusters of C, and for the
-    exchange's mbarrier and slots past Triton's own shared memory. one_wave: the forward's
-    one-wave form (_block) or not; None: where the launch's rows fit one wave (fits_one_wave),
-    which makes a row's reduction depend on the row count."""
+def compiled_launch(direction: str, tensors: list[torch.Tensor]):
+    """The kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for tensors laid out like
+    `tensors` (2-D, unit column stride), its launch metadata (num_ctas = C: the launcher makes the
+    grid grid_x * C blocks in clusters of C; shared memory for the exchange past Triton's own), and
+    the arguments after the data pointers."""
     first = tensors[0]
-    m, n = first.shape
+    n = first.shape[1]
     strides = tuple(t.stride(0) for t in tensors)
-    single_wave = fits_one_wave(m, n, num_sms(first.get_device())) if one_wave is None else one_wave
-    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, packs(tensors), single_wave)
-    c = constexprs["C"]
+    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype)
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
-    specialization = (
-        f"cluster_{direction}", n, strides, first.dtype, tuple(t.data_ptr() % 16 == 0 for t in tensors), c,
-        tuple(constexprs.values()), warps, maxnreg,
-    )  # fmt: skip
-    compiled = compiled_index.load_or_compile(
-        kernel,
-        specialization,
-        first.device.index,
-        lambda: kernel.warmup(
-            *tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps, num_stages=1, **cap
-        ),
-    )
+    compiled = kernel.warmup(*tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps,
+                             num_stages=1, **cap)  # fmt: skip
+    compiled._init_handles()
     slot_base = -(-compiled.metadata.shared // 16) * 16
-    packed = (warps, c, slot_base + inbox_bytes(c))
-    return compiled, packed, m, (n, *strides, slot_base, *constexprs.values())
+    packed = (warps, constexprs["C"], slot_base + 8 + 8 * constexprs["C"])  # the mbarrier, C pairs
+    return compiled, packed, (n, *strides, slot_base, *constexprs.values())
+
+
+# --- device code ------------------------------------------------------------------------------
+# 16-bit chunks stay packed, two values a 32-bit register, from their load to their store. Triton
+# would widen a whole tensor at once wherever a 16-bit value meets fp32 arithmetic, so the steps
+# after the exchange widen a pair at a time in inline asm. WIDEN_PAIR: the PTX that widens the
+# pair in register {x} into fp32 {lo} and {hi}, by the PTX name of the 16-bit type.
+WIDEN_PAIR = {
+    "bf16": "shl.b32 {lo}, {x}, 16; and.b32 {hi}, {x}, 0xffff0000;",  # a bf16 is its fp32's high half
+    "f16": "{{ .reg .b16 l16, h16; mov.b32 {{l16, h16}}, {x}; cvt.f32.f16 {lo}, l16; cvt.f32.f16 {hi}, h16; }}",
+}
+
+
+def _normalized_asm(kind: str) -> str:
+    """exp2((x - m) * log2 e) * inv_s for the pair in $1 (m in $2 and $3, inv_s in $4 and $5),
+    packed into $0: the instructions Triton emits for the fp32 expression, then the rounding pack."""
+    log2e = struct.pack(">f", LOG2E.value).hex().upper()
+    return f"""{{
+    .reg .f32 lo, hi;
+    {WIDEN_PAIR[kind].format(lo="lo", hi="hi", x="$1")}
+    sub.f32 lo, lo, $2; sub.f32 hi, hi, $3;
+    mul.f32 lo, lo, 0f{log2e}; mul.f32 hi, hi, 0f{log2e};
+    ex2.approx.ftz.f32 lo, lo; ex2.approx.ftz.f32 hi, hi;
+    mul.f32 lo, lo, $4; mul.f32 hi, hi, $5;
+    cvt.rn.{kind}x2.f32 $0, hi, lo;
+    }}"""
+
+
+WIDEN_BF16 = tl.constexpr(WIDEN_PAIR["bf16"].format(lo="$0", hi="$1", x="$2"))
+WIDEN_FP16 = tl.constexpr(WIDEN_PAIR["f16"].format(lo="$0", hi="$1", x="$2"))
+NORMALIZED_BF16 = tl.constexpr(_normalized_asm("bf16"))
+NORMALIZED_FP16 = tl.constexpr(_normalized_asm("f16"))
+
+
+@triton.jit
+def _widen(x):
+    """x as fp32, a packed pair at a time: an asm the compiler may neither merge with another
+    widening of x nor move ahead of the exchange (the backward holds y and dy packed across it)."""
+    if x.dtype.is_bf16() or x.dtype.is_fp16():
+        asm: tl.constexpr = WIDEN_BF16 if x.dtype.is_bf16() else WIDEN_FP16
+        return tl.inline_asm_elementwise(asm, "=r,=r,r", [x], dtype=tl.float32, is_pure=False, pack=2)
+    else:
+        return x
+
+
+@triton.jit
+def _normalized(x, m_row, inv_s):
+    """exp(x - m_row) * inv_s in x's dtype: a 16-bit x a packed pair at a time, never all widened."""
+    if x.dtype.is_bf16() or x.dtype.is_fp16():
+        asm: tl.constexpr = NORMALIZED_BF16 if x.dtype.is_bf16() else NORMALIZED_FP16
+        return tl.inline_asm_elementwise(
+            asm, "=r,r,f,f,f,f", [x, m_row, inv_s], dtype=x.dtype, is_pure=True, pack=2
+        )
+    else:
+        return tl.exp2((x - m_row) * LOG2E) * inv_s
+
+
+@triton.jit
+def _maximum(a, b):
+    """max(a, b) in a's dtype: a 16-bit max is one instruction (the other operand where one is NaN,
+    as tl.maximum), where widening would share its widening with the sum's."""
+    if a.dtype.is_bf16() or a.dtype.is_fp16():
+        asm: tl.constexpr = "max.bf16 $0, $1, $2;" if a.dtype.is_bf16() else "max.f16 $0, $1, $2;"
+        return tl.inline_asm_elementwise(asm, "=h,h,h", [a, b], dtype=a.dtype, is_pure=True, pack=1)
+    else:
+        return tl.maximum(a, b)
+
+
+@triton.jit
+def _shift(m):
+    """What exponents are taken relative to: the max, or 0 where it is -inf (exp(-inf - -inf) is NaN)."""
+    return tl.where(m == float("-inf"), 0.0, m)
+
+
+@triton.jit
+def _pair(m1, s1, m2, s2):
+    """Two partials (m, sum of exp(x - m)) as one: each sum rescaled to the larger max."""
+    m = tl.maximum(m1, m2)
+    ref = _shift(m)
+    return m, s1 * tl.exp2((m1 - ref) * LOG2E) + s2 * tl.exp2((m2 - ref) * LOG2E)
+
+
+@triton.jit
+def _partial(x, THREADS: tl.constexpr):
+    """The chunk's partial (m, s) by one reduction of (max, sum) pairs across threads: each thread's
+    pair first, then a tree of pairs, half the block barriers of a max and then a sum. A thread holds
+    R packs of 16 bytes THREADS packs apart (Triton's layout of the loads), so the reshape to [R,
+    THREADS, PACK] moves nothing and the reductions over axes 2 and 0 stay in the thread."""
+    PACK: tl.constexpr = 128 // x.dtype.primitive_bitwidth
+    x3 = tl.reshape(x, [x.shape[0] // (THREADS * PACK), THREADS, PACK])
+    m_t = tl.reduce(tl.reduce(x3, 2, _maximum), 0, _maximum).to(tl.float32)  # [THREADS]
+    e = tl.exp2((x3.to(tl.float32) - _shift(m_t)[None, :, None]) * LOG2E)
+    return tl.reduce((m_t, tl.sum(tl.sum(e, 2), 0)), 0, _pair)
+
+
+@triton.jit
+def _two_sum(a, a_err, b, b_err):
+    """(a + a_err) + (b + b_err) as an fp32 sum and what its rounding lost (Knuth's TwoSum)."""
+    s = a + b
+    b_part = s - a
+    a_part = s - b_part
+    return s, (a - a_part) + (b - b_part) + a_err + b_err
+
+
+@triton.jit
+def _row_sum(v, COMPENSATED: tl.constexpr):
+    """sum(v) over axis 0; COMPENSATED carries each addition's rounding error along."""
+    if COMPENSATED:
+        s, err = tl.reduce((v, tl.zeros_like(v)), 0, _two_sum)
+        return s + err
+    else:
+        return tl.sum(v, axis=0)
+
+
+# The exchange, in a block's shared memory past Triton's own (from slot_base):
+#   [slot_base, +8)              an mbarrier: its phase completes when all C partials have landed
+#   [slot_base + 8 + 8 * r, +8)  the partial of the cluster's block r, a pair of fp32
+# The blocks first meet at a relaxed cluster barrier, so that no push finds an uninitialised
+# mbarrier (the release form would fence every earlier global access at GPU scope). A block exits
+# only after every push into its shared memory has landed. Each asm runs once a thread; the 0 or 1
+# it returns goes into the next step's operands, which keeps the steps in order.
+@triton.jit
+def _exchange(m, s, slot_base, rank, C: tl.constexpr):
+    """Every block's (m, s) of this row, as two [C] tensors in rank order (the backward sends its
+    dot product as m, 0 as s)."""
+    opened = tl.inline_asm_elementwise(  # thread 0 initialises the mbarrier: one arrival, its own
+        asm="""{ .reg .u32 t, bar; .reg .pred first;
+        mov.u32 t, %tid.x; setp.eq.u32 first, t, 0; mov.u32 bar, global_smem; add.u32 bar, bar, $1;
+        @first mbarrier.init.shared::cta.b64 [bar], 1; @first fence.mbarrier_init.release.cluster;
+        barrier.cluster.arrive.relaxed.aligned; mov.u32 $0, 0; }""",
+        constraints="=r,r", args=[slot_base], dtype=tl.int32, is_pure=False, pack=1,
+    )  # fmt: skip
+    # thread 0 announces the C * 8 bytes its inbox will receive; thread r < C pushes (m, s) into
+    # slot `rank` of block r's inbox, counted on block r's mbarrier
+    pushed = tl.inline_asm_elementwise(
+        asm="""{ .reg .u32 t, bar, slot, peer_bar, peer_slot; .reg .pred first, pusher;
+        barrier.cluster.wait.aligned; mov.u32 t, %tid.x;
+        mov.u32 bar, global_smem; add.u32 bar, bar, $3; add.u32 slot, bar, 8; mad.lo.u32 slot, $4, 8, slot;
+        setp.eq.u32 first, t, 0; @first mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], $5;
+        setp.lt.u32 pusher, t, $6;
+        @pusher mapa.shared::cluster.u32 peer_slot, slot, t; @pusher mapa.shared::cluster.u32 peer_bar, bar, t;
+        @pusher st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [peer_slot], {$1, $2}, [peer_bar];
+        mov.u32 $0, 0; }""",
+        constraints="=r,f,f,r,r,r,r", args=[m, s, slot_base + opened, rank, C * 8, C],
+        dtype=tl.int32, is_pure=False, pack=1,
+    )  # fmt: skip
+    # 1 once the mbarrier completed phase 0 (acquire at cluster scope); try_wait gives up after a
+    # time the hardware chooses, so it is retried
+    full = tl.inline_asm_elementwise(
+        asm="""{ .reg .u32 bar; .reg .pred done; mov.u32 bar, global_smem; add.u32 bar, bar, $1;
+        wait_${:uid}: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [bar], 0;
+        @!done bra wait_${:uid}; mov.u32 $0, 1; }""",
+        constraints="=r,r", args=[slot_base + pushed], dtype=tl.int32, is_pure=False, pack=1,
+    )  # fmt: skip
+    return tl.inline_asm_elementwise(  # slot r of the inbox: the pair at base + 8 + 8 * r
+        asm="""{ .reg .u32 a; mov.u32 a, global_smem; add.u32 a, a, $3; mad.lo.u32 a, $2, 8, a;
+        ld.shared.v2.f32 {$0, $1}, [a+8]; }""",
+        constraints="=f,=f,r,r", args=[tl.arange(0, C), tl.broadcast_to(slot_base + full - 1, [C])],
+        dtype=(tl.float32, tl.float32), is_pure=False, pack=1,
+    )  # fmt: skip
+
+
+@triton.jit(do_not_specialize=["slot_base"])
+def cluster_fwd_kernel(
+    x_ptr, y_ptr, N, x_row_stride, y_row_stride, slot_base,
+    C: tl.constexpr, CHUNK: tl.constexpr,
+    NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
+    COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (_row_sum)
+    HOLD_EXPS: tl.constexpr,  # hold exp(x - m) in fp32 across the exchange, not x
+    THREADS: tl.constexpr,  # 32 * the launch's warps (_partial)
+):  # fmt: skip
+    pid = tl.program_id(0)
+    row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
+    rank = pid % C  # = %cluster_ctarank: a cluster is C consecutive blocks
+    cols = rank * CHUNK + tl.arange(0, CHUNK)
+    x_row = x_ptr + row * x_row_stride
+    if NEEDS_MASK:
+        x = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
+    else:
+        x = tl.load(x_row + cols)
+    # The chunk's partial (m, s); a chunk of all -inf: m = -inf, s = 0. x stays in its dtype.
+    if HOLD_EXPS:  # exponentials relative to the chunk's max, held: the max, then their sum
+        m = tl.reduce(x, 0, _maximum).to(tl.float32)
+        e = tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E)
+        s = _row_sum(e, COMPENSATED)
+    else:  # 16 bits: taken again after the exchange, so one reduction of pairs
+        m, s = _partial(x, THREADS)
+    m_all, s_all = _exchange(m, s, slot_base, rank, C)
+    # The row's (M, S): a chunk with m = -inf adds its s unscaled (0, or NaN where it holds a NaN
+    # beside nothing but -inf, which must still make the row NaN).
+    m_row = tl.max(m_all, axis=0)
+    weight = tl.exp2((_shift(m_all) - m_row) * LOG2E)
+    s_row = _row_sum(tl.where(m_all == float("-inf"), s_all, s_all * weight), COMPENSATED)
+    # A row of all -inf (M = -inf) writes NaN, and a +inf or NaN makes S NaN: torch's results.
+    if HOLD_EXPS:  # y = exp(x - m) * (exp(m - M) / S): a chunk of all -inf gives 0 * 0
+        y = e * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
+    else:  # y = exp(x - M) / S from the packed x, as in F.softmax
+        y = _normalized(x, m_row, 1.0 / s_row)
+    y_ptrs = y_ptr + row * y_row_stride + cols
+    if NEEDS_MASK:
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+    else:
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty))
+
+
+@triton.jit(do_not_specialize=["slot_base"])
+def cluster_bwd_kernel(
+    y_ptr, dy_ptr, dx_ptr, N, y_row_stride, dy_row_stride, dx_row_stride, slot_base,
+    C: tl.constexpr, CHUNK: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    row = (pid // C).to(tl.int64)
+    rank = pid % C
+    cols = rank * CHUNK + tl.arange(0, CHUNK)
+    in_row = cols < N
+    y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0)
+    dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0)
+    d_all, _ = _exchange(tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0), 0.0, slot_base, rank, C)
+    dx = _widen(y) * (_widen(dy) - tl.sum(d_all, axis=0))
+    tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_row)

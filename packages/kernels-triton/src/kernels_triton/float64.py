@@ -1,16 +1,10 @@
-"""The float64 softmax, forward and backward: right, not fast.
+"""The float64 form, forward and backward: right, not fast (for gradcheck and scientific users).
 
-    y  = exp(x - max(x)) / sum(exp(x - max(x)))   along each row, every step in float64
-    dx = y * (dy - sum(y * dy))                   the backward, from the saved output y
-
-For gradcheck and scientific users: the fp32 kernels' tricks (exp2 of a product rounded in
-fp32, compensated fp32 sums) would cap the accuracy near 1e-7; here the exponential is
-float64's own and every sum accumulates in float64, so the error stays near float64's rounding
-(a few units of 1e-16 times log N). One program a row walks it in BLOCK-wide tiles: pass 1 the
-max (exact in any order), pass 2 the sum of exponentials lane by lane, pass 3 the output. BLOCK
-and the warps depend on N alone, so a row's sums are added in one order whatever the batch.
-
-Kernels with the tile kernels' signature (kernels.py), so that launch.py plans them alike.
+What it buys: the fp32 kernels' exp2 of an fp32-rounded product and fp32 sums cap the accuracy
+near 1e-7; here the exponential is float64's own and every sum accumulates in float64, so the
+error stays near float64's rounding. One program a row walks it in BLOCK-wide tiles: the max,
+the sum of exponentials lane by lane, the output. BLOCK and the warps depend on N alone (batch
+invariant). The tile kernels' signature (kernels.py), so that launch.py launches them alike.
 """
 
 from __future__ import annotations

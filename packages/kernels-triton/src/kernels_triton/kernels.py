@@ -1,61 +1,34 @@
-"""The Triton kernels of the row-wise softmax, forward and backward.
+"""The tile kernels of the row-wise softmax, forward and backward: the form that takes every
+row the cluster form (sm_90, cluster.py) does not.
 
     y  = softmax(x)              along each row      (fp32 / fp16 / bf16 in, same dtype out)
     dx = y * (dy - sum(y * dy))  along each row      (the backward, from the saved output y)
 
-Both kernels see their tensors as (M, N) matrices with unit column stride and any row
-stride: one row is one softmax. All arithmetic is fp32, whatever the storage dtype.
+Tensors are (M, N) matrices with unit column stride and any row stride; all arithmetic is fp32.
+BLOCK (elements a program holds at once; configs.py chooses it, launch.tile_meta derives the
+rest) picks how a row is covered:
 
-Two ways to cover a row, chosen by one meta-parameter, BLOCK (elements a program holds at
-once); configs.py says which BLOCK a launch gets, launch.py derives the rest:
+  BLOCK >= N  one pass: the row (or BLOCK // next_pow2(N) short rows, a [ROWS, BLOCK_N] tile) is
+              loaded into registers once, reduced and written: the least traffic there is, while
+              the row fits in registers. A warp a row (PACKS > 0, for launches of few short rows,
+              configs.warp_rows_config): a row is PACKS packs of 32 lanes x 16 bytes held as a
+              tuple of [ROWS, WIDTH] tiles, the first FULL unmasked, so that its max and sum are
+              warp shuffles alone, no block barrier (a [BLOCK_N] tile spreads a row over every
+              warp of the program and crosses warps through shared memory).
+  BLOCK <  N  looped: a persistent grid (about BYTES_IN_FLIGHT_PER_SM of tiles an SM: enough to
+              cover memory latency, few enough rows in flight for L2 to keep them) walks each row
+              twice: pass 1 keeps each lane's running max and sum of exponentials (the online
+              softmax) and merges the lanes' pairs; pass 2 reads again, back to front (the tiles
+              pass 1 read last are the likeliest in L2), and writes. L2_HINTS: pass 1 asks L2 to
+              keep what it reads, pass 2 to drop it. Rows of any length, at two reads of a row.
 
-  BLOCK >= N  one pass.  The whole row (or BLOCK // next_pow2(N) rows, for short rows) is
-              loaded into registers once, reduced and written: N elements read, N written,
-              the least traffic there is. Used while the row fits in one program's
-              registers; past that it would spill to local memory.
-              A warp a row (PACKS > 0): the same pass with each of the program's warps
-              holding one row, for launches of few short rows (configs.warp_rows_config).
-              A [BLOCK_N]-wide row tile is a power of two spread by Triton over all the
-              program's warps: a row of 600 fp32 in 1024 lanes, 8 packs of 16 bytes a
-              thread of which 3 are padding, and its max and sum crossing warps through
-              shared memory behind block barriers. Here a row is PACKS packs of WIDTH =
-              32 lanes x 16 bytes, the first FULL inside every row (unmasked), held as a
-              tuple of [ROWS, WIDTH] tiles, a shape whose layout gives each warp a row in
-              Triton 3.6 and 3.9 alike (a [ROWS, PACKS, WIDTH] tile's does not: the two
-              order its strided dimensions differently): 600 fp32 = 5 packs a lane, the
-              max and the sum reduced by warp shuffles alone. In a launch of a few rows an
-              SM a row's latency is the launch's, and these are the instructions on it.
-  BLOCK <  N  looped. The row is walked in BLOCK-wide tiles twice: pass 1 keeps, per lane,
-              a running max and a running sum of exponentials relative to that max (the
-              "online softmax"), so max and sum come from one read; the lanes' (max, sum)
-              pairs are then merged into the row's. Pass 2 reads again and writes, back to
-              front: its first tiles are the ones pass 1 read last, the likeliest to still
-              be in L2. The grid is persistent (each program loops over rows) and sized so
-              that each SM has a bounded number of bytes in flight: enough to cover memory
-              latency, few enough rows in flight for that L2 reuse to happen. Optionally
-              (L2_HINTS) pass 1 asks L2 to keep what it reads and pass 2 to drop what it
-              reads and writes.
-
-Accuracy. Every exponential is exp2((x - max) * log2(e)): the maximum is subtracted first,
-so the argument is <= 0 for every finite input, however large (x = 3e38 gives 0, not
-inf - inf), and x - max is exact whenever x is within a factor of two of the max, the
-elements that carry the weight. The normalisation is a multiplication by 1 / sum, an
-IEEE-rounded division once per row, never folded into the exponent (log2(sum) added to the
-exponent would cost ulp(log2 N + max * log2 e) of relative error, growing with N and the
-max). The looped path keeps each lane's running sum compensated (Kahan) and merges the
-lanes' (max, sum) pairs in fp64, each sum rescaled to the row's max, so its error does not
-grow with the number of tiles. (Not fp64 in the loops: that costs a conversion per element,
-and an fp64 row sum made the one-pass kernel markedly slower.)
-
-Non-finite inputs give torch's answers: a row with NaN or +inf gives NaN; -inf entries
-weigh nothing; a row of only -inf gives NaN.
-
-Masks are emitted only where a row or the last tile is ragged (NEEDS_MASK), and written so
-that loads and stores stay 16-byte vectors whenever N and the row strides allow it (ALIGN:
-N = 600 is a multiple of 8, not of 16, which is all Triton would otherwise know).
-
-Every constexpr parameter is passed explicitly at every call site: some Triton versions
-do not make a defaulted parameter of a @triton.jit helper a constexpr.
+Accuracy: every exponential is exp2((x - max) * log2 e), the max subtracted first (x = 3e38
+gives 0, not inf - inf); the normalisation multiplies by 1 / sum, an IEEE division once a row.
+The looped lanes' running sums are compensated (Kahan) and merged in fp64, so the error does not
+grow with the number of tiles. Non-finite inputs give torch's answers (NaN or +inf: a NaN row;
+-inf weighs nothing; a row of -inf: NaN). Masks only where a row or the last tile is ragged
+(NEEDS_MASK), kept 16-byte vectors where N and the strides allow (ALIGN). Every constexpr is
+passed explicitly: some Triton versions do not make a defaulted helper parameter a constexpr.
 """
 
 from __future__ import annotations
@@ -68,23 +41,20 @@ LOG2E = tl.constexpr(1.4426950408889634)  # exp(x) = exp2(x * log2(e)); exp2 is 
 
 @triton.jit
 def _row_start(ptr, row, row_stride, ALIGN: tl.constexpr):
-    """Pointer to the start of row `row` (int64, or a tensor of them): M * stride may pass
-    2**31. The hint that the offset is a multiple of ALIGN elements is what lets the
-    compiler use 16-byte loads and stores when N is, say, 600 (not a multiple of 16)."""
+    """Pointer to row `row` (int64: M * stride may pass 2**31), hinted a multiple of ALIGN
+    elements: 16-byte loads and stores where N is, say, 600 (not a multiple of 16)."""
     return ptr + tl.multiple_of(row * row_stride, ALIGN)
 
 
 @triton.jit
 def _in_row(cols, N, ALIGN: tl.constexpr):
-    """cols < N, written so that the compiler sees the mask constant over runs of ALIGN
-    lanes (N is a multiple of ALIGN): masked accesses stay vectorised."""
+    """cols < N, constant over runs of ALIGN lanes to the compiler: masked accesses stay vectors."""
     return cols // ALIGN < N // ALIGN
 
 
 @triton.jit
 def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
-    """tl.load, masked only when the shape needs it, widened to fp32. POLICY: the L2
-    eviction priority ("evict_last", "evict_first"; "" the default)."""
+    """tl.load, masked only where needed, in fp32. POLICY: L2 eviction ("evict_last", "evict_first", "")."""
     if NEEDS_MASK:
         x = tl.load(ptrs, mask=mask, other=other, eviction_policy=POLICY)
     else:
@@ -103,13 +73,9 @@ def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
 
 @triton.jit
 def _online_max_sum(m, d, c, x):
-    """One step of the online softmax, lane by lane: m is the running max, d the running
-    sum of exp(x - m), compensated (Kahan): c holds what d's roundings lost, so d - c is the
-    sum to about two units in the last place however many terms a lane adds (N / BLOCK; a
-    plain fp32 running sum loses a rounding per few of them). When the max grows, the old
-    sum is rescaled to the new max. The reference point is 0 while a lane has seen only
-    -inf, so that such a lane keeps d = 0 (exp(-inf - -inf) would be NaN); a NaN or +inf
-    input makes d NaN, as torch's result."""
+    """One step of the online softmax, lane by lane: m the running max, d the running sum of
+    exp(x - m), compensated (Kahan: c holds what d's roundings lost), rescaled when the max
+    grows. The reference is 0 while a lane has seen only -inf (d stays 0, not NaN)."""
     m_new = tl.maximum(m, x)
     ref = tl.where(m_new == float("-inf"), 0.0, m_new)
     scale = tl.exp2((m - ref) * LOG2E)
@@ -195,23 +161,10 @@ def _warp_rows_bwd(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_st
 
 
 @triton.jit(do_not_specialize=["M"])
-def softmax_fwd_kernel(
-    x_ptr,
-    y_ptr,
-    x_row_stride,
-    y_row_stride,
-    M,
-    N,
-    BLOCK: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr,
-    NEEDS_MASK: tl.constexpr,
-    ALIGN: tl.constexpr,
-    L2_HINTS: tl.constexpr,
-    PACKS: tl.constexpr,
-    FULL: tl.constexpr,
-):
+def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
+                       BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ONE_PASS: tl.constexpr,
+                       NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr,
+                       PACKS: tl.constexpr, FULL: tl.constexpr):  # fmt: skip
     if PACKS > 0:  # a warp a row, BLOCK_N = the packs' width
         _warp_rows_fwd(
             x_ptr, y_ptr, x_row_stride, y_row_stride, M, N, BLOCK_N, ROWS, PACKS, FULL, NEEDS_MASK, ALIGN
@@ -269,25 +222,10 @@ def softmax_fwd_kernel(
 
 
 @triton.jit(do_not_specialize=["M"])
-def softmax_bwd_kernel(
-    y_ptr,
-    dy_ptr,
-    dx_ptr,
-    y_row_stride,
-    dy_row_stride,
-    dx_row_stride,
-    M,
-    N,
-    BLOCK: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    ROWS: tl.constexpr,
-    ONE_PASS: tl.constexpr,
-    NEEDS_MASK: tl.constexpr,
-    ALIGN: tl.constexpr,
-    L2_HINTS: tl.constexpr,
-    PACKS: tl.constexpr,
-    FULL: tl.constexpr,
-):
+def softmax_bwd_kernel(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
+                       BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ONE_PASS: tl.constexpr,
+                       NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr,
+                       PACKS: tl.constexpr, FULL: tl.constexpr):  # fmt: skip
     # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
     if PACKS > 0:  # a warp a row, BLOCK_N = the packs' width
         _warp_rows_bwd(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,

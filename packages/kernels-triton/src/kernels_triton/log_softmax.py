@@ -17,7 +17,7 @@ import torch
 
 from kernels_triton import xent_kernels as K
 from kernels_triton.configs import INTERPRET
-from kernels_triton.softmax import SoftmaxDimError, _from_rows, _rows
+from kernels_triton.softmax import SoftmaxDimError, as_rows, from_rows
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
@@ -54,20 +54,20 @@ def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
 
 def _forward(x: torch.Tensor, dim: int, run: bool = True) -> torch.Tensor:
     """log_softmax(x, dim) of a checked x; run=False allocates the output only (the fake)."""
-    x2 = _rows(x, dim)
+    x2 = as_rows(x, dim)
     y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
     if x2.numel() and run:
         _launch(K.log_softmax_fwd, [x2, y2], *x2.shape)
-    return _from_rows(y2, x, dim)
+    return from_rows(y2, x, dim)
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, run: bool = True) -> torch.Tensor:
     dy = dy if dy.dtype == y.dtype else dy.to(y.dtype)
-    y2, dy2 = _rows(y, dim), _rows(dy, dim)
+    y2, dy2 = as_rows(y, dim), as_rows(dy, dim)
     dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
     if y2.numel() and run:
         _launch(K.log_softmax_bwd, [y2, dy2, dx2], *y2.shape)
-    return _from_rows(dx2, y, dim)
+    return from_rows(dx2, y, dim)
 
 
 @torch.library.custom_op("kernels_triton::log_softmax", mutates_args=())

@@ -1,7 +1,10 @@
-"""labtools plugin: the Triton softmax, forward and backward, for `lab` and the benchmarks.
+"""labtools plugin: the Triton softmax (the public op, each form alone, the autotuned first rung),
+log_softmax and the fused cross-entropy, for `lab` and the benchmarks.
 
 Declared in pyproject as the `labtools.plugins` entry point `kernels_triton.plugin:register`.
 """
+
+import importlib
 
 from labtools.registry import Implementation
 from labtools.registry import register as _register
@@ -9,28 +12,20 @@ from labtools.registry import register as _register
 DTYPES = ("float32", "float16", "bfloat16")
 
 
-def _forward(x):
-    from kernels_triton.softmax import softmax
+def _lazy(module: str, name: str, **kwargs):
+    """kernels_triton.<module>.<name>, imported at its first call (registering imports no Triton)."""
 
-    return softmax(x, dim=-1)
+    def call(*tensors):
+        return getattr(importlib.import_module(f"kernels_triton.{module}"), name)(*tensors, **kwargs)
 
-
-def _backward(y, dy):
-    from kernels_triton.softmax import softmax_backward
-
-    return softmax_backward(y, dy, dim=-1)
+    return call
 
 
-def _autotuned(x):
-    from kernels_triton.autotuned import softmax_autotuned
-
-    return softmax_autotuned(x)
-
-
-def _log_softmax(x):
-    from kernels_triton.log_softmax import log_softmax
-
-    return log_softmax(x, dim=-1)
+_forward, _backward = _lazy("softmax", "softmax", dim=-1), _lazy("softmax", "softmax_backward", dim=-1)
+_autotuned, _log_softmax = (
+    _lazy("autotuned", "softmax_autotuned"),
+    _lazy("log_softmax", "log_softmax", dim=-1),
+)
 
 
 def _cross_entropy(x):
@@ -46,10 +41,9 @@ def _cross_entropy(x):
 
 
 def _picks(kernel: str):
-    """The configs this process's launches of one kernel ran with (tuned or committed picks
-    or the heuristic's), in labtools' convention ([{"key": ..., "config": ...}], see
-    labtools.registry). The key the (512, 600) shape of the manifest's B512 uses comes
-    first, so `lab run` reports the config that shape ran."""
+    """The configs this process's launches of one kernel ran with, in labtools' convention
+    ([{"key": ..., "config": ...}], see labtools.registry); the rows_per_sm of the manifest's
+    B512 shape (512, 600) first, so that `lab run` reports the config that shape ran."""
 
     def picks() -> list[dict]:
         import torch
@@ -58,27 +52,20 @@ def _picks(kernel: str):
         from kernels_triton.softmax import autotune_picks
 
         b512 = rows_per_sm(512, num_sms(torch.cuda.current_device())) if torch.cuda.is_available() else None
-        found = [p for p in autotune_picks()["used"] if p["kernel"] == kernel]
-        found.sort(key=lambda p: p["rows_per_sm"] != b512)
+        found = sorted((p for p in autotune_picks()["used"] if p["kernel"] == kernel),
+                       key=lambda p: p["rows_per_sm"] != b512)  # fmt: skip
         return [
-            {
-                "key": {"N": p["N"], "dtype": p["dtype"], "rows_per_sm": p["rows_per_sm"]},
-                "config": {
-                    "BLOCK": p["block"],
-                    "num_warps": p["num_warps"],
-                    "l2_hints": p.get("l2_hints", False),
-                    "warp_rows": p.get("warp_rows", False),
-                    "source": p["source"],
-                },
-            }
+            {"key": {k: p[k] for k in ("N", "dtype", "rows_per_sm")},
+             "config": {"BLOCK": p["block"], "num_warps": p["num_warps"], "l2_hints": p.get("l2_hints", False),
+                        "warp_rows": p.get("warp_rows", False), "source": p["source"]}}
             for p in found
-        ]
+        ]  # fmt: skip
 
     return picks
 
 
 def _form_config(form: str, n: int):
-    """The config that makes the tile kernels take `form` at rows of N (None: the form's own)."""
+    """The config that makes the tile kernels take `form` at rows of N (None: the cluster's own)."""
     from kernels_triton.configs import SoftmaxConfig, next_pow2
 
     if form == "one_pass":  # the whole row in registers (it may spill past 32768 fp32 values)
@@ -97,109 +84,52 @@ FORMS = {
     "one_pass": ("tiles", lambda shape, dtype: shape[-1] <= 65536),
     "looped": ("tiles", lambda shape, dtype: shape[-1] >= 2),
     "warp_rows": ("tiles", lambda shape, dtype: shape[-1] <= 8 * 512 // {"float32": 4}.get(dtype, 2)),
-    "split_row": ("split_row", lambda shape, dtype: 4096 <= shape[-1]),
     "cluster": ("cluster", lambda shape, dtype: 32768 <= shape[-1] <= 262144),
 }
 
 
 def _forced(form: str):
     """(forward, backward) that launch the rows on one form whatever launch.route would pick."""
-    route_form = FORMS[form][0]
 
     def run(name, tensors):
         from kernels_triton import launch
 
         n = tensors[0].shape[-1]
         m = tensors[0].numel() // n
-        rows = [t.reshape(m, n) for t in tensors]
-        launch.launch(name, rows, m, n, _form_config(form, n), True, route_form)
+        launch.launch(
+            name, [t.reshape(m, n) for t in tensors], m, n, _form_config(form, n), True, FORMS[form][0]
+        )
         return tensors[-1]
 
-    def forward(x):
-        return run("softmax_fwd", [x, x.new_empty(x.shape)])
+    return (lambda x: run("softmax_fwd", [x, x.new_empty(x.shape)]),
+            lambda y, dy: run("softmax_bwd", [y, dy, y.new_empty(y.shape)]))  # fmt: skip
 
-    def backward(y, dy):
-        return run("softmax_bwd", [y, dy, y.new_empty(y.shape)])
 
-    return forward, backward
+def _add(fn, op: str, name: str, label: str, notes: str, **extra) -> None:
+    _register(Implementation(fn, op=op, name=name, backend="triton", label=label, device="cuda",
+                             dtypes=DTYPES, notes=notes, **extra), replace=True)  # fmt: skip
 
 
 def register() -> None:
-    _register(
-        Implementation(
-            _autotuned,
-            op="softmax",
-            name="triton.autotune",
-            backend="triton",
-            label="Triton autotune",
-            device="cuda",
-            dtypes=DTYPES,
-            notes="the ladder's first rung: one program a row, two passes, BLOCK x num_warps by @triton.autotune",
-        ),
-        replace=True,
-    )
+    _add(_autotuned, "softmax", "triton.autotune", "Triton autotune",
+         "the ladder's first rung: one program a row, two passes, BLOCK x num_warps by @triton.autotune")  # fmt: skip
     for form, (_, supports) in FORMS.items():
-        forward, backward = _forced(form)
-        for fn, op, suffix in ((forward, "softmax", ""), (backward, "softmax_backward", "_backward")):
-            _register(
-                Implementation(
-                    fn,
-                    op=op,
-                    name=f"triton.{form}{suffix}",
-                    backend="triton",
-                    label=f"Triton {form.replace('_', ' ')}{' bwd' if suffix else ''}",
-                    device="cuda",
-                    dtypes=DTYPES,
-                    supports=supports,
-                    notes=f"kernels_triton's {form} form alone, whatever launch.route would pick",
-                ),
-                replace=True,
-            )
+        for fn, op, suffix in zip(_forced(form), ("softmax", "softmax_backward"), ("", "_backward")):
+            label = f"Triton {form.replace('_', ' ')}{' bwd' if suffix else ''}"
+            notes = f"kernels_triton's {form} form alone, whatever launch.route would pick"
+            _add(fn, op, f"triton.{form}{suffix}", label, notes, supports=supports)
     notes = (
-        "batch invariant; launch.route picks the form: cluster (sm_90, 32768-262144), split rows past 32768, "
-        "else one pass or looped as the config (tuned, committed or heuristic, one a row length) says; "
-        "picks: kernels_triton.autotune_picks()"
+        "batch invariant; launch.route picks the form: cluster (sm_90, 32768-262144), else one pass or "
+        "looped as the config (tuned, committed or heuristic, one a row length) says; picks: "
+        "kernels_triton.autotune_picks()"
     )
-    _register(
-        Implementation(
-            _forward,
-            op="softmax",
-            name="triton.softmax",
-            backend="triton",
-            label="Triton",
-            device="cuda",
-            dtypes=DTYPES,
-            notes=notes,
-            meta={"autotune_picks": _picks("softmax_fwd")},
-        ),
-        replace=True,
+    _add(
+        _forward, "softmax", "triton.softmax", "Triton", notes, meta={"autotune_picks": _picks("softmax_fwd")}
     )
-    _register(
-        Implementation(
-            _backward,
-            op="softmax_backward",
-            name="triton.softmax_backward",
-            backend="triton",
-            label="Triton bwd",
-            device="cuda",
-            dtypes=DTYPES,
-            notes=notes,
-            meta={"autotune_picks": _picks("softmax_bwd")},
-        ),
-        replace=True,
-    )
-    for fn, op, label, notes in (
-        (_log_softmax, "log_softmax", "Triton", "softmax's reduction with a log epilogue (xent_kernels.py)"),
-        (
-            _cross_entropy,
-            "cross_entropy",
-            "Triton",
-            "loss and gradient in one launch (the row in registers up to 16384 16-bit / 8192 fp32 elements, else "
-            "read twice, the second time back to front from L2); the backward scales in place only if dloss != 1",
-        ),
-    ):
-        _register(
-            Implementation(fn, op=op, name=f"triton.{op}", backend="triton", label=label, device="cuda",
-                           dtypes=DTYPES, notes=notes),
-            replace=True,
-        )  # fmt: skip
+    _add(_backward, "softmax_backward", "triton.softmax_backward", "Triton bwd", notes,
+         meta={"autotune_picks": _picks("softmax_bwd")})  # fmt: skip
+    _add(_log_softmax, "log_softmax", "triton.log_softmax", "Triton",
+         "softmax's reduction with a log epilogue (xent_kernels.py)")  # fmt: skip
+    _add(_cross_entropy, "cross_entropy", "triton.cross_entropy", "Triton",
+         "loss and gradient in one launch (the row in registers up to 16384 16-bit / 8192 fp32 elements, else "
+         "read twice, the second time back to front from L2); the backward scales in place only if dloss != 1")  # fmt: skip

@@ -1,18 +1,13 @@
 """softmax(x, dim) in Triton, forward and backward: the public op.
 
-Every input is viewed as a (M, N) matrix of rows, N the softmax dim (a copy only when that
-dim is not the innermost, contiguous one), and handed to a launch template (launch.py) that
-runs the kernels of kernels.py with the config configs.py chooses.
-
-One autograd path, _Softmax. Eager calls run the kernels directly. While torch.compile or
-torch.export traces, a launch cannot run (the tensors have no data), so _Softmax calls two
-opaque custom ops instead, kernels_triton::softmax and kernels_triton::softmax_backward,
-each with a shape-only fake; eager calls skip the ops, whose dispatch costs as much host
-time as the launch. The most common eager call, a contiguous tensor along its last dim, is
-served from a dict of launch templates keyed on what the first such call checked (the number
-of dims, N, dim, dtype, device, alignment; not the row count, so a new one adds no entry): a
-later call looks its template up first and then checks only what the key does not hold
-(contiguity; for softmax_, that x needs no gradient; for the backward, that dy's shape is y's).
+Every input is viewed as (M, N) rows, N the softmax dim (a copy only when that dim is not the
+innermost, contiguous one), and handed to a launch template (launch.py). One autograd path,
+_Softmax: eager calls launch directly; while torch.compile or torch.export traces (no data to
+launch on) it calls two opaque custom ops, kernels_triton::softmax and ::softmax_backward, with
+shape-only fakes (eager calls skip their dispatch, which costs as much host time as the launch).
+The common eager call, a contiguous tensor along its last dim, is served from a dict of
+templates keyed on what its first call checked (ndim, N, dim, dtype, device, alignment; not the
+row count, so a new one adds no entry); a later call checks only what the key does not hold.
 """
 
 from __future__ import annotations
@@ -33,11 +28,9 @@ if launch.TUNE_ON_FIRST_USE:  # here, not in launch: tune imports launch
 # fp64 runs on float64.py's kernels: right to float64's rounding, not fast
 ACCEPTED = (*DTYPES, torch.float64)
 
-# The fast paths' test for tracing. Dynamo folds it to True while it traces, like
-# torch.compiler.is_compiling, which makes two Python calls an eager call to this one's one. Other tracers
-# (torch.export's non-strict mode, make_fx with fake tensors) pass tensor subclasses, which the
-# fast paths' `type(x) is torch.Tensor` already sends to the full path.
-_is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # in torch since 2.3; this package needs 2.4
+# The fast paths' test for tracing (one Python call where torch.compiler.is_compiling makes two);
+# other tracers pass tensor subclasses, which `type(x) is torch.Tensor` sends to the full path.
+_is_dynamo_compiling = torch.compiler.is_dynamo_compiling
 
 
 class SoftmaxDimError(IndexError, ValueError):
@@ -66,15 +59,15 @@ def _check(x, dim, what: str) -> int:
     return dim % ndim
 
 
-def _rows(t: torch.Tensor, dim: int) -> torch.Tensor:
+def as_rows(t: torch.Tensor, dim: int) -> torch.Tensor:
     """t with `dim` moved last, as a 2D (M, N) view with unit column stride."""
     t = t.reshape(1) if t.dim() == 0 else t.movedim(dim, -1)
     rows = t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
     return rows if rows.stride(-1) == 1 else rows.contiguous()
 
 
-def _from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
-    """Inverse of _rows: (M, N) back to `like`'s shape with the softmax dim in place."""
+def from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
+    """Inverse of as_rows: (M, N) back to `like`'s shape with the softmax dim in place."""
     if like.dim() == 0:
         return rows.reshape(())
     return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
@@ -91,8 +84,8 @@ launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch
 def _key(x: torch.Tensor, dim: int, config, invariant: bool) -> tuple:
     """The fast paths' key of a contiguous x with x.dim() >= 1: the row count M only without
     batch invariance (a template is then that M's alone)."""
-    key = (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
-    return (*key, invariant or x.numel())
+    align = x.data_ptr() % 16
+    return (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), align, config, invariant or x.numel())
 
 
 def _run(template: launch.Template, tensors: list[torch.Tensor]) -> None:
@@ -102,47 +95,38 @@ def _run(template: launch.Template, tensors: list[torch.Tensor]) -> None:
         template(tensors, m)
 
 
-def _forward(
-    x: torch.Tensor, dim: int, config: SoftmaxConfig | None, invariant: bool = True, run: bool = True
-) -> torch.Tensor:
-    """y = softmax(x, dim) for a checked x. run=False allocates y as a launch would and
-    computes nothing: the custom op's fake."""
-    if dim == x.dim() - 1 and x.is_contiguous():  # rows are already (M, N): no copy, no view
-        y = torch.empty_like(x)
-        if y.numel() and run:
+def _apply(
+    name: str, inputs: list, dim: int, config, invariant: bool, cache: dict, out=None, run: bool = True
+):
+    """Kernel `name` on checked `inputs` of one shape along dim, into `out` (None: a new tensor),
+    returned. Contiguous rows along the last dim launch as they are, their template kept in
+    `cache` for the fast paths; other layouts as (M, N) rows, copied where they must be.
+    run=False allocates the output and computes nothing: the custom ops' fakes."""
+    x = inputs[0]
+    if dim == x.dim() - 1 and all(t.is_contiguous() for t in inputs):
+        out = torch.empty_like(x) if out is None else out
+        if out.numel() and run:
             n = x.shape[-1]
-            rows = [x.view(-1, n), y.view(-1, n)]
-            template = launch.launch("softmax_fwd", rows, x.numel() // n, n, config, invariant)
+            rows = [t.view(-1, n) for t in (*inputs, out)]
+            template = launch.launch(name, rows, out.numel() // n, n, config, invariant)
+            dy = [(t.dtype, t.get_device(), t.data_ptr() % 16) for t in inputs[1:]]
             for d in (dim, dim - x.dim()):  # softmax(x, -1) and softmax(x, x.dim() - 1) alike
-                launch.remember(_FORWARD, _key(x, d, config, invariant), template)
-        return y
-    x2 = _rows(x, dim)
-    y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
-    if x2.numel() and run:
-        launch.launch("softmax_fwd", [x2, y2], *x2.shape, config, invariant)
-    return _from_rows(y2, x, dim)
+                launch.remember(cache, (*_key(x, d, config, invariant), *(dy[0] if dy else ())), template)
+        return out
+    rows = [as_rows(t, dim) for t in inputs]
+    out_rows = torch.empty(rows[0].shape, dtype=x.dtype, device=x.device)
+    if out_rows.numel() and run:
+        launch.launch(name, [*rows, out_rows], *out_rows.shape, config, invariant)
+    result = from_rows(out_rows, x, dim)
+    return result if out is None else out.copy_(result)
 
 
-def _backward(
-    y, dy, dim: int, config: SoftmaxConfig | None, invariant: bool = True, run: bool = True
-) -> torch.Tensor:
-    """dx from y and dy along dim; run=False as in _forward."""
-    dy = dy if dy.dtype == y.dtype else dy.to(y.dtype)
-    if dim == y.dim() - 1 and y.is_contiguous() and dy.is_contiguous():
-        dx = torch.empty_like(y)
-        if dx.numel() and run:
-            n = y.shape[-1]
-            rows = [y.view(-1, n), dy.view(-1, n), dx.view(-1, n)]
-            template = launch.launch("softmax_bwd", rows, y.numel() // n, n, config, invariant)
-            for d in (dim, dim - y.dim()):
-                key = (*_key(y, d, config, invariant), dy.dtype, dy.get_device(), dy.data_ptr() % 16)
-                launch.remember(_BACKWARD, key, template)
-        return dx
-    y2, dy2 = _rows(y, dim), _rows(dy, dim)
-    dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
-    if y2.numel() and run:
-        launch.launch("softmax_bwd", [y2, dy2, dx2], *y2.shape, config, invariant)
-    return _from_rows(dx2, y, dim)
+def _forward(x, dim: int, config, invariant: bool = True, run: bool = True) -> torch.Tensor:
+    return _apply("softmax_fwd", [x], dim, config, invariant, _FORWARD, run=run)
+
+
+def _backward(y, dy, dim: int, config, invariant: bool = True, run: bool = True) -> torch.Tensor:
+    return _apply("softmax_bwd", [y, dy.to(y.dtype)], dim, config, invariant, _BACKWARD, run=run)
 
 
 @torch.library.custom_op("kernels_triton::softmax", mutates_args=())
@@ -234,10 +218,8 @@ def softmax_(
 
     For a tensor nobody reads again, such as an LM head's logits while sampling: there is no
     output to allocate, which from Python is a good part of a short call's host time. Not
-    differentiable (x must not require grad). Launches the split-row kernels would take
-    (launch.route) run on the one-program-a-row kernels instead, which read a row twice
-    (launch.py says why): their bits may differ from softmax's there, not between batches.
-    A layout other than contiguous rows along dim is computed out of place and copied back.
+    differentiable (x must not require grad); the same bits as softmax. A layout other than
+    contiguous rows along dim is computed out of place and copied back.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
         template = _IN_PLACE.get(_key(x, dim, config, batch_invariant))
@@ -254,36 +236,15 @@ def softmax_(
         if config is not None:
             raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
         return x.copy_(_softmax_op(x, dim, batch_invariant))
-    if dim != x.dim() - 1 or not x.is_contiguous():
-        return x.copy_(_forward(x, dim, config, batch_invariant))
-    if x.numel():
-        n = x.shape[-1]
-        rows = x.view(-1, n)
-        template = launch.launch("softmax_fwd", [rows, rows], x.numel() // n, n, config, batch_invariant)
-        for d in (dim, dim - x.dim()):
-            launch.remember(_IN_PLACE, _key(x, d, config, batch_invariant), template)
-    return x
+    return _apply("softmax_fwd", [x], dim, config, batch_invariant, _IN_PLACE, out=x)
 
 
-def softmax_backward(
-    y: torch.Tensor,
-    dy: torch.Tensor,
-    dim: int = -1,
-    *,
-    config: SoftmaxConfig | None = None,
-    batch_invariant: bool = True,
-) -> torch.Tensor:
+def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None,
+                     batch_invariant: bool = True) -> torch.Tensor:  # fmt: skip
     """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y;
     batch_invariant as in softmax."""
-    if (
-        type(y) is torch.Tensor
-        and type(dy) is torch.Tensor
-        and type(dim) is int
-        and not _is_dynamo_compiling()
-        and y.dim()
-        and y.is_contiguous()
-        and dy.is_contiguous()
-    ):
+    if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
+            and y.dim() and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
         key = (*_key(y, dim, config, batch_invariant), dy.dtype, dy.get_device(), dy.data_ptr() % 16)
         template = _BACKWARD.get(key)
         if template is not None and dy.shape == y.shape:
@@ -313,10 +274,8 @@ def autotune_picks() -> dict:
         "from the tuned picks, else the committed ones, else the heuristic; batch_invariant=False: the tuned pick "
         "at the nearest rows per SM, else a warp a row (few short fp32 rows), else committed pick, else heuristic"
     )
-    tuned = []
-    if not INTERPRET and torch.cuda.is_available():
-        gpu = torch.cuda.get_device_name()
-        tuned = configs.read_user_picks(configs.user_picks_path(gpu), gpu)
+    gpu = torch.cuda.get_device_name() if not INTERPRET and torch.cuda.is_available() else None
+    tuned = configs.read_user_picks(configs.user_picks_path(gpu), gpu) if gpu else []
     used = [
         {"kernel": k, "N": n, "rows_per_sm": r, "dtype": d, **c} for (k, n, r, d), c in launch.USED.items()
     ]
