@@ -249,15 +249,27 @@ def row_plan(
         rows = found and plan_pick(found[0], N, dtype, vec, device, cfg, same_offsets, M)
         if rows:
             return picks.record("backward", N, dtype, device, found[1], rows)
-        size = arrays.ITEMSIZE[dtype]
-        rows = None
-        if N * size <= cfg.fused_max_row_bytes or device.cc < 90:
-            rows = plan_fused(N, dtype, vec, cfg, device, M)
-        if rows is None:
-            cluster = plan_cluster(N, dtype, vec, device, cfg, same_offsets, M)
-            rows = cluster or plan_fused(N, dtype, vec, cfg, device, M) or twopass
-        return picks.record("backward", N, dtype, device, "rule", rows)
+        return picks.record(
+            "backward", N, dtype, device, "rule", _rule(N, dtype, vec, device, cfg, same_offsets, M)
+        )
     raise ValueError(f"softmax_backward: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+
+
+def _rule(
+    N: int, dtype: str, vec: int, device: lt.Device, cfg: BackwardConfig, same_offsets: bool, M
+) -> RowPlan:
+    """auto's plan for a card without a pick: fused up to cfg.fused_max_row_bytes (any row on a GPU
+    without clusters), else the cluster kernel, else fused while it holds the row, else two passes."""
+    if N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90:
+        rows = plan_fused(N, dtype, vec, cfg, device, M)
+        if rows is not None:
+            return rows
+    cluster = plan_cluster(N, dtype, vec, device, cfg, same_offsets, M)
+    return (
+        cluster
+        or plan_fused(N, dtype, vec, cfg, device, M)
+        or RowPlan(twopass_spec(dtype, vec), block=TWOPASS_THREADS)
+    )
 
 
 def plan_pick(
