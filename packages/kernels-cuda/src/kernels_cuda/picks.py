@@ -132,9 +132,9 @@ def record(direction: str, N: int, dtype: str, device: Device, source: str, rows
     return rows
 
 
-def used() -> list[dict]:
-    """USED in labtools' convention ([{"key": ..., "config": ...}], see labtools.registry)."""
-    return [{"key": {"direction": d, "N": n, "dtype": t}, "config": v} for (d, n, t), v in USED.items()]
+def used(direction: str) -> list[dict]:
+    """USED of one direction in labtools' convention ([{"key": ..., "config": ...}], labtools.registry)."""
+    return [{"key": {"N": n, "dtype": t}, "config": v} for (d, n, t), v in USED.items() if d == direction]
 
 
 def parse(label: str, vec: int, dtype: str) -> tuple[str, int]:
