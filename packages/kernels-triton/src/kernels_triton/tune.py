@@ -127,9 +127,8 @@ def save(picks: list[dict], path: Path, gpu: str) -> list[dict]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         every = _merged(configs.read_user_picks(path, gpu), picks)
         doc = {"format": configs.USER_PICKS_FORMAT, "gpu": gpu, "triton": triton.__version__, **_provenance()}
-        _atomic.atomic_write_text(
-            path, json.dumps(doc | {"picks": every, "sha256": configs.digest(gpu, every)}, indent=1) + "\n"
-        )
+        doc |= {"picks": every, "sha256": configs.digest(gpu, every)}
+        _atomic.atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
     launch.forget_plans()  # shapes planned before launch with the new picks
     return every
 
@@ -149,37 +148,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kernels_triton.tune", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument(
-        "--shape", nargs=2, type=int, action="append", metavar=("M", "N"), help="instead of the defaults"
-    )
-    parser.add_argument("--sweep", action="store_true", help="the sweep's shapes alone, fp32 and bf16")
+    parser.add_argument("--shape", nargs=2, type=int, action="append", metavar=("M", "N"))
     parser.add_argument(
         "--dtype", action="append", choices=[dtype_name(d) for d in DTYPES], help="with --shape"
     )
+    parser.add_argument("--sweep", action="store_true", help="the sweep's shapes alone, fp32 and bf16")
     parser.add_argument("--commit", action="store_true", help=f"into this GPU's section of {PICKS_FILE.name}")
     args = parser.parse_args(argv)
     if args.shape and any(m < 1 or n < 1 for m, n in args.shape):
         parser.error("--shape: M and N must be >= 1")
     if configs.INTERPRET or not torch.cuda.is_available():
         print(
-            "python -m kernels_triton.tune needs a CUDA device (TRITON_INTERPRET unset): it times configs.",
+            "python -m kernels_triton.tune times configs on a CUDA device (TRITON_INTERPRET unset)",
             file=sys.stderr,
         )
         return 2
-    dtypes = [getattr(torch, d) for d in args.dtype] if args.dtype else list(DTYPES)
+    dtypes = [getattr(torch, d) for d in args.dtype or map(dtype_name, DTYPES)]
     tasks = [(m, n, d) for m, n in args.shape for d in dtypes] if args.shape else default_tasks(args.sweep)
-    gpu, start = torch.cuda.get_device_name(), time.perf_counter()
-    picks = tune(tasks)
+    gpu, start, picks = torch.cuda.get_device_name(), time.perf_counter(), tune(tasks)
     for p in picks:
         best, us = next(iter(p["timings_us"].items()))
-        print(
-            f"{p['kernel']:12s} N={p['N']:<7d} rows/SM={p['rows_per_sm']:<3d} {p['dtype']:9s} -> {best} ({us} us)"
-        )
+        print(f"{p['kernel']} N={p['N']} rows/SM={p['rows_per_sm']} {p['dtype']} -> {best} ({us} us)")
     out = PICKS_FILE if args.commit else configs.user_picks_path(gpu)
     every = commit(picks, gpu) if args.commit else save(picks, out, gpu)
-    print(
-        f"tuned {len(picks)} picks in {time.perf_counter() - start:.0f} s; {out} [{gpu}] now holds {len(every)}"
-    )
+    print(f"tuned {len(picks)} picks in {time.perf_counter() - start:.0f} s; {out} [{gpu}]: {len(every)}")
     return 0
 
 
