@@ -1,8 +1,8 @@
 """Where a launch's config comes from, and the picks files: no timing on the call path.
 
 A launch takes the user's tuned pick for its row-length bucket, else a warp a row where
-the few-rows rule applies, else the committed pick (on the GPU that tuned it), else the
-heuristic. The user's picks file is merged under a lock, written atomically, and verified
+the few-rows rule applies, else the committed pick of this GPU's section of
+autotune_picks.json, else the rule (device properties). The user's picks file is merged under a lock, written atomically, and verified
 by its SHA-256: a corrupt file is ignored with one warning. These run without a GPU: the choice is plain Python given a GPU name.
 """
 
@@ -14,12 +14,13 @@ import warnings
 import pytest
 import torch
 from kernels_triton import SoftmaxConfig, configs, launch, softmax, softmax_backward, tune
-from kernels_triton.configs import bucket, choose, heuristic, warp_row_packs, warp_rows_config
+from kernels_triton.configs import bucket, choose, rule, warp_row_packs, warp_rows_config
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
 GPU = "Test GPU 80GB"
-COMMITTED_GPU = configs.committed()["gpu"]
+COMMITTED_GPU = "NVIDIA H100 80GB HBM3"
+H200 = "NVIDIA H200"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -48,17 +49,75 @@ def test_buckets_are_powers_of_two():
 
 
 @pytest.mark.parametrize("streams", [1, 2])
-def test_heuristic_holds_the_row_once_while_it_fits(streams):
+def test_rule_holds_the_row_once_while_it_fits(streams):
     for n in [1, 7, 600, 1000, 4097, 16384, 16385, 32768, 32769, 50257, 131072, 262145]:
-        c = heuristic(streams, n)
-        if c.block >= n:  # one pass: the tiles fit in registers
+        c = rule(streams, n)
+        if c.warp_rows:  # whole packs, 1 to 8 a lane
+            assert n % 4 == 0 and 128 <= n <= 1024 and c == SoftmaxConfig(4 * bucket(n), 4, warp_rows=True)
+        elif c.block >= n:  # one pass: the tiles fit in registers
             assert configs.fits_in_registers(c.block, c.num_warps, streams), (n, c)
         else:  # looped: the widest looped tile that fits, with L2 hints
             assert c.l2_hints and configs.fits_in_registers(c.block, c.num_warps, 3), (n, c)
-    assert heuristic(1, 32768).block == 32768 and heuristic(2, 32768).block < 32768
+    assert rule(1, 32768).block == 32768 and rule(2, 32768).block < 32768
+    assert rule(streams, 600, torch.bfloat16) == SoftmaxConfig(4096, 4, warp_rows=True)  # 3 packs a lane
+    assert not rule(streams, 4096, torch.bfloat16).warp_rows  # 16 packs a lane: one pass
 
 
-@pytest.mark.skipif(not COMMITTED_GPU, reason="autotune_picks.json holds no picks")
+def test_rule_follows_the_device_register_file(monkeypatch):
+    """A card with half an H100's registers an SM holds fewer values a thread: the rule loops sooner."""
+    assert rule(1, 32768, gpu="NVIDIA H100 80GB HBM3") == SoftmaxConfig(
+        32768, 32
+    )  # no such device here: 65536
+    monkeypatch.setattr(configs, "registers_per_sm", lambda gpu: 32768)
+    assert rule(1, 32768, gpu="half") == SoftmaxConfig(4096, 16, l2_hints=True)
+
+
+def test_bytes_in_flight_scale_with_the_cards_bandwidth(monkeypatch):
+    """Little's law from the device's properties: an H100 (HBM3 2619 MHz x 5120 bits, 132 SMs) keeps
+    32 KB an SM in flight; an H200 (3201 MHz x 6144 bits, 132 SMs) 47 KB, 1.47 times the bandwidth."""
+    from types import SimpleNamespace
+
+    cards = {0: (2619000, 5120), 1: (3201000, 6144), 2: (0, 0)}
+    props = lambda i: SimpleNamespace(
+        memory_clock_rate=cards[i][0], memory_bus_width=cards[i][1], multi_processor_count=132
+    )  # noqa: E731, E501
+    monkeypatch.setattr(torch.cuda, "get_device_properties", props)
+    configs.bytes_in_flight_per_sm.cache_clear()
+    configs.num_sms.cache_clear()
+    try:
+        assert configs.bytes_in_flight_per_sm(0) == 32 * 1024
+        assert configs.bytes_in_flight_per_sm(1) == 47 * 1024
+        assert configs.bytes_in_flight_per_sm(2) == configs.bytes_in_flight_per_sm(-1) == 32 * 1024
+    finally:
+        configs.bytes_in_flight_per_sm.cache_clear()
+        configs.num_sms.cache_clear()
+
+
+def test_committed_picks_are_keyed_by_card(cache_home, monkeypatch, tmp_path):
+    """An H200 finds the H200 section, an H100 the H100's, another card the rule: each its own."""
+    picks = tmp_path / "autotune_picks.json"
+    tune.commit([pick(n=600, rows=64, dtype="bfloat16", block=4096, warps=4, warp_rows=True)], H200, picks)
+    tune.commit([pick(n=600, rows=64, dtype="bfloat16", block=1024, warps=2)], COMMITTED_GPU, picks)
+    tune.commit([pick(n=1024, rows=64, dtype="bfloat16", block=2048, warps=8)], H200, picks)  # merged in
+    doc = json.loads(picks.read_text())
+    assert list(doc["cards"]) == [COMMITTED_GPU, H200] and len(doc["cards"][H200]["picks"]) == 2
+    monkeypatch.setattr(configs, "PICKS_FILE", picks)
+    configs.forget()
+    for gpu, want in (
+        (H200, SoftmaxConfig(4096, 4, warp_rows=True)),
+        (COMMITTED_GPU, SoftmaxConfig(1024, 2)),
+    ):
+        assert configs.choose_invariant("softmax_fwd", 1, 600, torch.bfloat16, gpu) == (want, "committed")
+        assert choose("softmax_fwd", 1, 65536, 600, torch.bfloat16, gpu, 132) == (want, "committed")
+    got = configs.choose_invariant("softmax_fwd", 1, 600, torch.bfloat16, "NVIDIA B200")
+    assert got == (rule(1, 600, torch.bfloat16), "rule")
+    tune.save(
+        [pick(n=600, rows=64, dtype="bfloat16", block=512, warps=2)], configs.user_picks_path(H200), H200
+    )
+    got = configs.choose_invariant("softmax_fwd", 1, 600, torch.bfloat16, H200)
+    assert got == (SoftmaxConfig(512, 2), "tuned")  # the user's own tune wins
+
+
 def test_committed_picks_serve_every_row_length_of_their_bucket(cache_home):
     sms = 132
     for n in (600, 700, 1000):  # bucket 1024, tuned at 600 and 1024
@@ -67,11 +126,11 @@ def test_committed_picks_serve_every_row_length_of_their_bucket(cache_home):
     config, source = choose("softmax_fwd", 1, 1024, 100_000, torch.bfloat16, COMMITTED_GPU, sms)
     assert source == "committed" and config.block < 100_000  # bucket 131072: the looped pick
     _, source = choose("softmax_fwd", 1, 64, 50257, torch.bfloat16, COMMITTED_GPU, sms)
-    assert source == "heuristic"  # bucket 65536 was never tuned
+    assert source == "rule"  # bucket 65536 was never tuned
     _, source = choose("softmax_fwd", 1, 64, 600, torch.float16, COMMITTED_GPU, sms)
     assert source == "committed"
     # another GPU never takes them
-    assert choose("softmax_fwd", 1, 65536, 600, torch.float32, GPU, sms)[1] == "heuristic"
+    assert choose("softmax_fwd", 1, 65536, 600, torch.float32, GPU, sms)[1] == "rule"
     # the interpreter: its one config
     assert choose("softmax_fwd", 1, 65536, 600, torch.float32, None, sms) == (
         configs.INTERPRETER_CONFIG,
@@ -84,7 +143,7 @@ def test_a_bucket_serves_each_row_length_its_own_pick(cache_home):
     row length gets the pick tuned at it, not whichever was listed last."""
     picks = [
         p
-        for p in configs.committed()["picks"]
+        for p in configs.committed()["cards"][COMMITTED_GPU]["picks"]
         if p["kernel"] == "softmax_fwd" and p["dtype"] == "bfloat16" and p["rows_per_sm"] == 64
     ]
     by_n = {p["N"]: SoftmaxConfig.of(p) for p in picks if bucket(p["N"]) == 1024}
@@ -104,9 +163,11 @@ def test_tuned_picks_are_saved_verified_and_preferred(cache_home):
     assert (config, source) == (SoftmaxConfig(2048, 8), "tuned")
     config, source = choose("softmax_bwd", 2, 132, 8000, torch.float32, GPU, 132)  # nearest rows per SM
     assert (config, source) == (SoftmaxConfig(1024, 4, True), "tuned")
-    tune.save([pick(n=1000, rows=4, block=1024, warps=2)], path, GPU)  # same key: replaces
-    assert len(json.loads(path.read_text())["picks"]) == 2
+    tune.save([pick(n=600, rows=4, block=1024, warps=2)], path, GPU)  # same key: replaces
+    tune.save([pick(n=1000, rows=4, block=512, warps=2)], path, GPU)  # the bucket's other N: kept beside
+    assert len(json.loads(path.read_text())["picks"]) == 3
     assert choose("softmax_fwd", 1, 4 * 132, 600, torch.float32, GPU, 132)[0] == SoftmaxConfig(1024, 2)
+    assert choose("softmax_fwd", 1, 4 * 132, 900, torch.float32, GPU, 132)[0] == SoftmaxConfig(512, 2)
 
 
 @pytest.mark.parametrize(
@@ -126,7 +187,7 @@ def test_a_corrupt_picks_file_is_ignored_with_one_warning(cache_home, damage):
     configs.forget()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert choose("softmax_fwd", 1, 4 * 132, 600, torch.float32, GPU, 132)[1] == "heuristic"
+        assert choose("softmax_fwd", 1, 4 * 132, 600, torch.float32, GPU, 132)[1] == "rule"
         choose("softmax_bwd", 2, 4 * 132, 600, torch.float32, GPU, 132)
     assert len(caught) == 1 and "ignoring tuned picks" in str(caught[0].message)
     with pytest.warns(UserWarning, match="ignoring tuned picks"):  # a later tune rewrites it whole
@@ -150,28 +211,13 @@ def test_concurrent_tunes_keep_each_others_picks(cache_home):
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_tune_never_writes_the_packaged_picks(capsys):
+def test_tune_never_writes_the_packaged_picks_without_commit(capsys):
     before = configs.PICKS_FILE.read_bytes()
-    with pytest.raises(SystemExit) as exit_:
-        tune.main(["--out", str(configs.PICKS_FILE)])
-    assert exit_.value.code == 2 and "packaged" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         tune.main(["--shape", "0", "5"])
+    if not torch.cuda.is_available():  # one line, nothing written
+        assert tune.main(["--sweep", "--commit"]) == 2 and "CUDA" in capsys.readouterr().err
     assert configs.PICKS_FILE.read_bytes() == before
-
-
-def test_progress_lines_say_elapsed_and_eta(capsys, monkeypatch):
-    monkeypatch.setattr(tune, "PROGRESS_EVERY_S", 0.0)
-    progress = tune.Progress(4, out=sys.stdout)
-    for i in range(4):
-        progress.step(f"config {i}")
-    lines = capsys.readouterr().out.splitlines()
-    assert (
-        len(lines) == 4
-        and lines[-1].startswith("tune: 4/4 configs")
-        and "elapsed" in lines[0]
-        and "left" in lines[0]
-    )
 
 
 def test_repeated_calls_take_the_cached_template_and_still_check_their_arguments():

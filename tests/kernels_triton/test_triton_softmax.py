@@ -381,8 +381,19 @@ def test_config_space():
     def pruned(streams, n):
         return {(c.block, c.num_warps) for c in configs.candidates(streams, n) if not c.l2_hints}
 
-    assert pruned(1, 600) == seed_grid  # the seed's autotune grid, exactly
-    assert seed_grid < pruned(1, 4096) and {b for b, _ in pruned(1, 4096)} == {256, 512, 1024, 2048, 4096}
+    assert seed_grid < pruned(1, 600)  # the seed's autotune grid, and up to 8 rows a program:
+    assert max(b for b, _ in pruned(1, 600)) == 8 * 1024 and max(b for b, _ in pruned(2, 600)) == 8192
+    warp = {(c.block, c.num_warps) for c in configs.candidates(1, 600, 2) if c.warp_rows}
+    assert warp == {(2048, 2), (4096, 4), (8192, 8)}  # a warp a row, 2 to 8 rows a program
+    assert not [c for c in configs.candidates(1, 602, 2) if c.warp_rows]  # not whole 16-byte packs
+    assert seed_grid < pruned(1, 4096) and {b for b, _ in pruned(1, 4096)} == {
+        256,
+        512,
+        1024,
+        2048,
+        4096,
+        8192,
+    }
     assert max(b for b, _ in pruned(1, 32768)) == 32768  # forward holds a 32768 row in registers
     assert max(b for b, _ in pruned(2, 32768)) < 32768  # backward (two tiles) loops there
     assert max(b for b, _ in pruned(1, 262144)) < 262144  # long rows: looped tiles only
@@ -400,7 +411,7 @@ def test_autotune_picks_report():
     softmax(_randn((3, 50), torch.float32, 0))
     picks = autotune_picks()
     assert set(picks) == {"mode", "committed", "tuned", "used"}
-    assert "picks" in picks["committed"]
+    assert "cards" in picks["committed"]
     if configs.INTERPRET:
         assert "interpreter" in picks["mode"] and "1024" in picks["mode"]
         assert picks["tuned"] == []
@@ -408,12 +419,12 @@ def test_autotune_picks_report():
 
 def test_committed_picks_file_is_well_formed():
     doc = configs.committed()
-    assert {"gpu", "date", "command", "versions", "picks"} <= set(doc)
-    for p in doc["picks"]:
-        assert {"kernel", "N", "rows_per_sm", "dtype", "block", "num_warps"} <= set(p)
-        SoftmaxConfig(p["block"], p["num_warps"])
-    if doc["picks"]:
-        assert doc["gpu"] and doc["date"] and doc["versions"]["triton"]
+    assert doc["cards"]["NVIDIA H100 80GB HBM3"]["picks"]  # a section per GPU name
+    for card in doc["cards"].values():
+        assert {"date", "command", "versions", "picks"} <= set(card) and card["versions"]["triton"]
+        for p in card["picks"]:
+            assert {"kernel", "N", "rows_per_sm", "dtype", "block", "num_warps"} <= set(p)
+            SoftmaxConfig.of(p)
 
 
 def test_registered_with_labtools():
@@ -537,7 +548,7 @@ def test_gpu_in_place_at_the_longest_rows(dtype):
 
 @pytest.mark.gpu
 def test_gpu_unseen_row_length_launches_without_timing(monkeypatch, tmp_path):
-    """A row length no pick names launches at once with its bucket's pick or the heuristic:
+    """A row length no pick names launches at once with its bucket's pick or the rule:
     nothing is timed (do_bench would fail the test here)."""
     import triton.testing
 
@@ -550,7 +561,7 @@ def test_gpu_unseen_row_length_launches_without_timing(monkeypatch, tmp_path):
         if launch.route("softmax_fwd", 100, n, x.dtype, x.device) != "tiles":
             continue  # the cluster kernels, which take no picks
         used = [p for p in autotune_picks()["used"] if p["kernel"] == "softmax_fwd" and p["N"] == n]
-        assert used and used[0]["source"] in ("committed", "heuristic")
+        assert used and used[0]["source"] in ("committed", "rule")
     configs.forget()
 
 
@@ -558,10 +569,10 @@ def test_gpu_unseen_row_length_launches_without_timing(monkeypatch, tmp_path):
 def test_gpu_committed_picks_are_used(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no tuned picks
     configs.forget()
-    doc = configs.committed()
-    if doc["gpu"] != torch.cuda.get_device_name():
-        pytest.skip(f"autotune_picks.json was tuned on {doc['gpu']}, this is {torch.cuda.get_device_name()}")
-    for pick in doc["picks"]:
+    card = configs.committed()["cards"].get(torch.cuda.get_device_name())
+    if card is None:
+        pytest.skip(f"autotune_picks.json holds no picks for {torch.cuda.get_device_name()}")
+    for pick in card["picks"]:
         m, n = pick["tuned_at"]
         x = torch.rand(m, n, device="cuda", dtype=getattr(torch, pick["dtype"]))
         inputs = [x] if pick["kernel"] == "softmax_fwd" else [x, x]
@@ -692,7 +703,7 @@ def test_autotune_picks_report_the_config_each_launch_used():
     n = 600 + 8 * np.random.default_rng().integers(1, 50)  # a row length no other test launches
     softmax(torch.randn(3, int(n), device=DEVICE))
     used = [p for p in autotune_picks()["used"] if p["N"] == n and p["kernel"] == "softmax_fwd"]
-    assert len(used) == 1 and used[0]["source"] in ("interpreter", "tuned", "committed", "heuristic")
+    assert len(used) == 1 and used[0]["source"] in ("interpreter", "tuned", "committed", "rule")
     picks = registry.get("triton.softmax").meta["autotune_picks"]()
     assert pick_for(picks, int(n), "float32")["BLOCK"] == used[0]["block"]
 

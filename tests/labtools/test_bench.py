@@ -51,6 +51,38 @@ def test_record_derives_bandwidth_and_ratios():
     assert fast.to_dict()["shape"] == [1000, 1000]
 
 
+def test_records_carry_the_picks_their_launches_used():
+    """A record of an implementation that keeps picks says, for its row length and dtype, the card
+    and the source (committed / rule / tuned / given ...); one of another row length none; an
+    implementation without picks no picks at all. Through to_dict and back."""
+    used = [
+        {"key": {"N": 600, "dtype": "bfloat16"}, "config": {"source": "committed", "card": "NVIDIA H200"}},
+        {
+            "key": {"N": 1024, "dtype": "torch.float32", "rows_per_sm": 64},
+            "config": {"BLOCK": 1024, "source": "rule"},
+        },
+    ]
+    picky = Implementation(
+        lambda x: x, "softmax", "t.picky", "numpy", "p", device="cpu", meta={"autotune_picks": lambda: used}
+    )
+    timing = bench.Timing((10.0,) * 3, "cpu")
+    rec = bench.record(picky, (65536, 600), "bfloat16", timing)
+    assert rec.picks == {"card": "NVIDIA H200", "source": "committed"}
+    assert bench.record(picky, (8, 1024), "float32", timing).picks == {"card": None, "source": "rule"}
+    assert bench.record(picky, (8, 600), "float32", timing).picks == {"card": None, "source": None}
+    assert bench.BenchRecord.from_dict(rec.to_dict()).picks == rec.picks
+    plain = Implementation(lambda x: x, "softmax", "t.plain", "numpy", "x", device="cpu")
+    assert bench.record(plain, (8, 600), "float32", timing).picks is None
+
+    def broken():
+        raise RuntimeError("no picks today")
+
+    broken_impl = Implementation(
+        lambda x: x, "softmax", "t.b", "numpy", "b", device="cpu", meta={"autotune_picks": broken}
+    )
+    assert "no picks today" in bench.record(broken_impl, (8, 600), "float32", timing).picks["why"]
+
+
 def test_measure_times_a_registered_cpu_implementation():
     impl = Implementation(
         lambda x: np.exp(x), "softmax", "t.exp", "numpy", "exp", device="cpu", dtypes=("float32",)

@@ -22,9 +22,9 @@ compiled offline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from kernels_cuda import arrays, cluster_plans, codegen, fused_plans, softmax_plans
+from kernels_cuda import arrays, cluster_plans, codegen, fused_plans, picks, softmax_plans
 from kernels_cuda import launch_types as lt
 from kernels_cuda.codegen import Spec
 from kernels_cuda.launch_types import RowPlan
@@ -226,7 +226,7 @@ def row_plan(
     """The plan for rows of N; vec from `launch_types.pack_width` over y, dy, dx, same_offsets
     whether their rows share offsets from a 16-byte boundary (it matters only where vec is 1:
     whole packs always share them). M None (batch-invariant): one plan for every row count."""
-    cfg = cfg or AUTO
+    cfg = picks.for_card(cfg or AUTO, device)
     if dtype == "float64":
         if variant != "auto":
             raise ValueError(f"softmax_backward: float64 runs with variant='auto' only, not {variant!r}")
@@ -245,14 +245,68 @@ def row_plan(
     if variant == "cluster":
         return plan_cluster(N, dtype, vec, device, cfg, same_offsets, M) or twopass
     if variant == "auto":
-        size = arrays.ITEMSIZE[dtype]
-        if N * size <= cfg.fused_max_row_bytes or device.cc < 90:
-            rows = plan_fused(N, dtype, vec, cfg, device, M)
-            if rows is not None:
-                return rows
-        cluster = plan_cluster(N, dtype, vec, device, cfg, same_offsets, M)
-        return cluster or plan_fused(N, dtype, vec, cfg, device, M) or twopass
+        found = picks.lookup("backward", N, dtype, device.name) if device.name else None
+        rows = found and plan_pick(found[0], N, dtype, vec, device, cfg, same_offsets, M)
+        if rows:
+            return picks.record("backward", N, dtype, device, found[1], rows)
+        return picks.record(
+            "backward", N, dtype, device, "rule", _rule(N, dtype, vec, device, cfg, same_offsets, M)
+        )
     raise ValueError(f"softmax_backward: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+
+
+def _rule(
+    N: int, dtype: str, vec: int, device: lt.Device, cfg: BackwardConfig, same_offsets: bool, M
+) -> RowPlan:
+    """auto's plan for a card without a pick: fused up to cfg.fused_max_row_bytes (any row on a GPU
+    without clusters), else the cluster kernel, else fused while it holds the row, else two passes."""
+    if N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90:
+        rows = plan_fused(N, dtype, vec, cfg, device, M)
+        if rows is not None:
+            return rows
+    cluster = plan_cluster(N, dtype, vec, device, cfg, same_offsets, M)
+    return (
+        cluster
+        or plan_fused(N, dtype, vec, cfg, device, M)
+        or RowPlan(twopass_spec(dtype, vec), block=TWOPASS_THREADS)
+    )
+
+
+def plan_pick(
+    label: str,
+    N: int,
+    dtype: str,
+    vec: int,
+    device: lt.Device,
+    cfg: BackwardConfig,
+    same_offsets: bool,
+    M=None,
+) -> RowPlan | None:
+    """The plan a pick's label names for rows of N (picks.py), None where it cannot serve them: the
+    fused kernel at T threads a row with the packs of each array the row needs (at most
+    FUSED_ITEMS_MAX; with M, the few-rows shape as the rule's), the cluster kernel at exactly C
+    blocks, or the two-pass kernel."""
+    form, k = picks.parse(label, vec, dtype)
+    if form == "fused":
+        packs = N // vec
+        items = -(-packs // k)
+        if items > FUSED_ITEMS_MAX or k > FUSED_MAX_TPR:
+            return None
+        k, items, block = fused_plans.few_rows_shape(
+            M, N, dtype, vec, k, items, FEW_ROWS_ITEMS_MAX, device, cfg.few_rows_per_sm
+        )
+        if block:
+            spec = few_rows_spec(dtype, k, items, vec, block, fused_plans.full_packs(packs, k, items))
+        else:
+            spec = fused_spec(dtype, k, items, vec)
+        rpb = dict(spec.constants)["RPB"]
+        return RowPlan(spec, block=k * rpb, rows_per_step=rpb)
+    if form == "cluster":
+        rows = plan_cluster(
+            N, dtype, vec, device, replace(cfg, cluster_size=k, max_cluster=k), same_offsets, M
+        )
+        return rows if rows is not None and rows.group == k else None
+    return RowPlan(twopass_spec(dtype, vec), block=TWOPASS_THREADS) if form == "twopass" else None
 
 
 def plan(
@@ -271,18 +325,34 @@ def plan(
     return rows.launch(M)
 
 
+def _at_least(cfg, packs: int):
+    """cfg with at least `packs` packs a thread (what picks.for_card gives a card of that bandwidth)."""
+    return replace(
+        cfg,
+        fused_packs_f32=max(packs, cfg.fused_packs_f32),
+        fused_packs_16bit=max(packs, cfg.fused_packs_16bit),
+    )
+
+
 @codegen.register_specializations
 def specializations() -> list[Spec]:
     """Every Spec `plan` can produce, for the offline compile."""
     specs = [softmax_plans.f64_spec("softmax_backward_f64")]
     for dtype in arrays.SUPPORTED_DTYPES:
         for vec in (lt.full_vec(dtype), 1):
-            specs.extend(
-                fused_spec(dtype, t, i, vec) for t, i in dict.fromkeys(fused_ladder(dtype, vec, AUTO))
+            specs.extend(  # the rule's ladder at each packs a thread a card's bandwidth can give it
+                fused_spec(dtype, t, i, vec)
+                for p in range(1, picks.RULE_MAX_PACKS + 1)
+                for t, i in dict.fromkeys(fused_ladder(dtype, vec, _at_least(AUTO, p)))
             )
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows
                 specs.extend(fused_plans.few_rows_specs(dtype, vec, FEW_ROWS_ITEMS_MAX, few_rows_spec))
             specs.append(twopass_spec(dtype, vec))
+        specs.extend(  # the committed picks' fused shapes, at every row length of their buckets
+            fused_spec(dtype, t, i, lt.full_vec(dtype))
+            for t in picks.committed_fused("backward", dtype)
+            for i in range(1, FUSED_ITEMS_MAX + 1)
+        )
         specs.extend(cluster_spec(dtype, c) for c in cluster_plans.CLUSTER_SIZES)
         specs.append(cluster_spec(dtype, DY_IN_REGISTERS_CLUSTER, CLUSTER_DY_PACKS))
     return list(dict.fromkeys(specs))  # the few-rows launches repeat some of the ladder's

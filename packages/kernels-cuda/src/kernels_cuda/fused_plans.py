@@ -45,12 +45,12 @@ def fused_packs(dtype: str, vec: int, cfg) -> int:
 
 def fused_ladder(vec: int, packs: int) -> list[tuple[int, int]]:
     """v3's (threads per row, packs per thread) configurations, in order of capacity: part of a
-    warp for tiny rows; one warp with 1..`packs` packs; more warps, up to 256, with `packs` each;
-    256 threads with more packs, up to the maximum; then 512 and 1024 threads with the maximum."""
+    warp for tiny rows; one warp with 1, 2, 4 .. below `packs` packs, then `packs`; more warps,
+    up to 256, with `packs` each; 256 threads with more packs, up to the maximum; then 512 and 1024 threads with the maximum."""
     items_max = fused_items_max(vec)
     doubling = [1 << k for k in range(items_max.bit_length())]
     sub_warp = [(t, 1) for t in (1, 2, 4, 8, 16)]
-    warp = [(32, i) for i in doubling if i <= packs]
+    warp = [(32, i) for i in doubling if i < packs] + [(32, packs)]
     warps = [(t, packs) for t in (64, 128, 256)]
     more_packs = [(256, i) for i in doubling if packs < i <= items_max]
     most = [(t, items_max) for t in (512, 1024)]

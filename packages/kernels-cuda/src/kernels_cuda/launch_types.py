@@ -73,6 +73,9 @@ class Device:
     max_shared_per_block: int  # opt-in dynamic shared memory limit, bytes
     sms: int  # streaming multiprocessors
     max_cluster: int = 16  # largest cluster this device launched (16 -> 8 if it refused 16)
+    name: str = ""  # the device's name: its committed picks (picks.py) are looked up by it
+    bandwidth: float = 0.0  # memory bytes a second: 2 x memory clock x bus width (0: unknown)
+    threads_per_sm: int = 2048  # resident threads an SM at most
 
 
 H100 = Device(cc=90, max_shared_per_block=227 * 1024, sms=132)

@@ -12,7 +12,7 @@ import math
 from labtools.registry import Check, Implementation, register_check
 from labtools.registry import register as add
 
-from kernels_cuda import softmax_variants
+from kernels_cuda import picks, softmax_variants
 from kernels_cuda.vecadd import vector_add
 
 HALF = ("float32", "float16", "bfloat16")
@@ -145,6 +145,7 @@ def register() -> None:
                 dtypes=HALF,
                 supports=supports,
                 notes=notes,
+                meta={"autotune_picks": lambda: picks.used("forward")} if variant == "auto" else {},
             ),
             replace=True,
         )
@@ -158,6 +159,7 @@ def register() -> None:
             device="cuda",
             dtypes=HALF,
             notes="fused: rows in registers; long rows over a cluster (sm_90); else two passes",
+            meta={"autotune_picks": lambda: picks.used("backward")},
         ),
         replace=True,
     )

@@ -15,9 +15,9 @@ one wave. float64 runs one kernel (08_softmax_f64.cu) whatever the shape.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from kernels_cuda import arrays, codegen
+from kernels_cuda import arrays, codegen, picks
 from kernels_cuda.cluster_plans import (
     CLUSTER_SIZES,
     cluster_held_packs,
@@ -28,7 +28,9 @@ from kernels_cuda.cluster_plans import (
 )
 from kernels_cuda.codegen import Spec
 from kernels_cuda.fused_plans import (
+    few_rows_shape,
     few_rows_specs,
+    full_packs,
     fused_capacity,
     fused_items_max,
     fused_ladder,
@@ -69,7 +71,9 @@ class AutoConfig:
     The defaults are what `python -m kernels_cuda.tune` picked on an H100 (the measurements are
     in experiments/notes/kernels-cuda.md): v3 holds rows of up to 32 KB; rows from 128 KB run
     fastest in 16 KB chunks (the most blocks an SM, each with all its copies in flight), shorter
-    ones in 2-block clusters of up to 64 KB a block.
+    ones in 2-block clusters of up to 64 KB a block. On a card of more bandwidth an SM the packs
+    a thread grow to keep the bytes in flight its memory needs (picks.for_card); a card with
+    picks (picks.py) takes its picked plan ahead of this rule.
     """
 
     fused_max_row_bytes: int = 32 * 1024
@@ -103,7 +107,7 @@ def row_plan(
 ) -> RowPlan:
     """The plan for rows of N; vec from `pack_width`, same_offsets from `offsets_match`. M None
     (batch-invariant): one plan for every row count; else the plan may depend on M."""
-    cfg = cfg or AUTO
+    cfg = picks.for_card(cfg or AUTO, device)
     if dtype == "float64":
         if variant != "auto":
             raise ValueError(f"softmax: float64 runs with variant='auto' only, not {variant!r}")
@@ -122,16 +126,50 @@ def row_plan(
     if variant == "v4_online":
         return plan_online(dtype, vec)
     if variant == "auto":
-        fits_v3 = N <= fused_capacity(vec)
-        if fits_v3 and (N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90):
-            return plan_fused(N, dtype, vec, cfg, device, M)
-        # past fused_max_row_bytes: a cluster, else v3 while it holds the row (one read, where
-        # the online kernel reads it twice), else the online kernel
-        cluster = plan_cluster(N, dtype, vec, device, cfg, same_offsets, M)
-        if cluster is not None:
-            return cluster
-        return plan_fused(N, dtype, vec, cfg, device, M) if fits_v3 else plan_online(dtype, vec)
+        found = picks.lookup("forward", N, dtype, device.name) if device.name else None
+        rows = found and plan_pick(found[0], N, dtype, vec, device, cfg, same_offsets, M)
+        if rows:
+            return picks.record("forward", N, dtype, device, found[1], rows)
+        return picks.record(
+            "forward", N, dtype, device, "rule", _rule(N, dtype, vec, device, cfg, same_offsets, M)
+        )
     raise ValueError(f"softmax: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+
+
+def _rule(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig, same_offsets: bool, M) -> RowPlan:
+    """auto's plan for a card without a pick: v3 up to cfg.fused_max_row_bytes (any row on a GPU
+    without clusters); past it a cluster, else v3 while it holds the row (one read, where the online
+    kernel reads it twice), else the online kernel."""
+    fits_v3 = N <= fused_capacity(vec)
+    if fits_v3 and (N * arrays.ITEMSIZE[dtype] <= cfg.fused_max_row_bytes or device.cc < 90):
+        return plan_fused(N, dtype, vec, cfg, device, M)
+    cluster = plan_cluster(N, dtype, vec, device, cfg, same_offsets, M)
+    if cluster is not None:
+        return cluster
+    return plan_fused(N, dtype, vec, cfg, device, M) if fits_v3 else plan_online(dtype, vec)
+
+
+def plan_pick(
+    label: str, N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig, same_offsets: bool, M=None
+) -> RowPlan | None:
+    """The plan a pick's label names for rows of N (picks.py), None where it cannot serve them: v3
+    at T threads a row with the packs the row needs (at most fused_items_max; with M, the few-rows
+    shape as the rule's), the cluster kernel at exactly C blocks, or the online kernel."""
+    form, k = picks.parse(label, vec, dtype)
+    if form == "fused":
+        packs, items_max = N // vec, fused_items_max(vec)
+        items = -(-packs // k)
+        if items > items_max or k > 1024:
+            return None
+        k, items, block = few_rows_shape(M, N, dtype, vec, k, items, items_max, device, cfg.few_rows_per_sm)
+        spec = fused_spec(dtype, k, items, vec, block, full_packs(packs, k, items))
+        rpb = dict(spec.constants)["RPB"]
+        return RowPlan(spec, block=k * rpb, rows_per_step=rpb)
+    if form == "cluster":
+        one = replace(cfg, max_cluster=k, cluster_chunk_bytes=0, long_row_chunk_bytes=0)
+        rows = plan_cluster(N, dtype, vec, device, one, same_offsets, M)
+        return rows if rows is not None and rows.group == k else None
+    return plan_online(dtype, vec) if form == "online" else None
 
 
 def plan(
@@ -158,14 +196,23 @@ def specializations() -> list[Spec]:
         specs.append(Spec("01_softmax_naive.cu", "softmax_naive", dtype))
         specs.append(Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),)))
         for vec in (full_vec(dtype), 1):
+            least = fused_packs(dtype, vec, AUTO)  # the rule's ladder at each packs a card can give it
             specs.extend(
                 fused_spec(dtype, tpr, items, vec, None, full)
-                for tpr, items in fused_ladder(vec, fused_packs(dtype, vec, AUTO))
+                for packs in dict.fromkeys(max(p, least) for p in range(1, picks.RULE_MAX_PACKS + 1))
+                for tpr, items in fused_ladder(vec, packs)
                 for full in ((0, items - 1, items) if vec > 1 else (0,))
             )
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows: any packs up to the most
                 specs.extend(few_rows_specs(dtype, vec, fused_items_max(vec), fused_spec))
             specs.append(online_spec(dtype, vec))
+        vec, most = full_vec(dtype), fused_items_max(full_vec(dtype))
+        specs.extend(  # the committed picks' v3 shapes, at every row length of their buckets
+            fused_spec(dtype, tpr, items, vec, None, full)
+            for tpr in picks.committed_fused("forward", dtype)
+            for items in range(1, most + 1)
+            for full in (0, items - 1, items)
+        )
         held = [0] + [1 << k for k in range(cluster_held_packs(dtype, AUTO).bit_length())]
         specs.extend(cluster_spec(dtype, c, items) for c in CLUSTER_SIZES for items in held)
     return list(dict.fromkeys(specs))  # the few-rows launches repeat some of the ladder's

@@ -102,6 +102,13 @@ _prepare = lru_cache(maxsize=4096)(prepare)
 
 
 def _clear_caches() -> None:
+    """Forget every plan and call made (after set_auto_config, or a tune that wrote new picks)."""
+    from kernels_cuda import backward_call, picks
+
+    picks.forget()
+    backward_call._row_plan.cache_clear()
+    backward_call._runs.clear()
+    backward_call._dense_calls.clear()
     _row_plan.cache_clear()
     _plan.cache_clear()
     _prepare.cache_clear()
@@ -116,16 +123,27 @@ ARG_TYPES = (ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, c
 M_SLOT = 2  # the row count's place among ARG_TYPES
 
 
+# CUdevice_attribute values (cuda.h) beyond those _driver names
+DEV_MEMORY_CLOCK_RATE, DEV_GLOBAL_MEMORY_BUS_WIDTH, DEV_MAX_THREADS_PER_MULTIPROCESSOR = 36, 37, 39
+
+
 @cache
 def _device_props(device_id: int) -> Device:
     from kernels_cuda import _driver
 
+    def attribute(a: int) -> int:
+        return _driver.device_attribute(device_id, a)
+
+    name = ctypes.create_string_buffer(256)
+    _driver.check(_driver._lib().cuDeviceGetName(name, 256, _driver._device(device_id)), "cuDeviceGetName")
     return Device(
         cc=int(codegen.device_arch(device_id).removeprefix("sm_")),
-        max_shared_per_block=_driver.device_attribute(
-            device_id, _driver.DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-        ),
-        sms=_driver.device_attribute(device_id, _driver.DEV_MULTIPROCESSOR_COUNT),
+        max_shared_per_block=attribute(_driver.DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        sms=attribute(_driver.DEV_MULTIPROCESSOR_COUNT),
+        name=name.value.decode(),
+        # kHz x 2 (double data rate) x bus bytes
+        bandwidth=2e3 * attribute(DEV_MEMORY_CLOCK_RATE) * attribute(DEV_GLOBAL_MEMORY_BUS_WIDTH) / 8,
+        threads_per_sm=attribute(DEV_MAX_THREADS_PER_MULTIPROCESSOR),
     )
 
 

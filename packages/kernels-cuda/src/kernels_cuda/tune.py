@@ -1,189 +1,187 @@
-"""Time every v3 and v4 launch that could serve a shape, in one GPU call: what auto's dispatch is
-chosen from (softmax_variants.AutoConfig and the v3 ladder).
+"""Time every plan that could serve a shape, forward and backward, and keep each row length's pick.
 
-    python -m kernels_cuda.tune                                 # the sweep's shapes, fp32 and bf16
+    python -m kernels_cuda.tune                          # the sweep's shapes, fp32 and bf16 -> user picks
+    python -m kernels_cuda.tune --commit                 # the same, into this GPU's section of cuda_picks.json
     python -m kernels_cuda.tune --shapes 65536x600 --dtypes bfloat16 --json out/tune.json
 
-For each shape and dtype the candidates are: v3 with each threads-per-row count whose row fits 8
-packs a thread or fewer (packs per thread = what the row needs, not rounded up), v4 cluster with
-each cluster size whose chunk fits a block, and for rows past 32 KB the online kernel. Each
-candidate is first checked against labtools' float64 reference on a sample of rows (output
-NaN-poisoned; a wrong candidate is reported and not timed), then timed by labtools.bench.time_cuda
-(cold L2, inputs rotated), as is F.softmax. Candidates compile up front, in parallel. Prints one
-line per candidate, fastest first within a shape; --json keeps every number and the environment.
+The candidates (picks.py's labels) for a shape, dtype and direction: the rule's own plan,
+the fused kernel at the 3 fewest threads a row that hold the row (more packs a thread, more bytes
+in flight an SM: what a card of more bandwidth needs), the cluster kernel at each cluster size
+whose chunk fits a block (rows past 16 KB, sm_90), and past 32 KB the forward's online or the
+backward's two-pass kernel. Each is first checked against labtools' float64 reference on a sample
+of rows (output NaN-poisoned; a wrong one is reported and not timed), then timed by
+labtools.bench.time_cuda (cold L2, inputs rotated). A row length's pick is the plan of least mean
+slowdown over the row counts timed (each row count weighs the same): one plan for every row count,
+as batch invariance needs. Prints a line a candidate, fastest first; --json keeps every number.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
+import platform
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels_cuda import arrays, codegen
+from kernels_cuda import _atomic, arrays, backward_plans, codegen, picks
 from kernels_cuda import softmax_variants as variants
 
 CHECK_ROWS = 8  # rows compared with the float64 reference per candidate (first, last, spread between)
+KEEP_FUSED = 3  # fused candidates: the fewest threads a row that hold the row
 
 
 @dataclass(frozen=True)
 class Candidate:
-    name: str
+    name: str  # a picks.py label, or "rule"
     launch: variants.Launch
 
 
-def fused_candidates(M: int, N: int, dtype: str, vec: int, keep: int = 3) -> list[Candidate]:
-    """v3 with the `keep` smallest threads-per-row counts whose row fits 8 packs a thread (16
-    element-wide), each thread holding exactly the packs the row needs."""
-    packs = N // vec
-    out = []
-    for tpr in (1 << k for k in range(11)):
-        items = math.ceil(packs / tpr)
-        if items <= variants.fused_items_max(vec) and len(out) < keep:
-            spec = variants.fused_spec(dtype, tpr, items, vec)
-            rpb = dict(spec.constants)["RPB"]
-            out.append(
-                Candidate(
-                    f"v3 TPR={tpr} ITEMS={items}",
-                    variants.Launch(spec, grid=math.ceil(M / rpb), block=tpr * rpb),
-                )
-            )
-    return out
+def labels(N: int, dtype: str, vec: int, device: variants.Device, direction: str) -> list[str]:
+    """The pick labels worth timing for rows of N (see the module docstring)."""
+    size, forward = arrays.ITEMSIZE[dtype], direction == "forward"
+    most_items, most_tpr = (
+        (variants.fused_items_max(vec), 1024) if forward else (backward_plans.FUSED_ITEMS_MAX, 512)
+    )
+    fused = [t for t in (1 << k for k in range(11)) if t <= most_tpr and -(-N // vec // t) <= most_items]
+    out = [f"fused:{t}" for t in fused[:KEEP_FUSED]] if vec == variants.full_vec(dtype) else []
+    if device.cc >= 90 and N * size > 16 * 1024:
+        out += [f"cluster:{c}" for c in variants.CLUSTER_SIZES if c <= device.max_cluster]
+    return out + (["online" if forward else "twopass"] if N * size > 32 * 1024 else [])
 
 
-def cluster_candidates(M: int, N: int, dtype: str, vec: int, device: variants.Device) -> list[Candidate]:
-    """v4 with each cluster size whose chunk (8 KB or more) fits a block; 64 KB chunks or more also
-    with 512 threads a block (half the passes over shared memory per thread); chunks that auto's
-    rule would hold in registers (a few packs a thread) both held and in shared memory."""
-    size = arrays.ITEMSIZE[dtype]
-    out = []
-    for c, chunk in variants.cluster_chunks(N, vec, max(variants.CLUSTER_SIZES)):
-        if 8 * 1024 <= chunk * size <= variants.cluster_room(device) and chunk < N:
-            for threads in (
-                (variants.CLUSTER_THREADS, 512) if chunk * size >= 64 * 1024 else (variants.CLUSTER_THREADS,)
-            ):
-                spec = variants.cluster_spec(dtype, c, threads=threads)
-                out.append(
-                    Candidate(
-                        f"v4 C={c} chunk={chunk * size // 1024}KB threads={threads}",
-                        variants.Launch(
-                            spec, grid=c * M, block=threads, shared_mem=chunk * size, extra=(chunk,)
-                        ),
-                    )
-                )
-            items = variants.cluster_items(dtype, chunk, variants.AUTO, c * M / device.sms)
-            if items:
-                spec = variants.cluster_spec(dtype, c, items)
-                launch = variants.Launch(spec, grid=c * M, block=variants.CLUSTER_THREADS, extra=(chunk,))
-                out.append(Candidate(f"v4 C={c} chunk={chunk * size // 1024}KB held={items}", launch))
-    return out
-
-
-def candidates(M: int, N: int, dtype: str, device: variants.Device) -> list[Candidate]:
-    """Every candidate for a contiguous (M, N) input and a fresh output, auto's own plan first.
-    v3 and the online kernel move rows in 16-byte packs only where every row is whole packs (else
-    element by element, as a launch would: pack_width); v4 always does (it splits off each row's
-    unaligned head and tail)."""
+def candidates(
+    M: int, N: int, dtype: str, device: variants.Device, direction: str = "forward"
+) -> list[Candidate]:
+    """Every candidate for a contiguous (M, N) input and fresh outputs, each launch once, the rule's
+    plan first (named by the label of the same plan where there is one, else "rule")."""
     vec = variants.pack_width(dtype, N, (0, 0), (N, N))  # torch allocations are 16-byte aligned
-    found = fused_candidates(M, N, dtype, vec)
-    if device.cc >= 90 and N * arrays.ITEMSIZE[dtype] > 16 * 1024:
-        found += cluster_candidates(M, N, dtype, variants.full_vec(dtype), device)
-    if N * arrays.ITEMSIZE[dtype] > 32 * 1024:
-        found.append(Candidate("v4 online", variants.plan("v4_online", M, N, dtype, vec, device)))
-    auto = variants.plan("auto", M, N, dtype, vec, device, same_offsets=True)
-    return [Candidate(f"auto = {auto.spec.name.split('.', 1)[1]}", auto)] + [
-        c for c in found if c.launch != auto
-    ]
+    plans = variants.softmax_plans if direction == "forward" else backward_plans
+    cfg = picks.for_card(plans.AUTO, device)
+    rule = plans._rule(N, dtype, vec, device, cfg, True, None).launch(M)
+    found = {rule: "rule"}
+    for label in labels(N, dtype, vec, device, direction):
+        rows = plans.plan_pick(label, N, dtype, vec, device, cfg, True, None)
+        if rows is not None and found.get(rows.launch(M)) in (None, "rule"):
+            found[rows.launch(M)] = label
+    return [Candidate(name, launch) for launch, name in found.items()]
 
 
-def _check(run, x, y, dtype: str) -> float:
-    """Max |error| / tolerance over a sample of rows (<= 1 passes), with y NaN-poisoned first."""
+def _check(run, tensors, dtype: str) -> float:
+    """Max |error| / tolerance over a sample of rows (<= 1 passes), with the output NaN-poisoned."""
     import numpy as np
-    from labtools.ops import softmax_ref, tolerance
+    from labtools.ops import softmax_backward_ref, softmax_ref, tolerance
 
-    y.fill_(math.nan)
-    run(x, y)
-    rows = sorted({0, x.shape[0] - 1, *np.linspace(0, x.shape[0] - 1, CHECK_ROWS).astype(int).tolist()})
-    got = y[rows].double().cpu().numpy()
-    ref = softmax_ref(x[rows].double().cpu().numpy())
+    *inputs, out = tensors
+    out.fill_(math.nan)
+    run(*tensors)
+    m = out.shape[0]
+    rows = sorted({0, m - 1, *np.linspace(0, m - 1, CHECK_ROWS).astype(int).tolist()})
+    got, ref_in = out[rows].double().cpu().numpy(), [t[rows].double().cpu().numpy() for t in inputs]
+    ref = softmax_ref(*ref_in) if len(inputs) == 1 else softmax_backward_ref(*ref_in)
     tol = tolerance(dtype)
     err = np.abs(got - ref) / (tol["atol"] + tol["rtol"] * np.abs(ref))
     return float(np.max(np.where(np.isnan(err), np.inf, err)))
 
 
+def _runner(launch: variants.Launch, M: int, N: int, device_id: int, stream: int):
+    """A call of `launch` on contiguous rows: (x, y) forward, (y, dy, dx) backward."""
+    if launch.spec.source in (backward_plans.FUSED_SOURCE, backward_plans.CLUSTER_SOURCE):
+        from kernels_cuda import backward_call
+
+        packed = backward_call._packed(launch, device_id, M, N, (N, N, N))
+        return lambda y, dy, dx: packed(stream, y.data_ptr(), dy.data_ptr(), dx.data_ptr())
+    packed = variants._packed(launch, device_id, N, N, M, N)
+    return lambda x, y: packed(stream, x.data_ptr(), y.data_ptr())
+
+
 def tune(shapes, dtypes, time_cap_s: float) -> dict:
+    """Time every candidate at each shape, dtype and direction; returns the records and the picks."""
     import torch
     from labtools.bench import l2_bytes, n_input_sets, time_cuda
-    from labtools.ceilings import measure_copy
 
     device_id = torch.cuda.current_device()
     device = variants._device(device_id)
-    arch = codegen.device_arch(device_id)
-    plans = {(s, d): candidates(*s, d, device) for s in shapes for d in dtypes}
+    plans = {
+        (s, d, w): candidates(*s, d, device, w) for s in shapes for d in dtypes for w in picks.DIRECTIONS
+    }
     t0 = time.perf_counter()
-    codegen.compile_all([arch], specs=list(dict.fromkeys(c.launch.spec for cs in plans.values() for c in cs)))
-    print(f"compiled in {time.perf_counter() - t0:.1f} s", flush=True)
-    copy_gbps = measure_copy()
-    records = []
-    for (shape, dtype), cands in plans.items():
-        M, N = shape
-        nbytes = 2 * M * N * arrays.ITEMSIZE[dtype]
+    specs = {c.launch.spec: None for cs in plans.values() for c in cs}
+    codegen.compile_all([codegen.device_arch(device_id)], specs=list(specs))
+    print(f"compiled {len(specs)} kernels in {time.perf_counter() - t0:.1f} s", flush=True)
+    records, stream = [], torch.cuda.current_stream().cuda_stream
+    for ((M, N), dtype, direction), cands in plans.items():
+        k = 2 if direction == "forward" else 3
         sets = []
-        for k in range(n_input_sets(nbytes, l2_bytes())):
-            g = torch.Generator(device="cuda").manual_seed(k)
-            x = torch.randn(shape, generator=g, device="cuda").to(getattr(torch, dtype))
-            sets.append((x, torch.empty_like(x)))
-        stream = arrays._TorchOps.stream(sets[0][0])
-        ref = time_cuda(lambda x, y: torch.softmax(x, dim=-1), sets, time_cap_s=time_cap_s)
-        results = [("F.softmax", ref.median_us, 0.0)]
+        for s in range(n_input_sets(k * M * N * arrays.ITEMSIZE[dtype], l2_bytes())):
+            g = torch.Generator(device="cuda").manual_seed(s)
+            x = torch.randn((M, N), generator=g, device="cuda").to(getattr(torch, dtype))
+            sets.append(
+                (x, torch.empty_like(x))
+                if k == 2
+                else (x.softmax(-1), torch.randn_like(x), torch.empty_like(x))
+            )
         for cand in cands:
-
-            def run(x, y, launch=cand.launch, stream=stream):
-                variants.run_launch(
-                    launch,
-                    arrays.as_rows(arrays._TorchOps, x),
-                    arrays.as_rows(arrays._TorchOps, y),
-                    device_id,
-                    stream,
-                )
-
-            err = _check(run, *sets[0], dtype)
+            run = _runner(cand.launch, M, N, device_id, stream)
+            err = _check(run, sets[0], dtype)
             us = time_cuda(run, sets, time_cap_s=time_cap_s).median_us if err <= 1 else math.nan
-            results.append((cand.name, us, err))
-        for name, us, err in sorted(results, key=lambda r: (math.isnan(r[1]), r[1])):
-            frac = nbytes / (us * 1e-6) / 1e9 / copy_gbps
-            line = (
-                f"{M}x{N} {dtype:<8} {name:<32} {us:9.1f} us  {frac:6.1%} of copy  "
-                f"{ref.median_us / us:5.2f}x F.softmax" + ("" if err <= 1 else f"  WRONG (err/tol {err:.3g})")
+            records.append({"direction": direction, "shape": [M, N], "dtype": dtype, "candidate": cand.name,
+                            "spec": cand.launch.spec.name, "median_us": us, "err_over_tol": err})  # fmt: skip
+        for r in sorted(records[-len(cands) :], key=lambda r: (math.isnan(r["median_us"]), r["median_us"])):
+            wrong = "" if r["err_over_tol"] <= 1 else f"  WRONG (err/tol {r['err_over_tol']:.3g})"
+            print(
+                f"{direction:8} {M}x{N} {dtype:<8} {r['candidate']:<11} {r['median_us']:9.1f} us  {r['spec']}{wrong}"
             )
-            print(line, flush=True)
-            records.append(
-                {
-                    "shape": [M, N],
-                    "dtype": dtype,
-                    "candidate": name,
-                    "median_us": us,
-                    "frac_of_copy": frac,
-                    "vs_F_softmax": ref.median_us / us,
-                    "err_over_tol": err,
-                }
-            )
-        print(flush=True)
         del sets
         torch.cuda.empty_cache()
-    return {
-        "kind": "kernels_cuda.tune",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "device": torch.cuda.get_device_name(device_id),
+    return {"device": device.name, "records": records, "picks": choose(records)}
+
+
+def choose(records: list[dict]) -> list[dict]:
+    """Each (direction, dtype, N)'s pick: the candidate of least mean slowdown against each row
+    count's fastest, among those timed right at every row count."""
+    groups: dict[tuple, dict[int, dict[str, float]]] = {}
+    for r in records:
+        if not math.isnan(r["median_us"]):
+            groups.setdefault((r["direction"], r["dtype"], r["shape"][1]), {}).setdefault(r["shape"][0], {})[
+                r["candidate"]
+            ] = r["median_us"]
+    out = []
+    for (direction, dtype, N), by_m in groups.items():
+        common = set.intersection(*(set(t) for t in by_m.values()))
+        slowdown = {c: sum(t[c] / min(t.values()) for t in by_m.values()) / len(by_m) for c in sorted(common)}
+        best = min(slowdown, key=slowdown.get)
+        out.append({"direction": direction, "dtype": dtype, "N": N, "plan": best,
+                    "tuned_at": [[m, N] for m in sorted(by_m)],
+                    "slowdown": {c: round(s, 3) for c, s in sorted(slowdown.items(), key=lambda cs: cs[1])}})  # fmt: skip
+    return out
+
+
+def save(new: list[dict], path: Path, gpu: str) -> list[dict]:
+    """Merge `new` picks into GPU `gpu`'s section of the picks file at `path` (a pick replaces one of
+    the same direction, dtype and N; other GPUs' sections untouched); returns the section's picks."""
+    doc = json.loads(path.read_text()) if path.exists() else {"format": 1, "cards": {}}
+    key = lambda p: (p["direction"], p["dtype"], p["N"])  # noqa: E731
+    every = list(
+        ({key(p): p for p in doc["cards"].get(gpu, {}).get("picks", [])} | {key(p): p for p in new}).values()
+    )
+    import torch
+
+    versions = {
+        "python": platform.python_version(),
         "torch": torch.__version__,
         "nvrtc": "{}.{}".format(*codegen.nvrtc_version()),
-        "copy_gbps": copy_gbps,
-        "command": " ".join(["python -m kernels_cuda.tune", *sys.argv[1:]]),
-        "records": records,
     }
+    doc["cards"][gpu] = {"date": datetime.date.today().isoformat(), "versions": versions,
+                         "command": " ".join(["python -m kernels_cuda.tune", *sys.argv[1:]]), "picks": every}  # fmt: skip
+    doc["cards"] = dict(sorted(doc["cards"].items()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic.atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+    variants._clear_caches()  # plans made before take the new picks
+    return every
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,14 +190,32 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernels_cuda.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default=None, help="comma-separated MxN (default: the sweep's shapes)")
     parser.add_argument("--dtypes", default="float32,bfloat16")
-    parser.add_argument("--time-cap", type=float, default=0.5, help="seconds of timing per candidate at most")
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--time-cap", type=float, default=0.3, help="seconds of timing per candidate at most")
+    parser.add_argument(
+        "--commit", action="store_true", help=f"into this GPU's section of {picks.PICKS_FILE.name}"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="every timing, and the picks")
     args = parser.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("python -m kernels_cuda.tune needs a CUDA device: it times plans on it.", file=sys.stderr)
+        return 2
     shapes = parse_shapes(args.shapes) if args.shapes else SWEEP_SHAPES
     result = tune(shapes, [d.strip() for d in args.dtypes.split(",")], args.time_cap)
+    gpu = result["device"]
+    out = picks.PICKS_FILE if args.commit else picks.user_path(gpu)
+    every = save(result["picks"], out, gpu)
+    for p in result["picks"]:
+        print(f"pick {p['direction']:8} {p['dtype']:<8} N={p['N']:<7} {p['plan']:<11} {p['slowdown']}")
+    print(f"{len(result['picks'])} picks; {out} [{gpu}] now holds {len(every)}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1))
+        args.json.write_text(
+            json.dumps(
+                result | {"command": " ".join(["python -m kernels_cuda.tune", *sys.argv[1:]])}, indent=1
+            )
+        )
     return 0
 
 

@@ -1,31 +1,14 @@
-"""Which launch configuration a softmax launch gets: the config space, the picks, the heuristic.
+"""Which config a softmax launch gets: the config space, the picks, the rule for a card without.
 
-A config is (BLOCK, num_warps, l2_hints, warp_rows); see kernels.py for what BLOCK selects. It
-decides the order of a row's reductions, so by default (batch invariant) it is chosen from the
-row length and dtype alone (choose_invariant). A launch never times anything: its config comes,
-in this order, from
-
-  1. the caller (`softmax(..., config=...)`);
-  2. the user's tuned picks: `python -m kernels_triton.tune` writes them to a per-user
-     cache file for this GPU and Triton version (user_picks_path()), with a SHA-256 of
-     the content, so that a corrupt or edited file is ignored (with one warning);
-  3. without batch invariance only, warp_rows_config(): a launch of a few short fp32 rows an
-     SM takes a warp a row (ahead of the committed picks, which were timed before that form
-     existed; the tune does not time it);
-  4. the committed picks, autotune_picks.json beside this file, tuned on the GPU it names
-     and used only on a GPU of that name;
-  5. heuristic(): one pass with the row in registers while it fits, else the looped path.
-
-Picks are tuned per number of rows an SM. Batch invariant, a row length takes one config for
-every row count, the one with the least mean slowdown over the row counts tuned
-(across_row_counts); without, the pick at the nearest row count (choose).
-
-Picks are looked up by row-length bucket, the next power of two >= N, not by N itself: a
-BLOCK is a power of two, so every N in a bucket gets the same tile shape (BLOCK_N, ROWS,
-one pass or looped) from the same config, and a row length no one tuned still finds the
-pick of its bucket. Without batch invariance, within a bucket, the pick tuned at the nearest
-number of rows per SM (M / number of SMs, a power of two capped at ROWS_PER_SM_CAP) wins:
-short launches and long ones want different configs for the same N.
+A config (kernels.py) decides a row's reduction order, so by default (batch invariant) it follows
+from N and the dtype alone (choose_invariant). Nothing is timed on the call path; the config is,
+first found: the caller's ("given"); the user's picks ("tuned": `python -m kernels_triton.tune`,
+a file a GPU and Triton version, SHA-256 checked); without batch invariance, a warp a row for a
+few short fp32 rows an SM ("warp rows"); this GPU's section of autotune_picks.json ("committed",
+written on that GPU by the tune's --commit); else rule(), from the device's properties ("rule").
+Picks are looked up by bucket (next power of two >= N) at the nearest N tuned, and tuned per rows
+an SM (a power of two <= ROWS_PER_SM_CAP): batch invariant, one config for every row count, the
+least mean slowdown over those tuned (across_row_counts); without, the nearest row count's.
 """
 
 from __future__ import annotations
@@ -47,44 +30,48 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 PICKS_FILE = Path(__file__).with_name("autotune_picks.json")
 ROWS_PER_SM_CAP = 64
 USER_PICKS_FORMAT = 1
-
-SHORT_BLOCKS = (256, 512, 1024, 2048)  # for every row length: several short rows a program
-SHORT_WARPS = (2, 4, 8)
-LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows above 2048, while they fit in registers
-# The looped path with L2 hints: the block and warp counts at which the looped path was
-# fastest among the plain configs in the tune.
+SHORT_BLOCKS, SHORT_WARPS = (256, 512, 1024, 2048), (2, 4, 8)  # any N: several short rows a program
+LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows; for short rows, up to 8 rows a program
+# The looped path with L2 hints: the block and warp counts at which it was fastest in the tune.
 HINTED = ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
-# A warp a row (kernels.py), 4 rows (warps) a program, for fp32 launches of more than 16 and at
-# most 64 rows an SM whose rows hold 1 to 8 packs of 16 bytes a lane, without batch invariance
-# only (a row count's rule): faster or level there in fp32; slower past 64 rows an SM, and in
-# 16 bits at some row lengths, which keep the picks.
-WARP_ROWS_PER_SM = (16, 64)  # (above, up to): M / SMs
-WARP_ROWS_MAX_PACKS = 8
-WARP_ROWS_WARPS = 4
+WARP_ROWS_PER_SM = (16, 64)  # warp_rows_config: fp32 launches of (above, up to] rows an SM
+WARP_ROWS_MAX_PACKS, WARP_ROWS_WARPS = 8, 4  # packs of 16 bytes a lane at most; rows a program
+# Little's law: an SM keeps bandwidth x FLIGHT_S / SMs bytes of loads in flight to stream at the
+# memory's rate. FLIGHT_S is what the looped grid's 32 KB an SM, tuned on an H100 (132 SMs, HBM3
+# at 2619 MHz on 5120 bits: 3.35 TB/s), implies; another card scales by its own bandwidth and SMs.
+FLIGHT_S = 32 * 1024 * 132 / (2 * 2619e6 * 5120 / 8)
 
 
 @functools.cache
 def num_sms(device_index: int) -> int:
-    """SMs of the GPU; 1 for the interpreter (device index -1), which runs programs one after
-    another."""
-    if device_index >= 0:
-        return torch.cuda.get_device_properties(device_index).multi_processor_count
-    return 1
+    """SMs of the GPU; 1 for the interpreter (device index -1), which runs programs in turn."""
+    return torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 1
+
+
+@functools.cache
+def bytes_in_flight_per_sm(device_index: int) -> int:
+    """bandwidth x FLIGHT_S / SMs in whole KB, the bandwidth from the device's properties (memory
+    clock x 2, double data rate, x bus width); 32 KB without them (or a device, index -1)."""
+    p = torch.cuda.get_device_properties(device_index) if device_index >= 0 else None
+    bandwidth = 2e3 * getattr(p, "memory_clock_rate", 0) * getattr(p, "memory_bus_width", 0) / 8
+    return round(bandwidth * FLIGHT_S / num_sms(device_index) / 1024) * 1024 or 32 * 1024
+
+
+@functools.cache
+def registers_per_sm(gpu: str | None) -> int:
+    """The register file of an SM of the GPU named `gpu` (65536 where no such device is here)."""
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count() * (not INTERPRET))]
+    return (
+        torch.cuda.get_device_properties(names.index(gpu)).regs_per_multiprocessor if gpu in names else 2**16
+    )
 
 
 @dataclass(frozen=True)
 class SoftmaxConfig:
-    """One launch configuration.
-
-    block:     elements a program holds at once (a power of two). >= N: one pass over
-               whole rows; < N: the looped path with BLOCK-wide tiles.
-    num_warps: warps per program (ignored by the interpreter).
-    l2_hints:  looped path only: pass 1 loads with L2 eviction priority "evict_last" and
-               pass 2 loads and stores with "evict_first", so that the second read of a
-               row finds it in L2 more often (the output does not push it out).
-    warp_rows: one pass with a warp a row: block // next_pow2(N) rows a program, as many
-               as num_warps, each row in packs of 16 bytes over its warp's 32 lanes.
-    """
+    """block: elements a program holds (a power of two); >= N: one pass over block // next_pow2(N)
+    whole rows, < N: the looped path over BLOCK-wide tiles. l2_hints (looped only): pass 1 loads
+    "evict_last", pass 2 "evict_first", so a row's second read finds it in L2 more often.
+    warp_rows: one pass, a warp a row in 16-byte packs a lane, num_warps rows a program."""
 
     block: int
     num_warps: int = 4
@@ -92,41 +79,31 @@ class SoftmaxConfig:
     warp_rows: bool = False
 
     def __post_init__(self):
-        if isinstance(self.block, bool) or not isinstance(self.block, int):
-            raise TypeError(f"block must be an int, got {type(self.block).__name__}")
-        if self.block < 1 or self.block & (self.block - 1):
-            raise ValueError(f"block must be a power of two, got {self.block}")
+        if type(self.block) is not int or self.block < 1 or self.block & (self.block - 1):
+            raise ValueError(f"block must be a power of two, got {self.block!r}")
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two up to 32, got {self.num_warps}")
         if self.warp_rows and self.l2_hints:
             raise ValueError("l2_hints applies to the looped path, warp_rows to one pass: not both")
 
-    def label(self) -> str:
-        """BLOCK/num_warps[/L2][/W], as the tune log and the picks' timings name a config."""
-        return (
-            f"{self.block}/{self.num_warps}"
-            + ("/L2" if self.l2_hints else "")
-            + ("/W" if self.warp_rows else "")
-        )
+    def label(self) -> str:  # BLOCK/num_warps[/L2][/W], as the picks' timings name a config
+        return f"{self.block}/{self.num_warps}" + "/L2" * self.l2_hints + "/W" * self.warp_rows
 
-    def fields(self) -> dict:
-        """The config as autotune_picks.json records it (l2_hints, warp_rows only where set)."""
+    def fields(self) -> dict:  # as the picks files record it (l2_hints, warp_rows where set)
         fields = {"block": self.block, "num_warps": self.num_warps}
         return fields | {k: True for k in ("l2_hints", "warp_rows") if getattr(self, k)}
 
     @classmethod
     def of(cls, pick: dict) -> SoftmaxConfig:
-        return cls(pick["block"], pick["num_warps"], bool(pick.get("l2_hints", False)),
-                   bool(pick.get("warp_rows", False)))  # fmt: skip
+        return cls(pick["block"], pick["num_warps"], bool(pick.get("l2_hints")), bool(pick.get("warp_rows")))
 
 
-# Under the interpreter every launch uses this one config: choosing needs GPU timings, and
-# one config keeps the CPU tests' coverage of both paths predictable (rows > 1024 loop).
+# The interpreter's one config: the CPU tests' coverage of both paths is predictable (rows > 1024 loop).
 INTERPRETER_CONFIG = SoftmaxConfig(block=1024, num_warps=4)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
+    return str(dtype).removeprefix("torch.")
 
 
 def next_pow2(n: int) -> int:
@@ -134,9 +111,7 @@ def next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 1 else 1
 
 
-def bucket(n: int) -> int:
-    """The row-length bucket of N: picks are shared by every N of a bucket."""
-    return next_pow2(n)
+bucket = next_pow2  # the row-length bucket of N, whose picks every N of it shares
 
 
 def rows_per_sm(m: int, n_sms: int) -> int:
@@ -144,35 +119,32 @@ def rows_per_sm(m: int, n_sms: int) -> int:
 
 
 def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
-    """(width, packs, full) of a row of N laid out a warp a row: width = 32 lanes x 16
-    bytes; packs = the packs of that width that cover the row; full = those inside it."""
+    """(width, packs, full) of a row of N a warp a row: width = 32 lanes x 16 bytes; packs of
+    that width that cover the row; full: those inside it."""
     width = 32 * 16 // itemsize
     return width, -(-n // width), n // width
 
 
+def warp_rows_fit(n: int, itemsize: int) -> bool:
+    """Rows of N go a warp a row: whole 16-byte packs, 1 to WARP_ROWS_MAX_PACKS of them a lane."""
+    _, packs, full = warp_row_packs(n, itemsize)
+    return full > 0 and packs <= WARP_ROWS_MAX_PACKS and n % (16 // itemsize) == 0
+
+
 def warp_rows_config(m: int, n: int, dtype: torch.dtype, n_sms: int) -> SoftmaxConfig | None:
-    """The warp-a-row config for a launch of M rows of N where the rule applies (see
-    WARP_ROWS_PER_SM), else None."""
+    """Without batch invariance: a warp a row, 4 rows a program, for fp32 launches of more than
+    16 and at most 64 rows an SM (faster or level there on an H100), else None."""
     above, up_to = WARP_ROWS_PER_SM
-    _, packs, full = warp_row_packs(n, dtype.itemsize)
-    if (
-        dtype.itemsize != 4
-        or not above * n_sms < m <= up_to * n_sms
-        or full == 0  # rows under a pack a lane: not timed
-        or packs > WARP_ROWS_MAX_PACKS
-        or n % (16 // dtype.itemsize)  # else packs narrower than 16 bytes, and a row over several warps
-    ):
+    if dtype.itemsize != 4 or not above * n_sms < m <= up_to * n_sms or not warp_rows_fit(n, 4):
         return None
     return SoftmaxConfig(WARP_ROWS_WARPS * next_pow2(n), WARP_ROWS_WARPS, warp_rows=True)
 
 
-def fits_in_registers(block: int, num_warps: int, arrays: int) -> bool:
-    """Whether `arrays` fp32 tiles of `block` values stay in registers: a thread may hold
-    64 values and at most half of its register budget (65536 per SM / threads). Checked
-    against ptxas for sm_90 (kernels_triton.offline): the one-pass backward at 32768 (two
-    tiles) spills, the one-pass forward at 32768 with 16 warps does not."""
-    values = arrays * block // (32 * num_warps)
-    return values <= min(64, 1024 // num_warps)
+def fits_in_registers(block: int, num_warps: int, arrays: int, registers: int = 65536) -> bool:
+    """Whether `arrays` fp32 tiles of `block` values stay in registers: a thread may hold 64
+    values and half of its share of the SM's `registers` (ptxas for sm_90, kernels_triton.offline:
+    the one-pass backward at 32768, two tiles, spills; the forward with 16 warps does not)."""
+    return arrays * block // (32 * num_warps) <= min(64, registers // (64 * num_warps))
 
 
 def _space() -> tuple[SoftmaxConfig, ...]:
@@ -182,110 +154,113 @@ def _space() -> tuple[SoftmaxConfig, ...]:
     return (*configs, *(SoftmaxConfig(b, w, l2_hints=True) for b, w in HINTED))
 
 
-SPACE = _space()  # every config tune may time
+SPACE = _space()  # every config tune may time but the warp-a-row ones (their BLOCK follows N)
 
 
-def candidates(streams: int, n: int) -> list[SoftmaxConfig]:
-    """The configs worth timing for rows of N in a kernel that reads `streams` tensors: the
-    short blocks always; a longer block only up to the one that holds the row, and only
-    where its tiles fit in registers -- `streams` tiles in one pass, three when looped
-    (the tile and two per-lane accumulators); L2 hints only where the row loops."""
+def candidates(streams: int, n: int, itemsize: int = 4) -> list[SoftmaxConfig]:
+    """The configs worth timing for rows of N, a kernel reading `streams` tensors: the short blocks;
+    longer ones (whole rows, several up to 8192 elements) whose tiles fit in registers (`streams`
+    tiles one pass, 3 looped); L2 hints where the row loops; a warp a row, 2, 4, 8 rows a program.
+    Many rows a program, or a warp a row, keep more bytes in flight an SM: more bandwidth needs it."""
 
     def keep(c: SoftmaxConfig) -> bool:
         if c.l2_hints:
             return c.block < n and fits_in_registers(c.block, c.num_warps, 3)
-        arrays = streams if c.block >= n else 3
         return c.block in SHORT_BLOCKS or (
-            c.block <= next_pow2(n) and fits_in_registers(c.block, c.num_warps, arrays)
+            c.block <= max(8192, next_pow2(n))
+            and fits_in_registers(c.block, c.num_warps, streams if c.block >= n else 3)
         )
 
-    return [c for c in SPACE if keep(c)]
+    warp_rows = [SoftmaxConfig(w * next_pow2(n), w, warp_rows=True) for w in (2, 4, 8)]
+    return [c for c in SPACE if keep(c)] + warp_rows * warp_rows_fit(n, itemsize)
 
 
-def heuristic(streams: int, n: int) -> SoftmaxConfig:
-    """A config for a row length with no pick, chosen without timing anything: the whole
-    row in one program while `streams` tiles of it fit in registers (at least 1024 wide,
-    so that short rows share a program), about 32 values a thread; past that, the looped
-    path at its widest tile with L2 hints. These are the shapes of the committed picks."""
-    block = max(1024, next_pow2(n))
+def rule(streams: int, n: int, dtype: torch.dtype = torch.float32, gpu: str | None = None) -> SoftmaxConfig:
+    """The config for rows of N on a card with no picks, from its properties; the first that applies:
+
+    rows of N                                    config
+    whole 16-byte packs, 1-8 a lane              a warp a row, 4 a program (padded to a pack,
+                                                 not a power of two: more bytes in flight)
+    `streams` tiles of max(1024, next_pow2(N))   one pass, about 32 values a thread
+      fit in registers (registers_per_sm)
+    longer                                       looped, the widest hinted tile that fits; its
+                                                 grid keeps bytes_in_flight_per_sm (launch.py)
+    """
+    if warp_rows_fit(n, dtype.itemsize):
+        return SoftmaxConfig(WARP_ROWS_WARPS * next_pow2(n), WARP_ROWS_WARPS, warp_rows=True)
+    block, registers = max(1024, next_pow2(n)), registers_per_sm(gpu)
     warps = min(32, max(4, block // 1024))
-    if fits_in_registers(block, warps, streams):
+    if fits_in_registers(block, warps, streams, registers):
         return SoftmaxConfig(block, warps)
-    return SoftmaxConfig(8192, 32, l2_hints=True)
+    return next(SoftmaxConfig(b, w, True) for b, w in HINTED[::-1] if fits_in_registers(b, w, 3, registers))
 
 
-# --- picks: committed and user-tuned, indexed by (kernel, dtype, bucket) ------------------
+# --- picks: committed (a section per GPU) and user-tuned ----------------------------------
 
 
 def user_picks_path(gpu: str) -> Path:
-    """The per-user picks file for this GPU and Triton version: under $XDG_CACHE_HOME
-    (default ~/.cache)/kernel-lab/."""
+    """The user's picks file for this GPU and Triton: in $XDG_CACHE_HOME (~/.cache)/kernel-lab/."""
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", gpu).strip("-")
     return root / "kernel-lab" / f"triton-picks-{slug}-{triton.__version__}.json"
 
 
 def digest(gpu: str, picks: list[dict]) -> str:
-    """SHA-256 of what a user picks file holds, as its `sha256` field records it."""
+    """SHA-256 of what a user picks file holds (its `sha256` field)."""
     body = {"format": USER_PICKS_FORMAT, "gpu": gpu, "triton": triton.__version__, "picks": picks}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def read_user_picks(path: Path, gpu: str) -> list[dict]:
-    """The picks in a user picks file, [] if there is none; a file that does not parse,
-    fails its hash or names another GPU or Triton is ignored with one warning."""
+def _valid(picks: list[dict]) -> bool:
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        warnings.warn(f"ignoring tuned picks {path}: {exc}", stacklevel=2)
-        return []
-    try:
-        doc = json.loads(text)
-        picks = doc["picks"]
-        ok = doc["sha256"] == digest(gpu, picks) and doc["gpu"] == gpu and all(_valid(p) for p in picks)
-    except (ValueError, KeyError, TypeError):
-        ok = False
-    if not ok:
-        warnings.warn(
-            f"ignoring tuned picks {path}: corrupt or not this GPU's (rerun python -m kernels_triton.tune)",
-            stacklevel=2,
-        )
-        return []
-    return picks
-
-
-def _valid(p: dict) -> bool:
-    try:
-        SoftmaxConfig.of(p)
-        return p["kernel"] in ("softmax_fwd", "softmax_bwd") and p["N"] >= 1 and p["rows_per_sm"] >= 1
+        return all(SoftmaxConfig.of(p) and p["kernel"] in ("softmax_fwd", "softmax_bwd") and p["N"] >= 1
+                   and p["rows_per_sm"] >= 1 for p in picks)  # fmt: skip
     except (KeyError, TypeError, ValueError):
         return False
 
 
-@functools.cache
-def committed() -> dict:
-    """autotune_picks.json (packaged, written only by hand from a tune's output)."""
+def read_user_picks(path: Path, gpu: str) -> list[dict]:
+    """The picks of a user picks file, [] if none; one that does not parse, fails its hash or
+    names another GPU is ignored with one warning."""
     try:
-        doc = json.loads(PICKS_FILE.read_text())
-        if all(_valid(p) for p in doc["picks"]):
-            return doc
+        doc = json.loads(path.read_text())
+        picks = doc["picks"]
+        if doc["sha256"] == digest(gpu, picks) and doc["gpu"] == gpu and _valid(picks):
+            return picks
+    except FileNotFoundError:
+        return []
     except (OSError, ValueError, KeyError, TypeError):
         pass
+    warnings.warn(f"ignoring tuned picks {path}: corrupt or not this GPU's (rerun the tune)", stacklevel=2)
+    return []
+
+
+@functools.cache
+def committed() -> dict:
+    """autotune_picks.json: {"cards": {GPU name: {"picks": [...], how they were tuned}}}."""
+    try:
+        doc = json.loads(PICKS_FILE.read_text())
+        if all(_valid(card["picks"]) for card in doc["cards"].values()):
+            return doc
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
     warnings.warn(f"ignoring committed picks {PICKS_FILE}: unreadable or malformed", stacklevel=2)
-    return {"gpu": None, "picks": []}
+    return {"cards": {}}
 
 
-def index(picks: list[dict]) -> dict[tuple, dict[tuple[int, int], SoftmaxConfig]]:
-    """(kernel, dtype name, bucket) -> {(rows_per_sm, N tuned at): config}; a later pick
-    replaces an earlier one for the same key. N is kept because a bucket can hold picks
-    tuned at several row lengths (600 and 1024 share one) that want different configs."""
-    out: dict[tuple, dict[tuple[int, int], SoftmaxConfig]] = {}
+def index(picks: list[dict], invariant: bool = False) -> dict[tuple, dict]:
+    """(kernel, dtype name, bucket) -> {(rows_per_sm, N tuned at): config}, the last pick of a key
+    kept (a bucket's row lengths, 600 and 1024, can want different configs); invariant: -> {N
+    tuned at: across_row_counts of its picks}."""
+    out: dict[tuple, dict] = {}
     for p in picks:
-        key = (p["kernel"], p["dtype"], bucket(p["N"]))
-        out.setdefault(key, {})[(p["rows_per_sm"], p["N"])] = SoftmaxConfig.of(p)
-    return out
+        out.setdefault((p["kernel"], p["dtype"], bucket(p["N"])), {})[(p["rows_per_sm"], p["N"])] = p
+    if not invariant:
+        return {k: {rn: SoftmaxConfig.of(p) for rn, p in v.items()} for k, v in out.items()}
+    ns = {k: {n for _, n in v} for k, v in out.items()}
+    return {
+        k: {n: across_row_counts([p for (_, n_), p in out[k].items() if n_ == n]) for n in ns[k]} for k in out
+    }
 
 
 def of_label(label: str) -> SoftmaxConfig:
@@ -295,13 +270,10 @@ def of_label(label: str) -> SoftmaxConfig:
 
 
 def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
-    """The one config for every row count of picks tuned at several (one kernel, dtype and row
-    length): the least mean slowdown against each row count's fastest, among the configs timed
-    at every one. Each row count weighs the same, so that a long launch's microseconds do not
-    outvote the short launches' call time. Picks without timings: the one tuned at the most rows."""
-    if not all(p.get("timings_us") for p in picks):
-        return SoftmaxConfig.of(max(picks, key=lambda p: p["rows_per_sm"]))
-    timed = [p["timings_us"] for p in picks]
+    """The config for every row count of picks tuned at several (one kernel, dtype, N): the least
+    mean slowdown against each row count's fastest among the configs timed at all (each row count
+    weighs the same); without timings in common, the pick tuned at the most rows."""
+    timed = [p.get("timings_us") or {} for p in picks]
     common = set.intersection(*(set(t) for t in timed))
     if not common:
         return SoftmaxConfig.of(max(picks, key=lambda p: p["rows_per_sm"]))
@@ -310,89 +282,57 @@ def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
 
 
 def invariant_index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
-    """(kernel, dtype name, bucket) -> {N tuned at: the config for every row count}
-    (across_row_counts); a later pick replaces an earlier one of the same rows per SM."""
-    grouped: dict[tuple, dict[int, dict]] = {}
-    for p in picks:
-        grouped.setdefault((p["kernel"], p["dtype"], bucket(p["N"]), p["N"]), {})[p["rows_per_sm"]] = p
-    out: dict[tuple, dict[int, SoftmaxConfig]] = {}
-    for (kernel, dtype, b, n), by_rows in grouped.items():
-        out.setdefault((kernel, dtype, b), {})[n] = across_row_counts(list(by_rows.values()))
-    return out
+    return index(picks, invariant=True)
 
 
 @functools.cache
-def _indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
-    """The pick indexes that apply on this GPU, the user's tuned ones first."""
-    found = [("tuned", index(read_user_picks(user_picks_path(gpu), gpu)))]
-    if committed()["gpu"] == gpu:
-        found.append(("committed", index(committed()["picks"])))
-    return tuple(found)
-
-
-@functools.cache
-def _invariant_indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
-    """_indexes' picks, one config a row length (invariant_index)."""
-    found = [("tuned", invariant_index(read_user_picks(user_picks_path(gpu), gpu)))]
-    if committed()["gpu"] == gpu:
-        found.append(("committed", invariant_index(committed()["picks"])))
-    return tuple(found)
+def _indexes(gpu: str, invariant: bool) -> tuple[tuple[str, dict], ...]:
+    """(source, index) of the picks that apply on the GPU named `gpu`, the user's tuned first."""
+    card = committed()["cards"].get(gpu, {"picks": []})
+    tuned = read_user_picks(user_picks_path(gpu), gpu)
+    return ("tuned", index(tuned, invariant)), ("committed", index(card["picks"], invariant))
 
 
 def forget() -> None:
     """Drop what was read from the picks files (after a tune wrote new picks)."""
-    _indexes.cache_clear()
-    _invariant_indexes.cache_clear()
-    committed.cache_clear()
+    for f in (_indexes, committed, registers_per_sm):
+        f.cache_clear()
 
 
-def _nearest(idx: dict, name: str, dtype_names: list[str], n: int, want: int) -> SoftmaxConfig | None:
-    """The pick of `idx` for kernel `name` at rows of N and `want` rows per SM, from the first
-    of `dtype_names` with picks in N's bucket: the nearest rows per SM first, then the nearest
-    row length, then the smaller; None where there is none."""
-    for dtype_name_ in dtype_names:
-        by_rows = idx.get((name, dtype_name_, bucket(n)))
-        if by_rows:
-            return by_rows[
-                min(by_rows, key=lambda rn: (abs(rn[0].bit_length() - want.bit_length()), abs(rn[1] - n), rn))
-            ]
+def _lookup(idx: dict, name: str, dtype: torch.dtype, n: int, near) -> SoftmaxConfig | None:
+    """`idx`'s pick for kernel `name` in N's bucket, in `dtype` or else another of its size (fp16
+    takes bf16's: the same bytes, fp32 arithmetic); of several, the least near(key)."""
+    for d in sorted(DTYPES, key=lambda d: d != dtype):
+        found = idx.get((name, dtype_name(d), bucket(n))) if d.itemsize == dtype.itemsize else None
+        if found:
+            return found[min(found, key=near)]
     return None
 
 
 def choose(name: str, streams: int, m: int, n: int, dtype: torch.dtype, gpu: str | None, n_sms: int):
-    """(config, source) for a launch of kernel `name` on M rows of N in `dtype` on the GPU
-    named `gpu` (None: the interpreter). A pick of another dtype of the same size serves
-    when this one has none (fp16 takes bf16's: the same bytes, the same fp32 arithmetic)."""
+    """(config, source) for a launch of kernel `name` on M rows of N in `dtype` on the GPU named
+    `gpu` (None: the interpreter): the pick at the nearest rows per SM, then nearest N."""
     if gpu is None:
         return INTERPRETER_CONFIG, "interpreter"
-    want = rows_per_sm(m, n_sms)
-    names = [dtype_name(dtype)] + [
-        dtype_name(d) for d in DTYPES if d != dtype and d.itemsize == dtype.itemsize
-    ]
-    indexes = dict(_indexes(gpu))
-    if (config := _nearest(indexes["tuned"], name, names, n, want)) is not None:
+    want = rows_per_sm(m, n_sms).bit_length()
+    (_, tuned), (_, mine) = _indexes(gpu, False)
+    near = lambda rn: (abs(rn[0].bit_length() - want), abs(rn[1] - n), rn)  # noqa: E731
+    if (config := _lookup(tuned, name, dtype, n, near)) is not None:
         return config, "tuned"
     if (config := warp_rows_config(m, n, dtype, n_sms)) is not None:
         return config, "warp rows"
-    if (config := _nearest(indexes.get("committed", {}), name, names, n, want)) is not None:
+    if (config := _lookup(mine, name, dtype, n, near)) is not None:
         return config, "committed"
-    return heuristic(streams, n), "heuristic"
+    return rule(streams, n, dtype, gpu), "rule"
 
 
 def choose_invariant(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None):
-    """(config, source) for kernel `name` on rows of N in `dtype` whatever the row count: the
-    config decides a row's reduction order, so with no M here a row's bits cannot depend on
-    the rest of the batch. The picks of N's bucket at the nearest row length tuned
-    (across_row_counts), the user's tuned ones first, else the heuristic; no warp a row (its
-    rule is a row count's)."""
+    """(config, source) for kernel `name` on rows of N in `dtype` whatever the row count, so that
+    a row's bits cannot depend on the rest of the batch: the picks of N's bucket at the nearest
+    row length tuned (across_row_counts), the user's tuned first, else the rule."""
     if gpu is None:
         return INTERPRETER_CONFIG, "interpreter"
-    names = [dtype_name(dtype)] + [
-        dtype_name(d) for d in DTYPES if d != dtype and d.itemsize == dtype.itemsize
-    ]
-    for source, idx in _invariant_indexes(gpu):
-        for name_ in names:
-            by_n = idx.get((name, name_, bucket(n)))
-            if by_n:
-                return by_n[min(by_n, key=lambda t: (abs(t - n), t))], source
-    return heuristic(streams, n), "heuristic"
+    for source, idx in _indexes(gpu, True):
+        if (config := _lookup(idx, name, dtype, n, lambda t: (abs(t - n), t))) is not None:
+            return config, source
+    return rule(streams, n, dtype, gpu), "rule"

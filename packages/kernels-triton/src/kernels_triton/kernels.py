@@ -15,7 +15,7 @@ rest) picks how a row is covered:
               tuple of [ROWS, WIDTH] tiles, the first FULL unmasked, so that its max and sum are
               warp shuffles alone, no block barrier (a [BLOCK_N] tile spreads a row over every
               warp of the program and crosses warps through shared memory).
-  BLOCK <  N  looped: a persistent grid (about BYTES_IN_FLIGHT_PER_SM of tiles an SM: enough to
+  BLOCK <  N  looped: a persistent grid (about configs.bytes_in_flight_per_sm() of tiles an SM: enough to
               cover memory latency, few enough rows in flight for L2 to keep them) walks each row
               twice: pass 1 keeps each lane's running max and sum of exponentials (the online
               softmax) and merges the lanes' pairs; pass 2 reads again, back to front (the tiles

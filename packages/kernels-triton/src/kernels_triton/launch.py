@@ -31,7 +31,6 @@ from kernels_triton import c_launch, cluster, configs, float64
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2, num_sms
 from kernels_triton.kernels import KERNELS, STREAMS
 
-BYTES_IN_FLIGHT_PER_SM = 32 * 1024  # about memory bandwidth x latency / number of SMs on an H100
 MAX_PLANS = 4096  # entries of a cache of templates (remember); past that the oldest goes first
 MAX_TEMPLATES = 1024  # templates (layouts; and row counts, without batch invariance)
 # Opt-in (KERNELS_TRITON_TUNE=1): a launch whose bucket has no tuned pick is tuned first; the
@@ -205,8 +204,9 @@ def tiles_template(
 
     first = meta_of(1)
     rows, one_pass = first.get("ROWS", 1), first.get("ONE_PASS", True)
-    # looped: a persistent grid of about BYTES_IN_FLIGHT_PER_SM of tiles per SM (see kernels.py)
-    max_programs = sms * max(1, BYTES_IN_FLIGHT_PER_SM // (config.block * itemsize * STREAMS[name]))
+    # looped: a persistent grid of about the card's bytes in flight a SM of tiles (see kernels.py)
+    in_flight = configs.bytes_in_flight_per_sm(device_index)
+    max_programs = sms * max(1, in_flight // (config.block * itemsize * STREAMS[name]))
     # (m - 1) // sms + 1 rows an SM: its bit length names its rows_per_sm bucket (configs.rows_per_sm)
     recorded: set[int] = set()
 

@@ -23,7 +23,10 @@ What `lab run` reads from plugins (conventions other packages follow):
   ``key`` holds at least the row length ``N`` and the storage ``dtype`` (a string);
   ``config`` holds the meta-parameters plus ``num_warps`` and ``num_stages``. `lab run`
   calls it after timing the implementation, writes the list into manifest.json, and
-  takes the pick for N=600 float32 as the manifest's ``autotune_picked``. labtools never
+  takes the pick for N=600 float32 as the manifest's ``autotune_picked``. Every bench record
+  (``lab bench``, `lab run`'s sweeps) carries ``picks``: the ``card`` and ``source`` of its row
+  length's entry (config["source"]: "committed", "rule", "tuned", "given", ...; config["card"]
+  if given, else the current GPU's name; labtools.bench.records.picks_used). labtools never
   imports the kernel package: kernels_triton registers
   ``Implementation(..., meta={"autotune_picks": kernels_triton.autotune_picks})``.
 - Checks named ``minigpt_torch.port`` and ``minigpt_torch.kernel_swap`` fill the

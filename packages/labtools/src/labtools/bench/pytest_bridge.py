@@ -48,6 +48,7 @@ def into_pytest_benchmark(benchmark, timing: Timing, rec: BenchRecord | None = N
                     "threads",
                     "unstable",
                     "unstable_why",
+                    "picks",
                 )
             }
         )

@@ -30,6 +30,10 @@ class BenchRecord:
     threads:    torch's intra-op thread count during a CPU measurement (None on CUDA).
     unstable:   a spread (IQR / median) of device or call time above UNSTABLE_REL_IQR;
                 unstable_why says which and how much.
+    picks:      where the launch configuration came from, for an implementation that keeps
+                picks (meta["autotune_picks"], labtools.registry): {"card": the GPU whose
+                picks or rule served, "source": "committed", "rule", "tuned", "given", ... or
+                None where the launch took a form without picks}; None for the others.
     """
 
     impl: str
@@ -61,6 +65,7 @@ class BenchRecord:
     threads: int | None = None
     unstable: bool = False
     unstable_why: str = ""
+    picks: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -101,6 +106,30 @@ def instability(timing: Timing, call: Timing | None, bound: float = UNSTABLE_REL
         if t is not None and t.rel_iqr > bound:
             why.append(f"{name} IQR {t.rel_iqr:.0%} of the median > {bound:.0%}")
     return "; ".join(why)
+
+
+def picks_used(impl: Implementation, shape: tuple[int, ...], dtype: str) -> dict[str, Any] | None:
+    """{"card", "source"} of the picks `impl`'s launches of rows of shape[-1] in `dtype` took, from
+    its meta["autotune_picks"]() (labtools.registry): the first entry of that row length and
+    dtype; source None where there is none (a launch form that takes no picks). None for an
+    implementation without the hook."""
+    hook = impl.meta.get("autotune_picks")
+    if hook is None:
+        return None
+    card = None
+    if impl.device == "cuda":
+        import torch
+
+        card = torch.cuda.get_device_name()
+    try:
+        entries = hook()
+    except Exception as exc:  # noqa: BLE001 - a record is still worth keeping without them
+        return {"card": card, "source": None, "why": f"autotune_picks() raised {type(exc).__name__}: {exc}"}
+    for e in entries if isinstance(entries, list) else []:
+        key, config = e.get("key", {}), e.get("config", {})
+        if key.get("N") == shape[-1] and str(key.get("dtype", dtype)).removeprefix("torch.") == dtype:
+            return {"card": config.get("card") or card, "source": config.get("source")}
+    return {"card": card, "source": None}
 
 
 def record(
@@ -147,6 +176,7 @@ def record(
         threads=timing.threads,
         unstable=bool(why),
         unstable_why=why,
+        picks=picks_used(impl, shape, dtype),
         extra={
             "rel_iqr": timing.rel_iqr,
             "input_sets": timing.n_input_sets,
