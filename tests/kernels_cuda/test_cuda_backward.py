@@ -359,7 +359,7 @@ def test_backward_matches_the_float64_reference(variant, m, n, dtype, layout):
 @pytest.mark.gpu
 @pytest.mark.parametrize("m,n", [(4096, 600), (4093, 600), (4096, 1024), (2048, 2048), (3000, 1500)])
 def test_fused_backward_of_few_fp32_rows_matches_the_float64_reference(m, n):
-    """The fused backward's launches of few fp32 rows (BackwardConfig.few_rows_per_sm): fewer
+    """The fused backward's launches of few fp32 rows (BackwardConfig.few_rows_per_sm): no more
     threads a row than the ladder's, in 128-thread blocks, the packs inside every row unchecked;
     padding in a thread's last pack (600, 1500); a last block with rows past M (4093)."""
     torch = _torch()
@@ -368,7 +368,9 @@ def test_fused_backward_of_few_fp32_rows_matches_the_float64_reference(m, n):
     ladder = bw.plan(
         "auto", m, n, "float32", 4, device, bw.BackwardConfig(few_rows_per_sm=0), batch_invariant=False
     )
-    assert dict(launch.spec.constants)["TPR"] < dict(ladder.spec.constants)["TPR"]
+    # no more threads a row than the ladder (as many where the card's picks already give the
+    # ladder the fewest, as on an H200)
+    assert dict(launch.spec.constants)["TPR"] <= dict(ladder.spec.constants)["TPR"]
     y = _probs((m, n), "float32")
     dy = torch.randn(m, n, device="cuda") * 3
     with arrays.poison_outputs():

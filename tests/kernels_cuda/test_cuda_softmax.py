@@ -149,7 +149,7 @@ def test_v3_holds_rows_up_to_8_packs_a_thread_with_16_byte_packs(n, dtype):
     "m,n", [(4096, 600), (4093, 600), (8192, 1000), (4096, 1024), (2048, 2048), (3000, 1500)]
 )
 def test_v3_launches_of_few_fp32_rows_match_the_float64_reference(m, n):
-    """fp32 launches of few rows (AutoConfig.few_rows_per_sm): fewer threads a row than the
+    """fp32 launches of few rows (AutoConfig.few_rows_per_sm): no more threads a row than the
     ladder's, up to 8 packs each, in 128-thread blocks, the packs inside every row unchecked
     (FULL), padding in the last pack of a thread (600, 1000, 1500), a last block with rows past
     M (4093); rows with their extremes first, last, repeated, masked and non-finite."""
@@ -158,7 +158,9 @@ def test_v3_launches_of_few_fp32_rows_match_the_float64_reference(m, n):
     ladder = variants.plan(
         "auto", m, n, "float32", 4, device, variants.AutoConfig(few_rows_per_sm=0), None, False
     )
-    assert dict(launch.spec.constants)["TPR"] < dict(ladder.spec.constants)["TPR"]
+    # no more threads a row than the ladder (as many where the card's picks already give the
+    # ladder the fewest, as on an H200)
+    assert dict(launch.spec.constants)["TPR"] <= dict(ladder.spec.constants)["TPR"]
     x = _randn((m, n), "float32", 4.0)
     x[0, 0] = 80.0
     x[1, -1] = 80.0
