@@ -103,23 +103,37 @@ def _acc_empty(n: int, like: torch.Tensor, dtype: str) -> torch.Tensor:
 # --- launches -------------------------------------------------------------------------------
 
 
+def _grid(M: int, cfg) -> int:
+    return min(-(-M // cfg.rpb), rk.MAX_GRID)
+
+
+def new_grad(x2: torch.Tensor) -> torch.Tensor:
+    """A fresh (M, N) gradient whose rows lie at the addresses of x2's rows mod 16 bytes where x2's
+    rows are N apart (so the kernels store them in 16-byte packs; elsewhere they store elements)."""
+    M, N = x2.shape
+    if rows.row_stride(x2) != N:
+        return rows.new_output((M, N), x2)
+    lead = x2.data_ptr() % rk.PACK_BYTES // x2.element_size()
+    return rows.new_output((M * N + lead,), x2)[lead:].view(M, N)
+
+
 def run_forward(x2, t, ignore_index, smoothing, *, grad2=None, count=None, entropy=False):
     """The forward over rows x2 (M, N) with int64 targets t (M,): (loss or -logprob, lse,
     entropy or None) per row, fp32 (fp64 for fp64); the gradient into grad2 if given (rows of
     stride N, or x2 itself), scaled by 1 / count[0] if count is given."""
     dtype = _name(x2)
     M, N = x2.shape
-    cfg = rk.row_config(N, dtype)
+    cfg = rk.xent_config(N, dtype)
     loss, lse = _acc_empty(M, x2, dtype), _acc_empty(M, x2, dtype)
     ent = _acc_empty(M, x2, dtype) if entropy else None
     device_id = x2.get_device()
-    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id)) if grad2 is not None else 0
+    staged = rk.xent_staged_packs(N, dtype, cfg, rk.stage_room(device_id)) if grad2 is not None else 0
     rk.launch(
         rk.cross_entropy_spec("cross_entropy_forward", dtype, cfg, entropy),
         device_id,
-        min(M, rk.MAX_GRID),
+        _grid(M, cfg),
         cfg.threads,
-        staged * cfg.vec * rk.ITEMSIZE[dtype],
+        staged * rk.PACK_BYTES,
         tuple(0 if a is None else a.data_ptr() for a in (x2, grad2, t, loss, lse, ent, count)),
         ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, rows.row_stride(x2)),
          (ctypes.c_int64, N if grad2 is None else rows.row_stride(grad2)), (ctypes.c_int64, ignore_index),
@@ -132,12 +146,12 @@ def run_backward(x2, t, lse, g_loss, ignore_index, smoothing, entropy=None, g_en
     """grad (M, N) = g_loss (p - (1 - eps) onehot - eps / N) [- g_entropy p (log p + H)]."""
     dtype = _name(x2)
     M, N = x2.shape
-    cfg = rk.row_config(N, dtype)
-    grad2 = rows.new_output((M, N), x2)
+    cfg = rk.xent_config(N, dtype)
+    grad2 = new_grad(x2)
     rk.launch(
         rk.cross_entropy_spec("cross_entropy_backward", dtype, cfg),
         x2.get_device(),
-        min(M, rk.MAX_GRID),
+        _grid(M, cfg),
         cfg.threads,
         0,
         tuple(0 if a is None else a.data_ptr() for a in (x2, grad2, t, lse, g_loss, entropy, g_entropy)),
@@ -153,12 +167,13 @@ def run_scale(grad: torch.Tensor, g: torch.Tensor, applied: torch.Tensor) -> tor
     dtype = _name(grad)
     g = g.detach().reshape(1).to(acc_dtype(dtype), copy=True)
     device_id = grad.get_device()
-    blocks = max(1, min(rk.sms(device_id) * rk.SCALE_BLOCKS_PER_SM, -(-grad.numel() // rk.SCALE.threads)))
+    cfg = rk.scale_config(dtype)
+    blocks = max(1, min(rk.sms(device_id) * rk.SCALE_BLOCKS_PER_SM, -(-grad.numel() // cfg.threads)))
     rk.launch(
-        rk.cross_entropy_spec("cross_entropy_scale", dtype, rk.SCALE),
+        rk.cross_entropy_spec("cross_entropy_scale", dtype, cfg),
         device_id,
         blocks,
-        rk.SCALE.threads,
+        cfg.threads,
         0,
         (grad.data_ptr(), g.data_ptr(), applied.data_ptr()),
         ((ctypes.c_int64, grad.numel()),),
@@ -177,9 +192,9 @@ def _one(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
 
 def _rows(logits: torch.Tensor, target: torch.Tensor):
     """logits as rows (M, N) for the kernels, and the targets as M contiguous int64."""
-    d = class_dim(logits)
-    cfg = rk.row_config(logits.shape[d], _name(logits))
-    return rows.rows_of(logits, d, cfg.vec), target.reshape(-1).to(torch.int64).contiguous()
+    # rows at any address (the kernels split each at its first 16-byte boundary): a view wherever
+    # logits' rows have their elements adjacent
+    return rows.rows_of(logits, class_dim(logits), 1), target.reshape(-1).to(torch.int64).contiguous()
 
 
 def _count(t: torch.Tensor, ignore_index: int) -> torch.Tensor:
@@ -199,10 +214,9 @@ def _reduce(loss_rows, t, ignore_index, reduction, target_shape, dtype, count=No
 def _grad_buffer(logits: torch.Tensor, x2: torch.Tensor, inplace: bool) -> torch.Tensor:
     """Where the forward writes the gradient: over the logits' own rows when asked and they are
     the kernel's rows (x2 a view of logits, rows of stride N), else a fresh buffer."""
-    M, N = x2.shape
     if inplace and x2.data_ptr() == logits.data_ptr() and x2.is_contiguous():
         return x2
-    return rows.new_output((M, N), x2)
+    return new_grad(x2)
 
 
 class _CrossEntropy(torch.autograd.Function):
