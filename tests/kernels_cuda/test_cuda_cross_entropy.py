@@ -45,7 +45,7 @@ def compiled(tmp_path_factory):
         mp.setattr(codegen, "_compiled", {})
         specs = [rk.cross_entropy_spec("cross_entropy_scale", d, rk.scale_config(d)) for d in DTYPES]
         for dtype in DTYPES:
-            for n in (600, 32000, 50257):  # rows sharing a block, a row in registers, rows in steps
+            for n in (600, 16384, 50257):  # rows sharing a block, a block's registers, rows in steps
                 cfg = rk.xent_config(n, dtype)
                 specs += [
                     rk.cross_entropy_spec("cross_entropy_forward", dtype, cfg, e) for e in (False, True)
@@ -71,17 +71,18 @@ def test_every_kernel_compiles_in_every_dtype_without_spills_or_local_memory(com
 
 
 def test_xent_config_holds_every_row_and_depends_on_n_and_dtype_alone():
-    """The cross-entropy's plan: short rows share blocks a warp or less a row, rows up to 512
+    """The cross-entropy's plan: short rows share blocks a warp or less a row, rows up to 256
     threads x 8 packs sit in registers, longer ones go in steps (a block a row); 16-byte packs at
     every N (odd ones included); every plan one the offline compile lists."""
     assert rk.xent_config(600, "float32") == rk.XentConfig(32, 8, 8, 4, False)
     assert rk.xent_config(600, "bfloat16") == rk.XentConfig(32, 4, 4, 8, False)
     assert rk.xent_config(601, "bfloat16") == rk.xent_config(600, "bfloat16")
-    assert rk.xent_config(32000, "bfloat16") == rk.XentConfig(512, 1, 8, 8, False)
+    assert rk.xent_config(16384, "bfloat16") == rk.XentConfig(256, 1, 8, 8, False)
+    assert rk.xent_config(32000, "bfloat16") == rk.XentConfig(512, 1, 4, 8, True)
     assert rk.xent_config(50257, "bfloat16") == rk.XentConfig(512, 1, 4, 8, True)
     assert rk.xent_config(50257, "float32") == rk.XentConfig(512, 1, 4, 4, True)
     assert rk.xent_config(5, "float16") == rk.XentConfig(8, 16, 2, 8, False)
-    assert rk.xent_config(32768, "float64").steps and rk.xent_config(32768, "float64").tpr == 256
+    assert rk.xent_config(4100, "float64").steps and rk.xent_config(4100, "float64").tpr == 256
     for dtype in DTYPES:
         vec = 16 // rk.ITEMSIZE[dtype]
         every = rk.every_xent_config(dtype)
@@ -115,7 +116,7 @@ def test_xent_config_holds_every_row_and_depends_on_n_and_dtype_alone():
         assert sizes == sorted(sizes)
     # packs past the first step, staged as far as shared memory goes
     cfg = rk.xent_config(50257, "bfloat16")
-    assert rk.xent_staged_packs(50257, "bfloat16", cfg, 227 * 1024) == 50257 // 8 - 512 * 4
+    assert rk.xent_staged_packs(50257, "bfloat16", cfg, 227 * 1024) == 50257 // 8
     cfg = rk.xent_config(256000, "bfloat16")
     assert rk.xent_staged_packs(256000, "bfloat16", cfg, 227 * 1024) == (227 * 1024 - rk.STAGE_RESERVE) // 16
     assert rk.xent_staged_packs(600, "float32", rk.xent_config(600, "float32"), 227 * 1024) == 0

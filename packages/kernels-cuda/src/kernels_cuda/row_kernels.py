@@ -111,7 +111,7 @@ def log_softmax_spec(kernel: str, dtype: str, cfg: RowConfig) -> Spec:
 class XentConfig:
     """How 09 splits a row of N elements (from (N, dtype) only): tpr threads a row, rpb rows a
     block, items 16-byte packs of vec elements a thread a step; steps: whether rows may be longer
-    than one step (then a block a row, the packs past the first step staged in shared memory)."""
+    than one step (then a block a row, kept in shared memory), else the row sits in registers."""
 
     tpr: int
     rpb: int
@@ -124,7 +124,7 @@ class XentConfig:
         return self.tpr * self.rpb
 
     def capacity(self) -> int:
-        """Packs a row's threads hold in registers (the row's whole body unless `steps`)."""
+        """Packs a row's threads hold in one step (the row's whole body unless `steps`)."""
         return self.tpr * self.items
 
     def constants(self) -> tuple[tuple[str, int], ...]:
@@ -135,10 +135,11 @@ class XentConfig:
 # Rows in registers: the first (threads a row, packs a thread) of XENT_LADDER that holds the row's
 # packs, rows sharing blocks of XENT_BLOCK threads (by element size) where they need fewer: part
 # of a warp for tiny rows, a warp of up to 8 packs a lane (many rows an SM in flight, no barrier),
-# then more warps (fp64, whose registers are doubled, stops at 256 threads). Longer rows: a block
-# of XENT_STEPS[0] threads a row (XENT_F64_TPR for fp64), XENT_STEPS[1] packs a step, the packs
-# past the first step staged in shared memory.
-XENT_LADDER = ((8, 2), (16, 2), (32, 2), (32, 4), (32, 8), (64, 8), (128, 8), (256, 8), (512, 8))
+# then more warps. Longer rows: a block of XENT_STEPS[0] threads a row (XENT_F64_TPR for fp64,
+# whose registers are doubled), XENT_STEPS[1] packs a step, kept in shared memory. (A row held in
+# the registers of 512 threads takes over 64 registers a thread: one block an SM, whose reads,
+# reduction and writes then take turns; in shared memory two blocks share an SM.)
+XENT_LADDER = ((8, 2), (16, 2), (32, 2), (32, 4), (32, 8), (64, 8), (128, 8), (256, 8))
 XENT_BLOCK = {2: 128, 4: 256, 8: 256}
 XENT_STEPS, XENT_F64_TPR = (512, 4), 256
 
@@ -148,7 +149,7 @@ def xent_config(N: int, dtype: str) -> XentConfig:
     vec = PACK_BYTES // size
     packs = N // vec  # the body's packs at most (fewer where the row has a head)
     for tpr, items in XENT_LADDER:
-        if tpr * items >= packs and (dtype != "float64" or tpr <= XENT_F64_TPR):
+        if tpr * items >= packs:
             return XentConfig(tpr, max(1, XENT_BLOCK[size] // tpr), items, vec, False)
     tpr = XENT_F64_TPR if dtype == "float64" else XENT_STEPS[0]
     return XentConfig(tpr, 1, XENT_STEPS[1], vec, True)
@@ -162,12 +163,12 @@ def every_xent_config(dtype: str) -> list[XentConfig]:
 
 
 def xent_staged_packs(N: int, dtype: str, cfg: XentConfig, max_shared: int) -> int:
-    """Packs past a row's first step its block keeps in shared memory between the two passes: all
-    of them where they fit, else as many as fit (the rest is read again, from L2)."""
+    """Packs of a row in steps its block keeps in shared memory between the two passes: all of
+    them where they fit, else as many as fit (the rest is read again, from L2). Where the row is
+    kept changes no arithmetic."""
     if not cfg.steps:
         return 0
-    rest = N // cfg.vec - cfg.capacity()
-    return max(0, min(rest, (max_shared - STAGE_RESERVE) // PACK_BYTES))
+    return max(0, min(N // cfg.vec, (max_shared - STAGE_RESERVE) // PACK_BYTES))
 
 
 def cross_entropy_spec(kernel: str, dtype: str, cfg: XentConfig, entropy: bool = False) -> Spec:

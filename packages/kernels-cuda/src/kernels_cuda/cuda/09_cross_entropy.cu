@@ -7,10 +7,12 @@
 // it once from DRAM: the first pass takes the online max and sum of exp (and the sum of x for
 // label smoothing) in fp32 (fp64 for fp64 rows), keeping what it read on chip; the second pass
 // writes the gradient from that copy. A row belongs to a group of TPR threads (RPB rows a block
-// for short rows, so a block stays 128-512 threads wide); each thread's first step of ITEMS
-// 16-byte packs stays in its registers, and, for rows longer than one step (STEPS = 1, a block
-// a row), the packs past it in shared memory (`staged` of them, as many as fit), the rest read
-// again from global memory (L2, as the row was just read). Packs count from the row's first
+// for short rows, so a block stays 128-256 threads wide). A row of at most TPR ITEMS 16-byte
+// packs (STEPS = 0) stays in its threads' registers: no shared memory and, at TPR <= 32, no
+// barrier. A longer one (STEPS = 1: a block a row, ITEMS packs a thread a step) is kept in shared
+// memory (`staged` packs, as many as fit), the rest read again from global memory (L2, as the
+// row was just read): fewer registers than holding a step, so two 512-thread blocks share an SM
+// where their rows fit in its shared memory. Packs count from the row's first
 // 16-byte boundary (rows.cuh, split_row): rows of any length and address move in 16-byte
 // accesses, the few elements before and after the packs one at a time.
 //
@@ -37,7 +39,7 @@
 //
 // Constants: KL_TPR (threads a row: a power of two, 8 or more), KL_RPB (rows a block), KL_ITEMS
 // (packs a thread a step), KL_VEC (elements of a 16-byte pack), KL_STEPS (0: rows of at most
-// TPR ITEMS packs, one step; 1: any row, RPB = 1), KL_ENTROPY (0 / 1: the forward's entropy; 0
+// TPR ITEMS packs, in registers; 1: any row, RPB = 1), KL_ENTROPY (0 / 1: the forward's entropy; 0
 // for the other entry points). The host picks them from (N, dtype) alone: with the row's address
 // mod 16, all a row's bits depend on (rows.cuh).
 #include "rows.cuh"
@@ -95,19 +97,20 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       e_in[k] = live && j < sp.extras;
       if (e_in[k]) e[k] = load_pack<1>(xr + extra_index(sp, j, VEC));
     }
-    Pack<VEC> v0[ITEMS];
-    bool in0[ITEMS];
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int p = i * TPR + lane;
-      in0[i] = live && p < sp.packs;
-      if (in0[i]) v0[i] = load_pack<VEC>(body + static_cast<i64>(p) * VEC);
-    }
     RowStats st = stats_add<true, ENTROPY>(stats_empty(), e, e_in);
-    st = stats_add<true, ENTROPY>(st, v0, in0);
-    if constexpr (STEPS) {
-      // packs past the first step: staged (pack p at stage[p - STEP]) where there is room
-      for (int p0 = STEP; p0 < sp.packs; p0 += STEP) {
+    Pack<VEC> v0[ITEMS];  // one step: the row, kept in registers
+    bool in0[ITEMS];
+    if constexpr (!STEPS) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int p = i * TPR + lane;
+        in0[i] = live && p < sp.packs;
+        if (in0[i]) v0[i] = load_pack<VEC>(body + static_cast<i64>(p) * VEC);
+      }
+      st = stats_add<true, ENTROPY>(st, v0, in0);
+    } else {
+      // steps: packs below `staged` kept in shared memory (pack p at stage[p])
+      for (int p0 = 0; p0 < sp.packs; p0 += STEP) {
         Pack<VEC> v[ITEMS];
         bool in[ITEMS];
 #pragma unroll
@@ -116,32 +119,15 @@ extern "C" __global__ void __launch_bounds__(THREADS)
           in[i] = p < sp.packs;
           if (in[i]) v[i] = load_pack<VEC>(body + static_cast<i64>(p) * VEC);
         }
-        if (grad != nullptr) {
 #pragma unroll
-          for (int i = 0; i < ITEMS; ++i) {
-            const int q = p0 - STEP + i * TPR + lane;
-            if (in[i] && q < staged) stage[q] = v[i];
-          }
+        for (int i = 0; i < ITEMS; ++i) {
+          const int p = p0 + i * TPR + lane;
+          if (in[i] && p < staged) stage[p] = v[i];
         }
         st = stats_add<true, ENTROPY>(st, v, in);
       }
     }
     st = group_reduce<TPR, RPB>(st, scratch, stats_empty(), [](RowStats a, RowStats b) { return stats_merge(a, b); });
-    const acc_t log_s = log_acc(st.s);
-    const acc_t lse = st.m + log_s;
-
-    if (live && lane == 0) {
-      acc_t l = acc_t(0);
-      if (!ignored) {
-        // the smoothing term only where smoothing is on: 0 * sum(x) is NaN in a row holding -inf,
-        // whose loss without smoothing is +inf (torch's)
-        const acc_t smooth = smoothing != acc_t(0) ? smoothing * st.sx * rcp(static_cast<acc_t>(N)) : acc_t(0);
-        l = valid ? lse - (acc_t(1) - smoothing) * xt - smooth : quiet_nan();
-      }
-      loss[row] = ENTROPY ? -l : l;
-      lse_out[row] = lse;
-      if constexpr (ENTROPY) entropy_out[row] = log_s - st.u * rcp(st.s);
-    }
 
     if (grad != nullptr && live) {
       elem_t* gr = grad + row * grad_stride;
@@ -172,21 +158,38 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         const int j = extra_index(sp, lane + k * TPR, VEC);
         gr[j] = g_of(e[k].e[0], j);
       }
+      if constexpr (!STEPS) {
 #pragma unroll
-      for (int i = 0; i < ITEMS; ++i)
-        if (in0[i]) g_pack(v0[i], i * TPR + lane);
-      if constexpr (STEPS) {
-        for (int p = STEP + lane; p < sp.packs; p += TPR) {
+        for (int i = 0; i < ITEMS; ++i)
+          if (in0[i]) g_pack(v0[i], i * TPR + lane);
+      } else {
+        for (int p = lane; p < sp.packs; p += TPR) {
           // one load through a generic pointer: selecting between a shared and a global load
           // made ptxas spill (rows.cuh, reread_pack)
-          const int q = p - STEP;
           const Pack<VEC>* src =
-              q < staged ? stage + q : reinterpret_cast<const Pack<VEC>*>(body + static_cast<i64>(p) * VEC);
+              p < staged ? stage + p : reinterpret_cast<const Pack<VEC>*>(body + static_cast<i64>(p) * VEC);
           g_pack(*src, p);
         }
       }
     }
-    __syncthreads();  // scratch is written again by the next row group
+    // The row's outputs after the gradient, whose registers are free by then: fp64's log is a
+    // call, around which they would be saved.
+    if (live && lane == 0) {
+      const acc_t log_s = log_acc(st.s);
+      const acc_t lse = st.m + log_s;
+      acc_t l = acc_t(0);
+      if (!ignored) {
+        // the smoothing term only where smoothing is on: 0 * sum(x) is NaN in a row holding -inf,
+        // whose loss without smoothing is +inf (torch's)
+        const acc_t smooth = smoothing != acc_t(0) ? smoothing * st.sx * rcp(static_cast<acc_t>(N)) : acc_t(0);
+        l = valid ? lse - (acc_t(1) - smoothing) * xt - smooth : quiet_nan();
+      }
+      loss[row] = ENTROPY ? -l : l;
+      lse_out[row] = lse;
+      if constexpr (ENTROPY) entropy_out[row] = log_s - st.u * rcp(st.s);
+    }
+
+    if constexpr (TPR > 32) __syncthreads();  // scratch is written again by the next row group
   }
 }
 
