@@ -80,7 +80,8 @@ def test_xent_config_holds_every_row_and_depends_on_n_and_dtype_alone():
     assert rk.xent_config(16384, "bfloat16") == rk.XentConfig(256, 1, 8, 8, False)
     assert rk.xent_config(32000, "bfloat16") == rk.XentConfig(512, 1, 4, 8, True)
     assert rk.xent_config(50257, "bfloat16") == rk.XentConfig(512, 1, 4, 8, True)
-    assert rk.xent_config(50257, "float32") == rk.XentConfig(512, 1, 4, 4, True)
+    assert rk.xent_config(50257, "float32") == rk.XentConfig(1024, 1, 4, 4, True)  # one block an SM
+    assert rk.xent_config(128256, "bfloat16") == rk.XentConfig(1024, 1, 4, 8, True)
     assert rk.xent_config(5, "float16") == rk.XentConfig(8, 16, 2, 8, False)
     assert rk.xent_config(4100, "float64").steps and rk.xent_config(4100, "float64").tpr == 256
     for dtype in DTYPES:
@@ -110,7 +111,8 @@ def test_xent_config_holds_every_row_and_depends_on_n_and_dtype_alone():
             assert cfg.steps or cfg.capacity() >= n // vec, (n, dtype)
             assert not cfg.steps or cfg.rpb == 1, (n, dtype)
             assert cfg.tpr >= 8 and 2 * (vec - 1) <= 2 * cfg.tpr, (n, dtype)  # head and tail: 2 a thread
-            assert cfg.threads <= (256 if dtype == "float64" else 512), (n, dtype)
+            two_blocks = n * rk.ITEMSIZE[dtype] <= rk.XENT_TWO_BLOCKS_BYTES  # two rows an SM's shared memory
+            assert cfg.threads <= (256 if dtype == "float64" else 512 if two_blocks else 1024), (n, dtype)
         # the smallest plan that holds the row: one fewer pack never takes a bigger plan
         sizes = [c.capacity() for c in every if not c.steps]
         assert sizes == sorted(sizes)

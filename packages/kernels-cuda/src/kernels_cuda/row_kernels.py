@@ -136,12 +136,15 @@ class XentConfig:
 # packs, rows sharing blocks of XENT_BLOCK threads (by element size) where they need fewer: part
 # of a warp for tiny rows, a warp of up to 8 packs a lane (many rows an SM in flight, no barrier),
 # then more warps. Longer rows: a block of XENT_STEPS[0] threads a row (XENT_F64_TPR for fp64,
-# whose registers are doubled), XENT_STEPS[1] packs a step, kept in shared memory. (A row held in
-# the registers of 512 threads takes over 64 registers a thread: one block an SM, whose reads,
-# reduction and writes then take turns; in shared memory two blocks share an SM.)
+# whose registers are doubled), XENT_STEP_ITEMS packs a step, kept in shared memory. (A row held
+# in the registers of 512 threads takes over 64 registers a thread: one block an SM, whose reads,
+# reduction and writes then take turns; in shared memory two blocks share an SM.) Rows of up to
+# XENT_TWO_BLOCKS_BYTES, two of which fit in an SM's shared memory, get 512 threads; longer ones,
+# one block an SM whatever its width, 1024, for twice the loads in flight.
 XENT_LADDER = ((8, 2), (16, 2), (32, 2), (32, 4), (32, 8), (64, 8), (128, 8), (256, 8))
 XENT_BLOCK = {2: 128, 4: 256, 8: 256}
-XENT_STEPS, XENT_F64_TPR = (512, 4), 256
+XENT_TWO_BLOCKS_BYTES = 112 * 1024
+XENT_STEP_ITEMS, XENT_F64_TPR = 4, 256
 
 
 def xent_config(N: int, dtype: str) -> XentConfig:
@@ -151,14 +154,18 @@ def xent_config(N: int, dtype: str) -> XentConfig:
     for tpr, items in XENT_LADDER:
         if tpr * items >= packs:
             return XentConfig(tpr, max(1, XENT_BLOCK[size] // tpr), items, vec, False)
-    tpr = XENT_F64_TPR if dtype == "float64" else XENT_STEPS[0]
-    return XentConfig(tpr, 1, XENT_STEPS[1], vec, True)
+    if dtype == "float64":
+        tpr = XENT_F64_TPR
+    else:
+        tpr = 512 if N * size <= XENT_TWO_BLOCKS_BYTES else 1024
+    return XentConfig(tpr, 1, XENT_STEP_ITEMS, vec, True)
 
 
 def every_xent_config(dtype: str) -> list[XentConfig]:
     """Every XentConfig `xent_config` can give for dtype (for the offline compile)."""
     vec = PACK_BYTES // ITEMSIZE[dtype]
-    ladder = [tpr * items * vec for tpr, items in XENT_LADDER] + [MAX_N]
+    ladder = [tpr * items * vec for tpr, items in XENT_LADDER]
+    ladder += [XENT_TWO_BLOCKS_BYTES // ITEMSIZE[dtype], MAX_N]
     return list(dict.fromkeys(xent_config(n, dtype) for n in ladder))
 
 
