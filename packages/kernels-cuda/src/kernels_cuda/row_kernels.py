@@ -4,9 +4,11 @@ the offline compile (`python -m kernels_cuda.codegen --offline`) lists them with
 are in log_softmax.py and cross_entropy.py.
 
 A row's configuration (threads, pack width, loads in flight) comes from (N, dtype) alone, so a
-row's result is the same bits whatever batch it is in (rows.cuh says why). Where the row is kept
-between the kernels' two passes (`staged_packs`: shared memory, as much as fits) changes no
-arithmetic.
+row's result is the same bits whatever batch it is in (rows.cuh says why): `row_config` for 10's
+rows (a block a row), `xent_config` for 09's (a group of threads a row, several rows a block for
+short rows, 16-byte packs from each row's first 16-byte boundary, so 09's bits also depend on the
+row's address mod 16). Where the row is kept between the kernels' two passes (shared memory, as
+much as fits) changes no arithmetic.
 """
 
 from __future__ import annotations
