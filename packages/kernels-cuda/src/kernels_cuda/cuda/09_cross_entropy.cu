@@ -198,13 +198,16 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 // One read of the row and one write; ignored rows get the entropy's part only (else 0), rows whose
 // target is out of range NaN. (ENTROPY is not read here: the entropy's term is a branch taken
 // the same way by every thread of a launch, on a pass bound by memory.) No barriers: a slot
-// past M leaves at once.
-extern "C" __global__ void __launch_bounds__(THREADS)
+// past M leaves at once. (The explicit 1 of the launch bounds: with THREADS alone ptxas held some
+// builds to 64 registers, with a spill.)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
     cross_entropy_backward(const elem_t* __restrict__ x, elem_t* __restrict__ grad, const i64* __restrict__ target,
                            const acc_t* __restrict__ lse, const acc_t* __restrict__ g_loss,
                            const acc_t* __restrict__ entropy, const acc_t* __restrict__ g_entropy, i64 M, int N,
                            i64 x_stride, i64 grad_stride, i64 ignore_index, acc_t smoothing) {
   const int lane = threadIdx.x % TPR;
+  // once, before the loop: fp64's reciprocal is a call, around which live registers are saved
+  const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
   for (i64 row = blockIdx.x * static_cast<i64>(RPB) + threadIdx.x / TPR; row < M;
        row += static_cast<i64>(gridDim.x) * RPB) {
     const elem_t* xr = x + row * x_stride;
@@ -220,7 +223,6 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const bool with_entropy = entropy != nullptr;
     const acc_t ge = with_entropy ? g_entropy[row] : acc_t(0);
     const acc_t h = with_entropy ? entropy[row] : acc_t(0);
-    const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
     const int tj = valid ? static_cast<int>(t) : -1;  // the target as a row index (32 bits)
     auto d_of = [&](elem_t xv, int j) {
       const acc_t logp = to_acc(xv) - r_lse;
