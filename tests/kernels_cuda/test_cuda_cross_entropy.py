@@ -1,14 +1,18 @@
 """kernels_cuda.cross_entropy and token_logprobs_and_entropy (cuda/09_cross_entropy.cu).
 
 CPU: every kernel compiles with NVRTC for sm_80 and sm_90 in every dtype (fp64 included) with no
-spill and no local memory, writing the gradient in 16-byte stores where rows are whole packs; the
+spill and no local memory, reading the row and writing the gradient in 16-byte packs at every N;
+the plan (xent_config) holds every row and stays within the registers and threads it may; the
 torch.library fake impls give the right shapes and dtypes under FakeTensorMode; bad arguments get
 one-line errors naming the argument.
 GPU (marked `gpu`): against F.cross_entropy in float64 (fresh random inputs, NaN-poisoned
 outputs) for V in {600, 50257, 128256} in fp32 and bf16, every reduction, label smoothing, ignored
 targets; adversarial rows (+-inf, NaN, huge logits, every target ignored); gradients, the
 upstream gradient's scale, a second backward, inplace_backward, gradcheck in fp64; batch
-invariance (a row alone gives the same bits as in the batch); torch.compile; the extra memory.
+invariance (a row alone gives the same bits as in the batch); rows of odd length at every
+offset mod 16 bytes, with the gradient's rows lined up with them or not, in every dtype; every
+plan of the ladder at its capacity and one pack past it; 65539 rows of 600; torch.compile; the
+extra memory.
 Run: scripts/test-in-place tests/kernels_cuda/test_cuda_cross_entropy.py -m gpu
 """
 

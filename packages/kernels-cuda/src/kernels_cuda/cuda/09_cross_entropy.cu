@@ -12,9 +12,9 @@
 // barrier. A longer one (STEPS = 1: a block a row, ITEMS packs a thread a step) is kept in shared
 // memory (`staged` packs, as many as fit), the rest read again from global memory (L2, as the
 // row was just read): fewer registers than holding a step, so two 512-thread blocks share an SM
-// where their rows fit in its shared memory. Packs count from the row's first
-// 16-byte boundary (rows.cuh, split_row): rows of any length and address move in 16-byte
-// accesses, the few elements before and after the packs one at a time.
+// where two rows fit in its shared memory (longer rows: 1024 threads, one block an SM). Packs
+// count from the row's first 16-byte boundary (rows.cuh, split_row): rows of any length and
+// address move in 16-byte accesses, the few elements before and after the packs one at a time.
 //
 // Row `row`, target t, smoothing eps, V = N:
 //   lse  = max + log(sum exp(x - max))
