@@ -5,8 +5,10 @@ For each shape and implementation: the device time of one `torch.autograd.grad(l
 (labtools' timer: device events, L2 flushed, the GPU kept busy ahead of each launch), the
 fraction of the floor (the logits read once and the gradient written once at the device-copy
 bandwidth measured in the same run), and the peak memory the call allocates beyond its inputs.
-"kernels_cuda/110KB" is the same kernel keeping at most 110 KB of a row in shared memory (two
-blocks an SM on an H100), for rows longer than that: which of the two is faster is measured here.
+"kernels_cuda/110KB" is the same kernel keeping at most 110 KB of a row in shared memory (the
+rest read again from L2), for rows longer than that: which of the two is faster is measured here.
+(Rows of up to 112 KB already run two blocks an SM; longer ones get 1024 threads a row, one block
+an SM by its registers whatever it stages.)
 Gradients go through autograd.grad (not .backward() into a leaf's .grad, which copies a gradient
 its Function still holds), as they do inside a network, where the logits are no leaf.
 

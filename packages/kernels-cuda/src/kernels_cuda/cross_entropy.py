@@ -22,6 +22,9 @@ Under torch.compile the forward and backward are the opaque ops kernels_cuda::cr
 and kernels_cuda::cross_entropy_backward (the reduced loss's backward is one multiply there, and
 inplace_backward does not apply).
 
+The launches (and where a fresh gradient is put) are in xent_launch.py, the plans in
+row_kernels.py.
+
 `kernels_cuda.cross_entropy(...)` works too: this module is callable (it forwards to the function),
 as softmax_backward.py is.
 
@@ -31,16 +34,22 @@ fp64 logits), from the same kernel, with their backward (ignored rows: log-proba
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import types
-from functools import cache
 
 import torch
 
-from kernels_cuda import arrays
 from kernels_cuda import log_softmax as rows
 from kernels_cuda import row_kernels as rk
+from kernels_cuda.xent_launch import (
+    acc_dtype,
+    dtype_of,
+    new_grad,
+    run_backward,
+    run_forward,
+    run_scale,
+    unit_factor,
+)
 
 REDUCTIONS = ("mean", "sum", "none")
 FN = "kernels_cuda.cross_entropy"
@@ -81,95 +90,8 @@ def check(logits, target, ignore_index, reduction, label_smoothing, fn: str = FN
     return dtype
 
 
-def _name(x: torch.Tensor) -> str:
-    return str(x.dtype).removeprefix("torch.")
-
-
 def class_dim(logits: torch.Tensor) -> int:
     return 1 if logits.dim() > 1 else 0
-
-
-def acc_dtype(dtype: str) -> torch.dtype:
-    return torch.float64 if dtype == "float64" else torch.float32
-
-
-def _acc_empty(n: int, like: torch.Tensor, dtype: str) -> torch.Tensor:
-    out = torch.empty(n, dtype=acc_dtype(dtype), device=like.device)
-    if arrays._poison:
-        out.fill_(float("nan"))
-    return out
-
-
-# --- launches -------------------------------------------------------------------------------
-
-
-def run_forward(x2, t, ignore_index, smoothing, *, grad2=None, count=None, entropy=False):
-    """The forward over rows x2 (M, N) with int64 targets t (M,): (loss or -logprob, lse,
-    entropy or None) per row, fp32 (fp64 for fp64); the gradient into grad2 if given (rows of
-    stride N, or x2 itself), scaled by 1 / count[0] if count is given."""
-    dtype = _name(x2)
-    M, N = x2.shape
-    cfg = rk.row_config(N, dtype)
-    loss, lse = _acc_empty(M, x2, dtype), _acc_empty(M, x2, dtype)
-    ent = _acc_empty(M, x2, dtype) if entropy else None
-    device_id = x2.get_device()
-    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id)) if grad2 is not None else 0
-    rk.launch(
-        rk.cross_entropy_spec("cross_entropy_forward", dtype, cfg, entropy),
-        device_id,
-        min(M, rk.MAX_GRID),
-        cfg.threads,
-        staged * cfg.vec * rk.ITEMSIZE[dtype],
-        tuple(0 if a is None else a.data_ptr() for a in (x2, grad2, t, loss, lse, ent, count)),
-        ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, rows.row_stride(x2)),
-         (ctypes.c_int64, N if grad2 is None else rows.row_stride(grad2)), (ctypes.c_int64, ignore_index),
-         (rk.acc_ctype(dtype), float(smoothing)), (ctypes.c_int32, staged)),
-    )  # fmt: skip
-    return loss, lse, ent
-
-
-def run_backward(x2, t, lse, g_loss, ignore_index, smoothing, entropy=None, g_entropy=None):
-    """grad (M, N) = g_loss (p - (1 - eps) onehot - eps / N) [- g_entropy p (log p + H)]."""
-    dtype = _name(x2)
-    M, N = x2.shape
-    cfg = rk.row_config(N, dtype)
-    grad2 = rows.new_output((M, N), x2)
-    rk.launch(
-        rk.cross_entropy_spec("cross_entropy_backward", dtype, cfg),
-        x2.get_device(),
-        min(M, rk.MAX_GRID),
-        cfg.threads,
-        0,
-        tuple(0 if a is None else a.data_ptr() for a in (x2, grad2, t, lse, g_loss, entropy, g_entropy)),
-        ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, rows.row_stride(x2)),
-         (ctypes.c_int64, N), (ctypes.c_int64, ignore_index), (rk.acc_ctype(dtype), float(smoothing))),
-    )  # fmt: skip
-    return grad2
-
-
-def run_scale(grad: torch.Tensor, g: torch.Tensor, applied: torch.Tensor) -> torch.Tensor:
-    """grad *= g / applied in place (one-element tensors; applied: the factor grad already carries),
-    on the device: nothing is read when they are equal. Returns g as the factor grad now carries."""
-    dtype = _name(grad)
-    g = g.detach().reshape(1).to(acc_dtype(dtype), copy=True)
-    device_id = grad.get_device()
-    blocks = max(1, min(rk.sms(device_id) * rk.SCALE_BLOCKS_PER_SM, -(-grad.numel() // rk.SCALE.threads)))
-    rk.launch(
-        rk.cross_entropy_spec("cross_entropy_scale", dtype, rk.SCALE),
-        device_id,
-        blocks,
-        rk.SCALE.threads,
-        0,
-        (grad.data_ptr(), g.data_ptr(), applied.data_ptr()),
-        ((ctypes.c_int64, grad.numel()),),
-    )
-    return g
-
-
-@cache
-def _one(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """A constant 1 (never written): the factor a fresh gradient carries."""
-    return torch.ones(1, dtype=dtype, device=device)
 
 
 # --- the op ---------------------------------------------------------------------------------
@@ -177,9 +99,9 @@ def _one(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
 
 def _rows(logits: torch.Tensor, target: torch.Tensor):
     """logits as rows (M, N) for the kernels, and the targets as M contiguous int64."""
-    d = class_dim(logits)
-    cfg = rk.row_config(logits.shape[d], _name(logits))
-    return rows.rows_of(logits, d, cfg.vec), target.reshape(-1).to(torch.int64).contiguous()
+    # rows at any address (the kernels split each at its first 16-byte boundary): a view wherever
+    # logits' rows have their elements adjacent
+    return rows.rows_of(logits, class_dim(logits), 1), target.reshape(-1).to(torch.int64).contiguous()
 
 
 def _count(t: torch.Tensor, ignore_index: int) -> torch.Tensor:
@@ -199,10 +121,9 @@ def _reduce(loss_rows, t, ignore_index, reduction, target_shape, dtype, count=No
 def _grad_buffer(logits: torch.Tensor, x2: torch.Tensor, inplace: bool) -> torch.Tensor:
     """Where the forward writes the gradient: over the logits' own rows when asked and they are
     the kernel's rows (x2 a view of logits, rows of stride N), else a fresh buffer."""
-    M, N = x2.shape
     if inplace and x2.data_ptr() == logits.data_ptr() and x2.is_contiguous():
         return x2
-    return rows.new_output((M, N), x2)
+    return new_grad(x2)
 
 
 class _CrossEntropy(torch.autograd.Function):
@@ -219,7 +140,7 @@ class _CrossEntropy(torch.autograd.Function):
         want_grad = ctx.needs_input_grad[0]
         count = _count(t, ignore_index) if reduction == "mean" else None
         if x2.shape[0] == 0:
-            loss_rows = torch.empty(0, dtype=acc_dtype(_name(logits)), device=logits.device)
+            loss_rows = torch.empty(0, dtype=acc_dtype(dtype_of(logits)), device=logits.device)
             ctx.grad2 = torch.zeros_like(x2) if want_grad else None
             if want_grad and reduction == "none":
                 ctx.save_for_backward(x2, t, loss_rows)
@@ -245,7 +166,9 @@ class _CrossEntropy(torch.autograd.Function):
             grad2 = ctx.grad2
             if grad2.numel():
                 applied = (
-                    ctx.applied if ctx.applied is not None else _one(grad2.device, acc_dtype(_name(grad2)))
+                    ctx.applied
+                    if ctx.applied is not None
+                    else unit_factor(grad2.device, acc_dtype(dtype_of(grad2)))
                 )
                 ctx.applied = run_scale(grad2, g, applied)
         return rows.from_rows(grad2, shape, d), None, None, None, None, None
@@ -272,7 +195,7 @@ def _forward_op(
     """(loss, per-row lse, the gradient of the loss (an empty tensor unless with_grad and the loss
     is reduced))."""
     x2, t = _rows(logits, target)
-    dtype = _name(logits)
+    dtype = dtype_of(logits)
     count = _count(t, ignore_index) if reduction == "mean" else None
     grad2 = rows.new_output(x2.shape, x2) if with_grad and reduction != "none" else None
     if x2.shape[0] == 0:  # (outputs of an op never alias each other)
@@ -364,7 +287,7 @@ def cross_entropy(
         )
     x2, t = _rows(logits, target)
     if x2.shape[0] == 0:
-        loss_rows = torch.empty(0, dtype=acc_dtype(_name(logits)), device=logits.device)
+        loss_rows = torch.empty(0, dtype=acc_dtype(dtype_of(logits)), device=logits.device)
     else:
         loss_rows, _, _ = run_forward(x2, t, ignore_index, label_smoothing)
     return _reduce(loss_rows, t, ignore_index, reduction, target.shape, logits.dtype)
@@ -381,7 +304,7 @@ def _token_op(
     x2, t = _rows(logits, target)
     if x2.shape[0] == 0:  # (outputs of an op never alias each other)
         lp, ent, lse = (
-            torch.empty(0, dtype=acc_dtype(_name(logits)), device=logits.device) for _ in range(3)
+            torch.empty(0, dtype=acc_dtype(dtype_of(logits)), device=logits.device) for _ in range(3)
         )
         return lp.view(target.shape), ent.view(target.shape), lse
     logprob, lse, ent = run_forward(x2, t, ignore_index, 0.0, entropy=True)

@@ -4,9 +4,11 @@ the offline compile (`python -m kernels_cuda.codegen --offline`) lists them with
 are in log_softmax.py and cross_entropy.py.
 
 A row's configuration (threads, pack width, loads in flight) comes from (N, dtype) alone, so a
-row's result is the same bits whatever batch it is in (rows.cuh says why). Where the row is kept
-between the kernels' two passes (`staged_packs`: shared memory, as much as fits) changes no
-arithmetic.
+row's result is the same bits whatever batch it is in (rows.cuh says why): `row_config` for 10's
+rows (a block a row), `xent_config` for 09's (a group of threads a row, several rows a block for
+short rows, 16-byte packs from each row's first 16-byte boundary, so 09's bits also depend on the
+row's address mod 16). Where the row is kept between the kernels' two passes (shared memory, as
+much as fits) changes no arithmetic.
 """
 
 from __future__ import annotations
@@ -104,12 +106,90 @@ def log_softmax_spec(kernel: str, dtype: str, cfg: RowConfig) -> Spec:
     return Spec(LOG_SOFTMAX_SOURCE, kernel, dtype, cfg.constants())
 
 
-def cross_entropy_spec(kernel: str, dtype: str, cfg: RowConfig, entropy: bool = False) -> Spec:
+# --- the cross-entropy's rows (09): a group of threads a row, packs from the row's 16-byte boundary
+
+
+@dataclass(frozen=True)
+class XentConfig:
+    """How 09 splits a row of N elements (from (N, dtype) only): tpr threads a row, rpb rows a
+    block, items 16-byte packs of vec elements a thread a step; steps: whether rows may be longer
+    than one step (then a block a row, kept in shared memory), else the row sits in registers."""
+
+    tpr: int
+    rpb: int
+    items: int
+    vec: int
+    steps: bool
+
+    @property
+    def threads(self) -> int:
+        return self.tpr * self.rpb
+
+    def capacity(self) -> int:
+        """Packs a row's threads hold in one step (the row's whole body unless `steps`)."""
+        return self.tpr * self.items
+
+    def constants(self) -> tuple[tuple[str, int], ...]:
+        return (("TPR", self.tpr), ("RPB", self.rpb), ("ITEMS", self.items), ("VEC", self.vec),
+                ("STEPS", int(self.steps)))  # fmt: skip
+
+
+# Rows in registers: the first (threads a row, packs a thread) of XENT_LADDER that holds the row's
+# packs, rows sharing blocks of XENT_BLOCK threads (by element size) where they need fewer: part
+# of a warp for tiny rows, a warp of up to 8 packs a lane (many rows an SM in flight, no barrier),
+# then more warps. Longer rows: a block of XENT_STEPS[0] threads a row (XENT_F64_TPR for fp64,
+# whose registers are doubled), XENT_STEP_ITEMS packs a step, kept in shared memory. (A row held
+# in the registers of 512 threads takes over 64 registers a thread: one block an SM, whose reads,
+# reduction and writes then take turns; in shared memory two blocks share an SM.) Rows of up to
+# XENT_TWO_BLOCKS_BYTES, two of which fit in an SM's shared memory, get 512 threads; longer ones,
+# one block an SM whatever its width, 1024, for twice the loads in flight.
+XENT_LADDER = ((8, 2), (16, 2), (32, 2), (32, 4), (32, 8), (64, 8), (128, 8), (256, 8))
+XENT_BLOCK = {2: 128, 4: 256, 8: 256}
+XENT_TWO_BLOCKS_BYTES = 112 * 1024
+XENT_STEP_ITEMS, XENT_F64_TPR = 4, 256
+
+
+def xent_config(N: int, dtype: str) -> XentConfig:
+    size = ITEMSIZE[dtype]
+    vec = PACK_BYTES // size
+    packs = N // vec  # the body's packs at most (fewer where the row has a head)
+    for tpr, items in XENT_LADDER:
+        if tpr * items >= packs:
+            return XentConfig(tpr, max(1, XENT_BLOCK[size] // tpr), items, vec, False)
+    if dtype == "float64":
+        tpr = XENT_F64_TPR
+    else:
+        tpr = 512 if N * size <= XENT_TWO_BLOCKS_BYTES else 1024
+    return XentConfig(tpr, 1, XENT_STEP_ITEMS, vec, True)
+
+
+def every_xent_config(dtype: str) -> list[XentConfig]:
+    """Every XentConfig `xent_config` can give for dtype (for the offline compile)."""
+    vec = PACK_BYTES // ITEMSIZE[dtype]
+    ladder = [tpr * items * vec for tpr, items in XENT_LADDER]
+    ladder += [XENT_TWO_BLOCKS_BYTES // ITEMSIZE[dtype], MAX_N]
+    return list(dict.fromkeys(xent_config(n, dtype) for n in ladder))
+
+
+def xent_staged_packs(N: int, dtype: str, cfg: XentConfig, max_shared: int) -> int:
+    """Packs of a row in steps its block keeps in shared memory between the two passes: all of
+    them where they fit, else as many as fit (the rest is read again, from L2). Where the row is
+    kept changes no arithmetic."""
+    if not cfg.steps:
+        return 0
+    return max(0, min(N // cfg.vec, (max_shared - STAGE_RESERVE) // PACK_BYTES))
+
+
+def cross_entropy_spec(kernel: str, dtype: str, cfg: XentConfig, entropy: bool = False) -> Spec:
     return Spec(CROSS_ENTROPY_SOURCE, kernel, dtype, cfg.constants() + (("ENTROPY", int(entropy)),))
 
 
-# cross_entropy_scale's launch: a grid-stride multiply over the gradient, SCALE_BLOCKS_PER_SM blocks an SM
-SCALE = RowConfig(vec=1, threads=256, unroll=1)
+def scale_config(dtype: str) -> XentConfig:
+    """cross_entropy_scale's launch: a grid-stride multiply over the gradient in blocks of 256
+    threads (its other constants unused), SCALE_BLOCKS_PER_SM blocks an SM."""
+    return XentConfig(256, 1, 1, PACK_BYTES // ITEMSIZE[dtype], False)
+
+
 SCALE_BLOCKS_PER_SM = 4
 
 
@@ -120,13 +200,11 @@ def specializations() -> list[Spec]:
     for dtype in DTYPES:
         for cfg in every_row_config(dtype):
             out += [log_softmax_spec(k, dtype, cfg) for k in ("log_softmax_forward", "log_softmax_backward")]
-            out += [cross_entropy_spec("cross_entropy_forward", dtype, cfg, e) for e in (False, True)]
-            out.append(cross_entropy_spec("cross_entropy_backward", dtype, cfg))
-        out.append(cross_entropy_spec("cross_entropy_scale", dtype, SCALE))
+        for xcfg in every_xent_config(dtype):
+            out += [cross_entropy_spec("cross_entropy_forward", dtype, xcfg, e) for e in (False, True)]
+            out.append(cross_entropy_spec("cross_entropy_backward", dtype, xcfg))
+        out.append(cross_entropy_spec("cross_entropy_scale", dtype, scale_config(dtype)))
     return out
-
-
-# --- checks and layouts (no GPU) ------------------------------------------------------------
 
 
 # --- launching ----------------------------------------------------------------------------

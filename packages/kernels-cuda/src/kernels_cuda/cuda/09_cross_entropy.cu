@@ -5,9 +5,16 @@
 // kernel, so the backward of the mean loss is a scalar multiply (skipped when the upstream
 // gradient is 1). Where llm.c reads the row three times (max, sum, gradient) from L2, this reads
 // it once from DRAM: the first pass takes the online max and sum of exp (and the sum of x for
-// label smoothing) in fp32 (fp64 for fp64 rows) while keeping each thread's packs in shared memory
-// (`staged` packs of the row, as many as fit); the second pass writes the gradient from that copy,
-// re-reading from global memory (L2, as the row was just read) only the packs past it.
+// label smoothing) in fp32 (fp64 for fp64 rows), keeping what it read on chip; the second pass
+// writes the gradient from that copy. A row belongs to a group of TPR threads (RPB rows a block
+// for short rows, so a block stays 128-256 threads wide). A row of at most TPR ITEMS 16-byte
+// packs (STEPS = 0) stays in its threads' registers: no shared memory and, at TPR <= 32, no
+// barrier. A longer one (STEPS = 1: a block a row, ITEMS packs a thread a step) is kept in shared
+// memory (`staged` packs, as many as fit), the rest read again from global memory (L2, as the
+// row was just read): fewer registers than holding a step, so two 512-thread blocks share an SM
+// where two rows fit in its shared memory (longer rows: 1024 threads, one block an SM). Packs
+// count from the row's first 16-byte boundary (rows.cuh, split_row): rows of any length and
+// address move in 16-byte accesses, the few elements before and after the packs one at a time.
 //
 // Row `row`, target t, smoothing eps, V = N:
 //   lse  = max + log(sum exp(x - max))
@@ -27,43 +34,149 @@
 //                           (reduction="none"; token log-probabilities and entropy)
 //   cross_entropy_scale     grad *= g[0] in place, every block returning at once when g[0] == 1
 //                           (see there for a second backward through one forward)
+// The gradient's row goes out in 16-byte stores where it lies at the logits' row's address mod 16
+// (the host allocates it so), else an element at a time: the same values either way.
 //
-// Constants: KL_THREADS, KL_VEC (elements a pack, divides N), KL_UNROLL (packs in flight a
-// thread), KL_ENTROPY (0 / 1: the forward's entropy; 0 for the other entry points). See rows.cuh
-// for the row layout and why it is batch invariant.
+// Constants: KL_TPR (threads a row: a power of two, 8 or more), KL_RPB (rows a block), KL_ITEMS
+// (packs a thread a step), KL_VEC (elements of a 16-byte pack), KL_STEPS (0: rows of at most
+// TPR ITEMS packs, in registers; 1: any row, RPB = 1), KL_ENTROPY (0 / 1: the forward's entropy; 0
+// for the other entry points). The host picks them from (N, dtype) alone: with the row's address
+// mod 16, all a row's bits depend on (rows.cuh).
 #include "rows.cuh"
 
-constexpr int THREADS = KL_THREADS, VEC = KL_VEC, UNROLL = KL_UNROLL;
-constexpr bool ENTROPY = KL_ENTROPY;
+constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC;
+constexpr int THREADS = TPR * RPB;
+constexpr bool STEPS = KL_STEPS, ENTROPY = KL_ENTROPY;
+// Extra elements (head and tail) a thread: there are at most 2 (VEC - 1) <= 2 TPR of them.
+constexpr int EXTRA = 2;
+static_assert(TPR >= 8 && 2 * (VEC - 1) <= EXTRA * TPR, "a row's head and tail take two elements a thread");
+static_assert(!STEPS || RPB == 1, "rows longer than a step have a block each");
+
+// The gradient's pack at element `at` of row gr: one 16-byte store where gr lines up with the
+// logits' row (`packed`), else VEC element stores.
+__device__ __forceinline__ void put_pack(elem_t* gr, int at, const Pack<VEC>& g, bool packed) {
+  if (packed) {
+    store_pack<VEC>(gr + at, g);
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) gr[at + k] = g.e[k];
+  }
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     cross_entropy_forward(const elem_t* x, elem_t* grad, const i64* __restrict__ target, acc_t* __restrict__ loss,
                           acc_t* __restrict__ lse_out, acc_t* __restrict__ entropy_out, const i64* __restrict__ count,
                           i64 M, int N, i64 x_stride, i64 grad_stride, i64 ignore_index, acc_t smoothing, int staged) {
   extern __shared__ uint4 stage_raw[];
-  __shared__ RowStats scratch[THREADS / 32 + 1];
+  __shared__ RowStats scratch[RPB * (TPR / 32 + 1)];
   Pack<VEC>* stage = reinterpret_cast<Pack<VEC>*>(stage_raw);
-  const int packs = N / VEC;
+  constexpr int STEP = TPR * ITEMS;  // packs a step
+  const int lane = threadIdx.x % TPR;
+  const i64 groups = (M + RPB - 1) / RPB;
 
-  for (i64 row = blockIdx.x; row < M; row += gridDim.x) {
-    const elem_t* xr = x + row * x_stride;
-    const i64 t = target[row];
+  // The loop bound is the same for every thread of the block, so the barriers in it are safe.
+  for (i64 group = blockIdx.x; group < groups; group += gridDim.x) {
+    const i64 row = group * RPB + threadIdx.x / TPR;
+    const bool live = row < M;  // a slot past M reads nothing and writes nothing
+    const elem_t* xr = x + (live ? row : 0) * x_stride;
+    const i64 t = live ? target[row] : ignore_index;
     const bool ignored = t == ignore_index;
     const bool valid = !ignored && t >= 0 && t < N;
+    const RowSplit sp = split_row<VEC>(xr, N);
+    const elem_t* body = xr + sp.head;
     // x[t], fetched before the pass so that its latency hides behind it (and before any
     // gradient is written over it)
-    const acc_t xt = threadIdx.x == 0 && valid ? to_acc(xr[t]) : acc_t(0);
+    const acc_t xt = lane == 0 && valid ? to_acc(xr[t]) : acc_t(0);
 
-    RowStats st = stats_empty();
-    read_row<THREADS, VEC, UNROLL>(xr, packs, stage, grad != nullptr ? staged : 0,
-                                   [&](const Pack<VEC>(&v)[UNROLL], const bool(&in)[UNROLL]) {
-                                     st = stats_add<true, ENTROPY>(st, v, in);
-                                   });
-    st = block_reduce<THREADS>(st, scratch, stats_empty(), [](RowStats a, RowStats b) { return stats_merge(a, b); });
-    const acc_t log_s = log_acc(st.s);
-    const acc_t lse = st.m + log_s;
+    // Every load of the first step is issued before any is used.
+    Pack<1> e[EXTRA];
+    bool e_in[EXTRA];
+#pragma unroll
+    for (int k = 0; k < EXTRA; ++k) {
+      const int j = lane + k * TPR;
+      e_in[k] = live && j < sp.extras;
+      if (e_in[k]) e[k] = load_pack<1>(xr + extra_index(sp, j, VEC));
+    }
+    RowStats st = stats_add<true, ENTROPY>(stats_empty(), e, e_in);
+    Pack<VEC> v0[ITEMS];  // one step: the row, kept in registers
+    bool in0[ITEMS];
+    if constexpr (!STEPS) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int p = i * TPR + lane;
+        in0[i] = live && p < sp.packs;
+        if (in0[i]) v0[i] = load_pack<VEC>(body + static_cast<i64>(p) * VEC);
+      }
+      st = stats_add<true, ENTROPY>(st, v0, in0);
+    } else {
+      // steps: packs below `staged` kept in shared memory (pack p at stage[p])
+      for (int p0 = 0; p0 < sp.packs; p0 += STEP) {
+        Pack<VEC> v[ITEMS];
+        bool in[ITEMS];
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+          const int p = p0 + i * TPR + lane;
+          in[i] = p < sp.packs;
+          if (in[i]) v[i] = load_pack<VEC>(body + static_cast<i64>(p) * VEC);
+        }
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+          const int p = p0 + i * TPR + lane;
+          if (in[i] && p < staged) stage[p] = v[i];
+        }
+        st = stats_add<true, ENTROPY>(st, v, in);
+      }
+    }
+    st = group_reduce<TPR, RPB>(st, scratch, stats_empty(), [](RowStats a, RowStats b) { return stats_merge(a, b); });
 
-    if (threadIdx.x == 0) {
+    if (grad != nullptr && live) {
+      elem_t* gr = grad + row * grad_stride;
+      const bool packed = same_offset(gr, xr);
+      const acc_t scale = count != nullptr ? rcp(static_cast<acc_t>(*count)) : acc_t(1);
+      const acc_t shift = safe_shift(st.m);
+      const acc_t inv_s = rcp(st.s);
+      const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
+      const acc_t bad = valid ? acc_t(0) : quiet_nan();  // NaN for a target out of range
+      const int tj = valid ? static_cast<int>(t) : -1;       // the target as a row index (32 bits)
+      // the gradient of element j (ignored rows: 0)
+      auto g_of = [&](elem_t xv, int j) {
+        if (ignored) return from_acc(acc_t(0));
+        const acc_t prob = exp_acc(to_acc(xv) - shift) * inv_s;
+        const acc_t one_hot = j == tj ? hit : acc_t(0);
+        return from_acc((prob - off - one_hot + bad) * scale);
+      };
+      auto g_pack = [&](const Pack<VEC>& v, int p) {
+        Pack<VEC> g;
+        const int at = sp.head + p * VEC;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) g.e[k] = g_of(v.e[k], at + k);
+        put_pack(gr, at, g, packed);
+      };
+#pragma unroll
+      for (int k = 0; k < EXTRA; ++k) {
+        if (!e_in[k]) continue;
+        const int j = extra_index(sp, lane + k * TPR, VEC);
+        gr[j] = g_of(e[k].e[0], j);
+      }
+      if constexpr (!STEPS) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i)
+          if (in0[i]) g_pack(v0[i], i * TPR + lane);
+      } else {
+        for (int p = lane; p < sp.packs; p += TPR) {
+          // one load through a generic pointer: selecting between a shared and a global load
+          // made ptxas spill (rows.cuh, reread_pack)
+          const Pack<VEC>* src =
+              p < staged ? stage + p : reinterpret_cast<const Pack<VEC>*>(body + static_cast<i64>(p) * VEC);
+          g_pack(*src, p);
+        }
+      }
+    }
+    // The row's outputs after the gradient, whose registers are free by then: fp64's log is a
+    // call, around which they would be saved.
+    if (live && lane == 0) {
+      const acc_t log_s = log_acc(st.s);
+      const acc_t lse = st.m + log_s;
       acc_t l = acc_t(0);
       if (!ignored) {
         // the smoothing term only where smoothing is on: 0 * sum(x) is NaN in a row holding -inf,
@@ -76,31 +189,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       if constexpr (ENTROPY) entropy_out[row] = log_s - st.u * rcp(st.s);
     }
 
-    if (grad != nullptr) {
-      elem_t* gr = grad + row * grad_stride;
-      const acc_t scale = count != nullptr ? rcp(static_cast<acc_t>(*count)) : acc_t(1);
-      const acc_t shift = safe_shift(st.m);
-      const acc_t inv_s = rcp(st.s);
-      const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
-      const acc_t bad = valid ? acc_t(0) : quiet_nan();  // NaN for a target out of range
-      for (int p = threadIdx.x; p < packs; p += THREADS) {
-        Pack<VEC> g;
-        if (ignored) {
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) g.e[k] = from_acc(acc_t(0));
-        } else {
-          const Pack<VEC> v = reread_pack<VEC>(xr, stage, p, staged);
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            const acc_t prob = exp_acc(to_acc(v.e[k]) - shift) * inv_s;
-            const acc_t one_hot = static_cast<i64>(p) * VEC + k == t ? hit : acc_t(0);
-            g.e[k] = from_acc((prob - off - one_hot + bad) * scale);
-          }
-        }
-        store_pack<VEC>(gr + static_cast<i64>(p) * VEC, g);
-      }
-    }
-    __syncthreads();  // scratch is written again by the next row
+    if constexpr (TPR > 32) __syncthreads();  // scratch is written again by the next row group
   }
 }
 
@@ -108,16 +197,24 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 //        (+ where entropy != 0: - g_entropy[row] p (x - lse + H), the entropy's gradient)
 // One read of the row and one write; ignored rows get the entropy's part only (else 0), rows whose
 // target is out of range NaN. (ENTROPY is not read here: the entropy's term is a branch taken
-// the same way by every thread of a launch, on a pass bound by memory.)
-extern "C" __global__ void __launch_bounds__(THREADS)
+// the same way by every thread of a launch, on a pass bound by memory.) No barriers: a slot
+// past M leaves at once. (The explicit 1 of the launch bounds: with THREADS alone ptxas held some
+// builds to 64 registers, with a spill.)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
     cross_entropy_backward(const elem_t* __restrict__ x, elem_t* __restrict__ grad, const i64* __restrict__ target,
                            const acc_t* __restrict__ lse, const acc_t* __restrict__ g_loss,
                            const acc_t* __restrict__ entropy, const acc_t* __restrict__ g_entropy, i64 M, int N,
                            i64 x_stride, i64 grad_stride, i64 ignore_index, acc_t smoothing) {
-  const int packs = N / VEC;
-  for (i64 row = blockIdx.x; row < M; row += gridDim.x) {
+  const int lane = threadIdx.x % TPR;
+  // once, before the loop: fp64's reciprocal is a call, around which live registers are saved
+  const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
+  for (i64 row = blockIdx.x * static_cast<i64>(RPB) + threadIdx.x / TPR; row < M;
+       row += static_cast<i64>(gridDim.x) * RPB) {
     const elem_t* xr = x + row * x_stride;
     elem_t* gr = grad + row * grad_stride;
+    const RowSplit sp = split_row<VEC>(xr, N);
+    const elem_t* body = xr + sp.head;
+    const bool packed = same_offset(gr, xr);
     const i64 t = target[row];
     const bool ignored = t == ignore_index;
     const bool valid = !ignored && t >= 0 && t < N;
@@ -126,29 +223,35 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const bool with_entropy = entropy != nullptr;
     const acc_t ge = with_entropy ? g_entropy[row] : acc_t(0);
     const acc_t h = with_entropy ? entropy[row] : acc_t(0);
-    const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
-    for (int p0 = 0; p0 < packs; p0 += THREADS * UNROLL) {
-      Pack<VEC> v[UNROLL];
+    const int tj = valid ? static_cast<int>(t) : -1;  // the target as a row index (32 bits)
+    auto d_of = [&](elem_t xv, int j) {
+      const acc_t logp = to_acc(xv) - r_lse;
+      const acc_t prob = exp_acc(logp);
+      const acc_t one_hot = j == tj ? hit : acc_t(0);
+      acc_t d = ignored ? acc_t(0) : gl * (prob - off - one_hot);
+      if (with_entropy) d -= prob == acc_t(0) ? acc_t(0) : ge * prob * (logp + h);
+      return from_acc(d);
+    };
+    for (int j = lane; j < sp.extras; j += TPR) {
+      const int at = extra_index(sp, j, VEC);
+      gr[at] = d_of(xr[at], at);
+    }
+    for (int p0 = 0; p0 < sp.packs; p0 += TPR * ITEMS) {
+      Pack<VEC> v[ITEMS];
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int p = p0 + u * THREADS + static_cast<int>(threadIdx.x);
-        if (p < packs) v[u] = load_pack<VEC>(xr + static_cast<i64>(p) * VEC);
+      for (int u = 0; u < ITEMS; ++u) {
+        const int p = p0 + u * TPR + lane;
+        if (p < sp.packs) v[u] = load_pack<VEC>(body + static_cast<i64>(p) * VEC);
       }
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int p = p0 + u * THREADS + static_cast<int>(threadIdx.x);
-        if (p >= packs) continue;
+      for (int u = 0; u < ITEMS; ++u) {
+        const int p = p0 + u * TPR + lane;
+        if (p >= sp.packs) continue;
         Pack<VEC> g;
+        const int at = sp.head + p * VEC;
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const acc_t logp = to_acc(v[u].e[k]) - r_lse;
-          const acc_t prob = exp_acc(logp);
-          const acc_t one_hot = static_cast<i64>(p) * VEC + k == t ? hit : acc_t(0);
-          acc_t d = ignored ? acc_t(0) : gl * (prob - off - one_hot);
-          if (with_entropy) d -= prob == acc_t(0) ? acc_t(0) : ge * prob * (logp + h);
-          g.e[k] = from_acc(d);
-        }
-        store_pack<VEC>(gr + static_cast<i64>(p) * VEC, g);
+        for (int k = 0; k < VEC; ++k) g.e[k] = d_of(v[u].e[k], at + k);
+        put_pack(gr, at, g, packed);
       }
     }
   }

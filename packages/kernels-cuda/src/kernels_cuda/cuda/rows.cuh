@@ -1,4 +1,5 @@
-// rows.cuh: one row per block, for every dtype fp64 included (09 cross-entropy, 10 log_softmax).
+// rows.cuh: rows reduced by a block (or by a group of a block's threads), for every dtype fp64
+// included (09 cross-entropy, 10 log_softmax).
 //
 // Self-contained like common.cuh (NVRTC has no include path), and separate from it because it
 // also compiles for KL_F64, which common.cuh's packs and fast exponential do not cover.
@@ -11,6 +12,10 @@
 // row's address or on the GPU's size (batch invariance). A pass that reads a row again reads
 // the same packs in the same thread, so a thread can keep what it read in shared memory for
 // itself (`staged`), with no barrier between the write and the read.
+// That is 10's layout. 09 lays a row out the same way over a group of TPR threads (several rows a
+// block for short rows), with packs counted from the row's first 16-byte boundary (split_row), so
+// its rows of any length are read in 16-byte packs; its result then also depends on the row's
+// address mod 16 (never on the rest of the batch).
 #pragma once
 
 typedef long long i64;
@@ -257,6 +262,62 @@ template <int THREADS, class T, class Op> __device__ __forceinline__ T block_red
     __syncthreads();
     return scratch[WARPS];
   }
+}
+
+// The same combination over a group of TPR threads, RPB groups a block (a group: threads
+// [slot TPR, (slot + 1) TPR)): within a warp (TPR <= 32) by shuffles alone, else as block_reduce
+// (which it is, bit for bit, at RPB = 1). scratch: RPB (TPR / 32 + 1) entries; every thread of the
+// block must call it (it may hold barriers). Orders memory accesses as block_reduce does.
+template <int TPR, int RPB, class T, class Op>
+__device__ __forceinline__ T group_reduce(T v, T* scratch, T empty, Op op) {
+  static_assert(TPR >= 1 && (TPR & (TPR - 1)) == 0 && (TPR <= 32 || TPR % 32 == 0), "TPR: a power of two");
+  if constexpr (TPR <= 32) {
+#pragma unroll
+    for (int o = TPR / 2; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
+    __syncwarp();
+    return v;
+  } else {
+    constexpr int WPR = TPR / 32;
+    const int lane = threadIdx.x % 32, w = threadIdx.x % TPR / 32;
+    T* mine = scratch + threadIdx.x / TPR * (WPR + 1);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
+    if (lane == 0) mine[w] = v;
+    __syncthreads();
+    if (w == 0) {
+      v = lane < WPR ? mine[lane] : empty;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
+      if (lane == 0) mine[WPR] = v;
+    }
+    __syncthreads();
+    return mine[WPR];
+  }
+}
+
+// ---- rows at any address: a head, 16-byte packs, a tail (09) --------------------------------------
+// A row whose first element is not on a 16-byte boundary (an odd N puts every other row off it)
+// is split into the `head` (the elements before the row's first 16-byte boundary, up to VEC - 1),
+// `packs` whole packs from there (the body), and the tail (under VEC elements after the body);
+// head and tail, `extras` elements in all, are read one element at a time. The split depends on
+// (N, dtype, the row's address mod 16) alone, so a row's result does too (as a view x[i:i+1]
+// keeps the address, the row alone gives the same bits as in its batch).
+struct RowSplit {
+  int head, packs, extras;
+};
+template <int VEC> __device__ __forceinline__ RowSplit split_row(const elem_t* row, int N) {
+  const int off = static_cast<int>(reinterpret_cast<unsigned long long>(row) % 16 / sizeof(elem_t));
+  const int head = min(N, (VEC - off) % VEC);
+  const int packs = (N - head) / VEC;
+  return {head, packs, N - packs * VEC};
+}
+// The row index of extra element j (0 <= j < extras): the head's first, then the tail's.
+__device__ __forceinline__ int extra_index(const RowSplit& s, int j, int vec) {
+  return j < s.head ? j : j + s.packs * vec;
+}
+// Whether two rows lie at the same address mod 16 (so packs of one line up with packs of the other).
+__device__ __forceinline__ bool same_offset(const void* a, const void* b) {
+  return (reinterpret_cast<unsigned long long>(a) ^ reinterpret_cast<unsigned long long>(b)) % 16 == 0;
 }
 
 // ---- a pass over a row ---------------------------------------------------------------------------
