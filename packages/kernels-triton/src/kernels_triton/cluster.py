@@ -386,24 +386,25 @@ def cluster_bwd_kernel(
     row = (pid // C).to(tl.int64)
     rank = pid % C
     if VEC > 0:  # equal row strides (packs): one offset serves y, dy and dx
-        head, in_row, edge_cols, in_edges = _split_row(row, y_row_stride, rank, N, C, CHUNK, VEC)
+        head, in_body, edge_cols, in_edges = _split_row(row, y_row_stride, rank, N, C, CHUNK, VEC)
         body = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
-        y_ptrs, dy_ptrs, dx_ptrs = y_ptr + body, dy_ptr + body, dx_ptr + body
-    else:
-        cols = rank * CHUNK + tl.arange(0, CHUNK)
-        in_row = cols < N
-        y_ptrs, dy_ptrs = y_ptr + row * y_row_stride + cols, dy_ptr + row * dy_row_stride + cols
-        dx_ptrs = dx_ptr + row * dx_row_stride + cols
-    y = tl.load(y_ptrs, mask=in_row, other=0.0)
-    dy = tl.load(dy_ptrs, mask=in_row, other=0.0)
-    d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
-    if VEC > 0:
+        y = tl.load(y_ptr + body, mask=in_body, other=0.0)
+        dy = tl.load(dy_ptr + body, mask=in_body, other=0.0)
         edges = row * y_row_stride + edge_cols
         y_edges = tl.load(y_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
         dy_edges = tl.load(dy_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
-        d += tl.sum(y_edges * dy_edges, axis=0)
+        d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0) + tl.sum(y_edges * dy_edges, axis=0)
+    else:
+        cols = rank * CHUNK + tl.arange(0, CHUNK)
+        in_row = cols < N
+        y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0)
+        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0)
+        d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
     d_all, _ = _exchange(d, 0.0, slot_base, rank, C)
-    dot = tl.sum(d_all, axis=0)
-    tl.store(dx_ptrs, (_widen(y) * (_widen(dy) - dot)).to(dx_ptr.dtype.element_ty), mask=in_row)
+    dx = _widen(y) * (_widen(dy) - tl.sum(d_all, axis=0))
     if VEC > 0:
-        tl.store(dx_ptr + edges, (y_edges * (dy_edges - dot)).to(dx_ptr.dtype.element_ty), mask=in_edges)
+        tl.store(dx_ptr + body, dx.to(dx_ptr.dtype.element_ty), mask=in_body)
+        dx_edges = y_edges * (dy_edges - tl.sum(d_all, axis=0))
+        tl.store(dx_ptr + edges, dx_edges.to(dx_ptr.dtype.element_ty), mask=in_edges)
+    else:
+        tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_row)
