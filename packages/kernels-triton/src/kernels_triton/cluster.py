@@ -24,12 +24,11 @@ A block holds one chunk: 8192 elements over 4 warps up to 16 * 8192 columns, 163
 registers past that (_block); C = ceil(N / chunk) rounded up to a power of two (a block past the
 row's end reads nothing and adds nothing; 16-block clusters are a non-portable size, which H100 and
 H200 allow). The route (applies) takes any such row, the fp32 backward up to 131072 columns (past
-that its blocks spill). A row that is not whole 16-byte packs (an odd N) is split into a head (the
-elements before its first 16-byte boundary), a body of whole packs, which the chunks cover, and a
-tail, which the last block takes an element at a time (_split_row, where packs() allows it; read
-an element at a time, such rows moved 2 or 4 bytes a load and took far more registers). The split
-follows the row's address mod 16 (and N and dtype), so a row keeps its bits in any batch that
-puts it at the same alignment.
+that its blocks spill). A row that is not whole 16-byte packs (odd N), which Triton would read an
+element at a time, is split into a head up to its first 16-byte boundary, a body of whole packs
+that the chunks cover, and a tail; the last block takes head and tail an element at a time
+(_split_row, where packs() allows). The split follows N, the dtype and the row's address mod 16:
+a row keeps its bits in any batch that puts it at the same alignment.
 """
 
 from __future__ import annotations
