@@ -41,7 +41,8 @@ def compile_for(name: str, M: int, N: int, dtype: torch.dtype, config: SoftmaxCo
 def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90):
     """The cluster kernel of `direction` ("fwd", "bwd") that a launch on contiguous, 16-byte
     aligned rows of N columns would use (kernels_triton.cluster.compiled_launch)."""
-    fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype)
+    vec = cluster.packs([torch.empty((1, N), dtype=dtype, device="meta")])  # at address 0: aligned
+    fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec)
     # N and the row strides (N: contiguous rows); slot_base is never specialised (cluster.py)
     integers = {arg: N for arg in fn.arg_names if not arg.endswith("_ptr") and arg not in constexprs}
     integers["slot_base"] = None

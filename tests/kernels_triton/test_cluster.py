@@ -4,9 +4,9 @@ float64.
 kernels_triton takes them on sm_90 for rows of 32768 to 262144 elements (the fp32 backward to
 131072), both directions at any row count.
 The kernels themselves (launch.cluster_plan) are tested at any size: whole chunks and a ragged
-last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N, which
-the route leaves to the tiles), one row and many, strided rows, every dtype, and non-finite and
-huge values, which must come out where torch puts them.
+last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
+body and tail), one row and many, strided rows, every dtype, and non-finite and huge values,
+which must come out where torch puts them.
 Outputs are filled with NaN before each launch, so an element no block writes fails. On a CPU the
 kernels never run (the interpreter has no clusters), which the first test checks; they are
 compiled for sm_90 there instead, which checks their inline PTX and the registers their blocks
@@ -73,6 +73,8 @@ OFFLINE_CASES = {  # name: (direction, N, dtype), compiled as a launch on contig
     "fwd 131072 fp32": ("fwd", 131072, "float32"),
     "bwd 131072 bf16": ("bwd", 131072, "bfloat16"),
     "bwd 262144 fp16": ("bwd", 262144, "float16"),
+    "fwd 50257 bf16, head and tail": ("fwd", 50257, "bfloat16"),
+    "bwd 70001 fp32, head and tail": ("bwd", 70001, "float32"),
 }
 
 
@@ -135,6 +137,38 @@ def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, dir
     assert warps == (8 if direction == "bwd" and n > 131072 else 4)
 
 
+def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():
+    """VEC (cluster.packs): rows not whole 16-byte packs on aligned bases with equal strides;
+    0 where Triton sees whole packs itself (N and stride multiples of 16) or the tensors' rows sit
+    at different offsets (another stride, a base off 16 bytes), which the kernels read an element
+    at a time."""
+    for dtype in (torch.float32, torch.bfloat16):
+        vec = 16 // dtype.itemsize
+        x = torch.empty((4, 50257), dtype=dtype)
+        assert cluster.packs([x, torch.empty_like(x)]) == vec
+        assert cluster.packs([x, torch.empty((4, 50264), dtype=dtype)[:, :50257]]) == 0
+        off_16 = torch.empty(4 * 50257 + 1, dtype=dtype)[1:].view(4, 50257)  # a base 2 or 4 bytes past
+        assert cluster.packs([x, off_16]) == 0 and cluster.packs([off_16, x]) == 0
+        assert cluster.packs([torch.empty((4, 50264), dtype=dtype)] * 2) == vec  # whole packs, N % 16 != 0
+        assert cluster.packs([torch.empty((4, 65536), dtype=dtype)] * 2) == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_odd_rows_route_to_the_cluster_on_sm90(monkeypatch, dtype):
+    """launch.route on an sm_90 device (faked: no GPU here) gives rows that are not whole 16-byte
+    packs to the cluster, both directions at any row count; the fp32 backward only to 131072."""
+    monkeypatch.setattr(cluster, "INTERPRET", False)
+    monkeypatch.setattr(cluster, "_capable", lambda index: True)
+    cuda = torch.device("cuda", 0)
+    for n in (50257, 70001, 131073):
+        for m in (1, 64, 4096):
+            assert launch.route("softmax_fwd", m, n, dtype, cuda) == "cluster", (m, n)
+            taken = dtype != torch.float32 or n <= 131072
+            assert launch.route("softmax_bwd", m, n, dtype, cuda) == ("cluster" if taken else "tiles"), (m, n)
+    monkeypatch.setattr(cluster, "_capable", lambda index: False)
+    assert launch.route("softmax_fwd", 64, 50257, dtype, cuda) == "tiles"
+
+
 @pytest.mark.gpu
 @needs_sm90
 def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_at_any_row_count(monkeypatch):
@@ -143,10 +177,10 @@ def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_at_a
         (16384, False),
         (32767, False),
         (32768, True),
-        (50257, False),  # not whole 16-byte packs: the tiles
+        (50257, True),  # not whole 16-byte packs: head, body and tail
         (50264, True),
         (131072, True),
-        (131073, False),
+        (131073, True),
         (262144, True),
         (262145, False),
     ):
@@ -228,8 +262,8 @@ def dispatched_forward(monkeypatch, x: torch.Tensor) -> tuple[torch.Tensor, list
 @needs_sm90
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtype):
-    """From 32768 to 262144 columns, one row or many waves of clusters: 1100 rows of 50264 are more
-    8-block clusters than an H100 holds at once."""
+    """From 32768 to 262144 columns, one row or many waves of clusters: 1100 rows of 50257 (head,
+    body and tail) are more 8-block clusters than an H100 holds at once."""
     cuda = torch.device("cuda")
     for m, n, taken in (
         (1, 32767, False),
@@ -240,7 +274,7 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
         (1, 262145, False),
     ):
         assert cluster.applies("fwd", m, n, dtype, cuda) == taken, (m, n)
-    x = (torch.randn((1100, 50264), device="cuda") * 3).to(dtype)
+    x = (torch.randn((1100, 50257), device="cuda") * 3).to(dtype)
     y, answers = dispatched_forward(monkeypatch, x)
     assert answers == [True]
     np.testing.assert_allclose(
@@ -337,13 +371,36 @@ def test_forward_error_no_worse_than_torch():
 @needs_sm90
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward_rows_off_16_byte_boundaries(dtype):
-    """Rows of odd length, which the route leaves to the tiles (cluster.applies), start at every
-    offset from a 16-byte boundary: the kernel reads them an element at a time, still right."""
+    """Rows of odd length start at every offset from a 16-byte boundary: the kernel splits them
+    into head, aligned body and tail (cluster.packs) where x and y rows share their offsets,
+    and reads them an element at a time where they do not (y with another row stride)."""
     m, n = 24, 50257
-    assert not cluster.applies("fwd", m, n, dtype, torch.device("cuda"))
+    assert cluster.applies("fwd", m, n, dtype, torch.device("cuda"))
     x = (torch.randn((m, n), device="cuda") * 4).to(dtype)
-    x[3, 0], x[5, n - 1] = 30, 30
+    x[3, 0], x[5, n - 1] = 30, 30  # the maximum in a head, and in a tail
     expected = softmax_ref(x.cpu().double().numpy())
+    assert cluster.packs([x, torch.empty_like(x)]) == 16 // x.element_size()
     np.testing.assert_allclose(forward_poisoned(x).cpu().double().numpy(), expected, **tolerance(dtype))
     y = torch.empty((m, n + 5), dtype=dtype, device="cuda")[:, :n]
+    assert cluster.packs([x, y]) == 0
     np.testing.assert_allclose(forward_poisoned(x, y).cpu().double().numpy(), expected, **tolerance(dtype))
+
+
+@pytest.mark.gpu
+@needs_sm90
+@pytest.mark.parametrize("n", [50257, 70001, 131073])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_odd_rows_in_head_body_and_tail_match_float64(dtype, n):
+    """Both directions on rows split into head, body and tail (VEC > 0), 9 rows: every head
+    length a pack allows; the maximum in a head, and in a tail."""
+    x = (torch.randn((9, n), device="cuda") * 4).to(dtype)
+    x[3, 0], x[5, n - 1] = 30, 30
+    assert cluster.packs([x, x]) == 16 // x.element_size()
+    np.testing.assert_allclose(
+        forward_poisoned(x).cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
+    )
+    y, dy = inputs(9, n, dtype, n)
+    assert cluster.packs([y, dy, y]) == 16 // x.element_size()
+    np.testing.assert_allclose(
+        backward_poisoned(y, dy).cpu().double().numpy(), reference(y, dy), **tolerance(dtype)
+    )

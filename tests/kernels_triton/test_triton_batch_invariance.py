@@ -7,8 +7,8 @@ batch, and in slices starting at a row aligned as the first (aligned_rows).
 On the CPU: the planner's decisions (launch.plan_form: the form and everything in it that orders
 a row's reductions) for a simulated H100 are the same at every row count, and under Triton's
 interpreter the kernels give every row the bits of the single-row call. On the GPU: the shapes
-at which the old planner broke it, and a Hypothesis sweep over M, N and dtype that reaches the
-cluster form.
+at which the old planner broke it, odd rows on the cluster (split at their own 16-byte
+boundaries), and a Hypothesis sweep over M, N and dtype that reaches the cluster form.
 """
 
 from __future__ import annotations
@@ -226,6 +226,22 @@ def test_gpu_rows_keep_their_bits_at_the_shapes_that_broke_it(shape, dtype):
     m, step = shape[0], aligned_rows(x)
     rows = sorted({0, step, (m // 2) // step * step, (m - 1) // step * step})
     check_rows(x, dy, rows, batch_sizes=(1, 2, 17, m // 2 + 1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_odd_rows_keep_their_bits(dtype):
+    """64 rows of 50257 (GPT-2's vocabulary), which sm_90 gives the cluster's head, body and tail
+    (the head's length follows the row's address mod 16): row i against x[i:i+1] and the batches
+    starting there, forward and backward, for every row aligned as the first, and every prefix."""
+    m, n = 64, 50257
+    g = torch.Generator(device="cuda").manual_seed(n)
+    x = (torch.randn((m, n), generator=g, device="cuda") * 4).to(dtype)
+    dy = torch.randn((m, n), generator=g, device="cuda").to(dtype)
+    if cluster.applies("fwd", m, n, dtype, x.device):  # sm_90: the split, not element-wise reads
+        assert launch.route("softmax_bwd", m, n, dtype, x.device) == "cluster"
+        assert cluster.packs([x, x]) == 16 // x.element_size()
+    check_rows(x, dy, list(range(0, m, aligned_rows(x))), batch_sizes=(1, 2, 5, 33))
 
 
 @pytest.mark.gpu

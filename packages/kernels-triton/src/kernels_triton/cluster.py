@@ -23,8 +23,12 @@ to an SM. An fp32 forward holds exp(x - m) across the exchange (HOLD_EXPS) and o
 A block holds one chunk: 8192 elements over 4 warps up to 16 * 8192 columns, 16384 with capped
 registers past that (_block); C = ceil(N / chunk) rounded up to a power of two (a block past the
 row's end reads nothing and adds nothing; 16-block clusters are a non-portable size, which H100 and
-H200 allow). The route (applies) takes rows of whole 16-byte packs, the fp32 backward up to 131072
-columns (past that its blocks spill); the kernels take any row (tested so).
+H200 allow). The route (applies) takes any such row, the fp32 backward up to 131072 columns (past
+that its blocks spill). A row that is not whole 16-byte packs (odd N), which Triton would read an
+element at a time, is split into a head up to its first 16-byte boundary, a body of whole packs
+that the chunks cover, and a tail; the last block takes head and tail an element at a time
+(_split_row, where packs() allows). The split follows N, the dtype and the row's address mod 16:
+a row keeps its bits in any batch that puts it at the same alignment.
 """
 
 from __future__ import annotations
@@ -82,21 +86,36 @@ def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device
         and dtype in DTYPES
         and n_rows >= 1
         and MIN_COLS <= n_cols <= max_cols(direction, dtype)
-        and n_cols * dtype.itemsize % 16 == 0  # rows of whole 16-byte packs
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
 
 
-def kernel_for(direction: str, n_cols: int, dtype: torch.dtype):
+def packs(tensors: list[torch.Tensor]) -> int:
+    """VEC, the elements of a 16-byte pack, where Triton cannot see that the rows are whole packs
+    but every tensor's rows sit at the same offset from a 16-byte boundary (aligned bases, equal
+    strides), so that the kernels split each row into head, body and tail (_split_row); else 0.
+    (Triton specializes an integer argument on divisibility by 16: a stride and an N that are
+    multiples of 16 elements tell it that every row and every mask is whole packs.) What it reads,
+    the strides and the bases' 16-byte alignment, is in launch.launch's template key."""
+    stride = tensors[0].stride(0)
+    if stride % 16 == 0 and tensors[0].shape[1] % 16 == 0:
+        return 0
+    if all(t.data_ptr() % 16 == 0 and t.stride(0) == stride for t in tensors):
+        return 16 // tensors[0].element_size()
+    return 0
+
+
+def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0):
     """(kernel, constexprs, warps, register cap) of a launch of `direction` on rows of n_cols in
-    `dtype`: what compiled_launch compiles (and the tests, for sm_90 without a GPU)."""
+    `dtype`, vec as packs() gives it: what compiled_launch compiles (and the tests, for sm_90
+    without a GPU)."""
     c = _cluster_size(n_cols)
     chunk, warps, maxnreg = _block(n_cols, direction, dtype)
     if direction == "bwd":
-        return cluster_bwd_kernel, {"C": c, "CHUNK": chunk}, warps, maxnreg
+        return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
     fp32 = dtype == torch.float32
     constexprs = {"C": c, "CHUNK": chunk, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32,
-                  "HOLD_EXPS": fp32, "THREADS": 32 * warps}  # fmt: skip
+                  "VEC": vec, "HOLD_EXPS": fp32, "THREADS": 32 * warps}  # fmt: skip
     return cluster_fwd_kernel, constexprs, warps, maxnreg
 
 
@@ -108,7 +127,7 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     first = tensors[0]
     n = first.shape[1]
     strides = tuple(t.stride(0) for t in tensors)
-    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype)
+    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, packs(tensors))
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     compiled = kernel.warmup(*tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps,
                              num_stages=1, **cap)  # fmt: skip
@@ -278,12 +297,30 @@ def _exchange(m, s, slot_base, rank, C: tl.constexpr):
     )  # fmt: skip
 
 
+@triton.jit
+def _split_row(row, row_stride, rank, N, C: tl.constexpr, CHUNK: tl.constexpr, VEC: tl.constexpr):
+    """A row off 16-byte boundaries as its head, its body of whole packs of VEC elements and its
+    tail; every tensor's row starts row * row_stride elements past a 16-byte aligned base (packs).
+    Returns the head's length, which of this block's CHUNK lanes of the body are in it (the
+    block's chunk starts at row * row_stride + head + rank * CHUNK: loads and stores move whole
+    packs), and the head's and the tail's columns as 2 * VEC lanes with which of them are
+    elements: the last block takes them, an element at a time; the other blocks none."""
+    head = (VEC - (row * row_stride) % VEC) % VEC
+    body = tl.multiple_of((N - head) // VEC * VEC, VEC)
+    in_body = rank * CHUNK + tl.arange(0, CHUNK) < body
+    lanes = tl.arange(0, 2 * VEC)
+    edge_cols = tl.where(lanes < VEC, lanes, head + body + lanes - VEC)
+    in_edges = tl.where(lanes < VEC, lanes < head, edge_cols < N)
+    return head, in_body, edge_cols, in_edges & (rank == C - 1)
+
+
 @triton.jit(do_not_specialize=["slot_base"])
 def cluster_fwd_kernel(
     x_ptr, y_ptr, N, x_row_stride, y_row_stride, slot_base,
     C: tl.constexpr, CHUNK: tl.constexpr,
     NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
     COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (_row_sum)
+    VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (_split_row)
     HOLD_EXPS: tl.constexpr,  # hold exp(x - m) in fp32 across the exchange, not x
     THREADS: tl.constexpr,  # 32 * the launch's warps (_partial)
 ):  # fmt: skip
@@ -292,17 +329,30 @@ def cluster_fwd_kernel(
     rank = pid % C  # = %cluster_ctarank: a cluster is C consecutive blocks
     cols = rank * CHUNK + tl.arange(0, CHUNK)
     x_row = x_ptr + row * x_row_stride
-    if NEEDS_MASK:
+    y_row = y_ptr + row * y_row_stride
+    if VEC > 0:  # the body in whole packs, the head and tail (x_edges) an element at a time
+        head, in_body, edge_cols, in_edges = _split_row(row, x_row_stride, rank, N, C, CHUNK, VEC)
+        x_body = x_ptr + tl.multiple_of(row * x_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
+        x = tl.load(x_body, mask=in_body, other=float("-inf"))
+        x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
+    elif NEEDS_MASK:
         x = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
     else:
         x = tl.load(x_row + cols)
     # The chunk's partial (m, s); a chunk of all -inf: m = -inf, s = 0. x stays in its dtype.
     if HOLD_EXPS:  # exponentials relative to the chunk's max, held: the max, then their sum
         m = tl.reduce(x, 0, _maximum).to(tl.float32)
+        if VEC > 0:
+            m = tl.maximum(m, tl.max(x_edges, axis=0))
         e = tl.exp2((x.to(tl.float32) - _shift(m)) * LOG2E)
         s = _row_sum(e, COMPENSATED)
+        if VEC > 0:
+            s += _row_sum(tl.exp2((x_edges - _shift(m)) * LOG2E), COMPENSATED)
     else:  # 16 bits: taken again after the exchange, so one reduction of pairs
         m, s = _partial(x, THREADS)
+        if VEC > 0:
+            m_edges = tl.max(x_edges, axis=0)
+            m, s = _pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - _shift(m_edges)) * LOG2E), axis=0))
     m_all, s_all = _exchange(m, s, slot_base, rank, C)
     # The row's (M, S): a chunk with m = -inf adds its s unscaled (0, or NaN where it holds a NaN
     # beside nothing but -inf, which must still make the row NaN).
@@ -314,25 +364,46 @@ def cluster_fwd_kernel(
         y = e * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
     else:  # y = exp(x - M) / S from the packed x, as in F.softmax
         y = _normalized(x, m_row, 1.0 / s_row)
-    y_ptrs = y_ptr + row * y_row_stride + cols
-    if NEEDS_MASK:
-        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+    if VEC > 0:
+        y_body = y_ptr + tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
+        tl.store(y_body, y.to(y_ptr.dtype.element_ty), mask=in_body)
+        y_edges = tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
+        tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
+    elif NEEDS_MASK:
+        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
     else:
-        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty))
+        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty))
 
 
 @triton.jit(do_not_specialize=["slot_base"])
 def cluster_bwd_kernel(
     y_ptr, dy_ptr, dx_ptr, N, y_row_stride, dy_row_stride, dx_row_stride, slot_base,
     C: tl.constexpr, CHUNK: tl.constexpr,
+    VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (_split_row)
 ):  # fmt: skip
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)
     rank = pid % C
-    cols = rank * CHUNK + tl.arange(0, CHUNK)
-    in_row = cols < N
-    y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0)
-    dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0)
-    d_all, _ = _exchange(tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0), 0.0, slot_base, rank, C)
+    if VEC > 0:  # equal row strides (packs): one offset serves y, dy and dx
+        head, in_body, edge_cols, in_edges = _split_row(row, y_row_stride, rank, N, C, CHUNK, VEC)
+        body = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
+        y = tl.load(y_ptr + body, mask=in_body, other=0.0)
+        dy = tl.load(dy_ptr + body, mask=in_body, other=0.0)
+        edges = row * y_row_stride + edge_cols
+        y_edges = tl.load(y_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
+        dy_edges = tl.load(dy_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
+        d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0) + tl.sum(y_edges * dy_edges, axis=0)
+    else:
+        cols = rank * CHUNK + tl.arange(0, CHUNK)
+        in_row = cols < N
+        y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0)
+        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0)
+        d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
+    d_all, _ = _exchange(d, 0.0, slot_base, rank, C)
     dx = _widen(y) * (_widen(dy) - tl.sum(d_all, axis=0))
-    tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_row)
+    if VEC > 0:
+        tl.store(dx_ptr + body, dx.to(dx_ptr.dtype.element_ty), mask=in_body)
+        dx_edges = y_edges * (dy_edges - tl.sum(d_all, axis=0))
+        tl.store(dx_ptr + edges, dx_edges.to(dx_ptr.dtype.element_ty), mask=in_edges)
+    else:
+        tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_row)

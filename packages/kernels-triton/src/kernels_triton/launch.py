@@ -72,7 +72,7 @@ def route(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -
 
         form      takes
         float64   float64 tensors (float64.py: fp64 arithmetic throughout)
-        cluster   sm_90, rows of 32768 to 262144 whole 16-byte packs (cluster.applies)
+        cluster   sm_90, rows of 32768 to 262144 elements (cluster.applies)
         tiles     the rest: one pass, looped or a warp a row, as the config says (kernels.py)
 
     Nothing here depends on M beyond its being >= 1."""
@@ -121,6 +121,7 @@ def launch(
     last (in place: one of the inputs); returns the template, which launches any M of the layout.
     form: "tiles" or "cluster" instead of route()'s (to time a form alone)."""
     x = tensors[0]
+    # the row strides and the bases' 16-byte alignment: all the cluster's packs() reads, besides N
     layout = (
         name, n, config, batch_invariant, form, x.dtype, x.get_device(),
         *[t.stride(0) for t in tensors], *[t.data_ptr() % 16 == 0 for t in tensors], in_place(tensors),
