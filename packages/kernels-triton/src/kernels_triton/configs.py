@@ -142,8 +142,8 @@ def warp_rows_config(m: int, n: int, dtype: torch.dtype, n_sms: int) -> SoftmaxC
 
 def fits_in_registers(block: int, num_warps: int, arrays: int, registers: int = 65536) -> bool:
     """Whether `arrays` fp32 tiles of `block` values stay in registers: a thread may hold 64
-    values and half of its share of the SM's `registers` (ptxas for sm_90, kernels_triton.offline:
-    the one-pass backward at 32768, two tiles, spills; the forward with 16 warps does not)."""
+    values and half of its share of the SM's `registers` (ptxas for sm_90, as the tests' SASS tools
+    compile it: the one-pass backward at 32768, two tiles, spills; the forward with 16 warps does not)."""
     return arrays * block // (32 * num_warps) <= min(64, registers // (64 * num_warps))
 
 

@@ -5,7 +5,7 @@ and backward at each shape and dtype (triton.testing.do_bench: CUDA events, L2 c
 each run, median) and merges the winners into this user's picks file for this GPU and Triton
 version (configs.user_picks_path: under a file lock, replaced atomically, with a SHA-256), or
 with --commit into this GPU's section of the packaged autotune_picks.json, to commit as is.
-Shapes whose launches take no config (launch.route: cluster or split-row kernels) are skipped.
+Shapes whose launches take no config (launch.route: the cluster kernels) are skipped.
 Default shapes: (64, 600), (512, 600), (4096, 600) in fp32, fp16, bf16, and `lab bench`'s sweep
 in fp32 and bf16 (--sweep: the sweep alone). KERNELS_TRITON_TUNE=1: a launch whose bucket has no
 tuned pick is tuned at its own shape first.
