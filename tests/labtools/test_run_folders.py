@@ -186,11 +186,13 @@ def test_sigint_during_an_experiment_run_changes_nothing(repo):
     try:
         deadline = time.monotonic() + 240
         staging = []
-        while not staging and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
+        # Into the job, past its imports (a signal that lands inside a third-party import can be
+        # swallowed there): the first sweep's file is written while the second sweep is to come.
+        while not any(staging) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
             staging = [p for p in exp.parent.iterdir() if p.name.startswith(".24-")]
-        assert staging, "the run never started its staging folder"
-        time.sleep(1.0)  # into the job
+            staging = [p for p in staging if any(p.glob("sweep_*.json"))]
+        assert staging, "the run never wrote its first sweep into its staging folder"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--shape: M and N must be >= 1")
     if configs.INTERPRET or not torch.cuda.is_available():
         print(
-            "python -m kernels_triton.tune times configs on a CUDA device (TRITON_INTERPRET unset)",
+            "python -m kernels_triton.tune needs a CUDA device (and TRITON_INTERPRET unset): it times configs on it",
             file=sys.stderr,
         )
         return 2
