@@ -186,8 +186,9 @@ def test_sigint_during_an_experiment_run_changes_nothing(repo):
     try:
         deadline = time.monotonic() + 240
         staging = []
-        # Into the job, past its imports (a signal that lands inside a third-party import can be
-        # swallowed there): the first sweep's file is written while the second sweep is to come.
+        # Into the job, past its start-up (under CI's load a signal sent one second after the
+        # staging folder appeared did not stop the run): the first sweep's file is written while
+        # the second sweep is still to come.
         while not any(staging) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
             staging = [p for p in exp.parent.iterdir() if p.name.startswith(".24-")]
