@@ -46,8 +46,8 @@ def ce_shape(n: int, itemsize: int) -> tuple[int, bool, int, int]:
     program where whole rows are short; from (n, dtype) alone, as choose()."""
     block, one_pass, warps = K.choose(n, itemsize)
     rows = max(1, ROW_TILE[itemsize] // block) if one_pass else 1
-    if rows > 1:
-        warps = min(16, max(4, rows * block // 1024))  # 32 values of the tile a thread
+    if rows > 1:  # few threads, many values each: the SM's registers hold more tiles in flight
+        warps = 4
     return block, one_pass, rows, warps
 
 
