@@ -8,6 +8,8 @@ vocabularies in bf16 and fp32, and check the memory the op holds.
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -180,6 +182,35 @@ def test_batch_invariant(path):
         assert torch.equal(alone, batch[i]) and torch.equal(xi.grad, xb.grad[i : i + 1])
 
 
+def test_short_rows_go_many_a_program_chosen_by_n_and_dtype_alone(monkeypatch):
+    """ce_shape's ROWS is a function of (N, dtype): the launch for 1 row and for many uses
+    the same; rows in every slot of a [ROWS, BLOCK] tile, over several programs with a ragged
+    last one, match float64 and give the same bits alone as in the batch."""
+    ce = importlib.import_module("kernels_triton.cross_entropy")  # the package exports the function
+    assert ce.ce_shape(600, 4)[2] > 1 and ce.ce_shape(600, 2)[2] > 1 and ce.ce_shape(50257, 2)[2] == 1
+    seen = []
+    launch = K.cross_entropy_fwd
+
+    class Spy:
+        def __getitem__(self, grid):
+            def run(*args, **meta):
+                seen.append(meta["ROWS"])
+                return launch[grid](*args, **meta)
+
+            return run
+
+    monkeypatch.setattr(K, "cross_entropy_fwd", Spy())
+    block, _, rows, _ = ce.ce_shape(40, 4)
+    assert rows == ce.ROW_TILE[4] // block > 1
+    m = 3 * rows + 5  # three full programs' worth and a ragged last block
+    x, t = logits_and_targets(m, 40, torch.float32)
+    check(x, t, "sum", 0.1)
+    batch = cross_entropy(x, t, reduction="none")
+    for i in (6, rows - 1, rows, m - 1):
+        assert torch.equal(cross_entropy(x[i : i + 1], t[i : i + 1], reduction="none"), batch[i : i + 1])
+    assert set(seen) == {rows}
+
+
 @given(
     m=st.integers(1, 5),
     v=st.integers(1, 150),
@@ -271,34 +302,48 @@ def test_token_stats_gradcheck_fp64():
     assert torch.autograd.gradcheck(lambda v: token_logprobs_and_entropy(v, t), (x,), eps=1e-6, atol=1e-8)
 
 
-def test_compiled_for_a_gpu_the_rows_are_16_byte_vectors(without_interpreter):
-    """Compiled for sm_90 (no GPU needed): the looped cross-entropy forward on aligned bf16 rows
-    of 128256 loads and stores 16-byte vectors and spills nothing (registers leave room for
-    two programs an SM)."""
-    code = """
-import json, torch, triton
+COMPILE_FWD = """
+import json, sys, torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from kernels_triton import xent_kernels as K
+from kernels_triton.cross_entropy import ce_shape
 from sass_tools import memory_instructions, resources, sass
+n, itemsize, ty = {n}, {itemsize}, "{ty}"
 fn = K.cross_entropy_fwd
-block, one_pass, warps = K.choose(128256, 2)
-ptrs = dict(X="*bf16", T="*i64", LOSS="*fp32", STATS="*fp32", G="*bf16", COUNT="*i64")
-meta = dict(BLOCK=block, ALIGN=8, ONE_PASS=one_pass, IS_FP64=False, SMOOTH=0.0, WRITE_GRAD=True, MEAN=True)
-sig, attrs = {}, {}
+block, one_pass, rows, warps = ce_shape(n, itemsize)
+ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i64")
+meta = dict(BLOCK=block, ALIGN=16 // itemsize, ONE_PASS=one_pass, IS_FP64=False, SMOOTH=0.0, WRITE_GRAD=True,
+            MEAN=True, ROWS=rows)
+sig, attrs = {{}}, {{}}
 for i, a in enumerate(fn.arg_names):
     sig[a] = ptrs.get(a, "constexpr" if a in meta else "i32")
     if a in ptrs or a.startswith("stride"):
         attrs[(i,)] = [["tt.divisibility", 16]]
 c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
-                   options={"num_warps": warps})
-print(json.dumps({"one_pass": one_pass, **resources(c), **memory_instructions(sass(c))}))
+                   options={{"num_warps": warps}})
+print(json.dumps({{"one_pass": one_pass, "rows": rows, **resources(c), **memory_instructions(sass(c))}}))
 """
-    got = without_interpreter(code)
+
+
+def test_compiled_for_a_gpu_the_rows_are_16_byte_vectors(without_interpreter):
+    """Compiled for sm_90 (no GPU needed): the looped cross-entropy forward on aligned bf16 rows
+    of 128256 loads and stores 16-byte vectors and spills nothing (registers leave room for
+    two programs an SM)."""
+    got = without_interpreter(COMPILE_FWD.format(n=128256, itemsize=2, ty="bf16"))
     assert got["one_pass"] is False and got["stack"] == 0 and got["registers"] <= 64, got
     assert got.get("LDG.E.EL.128") and got.get("LDG.E.EF.128") and got.get("STG.E.EF.128"), got
     # 2-byte accesses: only the target's logit (LDG.E.U16), never a tile of the row
     assert not any(k in got for k in ("LDG.E.EL.U16", "LDG.E.EF.U16", "STG.E.U16", "STG.E.EF.U16")), got
+
+
+@pytest.mark.parametrize("itemsize,ty", [(2, "bf16"), (4, "fp32")])
+def test_compiled_short_rows_are_many_a_program_in_16_byte_vectors(without_interpreter, itemsize, ty):
+    """Rows of 600, several a program ([ROWS, BLOCK] tiles), load and store 16-byte vectors
+    and spill nothing."""
+    got = without_interpreter(COMPILE_FWD.format(n=600, itemsize=itemsize, ty=ty))
+    assert got["one_pass"] is True and got["rows"] > 1 and got["stack"] == 0, got
+    assert got.get("LDG.E.128") and got.get("STG.E.128"), got
 
 
 # --- GPU ---------------------------------------------------------------------------------
@@ -309,11 +354,26 @@ print(json.dumps({"one_pass": one_pass, **resources(c), **memory_instructions(sa
 @pytest.mark.parametrize("v", [600, 50257, 128256, 256000])
 @pytest.mark.parametrize("reduction,eps", [("mean", 0.0), ("sum", 0.1), ("none", 0.0)])
 def test_gpu_vocabularies(v, dtype, reduction, eps):
-    m = 4096 if v == 600 else 96
+    m = 65539 if v == 600 else 96  # 600: many rows a program, the last program ragged
     x, t = logits_and_targets(m, v, dtype)
     check(x, t, reduction, eps)
     x, t = logits_and_targets(m, v, dtype, seed=2, special=False)
     check(x, t, reduction, eps, dloss_scale=1.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_short_rows_batch_invariant(dtype):
+    """Rows of 600, many a program: a row's loss and gradient are the same bits alone."""
+    x, t = logits_and_targets(65539, 600, dtype, special=False)
+    batch = cross_entropy(x, t, reduction="none")
+    xb = x.clone().requires_grad_()
+    cross_entropy(xb, t, reduction="sum").backward()
+    for i in (0, 5, 4099, 65538):
+        xi = x[i : i + 1].clone().requires_grad_()
+        alone = cross_entropy(xi, t[i : i + 1], reduction="sum")
+        alone.backward()
+        assert torch.equal(alone, batch[i]) and torch.equal(xi.grad, xb.grad[i : i + 1])
 
 
 @pytest.mark.gpu

@@ -35,6 +35,21 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
 _SCALE_BLOCK = 4096
 
+# Elements of a one-pass forward program's [ROWS, BLOCK] tile (16 KB of storage). Short rows
+# go several a program: one row (600 columns, say) is too few bytes in flight to cover memory
+# latency, and the tile's reductions across the program serve ROWS rows at once.
+ROW_TILE = {2: 8192, 4: 4096, 8: 2048}
+
+
+def ce_shape(n: int, itemsize: int) -> tuple[int, bool, int, int]:
+    """(BLOCK, ONE_PASS, ROWS, num_warps) of cross_entropy_fwd: choose()'s, with ROWS rows a
+    program where whole rows are short; from (n, dtype) alone, as choose()."""
+    block, one_pass, warps = K.choose(n, itemsize)
+    rows = max(1, ROW_TILE[itemsize] // block) if one_pass else 1
+    if rows > 1:  # few threads, many values each: the SM's registers hold more tiles in flight
+        warps = 4
+    return block, one_pass, rows, warps
+
 
 def _check(logits, target, ignore_index, reduction, label_smoothing) -> None:
     if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
@@ -96,14 +111,14 @@ def _forward(
     with K.on_device(x):
         count = _count(target, ignore_index)
         if m:
-            block, one_pass, warps = K.choose(n, x.element_size())
-            grid = (K.programs(m, n, x.element_size(), one_pass, x.device),)
+            block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
+            grid = (K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device),)
             K.cross_entropy_fwd[grid](
                 x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
                 0 if grad is None else grad.stride(0), ignore_index,
                 BLOCK=block, ALIGN=K.align(n, [x] if grad is None else [x, grad]), ONE_PASS=one_pass,
                 IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
-                WRITE_GRAD=grad is not None, MEAN=reduction == "mean", num_warps=warps,
+                WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per, num_warps=warps,
             )  # fmt: skip
         if reduction == "none":
             return rows.to(x.dtype), stats, count

@@ -1,9 +1,10 @@
 """Triton kernels of log_softmax, cross-entropy and the per-token log-probability / entropy.
 
 Every kernel sees its tensors as (M, N) matrices with unit column stride and any row stride:
-one row is one distribution over N classes. A program takes one row at a time, in a
-persistent grid (row = pid, pid + programs, ...), so that the number of rows in flight, and
-so the bytes the second pass over a row hopes to find in L2, is bounded (rows_in_flight).
+one row is one distribution over N classes. A program takes one row at a time (the one-pass
+cross-entropy forward: ROWS rows, a [ROWS, BLOCK] tile) in a persistent grid (row = pid,
+pid + programs, ...), so that the rows in flight, and so the bytes the second pass over a
+row hopes to find in L2, are bounded (programs()).
 
 A row is covered in one of two ways, by one constexpr, ONE_PASS (choose() decides it):
 
@@ -23,8 +24,9 @@ H200's bandwidth the exponentials of two passes would be near the special-functi
 throughput.
 
 Invariants:
-- A row's arithmetic depends only on (N, dtype, BLOCK): BLOCK comes from (N, dtype) alone
-  (choose()), never from M, so a row gives the same bits alone or in any batch.
+- A row's arithmetic depends only on (N, dtype, BLOCK, ROWS), which come from (N, dtype)
+  alone (choose(), cross_entropy.ce_shape), never from M, and is the same in each of a
+  tile's ROWS slots: a row gives the same bits alone or in any batch.
 - The accumulators are fp32 (fp64 for fp64 storage). Sums that feed a difference with the
   max are kept relative to the lane's running max (the sum of x - max, the sum of
   exp(x - max) * (x - max)) and shifted when the max grows, so a row of logits near 1e4
@@ -234,56 +236,79 @@ def _ce_grad(p, c, t, smooth, N, scale):
 
 
 @triton.jit
+def _ce_loss(log_total, big, x_t, sum_x, counted, smooth, N, SMOOTH: tl.constexpr):
+    """A row's loss from its statistics (scalars or [ROWS] vectors); 0 where not counted."""
+    loss = log_total + (big - x_t)
+    if SMOOTH != 0.0:
+        loss = log_total + (1.0 - smooth) * (big - x_t) - smooth * (sum_x / N)
+    return tl.where(counted, loss, 0.0)
+
+
+@triton.jit
 def cross_entropy_fwd(
     X, T, LOSS, STATS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
     BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
-    SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
+    SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr, ROWS: tl.constexpr,
 ):  # fmt: skip
     """Per row: loss = log S + (1 - eps)(max - x[t]) - eps * sum(x - max) / N, where
     S = sum exp(x - max); 0 where t == ignore_index, NaN where t is out of range. STATS
     (2, M) keeps (max, S) for a later backward. WRITE_GRAD: also the gradient of the
     summed (MEAN: averaged over the COUNT non-ignored rows) loss, for an upstream gradient
     of 1, into G (which may be X itself: each tile is read before it is written).
-    SMOOTH: the label smoothing eps, a constexpr so that fp64 rows get it unrounded."""
+    SMOOTH: the label smoothing eps, a constexpr so that fp64 rows get it unrounded.
+    ONE_PASS: ROWS whole rows at a time, a [ROWS, BLOCK] tile (cross_entropy.ce_shape)."""
     cols = tl.arange(0, BLOCK)
     smooth = _const(SMOOTH, IS_FP64)
     scale_all = 1.0
     if WRITE_GRAD and MEAN:
         scale_all = 1.0 / _acc(tl.load(COUNT), IS_FP64)
-    for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = _row(X, row, stride_x, ALIGN)
-        t = tl.load(T + row).to(tl.int64)
-        counted = t != ignore_index
-        in_range = (t >= 0) & (t < N)
-        x_t = _acc(tl.load(x_row + t, mask=counted & in_range, other=float("nan")), IS_FP64)
-        if ONE_PASS:
-            valid = _in_row(cols, N, ALIGN)
-            x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
-            big, e, total, sum_x, _ = _tile_stats(x, valid, SMOOTH != 0.0, False)
-        else:
+    if ONE_PASS:
+        for blk in range(tl.program_id(0), tl.cdiv(M, ROWS), tl.num_programs(0)):
+            rows = blk * ROWS + tl.arange(0, ROWS)
+            live = rows < M
+            x_rows = _row(X, rows, stride_x, ALIGN)
+            t = tl.load(T + rows, mask=live, other=ignore_index).to(tl.int64)
+            counted = t != ignore_index
+            in_row = (t >= 0) & (t < N)
+            x_t = _acc(tl.load(x_rows + t, mask=live & counted & in_row, other=float("nan")), IS_FP64)
+            valid = live[:, None] & _in_row(cols, N, ALIGN)[None, :]
+            x = _acc(tl.load(x_rows[:, None] + cols[None, :], mask=valid, other=float("-inf")), IS_FP64)
+            big = tl.max(x, 1)
+            r = _ref(big)[:, None]
+            e = tl.exp(x - r)
+            total = tl.sum(e, 1)
+            sum_x = 0.0
+            if SMOOTH != 0.0:
+                sum_x = tl.sum(tl.where(valid, x - r, 0.0), 1)
+            loss = _ce_loss(tl.log(total), big, x_t, sum_x, counted, smooth, N, SMOOTH)
+            tl.store(LOSS + rows, loss.to(LOSS.dtype.element_ty), mask=live)
+            tl.store(STATS + rows, big.to(STATS.dtype.element_ty), mask=live)
+            tl.store(STATS + M + rows, total.to(STATS.dtype.element_ty), mask=live)
+            if WRITE_GRAD:
+                scale = tl.where(counted, scale_all, 0.0)[:, None]
+                g = _ce_grad(e * (1.0 / total)[:, None], cols[None, :], t[:, None], smooth, N, scale)
+                g_rows = _row(G, rows, stride_g, ALIGN)
+                tl.store(g_rows[:, None] + cols[None, :], g.to(G.dtype.element_ty), mask=valid)
+    else:
+        for row in range(tl.program_id(0), M, tl.num_programs(0)):
+            x_row = _row(X, row, stride_x, ALIGN)
+            t = tl.load(T + row).to(tl.int64)
+            counted = t != ignore_index
+            x_t = _acc(tl.load(x_row + t, mask=counted & (t >= 0) & (t < N), other=float("nan")), IS_FP64)
             big, total, sum_x, _ = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, SMOOTH != 0.0, False)
-        log_total = tl.log(total)
-        loss = log_total + (big - x_t)
-        if SMOOTH != 0.0:
-            loss = log_total + (1.0 - smooth) * (big - x_t) - smooth * (sum_x / N)
-        loss = tl.where(counted, loss, 0.0)
-        tl.store(LOSS + row, loss.to(LOSS.dtype.element_ty))
-        tl.store(STATS + row, big.to(STATS.dtype.element_ty))
-        tl.store(STATS + M + row, total.to(STATS.dtype.element_ty))
-        if WRITE_GRAD:
-            g_row = _row(G, row, stride_g, ALIGN)
-            scale = tl.where(counted, scale_all, 0.0)
-            inv_total = 1.0 / total
-            if ONE_PASS:
-                g = _ce_grad(e * inv_total, cols, t, smooth, N, scale)
-                tl.store(g_row + cols, g.to(G.dtype.element_ty), mask=valid)
-            else:
+            loss = _ce_loss(tl.log(total), big, x_t, sum_x, counted, smooth, N, SMOOTH)
+            tl.store(LOSS + row, loss.to(LOSS.dtype.element_ty))
+            tl.store(STATS + row, big.to(STATS.dtype.element_ty))
+            tl.store(STATS + M + row, total.to(STATS.dtype.element_ty))
+            if WRITE_GRAD:
+                g_row = _row(G, row, stride_g, ALIGN)
+                scale = tl.where(counted, scale_all, 0.0)
+                inv_total = 1.0 / total
                 for i in range(0, tl.cdiv(N, BLOCK)):
                     c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols
                     valid = _in_row(c, N, ALIGN)
-                    x = _acc(
-                        tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64
-                    )
+                    x = tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first")
+                    x = _acc(x, IS_FP64)
                     g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale)
                     tl.store(g_row + c, g.to(G.dtype.element_ty), mask=valid, eviction_policy="evict_first")
 
@@ -438,8 +463,7 @@ def align(n: int, rows: list[torch.Tensor]) -> int:
 
 
 def choose(n: int, itemsize: int) -> tuple[int, bool, int]:
-    """(BLOCK, ONE_PASS, num_warps) for rows of n elements of `itemsize` bytes: a function of
-    (n, dtype) only, so a row's reduction order never depends on the batch."""
+    """(BLOCK, ONE_PASS, num_warps) for rows of n elements of `itemsize` bytes: (n, dtype) only."""
     whole, block, warps = ROW_SHAPES[itemsize]
     width = triton.next_power_of_2(max(n, 1))
     if width <= whole:
