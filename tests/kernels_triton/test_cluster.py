@@ -1,8 +1,8 @@
 """The softmax forward and backward over thread-block clusters (kernels_triton.cluster) against
 float64.
 
-kernels_triton takes them on sm_90 for rows of 32768 to 262144 elements (the fp32 backward to
-131072), both directions at any row count.
+kernels_triton takes them on sm_90 for rows of 32768 to 262144 elements, both directions at any
+row count.
 The kernels themselves (launch.cluster_plan) are tested at any size: whole chunks and a ragged
 last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
 body and tail), one row and many, strided rows, every dtype, and non-finite and huge values,
@@ -73,6 +73,7 @@ OFFLINE_CASES = {  # name: (direction, N, dtype), compiled as a launch on contig
     "fwd 131072 fp32": ("fwd", 131072, "float32"),
     "bwd 131072 bf16": ("bwd", 131072, "bfloat16"),
     "bwd 262144 fp16": ("bwd", 262144, "float16"),
+    "bwd 262144 fp32": ("bwd", 262144, "float32"),
     "fwd 50257 bf16, head and tail": ("fwd", 50257, "bfloat16"),
     "bwd 70001 fp32, head and tail": ("bwd", 70001, "float32"),
 }
@@ -108,6 +109,7 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
         assert found[case]["registers"] <= 96 and found[case]["stack"] <= 32, (case, found[case])
     assert found["fwd 131072 bf16"]["registers"] <= 64, found["fwd 131072 bf16"]
     assert found["bwd 131072 bf16"]["registers"] <= 128, found["bwd 131072 bf16"]
+    assert found["bwd 262144 fp32"]["registers"] <= 128 and found["bwd 262144 fp32"]["stack"] == 0
     for case in ("fwd 131072 fp32", "fwd 200000 fp32"):
         assert 64 <= found[case]["ex2"] <= 80, (case, found[case])
     for case, (direction, _, dtype) in OFFLINE_CASES.items():
@@ -134,7 +136,7 @@ def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, dir
     _, packed, rest = cluster.compiled_launch(direction, tensors)
     c = cluster._cluster_size(n)
     assert packed == (warps, c, 48 + 8 + 8 * c) and rest[-len(constexprs) :] == tuple(constexprs.values())
-    assert warps == (8 if direction == "bwd" and n > 131072 else 4)
+    assert warps == (8 if direction == "bwd" and n > 131072 else 4)  # bf16 (fp32 backward: 16)
 
 
 def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():
@@ -156,15 +158,14 @@ def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_odd_rows_route_to_the_cluster_on_sm90(monkeypatch, dtype):
     """launch.route on an sm_90 device (faked: no GPU here) gives rows that are not whole 16-byte
-    packs to the cluster, both directions at any row count; the fp32 backward only to 131072."""
+    packs to the cluster, both directions at any row count."""
     monkeypatch.setattr(cluster, "INTERPRET", False)
     monkeypatch.setattr(cluster, "_capable", lambda index: True)
     cuda = torch.device("cuda", 0)
     for n in (50257, 70001, 131073):
         for m in (1, 64, 4096):
             assert launch.route("softmax_fwd", m, n, dtype, cuda) == "cluster", (m, n)
-            taken = dtype != torch.float32 or n <= 131072
-            assert launch.route("softmax_bwd", m, n, dtype, cuda) == ("cluster" if taken else "tiles"), (m, n)
+            assert launch.route("softmax_bwd", m, n, dtype, cuda) == "cluster", (m, n)
     monkeypatch.setattr(cluster, "_capable", lambda index: False)
     assert launch.route("softmax_fwd", 64, 50257, dtype, cuda) == "tiles"
 
@@ -186,7 +187,7 @@ def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_at_a
     ):
         for rows in (1, 3, 1024):
             assert cluster.applies("bwd", rows, n, torch.bfloat16, cuda) == taken, (rows, n)
-            assert cluster.applies("bwd", rows, n, torch.float32, cuda) == (taken and n <= 131072), (rows, n)
+            assert cluster.applies("bwd", rows, n, torch.float32, cuda) == taken, (rows, n)
     rows = 3
     planned = []
     compiled_launch = cluster.compiled_launch
@@ -288,7 +289,7 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     """Rows of 131073 to 262144 columns, both directions: 16 blocks of 16384 elements with capped
-    registers (the 16-bit forward over 4 warps, the others over 8), the last blocks partly or
+    registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others over 8), the last blocks partly or
     wholly past the row's end; rows off 16-byte boundaries (131073) included."""
     warps = 4 if dtype != torch.float32 else 8
     assert cluster._block(n, "fwd", dtype)[:2] == (16384, warps) and cluster._cluster_size(n) == 16

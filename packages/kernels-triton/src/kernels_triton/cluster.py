@@ -4,31 +4,26 @@ cluster, its partials exchanged through distributed shared memory.
     y  = softmax(x)              along the last dim of (M, N) rows
     dx = y * (dy - sum(y * dy))  the backward, from the saved output y
 
-What it buys. One program a row reads a row this long twice (the tiles' looped kernel) and leaves
-SMs idle at few rows. The C blocks of a cluster, which the hardware schedules together, each read
-their chunk once and write it once (2 accesses an element forward, 3 backward: the least traffic
-there is), and exchange their partials (forward: the chunk's max m and sum of exp(x - m); backward:
-the chunk's sum of y * dy) through each other's shared memory: every block pushes its partial into
-every block's inbox (st.async, counted in bytes on the receiver's mbarrier), waits until its own C
-have landed, and merges them. No scratch buffer, no polling of global memory.
+What it buys: one program a row reads a row this long twice and leaves SMs idle at few rows. The
+C blocks of a cluster, scheduled together, each read their chunk once and write it once (the least
+traffic there is) and push their partial (forward: the chunk's max m and sum of exp(x - m);
+backward: its sum of y * dy) into every block's shared memory (st.async, counted in bytes on the
+receiver's mbarrier); each waits for its C partials and merges them. No scratch buffer, no polling.
 
-How Triton builds it. Triton compiles no row reduction with num_ctas > 1, so a kernel is compiled
-for one block and launched as a cluster by its own launcher given num_ctas = C in the launch
-metadata: the grid is M * C blocks, block b is rank b % C of the cluster of row b // C. The
-exchange's mbarrier and C slots sit past the shared memory Triton allocates (slot_base), which the
-launch asks for too; inline PTX does the exchange. A 16-bit chunk stays packed in registers, two
-values to one, widened a pair at a time (WIDEN_PAIR): the forward's blocks of 16384 then fit five
-to an SM. An fp32 forward holds exp(x - m) across the exchange (HOLD_EXPS) and only rescales after.
+How Triton builds it: Triton compiles no row reduction with num_ctas > 1, so the kernel is compiled
+for one block and launched as a cluster by its own launcher (num_ctas = C in the launch metadata):
+the grid is M * C blocks, block b is rank b % C of row b // C. The mbarrier and the C slots sit
+past Triton's shared memory (slot_base); inline PTX does the exchange. A 16-bit chunk stays packed,
+two values a register, widened a pair at a time (WIDEN_PAIR). An fp32 forward holds exp(x - m)
+across the exchange (HOLD_EXPS) and only rescales after.
 
-A block holds one chunk: 8192 elements over 4 warps up to 16 * 8192 columns, 16384 with capped
-registers past that (_block); C = ceil(N / chunk) rounded up to a power of two (a block past the
-row's end reads nothing and adds nothing; 16-block clusters are a non-portable size, which H100 and
-H200 allow). The route (applies) takes any such row, the fp32 backward up to 131072 columns (past
-that its blocks spill). A row that is not whole 16-byte packs (odd N), which Triton would read an
-element at a time, is split into a head up to its first 16-byte boundary, a body of whole packs
-that the chunks cover, and a tail; the last block takes head and tail an element at a time
-(_split_row, where packs() allows). The split follows N, the dtype and the row's address mod 16:
-a row keeps its bits in any batch that puts it at the same alignment.
+C = ceil(N / chunk) rounded up to a power of two (a block past the row's end reads nothing and
+adds nothing; 16-block clusters are a non-portable size, which H100 and H200 allow). A row that
+is not whole 16-byte packs (odd N), which Triton would move an element at a time, is split into
+a head up to its first 16-byte boundary, a body of whole packs that the chunks cover, and a tail
+that the last block takes an element at a time (_split_row, where packs() allows). The split
+follows N, the dtype and the row's address mod 16: a row keeps its bits in any batch that puts
+it at the same alignment.
 """
 
 from __future__ import annotations
@@ -44,8 +39,7 @@ from kernels_triton.configs import DTYPES, INTERPRET
 from kernels_triton.kernels import LOG2E
 
 MAX_CLUSTER = 16
-MIN_COLS = 32768
-MAX_COLS = 16384 * MAX_CLUSTER  # but the fp32 backward: up to 8192 * MAX_CLUSTER (max_cols)
+MIN_COLS, MAX_COLS = 32768, 16384 * MAX_CLUSTER
 
 
 @functools.cache
@@ -55,14 +49,15 @@ def _capable(device_index: int) -> bool:
 
 
 def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
-    """(chunk, warps, register cap) of a block. Past 8192 * MAX_CLUSTER columns a block holds
-    16384, its registers capped so that blocks share an SM: the fp32 forward over 8 warps, 3 an SM
-    (80 registers), the backward over 8, 2 (128); the 16-bit forward holds its chunk packed, 128
-    elements a thread over 4 warps in 64 registers of the cap of 96: 5 an SM."""
+    """(chunk, warps, register cap) of a block: 8192 elements over 4 warps up to 8192 * MAX_CLUSTER
+    columns; past that 16384, with registers capped so that blocks share an SM and none spills (the
+    offline SASS test holds the counts): fp32 forward 8 warps at 80 (3 an SM), fp32 backward 16 at
+    128 (y and dy, 64 values a thread), 16-bit backward 8 at 128, 16-bit forward packed, 4 warps at
+    96 (5 an SM)."""
     if n_cols <= 8192 * MAX_CLUSTER:
         return 8192, 4, None
     if direction == "bwd":
-        return 16384, 8, 128
+        return (16384, 16, 128) if dtype == torch.float32 else (16384, 8, 128)
     return (16384, 8, 80) if dtype == torch.float32 else (16384, 4, 96)
 
 
@@ -71,21 +66,14 @@ def _cluster_size(n_cols: int) -> int:
     return triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
 
 
-def max_cols(direction: str, dtype: torch.dtype) -> int:
-    """The longest row the route gives the cluster kernel: the fp32 backward past 8192 *
-    MAX_CLUSTER columns needs 147-162 registers a thread, and capped at 128 it spills."""
-    return 8192 * MAX_CLUSTER if direction == "bwd" and dtype == torch.float32 else MAX_COLS
-
-
 def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether the launch of `direction` ("fwd" or "bwd") over n_rows rows of n_cols goes to the
-    cluster kernel (launch.route): N and dtype alone decide, on sm_90."""
+    """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90."""
     return (
         not INTERPRET
         and device.type == "cuda"
         and dtype in DTYPES
         and n_rows >= 1
-        and MIN_COLS <= n_cols <= max_cols(direction, dtype)
+        and MIN_COLS <= n_cols <= MAX_COLS
         and _capable(device.index if device.index is not None else torch.cuda.current_device())
     )
 
