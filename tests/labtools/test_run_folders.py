@@ -42,24 +42,74 @@ def snapshot(folder):
 
 @pytest.fixture
 def repo(tmp_path):
-    """A checkout with experiment 24's committed results, made on an H100."""
+    """A checkout with experiment 24's committed H100 results in its h100/ card folder."""
     exp = tmp_path / "experiments" / "24-triton-and-pytorch"
-    exp.mkdir(parents=True)
+    (exp / "h100").mkdir(parents=True)
     (tmp_path / "packages").mkdir()
-    (exp / "manifest.json").write_text(json.dumps(H100_MANIFEST))
     (exp / "README.md").write_text("the experiment's text, not written by lab run\n")
-    (exp / "sweep_softmax.json").write_text('{"committed": true}\n')
-    (exp / "roofline_16384x4096.png").write_bytes(b"an H100 plot")
+    (exp / "bench.py").write_text("# the experiment's benchmark, not written by lab run\n")
+    (exp / "h100" / "manifest.json").write_text(json.dumps(H100_MANIFEST))
+    (exp / "h100" / "sweep_softmax.json").write_text('{"committed": true}\n')
+    (exp / "h100" / "roofline_16384x4096.png").write_bytes(b"an H100 plot")
     return tmp_path
 
 
-def test_experiment_results_of_another_device_are_not_replaced(repo):
-    exp = repo / "experiments" / "24-triton-and-pytorch"
+def experiment(repo):
+    return repo / "experiments" / "24-triton-and-pytorch"
+
+
+def listing(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+QUICK_CPU_RUN = ["run", "--experiment", "24", "--device", "cpu", "--quick", "--no-checks"]
+QUICK_CPU_RUN += ["--time-cap", "0.02"]
+
+
+def test_card_slug():
+    from labtools.commands.run import card_slug
+
+    assert card_slug("NVIDIA H100 80GB HBM3") == "h100"
+    assert card_slug("NVIDIA H100 PCIe") == "h100"
+    assert card_slug("NVIDIA H200") == "h200"
+    assert card_slug("NVIDIA A100-SXM4-80GB") == "a100"
+    assert card_slug("NVIDIA GH200 480GB") == "gh200"
+    assert card_slug("NVIDIA RTX A6000") == "a6000"
+    assert card_slug("NVIDIA GeForce RTX 4090") == "nvidia-geforce-rtx-4090"
+    assert card_slug("cpu") == "cpu"
+    assert card_slug("??") == "unknown"
+
+
+def test_a_run_on_one_card_leaves_another_cards_folder_untouched(fake_registry, repo, monkeypatch):
+    from labtools.commands import run
+
+    exp = experiment(repo)
     before = snapshot(exp)
-    proc = lab("run", "--experiment", "24", "--device", "cpu", "--quick", cwd=repo)
-    one_line_error(proc, "--experiment", "NVIDIA H100 80GB HBM3", "cpu", "--overwrite", "--out")
+    monkeypatch.setattr(run, "device_model", lambda device: "NVIDIA H200")  # as on an H200
+    monkeypatch.chdir(repo)
+    assert main(QUICK_CPU_RUN) in (0, 1)  # 1: the fake registry's broken implementations, by design
+    after = snapshot(exp)
+    assert {k: v for k, v in after.items() if not k.startswith("h200/")} == before
+    assert {"manifest.json", "REPORT.md", "run.json", "sweep_softmax.json"} <= set(listing(exp / "h200"))
+    assert json.loads((exp / "h200" / "run.json").read_text())["folder"] == "h200"
+    assert listing(exp) == ["README.md", "bench.py", "h100", "h200"]  # no staging left
+
+
+def test_a_card_folder_made_on_another_model_of_its_slug_is_not_replaced(repo, monkeypatch, capsys):
+    from labtools.commands import run
+
+    exp = experiment(repo)
+    before = snapshot(exp)
+    monkeypatch.setattr(run, "device_model", lambda device: "NVIDIA H100 PCIe")
+    monkeypatch.setenv("LAB_DEBUG", "0")
+    monkeypatch.chdir(repo)
+    assert main(["run", "--experiment", "24", "--device", "cpu", "--quick"]) == 2
+    err = capsys.readouterr().err.strip()
+    for word in ("--experiment", "h100", "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "--overwrite", "--out"):
+        assert word in err, (word, err)
+    assert len(err.splitlines()) == 1
     assert snapshot(exp) == before
-    assert sorted(p.name for p in exp.parent.iterdir()) == ["24-triton-and-pytorch"]  # no staging left
+    assert listing(exp) == ["README.md", "bench.py", "h100"]  # no staging left
 
 
 def test_overwrite_is_only_for_experiments(tmp_path):
@@ -68,26 +118,35 @@ def test_overwrite_is_only_for_experiments(tmp_path):
 
 
 def test_experiment_rerun_on_its_device_replaces_every_output(fake_registry, repo, monkeypatch, capsys):
-    exp = repo / "experiments" / "24-triton-and-pytorch"
-    (exp / "manifest.json").write_text(json.dumps({"device": "cpu", "gpu": {"model": None}}))
+    exp = experiment(repo)
+    cpu = exp / "cpu"
+    cpu.mkdir()
+    (cpu / "manifest.json").write_text(json.dumps({"device": "cpu", "gpu": {"model": None}}))
+    (cpu / "notes.md").write_text("a note beside the CPU run, not written by lab run\n")
+    (cpu / "roofline_16384x4096.png").write_bytes(b"an earlier CPU plot")
+    h100 = snapshot(exp / "h100")
     monkeypatch.chdir(repo)
-    argv = ["run", "--experiment", "24", "--device", "cpu", "--quick", "--no-checks", "--time-cap", "0.02"]
-    assert main(argv) in (0, 1)  # 1: the fake registry's broken implementations, by design
-    names = {p.name for p in exp.iterdir()}
-    assert "README.md" in names and (exp / "README.md").read_text().startswith("the experiment's text")
+    assert main(QUICK_CPU_RUN) in (0, 1)  # 1: the fake registry's broken implementations, by design
+    names = set(listing(cpu))
+    assert (cpu / "notes.md").read_text().startswith("a note beside")
     assert "roofline_16384x4096.png" not in names  # the earlier run's plot is gone, not mixed in
     assert {"manifest.json", "REPORT.md", "run.json", "sweep_softmax.json", "roofline.png"} <= names
-    assert json.loads((exp / "manifest.json").read_text())["device"] == "cpu"
-    record = json.loads((exp / "run.json").read_text())
-    assert "README.md" not in record["files"] and "sweep_softmax.json" in record["files"]
-    assert record["folder"] == "24-triton-and-pytorch"
-    assert sorted(p.name for p in exp.parent.iterdir()) == ["24-triton-and-pytorch"]
+    assert json.loads((cpu / "manifest.json").read_text())["device"] == "cpu"
+    record = json.loads((cpu / "run.json").read_text())
+    assert "notes.md" not in record["files"] and "sweep_softmax.json" in record["files"]
+    assert record["folder"] == "cpu"
+    assert snapshot(exp / "h100") == h100
+    assert (exp / "README.md").read_text().startswith("the experiment's text")
+    assert listing(exp) == ["README.md", "bench.py", "cpu", "h100"]
 
 
 def test_an_interrupted_experiment_run_leaves_the_committed_results(fake_registry, repo, monkeypatch):
     from labtools import job
 
-    exp = repo / "experiments" / "24-triton-and-pytorch"
+    exp = experiment(repo)
+    (exp / "cpu").mkdir()
+    (exp / "cpu" / "manifest.json").write_text(json.dumps({"device": "cpu", "gpu": {"model": None}}))
+    (exp / "cpu" / "sweep_softmax.json").write_text('{"committed": true}\n')
     before = snapshot(exp)
 
     def interrupted(cfg, log=None):
@@ -96,9 +155,9 @@ def test_an_interrupted_experiment_run_leaves_the_committed_results(fake_registr
 
     monkeypatch.setattr(job, "run", interrupted)
     monkeypatch.chdir(repo)
-    assert main(["run", "--experiment", "24", "--overwrite", "--device", "cpu"]) == 130
+    assert main(["run", "--experiment", "24", "--device", "cpu"]) == 130
     assert snapshot(exp) == before
-    assert sorted(p.name for p in exp.parent.iterdir()) == ["24-triton-and-pytorch"]
+    assert listing(exp) == ["README.md", "bench.py", "cpu", "h100"]
 
 
 def earlier_run(folder):
@@ -177,14 +236,14 @@ def _as_in_a_terminal() -> None:
 
 
 def test_sigint_during_an_experiment_run_changes_nothing(repo):
-    """A real Ctrl-C while `lab run --experiment 24 --overwrite` works: exit 130, the
-    committed files as they were, no half-written folder left beside them."""
+    """A real Ctrl-C while `lab run --experiment 24` works: exit 130, the committed files
+    as they were, no half-written folder left beside them."""
     import signal
     import time
 
-    exp = repo / "experiments" / "24-triton-and-pytorch"
+    exp = experiment(repo)
     before = snapshot(exp)
-    argv = ["run", "--experiment", "24", "--overwrite", "--device", "cpu", "--quick", "--no-checks"]
+    argv = ["run", "--experiment", "24", "--device", "cpu", "--quick", "--no-checks"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "labtools.cli", *argv],
         cwd=repo,
@@ -201,7 +260,7 @@ def test_sigint_during_an_experiment_run_changes_nothing(repo):
         # sweep is still to come.
         while not any(staging) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
-            staging = [p for p in exp.parent.iterdir() if p.name.startswith(".24-")]
+            staging = [p for p in exp.iterdir() if p.name.startswith(".cpu.partial-")]
             staging = [p for p in staging if any(p.glob("sweep_*.json"))]
         assert staging, "the run never wrote its first sweep into its staging folder"
         proc.send_signal(signal.SIGINT)
@@ -213,4 +272,4 @@ def test_sigint_during_an_experiment_run_changes_nothing(repo):
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err and "Traceback" not in err
     assert snapshot(exp) == before
-    assert sorted(p.name for p in exp.parent.iterdir()) == ["24-triton-and-pytorch"]
+    assert listing(exp) == ["README.md", "bench.py", "h100"]  # no cpu/, no staging

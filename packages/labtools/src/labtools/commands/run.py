@@ -4,18 +4,21 @@ It writes into a run folder of its own (see labtools.runs): a new
 out/run-<time>-<id>/ by default, or the new or empty folder named by --out, locked for
 the run.
 
---experiment 24 regenerates the committed experiments/24-*/ results. Those were made on
-one device; they are replaced only on the same device (same CUDA GPU model, or both CPU),
-or with --overwrite. The job writes into a hidden folder beside the experiment's and the
-outputs are swapped in only when it has finished: an interrupted or failed run leaves the
-committed files as they were, and the folder never mixes two runs' outputs. Files of the
-folder that lab run does not write (README.md, bench.py) are left alone.
+--experiment 24 regenerates the committed results of the card it runs on,
+experiments/24-*/<card>/ (card_slug: h100, h200, cpu), and touches no other card's folder.
+Two models can share a slug (an H100 PCIe and an H100 SXM are both h100): a card folder's
+results are replaced only on the same device (same CUDA GPU model, or both CPU), or with
+--overwrite. The job writes into a hidden folder beside the card's and the outputs are
+swapped in only when it has finished: an interrupted or failed run leaves the committed
+files as they were, and the folder never mixes two runs' outputs. Files of the folder that
+lab run does not write (a README) are left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import shutil
 import signal
@@ -46,12 +49,13 @@ def configure(parser) -> None:
         "--out",
         type=Path,
         help="output folder, locked while the job runs (default: a new out/run-<time>-<id>/, "
-        "or the experiment's folder with --experiment)",
+        "or the card's folder of the experiment with --experiment)",
     )
     parser.add_argument(
         "--experiment",
         choices=sorted(EXPERIMENTS),
-        help=f"write into experiments/<name>/ of this repository (24: {EXPERIMENTS['24']})",
+        help=f"write into experiments/<name>/<card>/ of this repository, <card> the device it runs on "
+        f"(h100, h200, cpu; 24: {EXPERIMENTS['24']})",
     )
     parser.add_argument(
         "--device",
@@ -62,7 +66,8 @@ def configure(parser) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="with --experiment: replace its committed results even when they were made on another device",
+        help="with --experiment: replace the card folder's committed results even when they were made "
+        "on another model of the same slug (e.g. an H100 PCIe run over an H100 SXM one)",
     )
     parser.add_argument("--quick", action="store_true", help="three shapes instead of the full sweep")
     parser.add_argument(
@@ -87,6 +92,18 @@ def device_model(device: str) -> str:
     import torch
 
     return torch.cuda.get_device_name(0)
+
+
+def card_slug(model: str) -> str:
+    """The folder name of a device model: its first word that starts with capitals then digits,
+    lowercased ("NVIDIA H100 80GB HBM3" -> "h100", "NVIDIA A100-SXM4-80GB" -> "a100"), else the
+    whole name lowercased with every run of other characters made one "-" ("cpu" -> "cpu",
+    "NVIDIA GeForce RTX 4090" -> "nvidia-geforce-rtx-4090")."""
+    for word in model.split():
+        m = re.match(r"[A-Z]+[0-9]+", word)
+        if m:
+            return m.group().lower()
+    return re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown"
 
 
 def committed_device(folder: Path) -> str | None:
@@ -147,7 +164,7 @@ def main(args) -> int:
     if args.out or not args.experiment:
         with runs.open_run("run", args.out, command_line=args.command_line) as folder:
             return _run(args, device, folder)
-    target = experiment_dir(args.experiment)
+    target = experiment_dir(args.experiment) / card_slug(device_model(device))
     check_experiment(target, device, args.overwrite)
     staging = target.parent / f".{target.name}.partial-{secrets.token_hex(3)}"
     try:
