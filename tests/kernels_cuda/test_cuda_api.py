@@ -97,3 +97,23 @@ def test_registered_functions_reject_cpu_inputs_like_the_api():
     fn = registry.get("cuda.auto").fn
     with pytest.raises(TypeError, match="CUDA"):
         fn(torch.randn(2, 3))
+
+
+def test_every_export_is_what_the_package_names_in_any_import_order():
+    # Importing a submodule sets the package attribute of its name; a module named like an export
+    # would shadow the function once imported, so no module may be.
+    import importlib
+    import pkgutil
+    import types
+
+    modules = {m.name for m in pkgutil.iter_modules(kernels_cuda.__path__)}
+    assert not modules & set(kernels_cuda.__all__), "a module named like an export shadows it"
+    for module in modules - {"__main__"}:
+        importlib.import_module(f"kernels_cuda.{module}")
+    from kernels_cuda import cross_entropy, log_softmax, softmax_backward, token_logprobs_and_entropy
+    from kernels_cuda.cross_entropy_op import cross_entropy as cross_entropy_function
+
+    for fn in (cross_entropy, log_softmax, softmax_backward, token_logprobs_and_entropy):
+        assert isinstance(fn, types.FunctionType), fn
+    assert kernels_cuda.cross_entropy is cross_entropy is cross_entropy_function
+    assert kernels_cuda.log_softmax is log_softmax

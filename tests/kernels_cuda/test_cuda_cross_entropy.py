@@ -25,8 +25,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from kernels_cuda import arrays, codegen
-from kernels_cuda import cross_entropy as ce
-from kernels_cuda import log_softmax as ls
+from kernels_cuda import cross_entropy_op as ce
+from kernels_cuda import log_softmax_op as ls
 from kernels_cuda import row_kernels as rk
 from labtools.ops import tolerance
 

@@ -22,7 +22,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from kernels_cuda import arrays, codegen
-from kernels_cuda import log_softmax as ls
+from kernels_cuda import log_softmax_op as ls
 from kernels_cuda import row_kernels as rk
 from labtools.ops import tolerance
 

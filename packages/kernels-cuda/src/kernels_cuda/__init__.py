@@ -12,9 +12,9 @@ The CUDA C sources are in kernels_cuda/cuda/, numbered in reading order; codegen
 
 Issue 45's ops, for torch CUDA tensors (torch ops too: autograd, torch.compile), from the
 row-per-block kernels 09 and 10 (row_kernels.py):
-    kernels_cuda.log_softmax(x, dim=-1)                       # F.log_softmax: log_softmax.py
-    kernels_cuda.cross_entropy(logits, target, ...)           # loss and gradient in one read: cross_entropy.py
-    kernels_cuda.token_logprobs_and_entropy(logits, target)   # log p(target), entropy: cross_entropy.py
+    kernels_cuda.log_softmax(x, dim=-1)                       # F.log_softmax: log_softmax_op.py
+    kernels_cuda.cross_entropy(logits, target, ...)           # loss and gradient in one read: cross_entropy_op.py
+    kernels_cuda.token_logprobs_and_entropy(logits, target)   # log p(target), entropy: cross_entropy_op.py
 """
 
 import importlib.metadata as _metadata
@@ -40,7 +40,7 @@ __all__ = [
 # (codegen.register_specializations) when imported, so the offline compile covers them.
 KERNEL_MODULES = ("kernels_cuda.vecadd", "kernels_cuda.softmax_plans", "kernels_cuda.backward_plans")
 
-# 09 and 10, the kernels of log_softmax.py and cross_entropy.py (listed without importing torch)
+# 09 and 10, the kernels of log_softmax_op.py and cross_entropy_op.py (listed without importing torch)
 KERNEL_MODULES += ("kernels_cuda.row_kernels",)
 
 
@@ -52,7 +52,9 @@ def import_kernel_modules() -> None:
 
 
 def __getattr__(name: str):
-    # Imported on first use: `import kernels_cuda` stays cheap and needs no GPU library.
+    # Imported on first use: `import kernels_cuda` stays cheap and needs no GPU library. No module
+    # of this package is named like a function it exports: importing a submodule sets the package
+    # attribute of its name, which would then shadow the function.
     if name in ("softmax", "VARIANTS"):
         from kernels_cuda import softmax_variants
 
@@ -65,12 +67,12 @@ def __getattr__(name: str):
         from kernels_cuda.vecadd import vector_add
 
         return vector_add
-    if name in ("log_softmax", "cross_entropy"):  # the modules, which are callable (see their end)
-        import importlib
+    if name == "log_softmax":
+        from kernels_cuda.log_softmax_op import log_softmax
 
-        return importlib.import_module(f"kernels_cuda.{name}")
-    if name == "token_logprobs_and_entropy":
-        from kernels_cuda.cross_entropy import token_logprobs_and_entropy
+        return log_softmax
+    if name in ("cross_entropy", "token_logprobs_and_entropy"):
+        from kernels_cuda import cross_entropy_op
 
-        return token_logprobs_and_entropy
+        return getattr(cross_entropy_op, name)
     raise AttributeError(f"module 'kernels_cuda' has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """The row-per-block kernels of cuda/09_cross_entropy.cu and cuda/10_log_softmax.cu: how a row is
 split among a block's threads, every specialization they compile to, and their launch. No torch:
 the offline compile (`python -m kernels_cuda.codegen --offline`) lists them without it; the ops
-are in log_softmax.py and cross_entropy.py.
+are in log_softmax_op.py and cross_entropy_op.py.
 
 A row's configuration (threads, pack width, loads in flight) comes from (N, dtype) alone, so a
 row's result is the same bits whatever batch it is in (rows.cuh says why): `row_config` for 10's

@@ -1,4 +1,4 @@
-"""The launches of cuda/09_cross_entropy.cu for cross_entropy.py: the forward (loss, lse, entropy
+"""The launches of cuda/09_cross_entropy.cu for cross_entropy_op.py: the forward (loss, lse, entropy
 and the gradient per row), the backward from the saved lse, and the in-place scale of a gradient
 the forward wrote; and where the gradient goes (`new_grad`: at the logits' rows' addresses mod 16,
 so that the kernels store it in 16-byte packs). Plans come from row_kernels.xent_config.
@@ -12,7 +12,7 @@ from functools import cache
 import torch
 
 from kernels_cuda import arrays
-from kernels_cuda import log_softmax as rows
+from kernels_cuda import log_softmax_op as rows
 from kernels_cuda import row_kernels as rk
 
 

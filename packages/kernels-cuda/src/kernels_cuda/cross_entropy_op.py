@@ -25,8 +25,9 @@ inplace_backward does not apply).
 The launches (and where a fresh gradient is put) are in xent_launch.py, the plans in
 row_kernels.py.
 
-`kernels_cuda.cross_entropy(...)` works too: this module is callable (it forwards to the function),
-as softmax_backward.py is.
+`kernels_cuda.cross_entropy` and `kernels_cuda.token_logprobs_and_entropy` are the functions
+below (the package exports them; this module's name differs from theirs, so importing it never
+shadows them).
 
 token_logprobs_and_entropy: per row, log p(target) and the entropy of the softmax (fp32, fp64 for
 fp64 logits), from the same kernel, with their backward (ignored rows: log-probability 0).
@@ -34,12 +35,9 @@ fp64 logits), from the same kernel, with their backward (ignored rows: log-proba
 
 from __future__ import annotations
 
-import sys
-import types
-
 import torch
 
-from kernels_cuda import log_softmax as rows
+from kernels_cuda import log_softmax_op as rows
 from kernels_cuda import row_kernels as rk
 from kernels_cuda.xent_launch import (
     acc_dtype,
@@ -360,14 +358,3 @@ def token_logprobs_and_entropy(
     check(logits, target, ignore_index, "none", 0.0, "kernels_cuda.token_logprobs_and_entropy")
     logprob, entropy, _ = _token_op(logits, target, ignore_index)
     return logprob, entropy
-
-
-class _CallableModule(types.ModuleType):
-    """`kernels_cuda.cross_entropy` is this module once imported; calling it calls the function."""
-
-    def __call__(self, logits, target, ignore_index=-100, reduction="mean", label_smoothing=0.0,
-                 inplace_backward=False):  # fmt: skip
-        return cross_entropy(logits, target, ignore_index, reduction, label_smoothing, inplace_backward)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -6,19 +6,17 @@ x: float32, float16, bfloat16 or float64, any shape and strides; the result is F
 (rows reduced in fp32, fp64 for fp64), autograd works (dx = dy - exp(y) * sum(dy), a kernel too),
 and under torch.compile it is one opaque op, kernels_cuda::log_softmax, with its backward.
 
-`kernels_cuda.log_softmax(x)` works too: this module is callable (it forwards to the function),
-as softmax_backward.py is, so the package attribute and the function read the same.
+`kernels_cuda.log_softmax` is the function below (the package exports it; this module's name
+differs from it, so importing the module never shadows it).
 
 The torch side of the row machinery (`check_tensor`, `rows_of`, `from_rows`) is shared with
-cross_entropy.py; the plans and launches are in row_kernels.py.
+cross_entropy_op.py; the plans and launches are in row_kernels.py.
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
-import sys
-import types
 
 import torch
 
@@ -207,13 +205,3 @@ def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 def log_softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """dx = dy - exp(y) * sum(dy, dim), y being log_softmax's output."""
     return _backward(y, dy, dim)
-
-
-class _CallableModule(types.ModuleType):
-    """`kernels_cuda.log_softmax` is this module once imported; calling it calls the function."""
-
-    def __call__(self, x, dim: int = -1):
-        return log_softmax(x, dim)
-
-
-sys.modules[__name__].__class__ = _CallableModule
