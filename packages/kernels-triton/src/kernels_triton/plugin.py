@@ -42,23 +42,16 @@ def _cross_entropy(x):
 
 def _picks(kernel: str):
     """The configs this process's launches of one kernel ran with, in labtools' convention
-    ([{"key": ..., "config": ...}], see labtools.registry); the rows_per_sm of the manifest's
-    B512 shape (512, 600) first, so that `lab run` reports the config that shape ran."""
+    ([{"key": ..., "config": ...}], see labtools.registry)."""
 
     def picks() -> list[dict]:
-        import torch
-
-        from kernels_triton.configs import num_sms, rows_per_sm
         from kernels_triton.softmax import autotune_picks
 
-        b512 = rows_per_sm(512, num_sms(torch.cuda.current_device())) if torch.cuda.is_available() else None
-        found = sorted((p for p in autotune_picks()["used"] if p["kernel"] == kernel),
-                       key=lambda p: p["rows_per_sm"] != b512)  # fmt: skip
         return [
-            {"key": {k: p[k] for k in ("N", "dtype", "rows_per_sm")},
+            {"key": {"N": p["N"], "dtype": p["dtype"]},
              "config": {"BLOCK": p["block"], "num_warps": p["num_warps"], "l2_hints": p.get("l2_hints", False),
                         "warp_rows": p.get("warp_rows", False), "source": p["source"]}}
-            for p in found
+            for p in autotune_picks()["used"] if p["kernel"] == kernel
         ]  # fmt: skip
 
     return picks
@@ -96,9 +89,7 @@ def _forced(form: str):
 
         n = tensors[0].shape[-1]
         m = tensors[0].numel() // n
-        launch.launch(
-            name, [t.reshape(m, n) for t in tensors], m, n, _form_config(form, n), True, FORMS[form][0]
-        )
+        launch.launch(name, [t.reshape(m, n) for t in tensors], m, n, _form_config(form, n), FORMS[form][0])
         return tensors[-1]
 
     return (lambda x: run("softmax_fwd", [x, x.new_empty(x.shape)]),

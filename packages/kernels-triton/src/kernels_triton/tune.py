@@ -1,14 +1,12 @@
 """python -m kernels_triton.tune: time every candidate config on this GPU and keep the fastest.
 
-Nothing is timed on the call path (configs.py): this command makes the picks. It times forward
-and backward at each shape and dtype (triton.testing.do_bench: CUDA events, L2 cleared before
-each run, median) and merges the winners into this user's picks file for this GPU and Triton
-version (configs.user_picks_path: under a file lock, replaced atomically, with a SHA-256), or
-with --commit into this GPU's section of the packaged autotune_picks.json, to commit as is.
-Shapes whose launches take no config (launch.route: the cluster kernels) are skipped.
-Default shapes: (64, 600), (512, 600), (4096, 600) in fp32, fp16, bf16, and `lab bench`'s sweep
-in fp32 and bf16 (--sweep: the sweep alone). KERNELS_TRITON_TUNE=1: a launch whose bucket has no
-tuned pick is tuned at its own shape first.
+It times forward and backward at each shape and dtype (triton.testing.do_bench: CUDA events, L2
+cleared before each run, median) and merges the winners, a pick a (kernel, dtype, N, rows an SM),
+into this user's picks file for this GPU and Triton version (configs.user_picks_path: under a
+file lock, replaced atomically, with a SHA-256), or with --commit into this GPU's section of the
+packaged autotune_picks.json, to commit as is. Shapes whose launches take no config (launch.route:
+the cluster kernels) are skipped. Default shapes: (64, 600), (512, 600), (4096, 600) in fp32,
+fp16, bf16, and `lab bench`'s sweep in fp32 and bf16 (--sweep: the sweep alone).
 
     python -m kernels_triton.tune [--sweep | --shape M N ...] [--dtype D ...] [--commit]
 """
@@ -29,11 +27,12 @@ import torch
 import triton
 
 from kernels_triton import _atomic, configs, launch
-from kernels_triton.configs import DTYPES, PICKS_FILE, SoftmaxConfig, dtype_name
+from kernels_triton.configs import DTYPES, PICKS_FILE, SoftmaxConfig, dtype_name, next_pow2
 from kernels_triton.kernels import KERNELS, STREAMS
 
 SHORT_SHAPES = ((64, 600), (512, 600), (4096, 600))
 SWEEP_DTYPES = (torch.float32, torch.bfloat16)
+ROWS_PER_SM_CAP = 64
 NOTE = "timings_us: each config at tuned_at, fastest first, BLOCK/num_warps[/L2][/W], median us (do_bench, L2 cleared)"
 
 
@@ -44,6 +43,11 @@ def default_tasks(sweep_only: bool = False) -> list[tuple[int, int, torch.dtype]
     except ImportError:  # labtools is optional for this package
         return tasks
     return tasks + [(m, n, d) for m, n in SWEEP_SHAPES for d in SWEEP_DTYPES if (m, n, d) not in tasks]
+
+
+def rows_per_sm(m: int, n_sms: int) -> int:
+    """The rows an SM a pick is tuned at: a power of two, at most ROWS_PER_SM_CAP."""
+    return min(ROWS_PER_SM_CAP, next_pow2((m + n_sms - 1) // n_sms))
 
 
 def _compile_ahead(job: tuple) -> None:
@@ -61,7 +65,7 @@ def tune(tasks, device: int | None = None, workers: int | None = None) -> list[d
         raise RuntimeError("tuning needs a CUDA device, with TRITON_INTERPRET unset")
     device = torch.cuda.current_device() if device is None else device
     sms, where = launch.num_sms(device), torch.device("cuda", device)
-    keys = {(n, configs.rows_per_sm(m, sms), d): (m, n, d) for m, n, d in reversed(tasks)}
+    keys = {(n, rows_per_sm(m, sms), d): (m, n, d) for m, n, d in reversed(tasks)}
     unique = [
         (m, n, d)
         for m, n, d in reversed(keys.values())
@@ -91,20 +95,13 @@ def tune(tasks, device: int | None = None, workers: int | None = None) -> list[d
                 run = lambda c=c, name=name, ts=tensors: launch.launch(name, ts, m, n, c, form="tiles")  # noqa: E731, B023
                 timings.append((triton.testing.do_bench(run, warmup=5, rep=25), c))
             timings.sort(key=lambda tc: tc[0])
-            picks.append({"kernel": name, "N": n, "rows_per_sm": configs.rows_per_sm(m, sms), "dtype": dtype_name(dtype),
+            picks.append({"kernel": name, "N": n, "rows_per_sm": rows_per_sm(m, sms), "dtype": dtype_name(dtype),
                           **timings[0][1].fields(), "tuned_at": [m, n], "configs_tried": len(timings),
                           "timings_us": {c.label(): round(1e3 * t, 1) for t, c in timings}})  # fmt: skip
         took = time.perf_counter() - start
         print(f"tune: {i + 1}/{len(unique)} shapes, {took:.0f} s, ~{took / (i + 1) * (len(unique) - i - 1):.0f} s left",
               file=sys.stderr, flush=True)  # fmt: skip
     return picks
-
-
-def tune_one(name: str, m: int, n: int, dtype: torch.dtype, device: int) -> SoftmaxConfig:
-    """Tune one launch's pick key (both kernels), save it, return kernel `name`'s config."""
-    picks, gpu = tune([(m, n, dtype)], device=device, workers=1), launch.gpu_name(device)
-    save(picks, configs.user_picks_path(gpu), gpu)
-    return SoftmaxConfig.of(next(p for p in picks if p["kernel"] == name))
 
 
 def _merged(old: list[dict], new: list[dict]) -> list[dict]:
