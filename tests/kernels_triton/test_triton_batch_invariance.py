@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import math
+from collections import OrderedDict
 
 import pytest
 import torch
@@ -68,8 +69,10 @@ def test_the_invariant_config_is_the_least_slowdown_across_row_counts():
     ]  # fmt: skip
     # 2048/8: 1.0 + 1.5; 1024/4: 1.25 + 1.0
     assert configs.across_row_counts(picks) == SoftmaxConfig(1024, 4)
-    assert configs.of_label("8192/16/L2") == SoftmaxConfig(8192, 16, l2_hints=True)
-    assert configs.of_label("4096/4/W") == SoftmaxConfig(4096, 4, warp_rows=True)
+    for config in (SoftmaxConfig(8192, 16, l2_hints=True), SoftmaxConfig(4096, 4, warp_rows=True)):
+        timed = [{**p, "timings_us": {config.label(): 1.0, **p["timings_us"]}} for p in picks]
+        timed[0]["timings_us"][config.label()] = 0.5  # the fastest at both row counts
+        assert configs.across_row_counts(timed) == config
     assert configs.index(picks) == {("softmax_fwd", "float32", 1024): {600: SoftmaxConfig(1024, 4)}}
 
 
@@ -121,8 +124,8 @@ def test_a_row_has_the_bits_of_its_single_row_call(shape, dtype, config):
 def test_a_new_row_count_chooses_no_config_and_makes_no_template(monkeypatch):
     launch.forget_plans()  # no template of an earlier test
     made, chosen = [], []
-    make_template, choose = launch.make_template, configs.choose
-    monkeypatch.setattr(launch, "make_template", lambda *a, **k: made.append(a[3]) or make_template(*a, **k))
+    plan_form, choose = launch.plan_form, configs.choose
+    monkeypatch.setattr(launch, "plan_form", lambda *a, **k: made.append(a[2]) or plan_form(*a, **k))
     monkeypatch.setattr(configs, "choose", lambda *a, **k: chosen.append(a) or choose(*a, **k))
     n = 43  # a row length no other test launches
     for m in range(1, 13):
@@ -163,7 +166,7 @@ def test_a_new_row_count_keeps_nothing():
 
 
 def test_template_caches_are_bounded_oldest_first():
-    cache: dict = {}
+    cache: dict = OrderedDict()
     for k in range(10):
         launch.remember(cache, k, k, limit=3)
     assert list(cache) == [7, 8, 9]

@@ -1,8 +1,7 @@
-"""Launching a compiled Triton kernel at the least host cost: launcher() returns go(grid_x, args),
-which calls Triton's C launch function directly where the installed Triton's launcher is one this
-was written against (its Python __call__ costs as much host time as the rest of a call), else the
-launcher as Triton's own runner would. One launcher serves every row count: the grid and the
-arguments are the call's. go makes its device the current one if it is not (a function handle
+"""Launching a compiled Triton kernel at the least host cost: go(grid_x, args) calls Triton's C
+launch function directly where the installed Triton's launcher is one this was written against
+(its Python __call__ costs as much host time as the rest of a call), else the launcher as
+Triton's own runner would. go makes its device the current one if it is not (a function handle
 belongs to that device's context) and restores the caller's.
 """
 
@@ -50,22 +49,8 @@ def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) 
         c, coop, pdl, function = run.launch, run.launch_cooperative_grid, run.launch_pdl, compiled.function
 
         def call(gx, args):  # no scratch, metadata, no launch metadata, no hooks, the arguments
-            c(
-                gx,
-                1,
-                1,
-                stream(device_index),
-                function,
-                coop,
-                pdl,
-                None,
-                None,
-                packed,
-                None,
-                None,
-                None,
-                *args,
-            )
+            c(gx, 1, 1, stream(device_index), function, coop, pdl, None, None, packed, None, None, None,
+              *args)  # fmt: skip
 
     elif packed_metadata is None and hooked:
 

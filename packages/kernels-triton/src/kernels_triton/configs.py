@@ -1,13 +1,9 @@
-"""Which config a tile launch gets: the config space, the picks, the rule for a card without.
+"""Which config a tile launch gets (choose): the config space, the picks, the rule for a card without.
 
-A config (kernels.py) decides the order of a row's reductions, so it follows from N, the dtype
-and the card alone, never the row count (batch invariance). Nothing is timed on the call path;
-the config is, first found: the caller's ("given", launch.py); the user's picks ("tuned": `python
--m kernels_triton.tune`, a file a GPU and Triton version, SHA-256 checked); this GPU's section of
-autotune_picks.json ("committed", written on that GPU by the tune's --commit); else rule(), from
-the device's properties ("rule"). Picks are looked up by bucket (next power of two >= N) at the
-nearest N tuned; the tune times each N at several row counts, and one config serves them all
-(across_row_counts).
+A config orders a row's reductions (kernels.py), so it follows from N, the dtype and the card
+alone, never the row count: batch invariance. Nothing is timed on the call path; the config is,
+first found: the caller's ("given", launch.py); the user's picks ("tuned", tune.py); this GPU's
+section of autotune_picks.json ("committed"); else rule(), from the device's properties ("rule").
 """
 
 from __future__ import annotations
@@ -65,10 +61,9 @@ def registers_per_sm(gpu: str | None) -> int:
 
 @dataclass(frozen=True)
 class SoftmaxConfig:
-    """block: elements a program holds (a power of two); >= N: one pass over block // next_pow2(N)
-    whole rows, < N: the looped path over BLOCK-wide tiles. l2_hints (looped only): pass 1 loads
-    "evict_last", pass 2 "evict_first", so a row's second read finds it in L2 more often.
-    warp_rows: one pass, a warp a row in 16-byte packs a lane, num_warps rows a program."""
+    """A tile launch's config (kernels.py): block, the elements a program holds (a power of two;
+    >= N: one pass, else looped tiles); l2_hints (looped only); warp_rows (one pass, a warp a row,
+    num_warps rows a program)."""
 
     block: int
     num_warps: int = 4
@@ -108,7 +103,7 @@ def next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 1 else 1
 
 
-bucket = next_pow2  # the row-length bucket of N, whose picks every N of it shares
+bucket = next_pow2  # the row-length bucket of N: its picks serve every N of it
 
 
 def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
@@ -179,9 +174,6 @@ def rule(streams: int, n: int, dtype: torch.dtype = torch.float32, gpu: str | No
     return next(SoftmaxConfig(b, w, True) for b, w in HINTED[::-1] if fits_in_registers(b, w, 3, registers))
 
 
-# --- picks: committed (a section per GPU) and user-tuned ----------------------------------
-
-
 def user_picks_path(gpu: str) -> Path:
     """The user's picks file for this GPU and Triton: in $XDG_CACHE_HOME (~/.cache)/kernel-lab/."""
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -233,19 +225,13 @@ def committed() -> dict:
 
 
 def index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
-    """(kernel, dtype name, bucket) -> {N tuned at: across_row_counts of its picks}, the last pick
-    of a row count kept (a bucket's row lengths, 600 and 1024, can want different configs)."""
+    """(kernel, dtype name, bucket: next_pow2(N)) -> {N tuned at: across_row_counts of its picks},
+    the last pick of a row count kept (a bucket's row lengths can want different configs)."""
     out: dict[tuple, dict] = {}
     for p in picks:
         by_n = out.setdefault((p["kernel"], p["dtype"], bucket(p["N"])), {})
         by_n.setdefault(p["N"], {})[p["rows_per_sm"]] = p
     return {k: {n: across_row_counts([*v.values()]) for n, v in by_n.items()} for k, by_n in out.items()}
-
-
-def of_label(label: str) -> SoftmaxConfig:
-    """The config a label (SoftmaxConfig.label) names."""
-    block, warps, *flags = label.split("/")
-    return SoftmaxConfig(int(block), int(warps), "L2" in flags, "W" in flags)
 
 
 def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
@@ -257,7 +243,8 @@ def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
     if not common:
         return SoftmaxConfig.of(max(picks, key=lambda p: p["rows_per_sm"]))
     slowdown = {c: sum(t[c] / min(t.values()) for t in timed) for c in common}
-    return of_label(min(sorted(common), key=lambda c: slowdown[c]))
+    block, warps, *flags = min(sorted(common), key=lambda c: slowdown[c]).split("/")  # SoftmaxConfig.label
+    return SoftmaxConfig(int(block), int(warps), "L2" in flags, "W" in flags)
 
 
 @functools.cache

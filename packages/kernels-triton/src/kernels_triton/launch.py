@@ -1,17 +1,13 @@
-"""Launches: which form and config a launch gets (plan_form), and a template a layout that runs it.
+"""Launches: the form and config a launch gets (plan_form), and a template a layout that runs it.
 
 At short shapes the kernel runs for a few microseconds, so the host's work a call is what a user
 waits for; Triton's `kernel[grid](...)` binds, specialises and hashes the arguments in Python on
-every call. Here a template a layout (kernel, N, config, form, dtype, device, row strides,
-alignment, in place) holds the form, the config and the launchers of its compiled kernels
-(c_launch.py); a call with any row count M derives the grid and the arguments from M with integer
-arithmetic and calls Triton's C launch. A new M keeps nothing (no plan, cache entry or closure),
-so a process that sees millions of row counts keeps a flat memory and gives the garbage collector
-nothing new to walk. M is not specialised (kernels.py) beyond its integer width and, where whole
-rows share a program, whether it is a multiple of them: at most four variants.
-
-Batch invariance: the form and the config, all that orders a row's reductions, come from the
-layout alone, never from M, so row i's bits do not depend on the rest of the batch.
+every call. Here a template a layout (launch's key) holds the form, the config and the launchers
+of its compiled kernels (c_launch.py); a call with any row count M derives the grid and the
+arguments from M with integer arithmetic and calls Triton's C launch. A new M keeps nothing (no
+plan, cache entry or closure): a process that sees millions of row counts keeps a flat memory
+and gives the garbage collector nothing new to walk. Batch invariance: the form and the config,
+all that orders a row's reductions, come from the layout alone, never from M.
 """
 
 from __future__ import annotations
@@ -36,19 +32,16 @@ Template = Callable[[list, int], None]  # template(tensors, m): launch on M rows
 # (this module's, softmax.py's fast paths'), which forget_plans() empties.
 _TEMPLATES: dict[tuple, Template] = OrderedDict()
 PLAN_CACHES: list[dict] = [_TEMPLATES]
-# (kernel, N, dtype name) -> the config its tile launches ran with in this process and where it
+# (kernel, N, dtype name) -> the config of the last tile template made for it and where that
 # came from (plan_form's source), for autotune_picks()
 USED: dict[tuple, dict] = OrderedDict()
-MAX_USED = 1024
 
 
-def remember(cache: dict, key, value, limit: int | None = None) -> None:
-    """cache[key] = value, the oldest entry dropped first once `limit` (MAX_PLANS) are held."""
-    if len(cache) >= (MAX_PLANS if limit is None else limit):
-        try:
-            cache.popitem(last=False) if isinstance(cache, OrderedDict) else cache.pop(next(iter(cache)))
-        except (KeyError, StopIteration, RuntimeError):  # emptied or changed by another thread
-            pass
+def remember(cache: OrderedDict, key, value, limit: int = MAX_PLANS) -> None:
+    """cache[key] = value, the oldest entry dropped first once `limit` are held."""
+    if len(cache) >= limit:
+        with contextlib.suppress(KeyError):  # emptied by another thread
+            cache.popitem(last=False)
     cache[key] = value
 
 
@@ -61,14 +54,9 @@ def forget_plans() -> None:
 
 
 def route(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> str:
-    """The form that runs a launch: the first of these that takes it.
-
-        form      takes
-        float64   float64 tensors (float64.py: fp64 arithmetic throughout)
-        cluster   sm_90, rows of 32768 to 262144 elements (cluster.applies)
-        tiles     the rest: one pass, looped or a warp a row, as the config says (kernels.py)
-
-    Nothing here depends on M beyond its being >= 1."""
+    """The form that runs a launch: "float64" (float64.py) for float64 tensors, else "cluster"
+    (cluster.py) where cluster.applies (sm_90, long rows), else "tiles" (kernels.py). Nothing
+    here depends on M beyond its being >= 1."""
     if dtype == torch.float64:
         return "float64"
     return "cluster" if cluster.applies(name[-3:], m, n, dtype, device) else "tiles"
@@ -108,16 +96,21 @@ def launch(
     """Launch kernel `name` on 2D (M, N) tensors with unit column stride, inputs first, the output
     last (in place: one of the inputs); returns the template, which launches any M of the layout.
     form: "tiles" or "cluster" instead of route()'s (to time a form alone)."""
-    x = tensors[0]
+    x, out = tensors[0], tensors[-1].data_ptr()
     # the row strides and the bases' 16-byte alignment: all the cluster's packs() reads, besides N
     key = (
-        name, n, config, form, x.dtype, x.get_device(),
-        *[t.stride(0) for t in tensors], *[t.data_ptr() % 16 == 0 for t in tensors], in_place(tensors),
+        name, n, config, form, x.dtype, x.get_device(), *[t.stride(0) for t in tensors],
+        *[t.data_ptr() % 16 == 0 for t in tensors], any(t.data_ptr() == out for t in tensors[:-1]),
     )  # fmt: skip
     template = _TEMPLATES.get(key)
     if template is None:
+        form, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
         with _device_of(x):  # Triton compiles on the current device
-            template = make_template(name, tensors, m, n, config, form)
+            if form == "cluster":
+                template = cluster_template(name[-3:], tensors, m, n)
+            else:
+                template = tiles_template(name, tensors, n, config)
+                remember(USED, (name, n, dtype_name(x.dtype)), {**config.fields(), "source": source})
         remember(_TEMPLATES, key, template, MAX_TEMPLATES)
     template(tensors, m)
     return template
@@ -130,19 +123,12 @@ def _device_of(t: torch.Tensor):
     return torch.cuda.device(t.device)
 
 
-def in_place(tensors: list[torch.Tensor]) -> bool:
-    """Whether the output (last) is one of the inputs: the same memory, as softmax_ passes it."""
-    out = tensors[-1].data_ptr()
-    return any(t.data_ptr() == out for t in tensors[:-1])
-
-
 def plan_form(
     name: str, m: int, n: int, dtype: torch.dtype, device: torch.device,
     config: SoftmaxConfig | None = None, form: str | None = None,
 ) -> tuple[str, SoftmaxConfig | None, str]:  # fmt: skip
-    """(form, config, source) of a launch: route()'s form (or `form`) and the config of the tile
-    kernels (None for the cluster's, which N sets), everything that decides the order of a row's
-    reductions, none of it from M; source: where the config came from (configs.choose)."""
+    """(form, config, source) of a launch: route()'s form (or `form`) and the tile kernels' config
+    (None for the cluster's, which N sets), none of it from M; source: where the config came from."""
     form = form or route(name, m, n, dtype, device)
     if form == "cluster":
         return form, None, "cluster"
@@ -152,19 +138,6 @@ def plan_form(
         return form, config, "given"
     gpu = gpu_name(device.index if device.type == "cuda" else -1)
     return (form, *configs.choose(name, STREAMS[name], n, dtype, gpu))
-
-
-def make_template(
-    name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None = None,
-    form: str | None = None,
-) -> Template:  # fmt: skip
-    """The template of the layout of `tensors`: the form and config plan_form() gives."""
-    x = tensors[0]
-    form, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
-    if form == "cluster":
-        return cluster_template(name[-3:], tensors, m, n)
-    remember(USED, (name, n, dtype_name(x.dtype)), {**config.fields(), "source": source}, MAX_USED)
-    return tiles_template(name, tensors, n, config)
 
 
 _data_ptr = torch.Tensor.data_ptr

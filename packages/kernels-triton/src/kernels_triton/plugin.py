@@ -22,10 +22,8 @@ def _lazy(module: str, name: str, **kwargs):
 
 
 _forward, _backward = _lazy("softmax", "softmax", dim=-1), _lazy("softmax", "softmax_backward", dim=-1)
-_autotuned, _log_softmax = (
-    _lazy("autotuned", "softmax_autotuned"),
-    _lazy("log_softmax", "log_softmax", dim=-1),
-)
+_autotuned = _lazy("autotuned", "softmax_autotuned")
+_log_softmax = _lazy("log_softmax", "log_softmax", dim=-1)
 
 
 def _cross_entropy(x):
@@ -109,14 +107,8 @@ def register() -> None:
             label = f"Triton {form.replace('_', ' ')}{' bwd' if suffix else ''}"
             notes = f"kernels_triton's {form} form alone, whatever launch.route would pick"
             _add(fn, op, f"triton.{form}{suffix}", label, notes, supports=supports)
-    notes = (
-        "batch invariant; launch.route picks the form: cluster (sm_90, 32768-262144), else one pass or "
-        "looped as the config (tuned, committed or heuristic, one a row length) says; picks: "
-        "kernels_triton.autotune_picks()"
-    )
-    _add(
-        _forward, "softmax", "triton.softmax", "Triton", notes, meta={"autotune_picks": _picks("softmax_fwd")}
-    )
+    notes = "batch invariant; launch.route picks the form, configs.choose the config: kernels_triton.autotune_picks()"
+    _add(_forward, "softmax", "triton.softmax", "Triton", notes, meta={"autotune_picks": _picks("softmax_fwd")})  # fmt: skip
     _add(_backward, "softmax_backward", "triton.softmax_backward", "Triton bwd", notes,
          meta={"autotune_picks": _picks("softmax_bwd")})  # fmt: skip
     _add(_log_softmax, "log_softmax", "triton.log_softmax", "Triton",

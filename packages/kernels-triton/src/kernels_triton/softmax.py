@@ -125,19 +125,13 @@ def _softmax_op(x: torch.Tensor, dim: int) -> torch.Tensor:
     return _forward(x, dim)
 
 
-@_softmax_op.register_fake
-def _(x, dim):
-    return _forward(x, dim, run=False)
-
-
 @torch.library.custom_op("kernels_triton::softmax_backward", mutates_args=())
 def _softmax_backward_op(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
     return _backward(y, dy, dim)
 
 
-@_softmax_backward_op.register_fake
-def _(y, dy, dim):
-    return _backward(y, dy, dim, run=False)
+_softmax_op.register_fake(lambda x, dim: _forward(x, dim, run=False))
+_softmax_backward_op.register_fake(lambda y, dy, dim: _backward(y, dy, dim, run=False))
 
 
 def _compiling(config) -> bool:
@@ -174,14 +168,12 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     """softmax(x, dim) with Triton kernels forward and backward (autograd works).
 
     x: fp32, fp16, bf16 or fp64, any shape and layout, on a CUDA device (or the CPU under
-    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as
-    in torch. `config` forces one launch configuration (both directions, eager calls)
-    instead of the tuned or committed pick or the rule. Under torch.compile or
-    torch.export it is one opaque op, kernels_triton::softmax, with its backward.
-
-    Batch invariant: each row's result, forward and backward, is the same bits whatever the
-    other rows of the batch and however many there are (launch.py says how), for a row at the
-    same 16-byte alignment (the kernels load 16-byte packs; the README says more).
+    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as in
+    torch. `config` forces one launch configuration (both directions, eager calls) instead of
+    the picks or the rule. Under torch.compile or torch.export it is one opaque op,
+    kernels_triton::softmax, with its backward. Batch invariant: a row's result, forward and
+    backward, is the same bits whatever the rest of the batch, for a row at the same 16-byte
+    alignment (the kernels load 16-byte packs; the README says more).
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
         template = _FORWARD.get(_key(x, dim, config))
@@ -206,16 +198,13 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
     contiguous rows along dim is computed out of place and copied back.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        template = _IN_PLACE.get(_key(x, dim, config))
-        # this key passed the checks below before
+        template = _IN_PLACE.get(_key(x, dim, config))  # a key that passed the checks below before
         if template is not None and x.is_contiguous() and not x.requires_grad:
             _run(template, [x, x])
             return x
     dim = _check(x, dim, "x")
     if x.requires_grad and torch.is_grad_enabled():
-        raise ValueError(
-            "x requires grad, and softmax_ overwrites it; use softmax, which autograd can follow"
-        )
+        raise ValueError("x requires grad, and softmax_ overwrites it: use softmax, which autograd follows")
     if _compiling(config):
         return x.copy_(_softmax_op(x, dim))
     return _apply("softmax_fwd", [x], dim, config, _IN_PLACE, out=x)
@@ -245,16 +234,10 @@ def softmax_backward(
 
 
 def autotune_picks() -> dict:
-    """Which configs launches get: `committed` (autotune_picks.json; used on the GPU it
-    names), `tuned` (this user's picks from `python -m kernels_triton.tune`, for this GPU
-    and Triton version) and `used`: the config each (kernel, N, dtype) of a tile launch ran
-    with in this process and its source. Under the interpreter: the one config used."""
-    mode = (
-        f"interpreter: every launch uses one config {configs.INTERPRETER_CONFIG}"
-        if INTERPRET
-        else "no timing on the call path: one config a row length and dtype whatever the rows, "
-        "the tuned pick, else the committed one, else the rule"
-    )
+    """Which configs launches get (configs.py): `committed` (autotune_picks.json), `tuned` (this
+    user's picks for this GPU and Triton) and `used`: the config of each (kernel, N, dtype) of
+    this process's tile launches, and its source."""
+    mode = f"interpreter: {configs.INTERPRETER_CONFIG.label()}" if INTERPRET else "tuned > committed > rule"
     gpu = torch.cuda.get_device_name() if not INTERPRET and torch.cuda.is_available() else None
     tuned = configs.read_user_picks(configs.user_picks_path(gpu), gpu) if gpu else []
     used = [{"kernel": k, "N": n, "dtype": d, **c} for (k, n, d), c in launch.USED.items()]

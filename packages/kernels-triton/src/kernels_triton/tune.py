@@ -17,10 +17,12 @@ import argparse
 import datetime
 import fcntl
 import json
+import multiprocessing
 import os
 import platform
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
@@ -58,32 +60,20 @@ def _compile_ahead(job: tuple) -> None:
     KERNELS[name].warmup(*[dtype] * k, *[n] * k, m, n, grid=(1,), **meta, num_warps=config.num_warps)
 
 
-def tune(tasks, device: int | None = None, workers: int | None = None) -> list[dict]:
+def tune(tasks) -> list[dict]:
     """Time every candidate config of both kernels at each (M, N, dtype) of `tasks` the tile
     kernels run, one task per pick key; return the winners with every config's time."""
-    if configs.INTERPRET or not torch.cuda.is_available():
-        raise RuntimeError("tuning needs a CUDA device, with TRITON_INTERPRET unset")
-    device = torch.cuda.current_device() if device is None else device
+    device = torch.cuda.current_device()
     sms, where = launch.num_sms(device), torch.device("cuda", device)
     keys = {(n, rows_per_sm(m, sms), d): (m, n, d) for m, n, d in reversed(tasks)}
-    unique = [
-        (m, n, d)
-        for m, n, d in reversed(keys.values())
-        if launch.route("softmax_fwd", m, n, d, where) == "tiles"
-    ]
-    jobs = [
-        (k, dtype_name(d), m, n, c.fields())
-        for m, n, d in unique
-        for k in KERNELS
-        for c in configs.candidates(STREAMS[k], n, d.itemsize)
-    ]
+    unique = [t for t in reversed(keys.values()) if launch.route("softmax_fwd", *t, where) == "tiles"]
+    jobs = [(k, dtype_name(d), m, n, c.fields()) for m, n, d in unique for k in KERNELS
+            for c in configs.candidates(STREAMS[k], n, d.itemsize)]  # fmt: skip
     print(f"tune: compiling {len(jobs)} configs for {len(unique)} shapes", file=sys.stderr, flush=True)
-    if min(len(jobs), workers or os.cpu_count() or 1) >= 2:  # Triton compiles one kernel at a time a process
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(workers or os.cpu_count() or 1, 16), mp_context=ctx) as pool:
+    workers = min(len(jobs), os.cpu_count() or 1, 16)
+    if workers >= 2:  # Triton compiles one kernel at a time a process
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
             list(pool.map(_compile_ahead, jobs, chunksize=4))
     picks, start = [], time.perf_counter()
     for i, (m, n, dtype) in enumerate(unique):
@@ -142,9 +132,7 @@ def commit(picks: list[dict], gpu: str, path: Path = PICKS_FILE) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m kernels_triton.tune", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser("python -m kernels_triton.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", nargs=2, type=int, action="append", metavar=("M", "N"))
     parser.add_argument(
         "--dtype", action="append", choices=[dtype_name(d) for d in DTYPES], help="with --shape"
@@ -155,10 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.shape and any(m < 1 or n < 1 for m, n in args.shape):
         parser.error("--shape: M and N must be >= 1")
     if configs.INTERPRET or not torch.cuda.is_available():
-        print(
-            "python -m kernels_triton.tune needs a CUDA device (and TRITON_INTERPRET unset): it times configs on it",
-            file=sys.stderr,
-        )
+        print("python -m kernels_triton.tune needs a CUDA device (and TRITON_INTERPRET unset): it times configs on it",
+              file=sys.stderr)  # fmt: skip
         return 2
     dtypes = [getattr(torch, d) for d in args.dtype or map(dtype_name, DTYPES)]
     tasks = [(m, n, d) for m, n in args.shape for d in dtypes] if args.shape else default_tasks(args.sweep)
