@@ -7,7 +7,6 @@ belongs to that device's context) and restores the caller's.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 
@@ -72,11 +71,6 @@ def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) 
     return go
 
 
-@functools.cache
-def _call_parameters(launcher_class: type) -> tuple[str, ...]:
-    return tuple(inspect.signature(launcher_class.__call__).parameters)
-
-
 def c_launch_layout(run, version: str | None = None) -> str | None:
     """Which C_LAUNCH_LAYOUTS entry go() may use to call launcher `run`'s C launch directly: only
     for a CudaLauncher of that Triton version, with that __call__ signature, whose kernel needs no
@@ -87,7 +81,7 @@ def c_launch_layout(run, version: str | None = None) -> str | None:
     if expected is None or type(run).__name__ != "CudaLauncher":
         return None
     try:
-        params = _call_parameters(type(run))
+        params = tuple(inspect.signature(type(run).__call__).parameters)
         needs_scratch = run.global_scratch_size or run.profile_scratch_size
         flags = (run.launch, run.launch_cooperative_grid, run.launch_pdl)
         if version == "3.9":

@@ -126,14 +126,12 @@ def fits_in_registers(block: int, num_warps: int, arrays: int, registers: int = 
     return arrays * block // (32 * num_warps) <= min(64, registers // (64 * num_warps))
 
 
-def _space() -> tuple[SoftmaxConfig, ...]:
-    configs = [SoftmaxConfig(b, w) for b in SHORT_BLOCKS for w in SHORT_WARPS]
-    for block in LONG_BLOCKS:  # at least 8 values a thread: more warps would only idle
-        configs += [SoftmaxConfig(block, w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
-    return (*configs, *(SoftmaxConfig(b, w, l2_hints=True) for b, w in HINTED))
-
-
-SPACE = _space()  # every config tune may time but the warp-a-row ones (their BLOCK follows N)
+SPACE = (  # every config tune may time but the warp-a-row ones (their BLOCK follows N)
+    *(SoftmaxConfig(b, w) for b in SHORT_BLOCKS for w in SHORT_WARPS),
+    # at least 8 values a thread: more warps would only idle
+    *(SoftmaxConfig(b, w) for b in LONG_BLOCKS for w in (4, 8, 16, 32) if b // (32 * w) >= 8),
+    *(SoftmaxConfig(b, w, l2_hints=True) for b, w in HINTED),
+)
 
 
 def candidates(streams: int, n: int, itemsize: int = 4) -> list[SoftmaxConfig]:

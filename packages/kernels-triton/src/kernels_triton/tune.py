@@ -1,12 +1,11 @@
 """python -m kernels_triton.tune: time every candidate config on this GPU and keep the fastest.
 
 It times forward and backward at each shape and dtype (triton.testing.do_bench: CUDA events, L2
-cleared before each run, median) and merges the winners, a pick a (kernel, dtype, N, rows an SM),
-into this user's picks file for this GPU and Triton version (configs.user_picks_path: under a
-file lock, replaced atomically, with a SHA-256), or with --commit into this GPU's section of the
-packaged autotune_picks.json, to commit as is. Shapes whose launches take no config (launch.route:
-the cluster kernels) are skipped. Default shapes: (64, 600), (512, 600), (4096, 600) in fp32,
-fp16, bf16, and `lab bench`'s sweep in fp32 and bf16 (--sweep: the sweep alone).
+cleared, median), skipping the shapes the cluster kernels take, and merges the winners, a pick a
+(kernel, dtype, N, rows an SM), into this user's picks file for this GPU and Triton version
+(configs.user_picks_path: under a file lock, replaced atomically, with a SHA-256), or with
+--commit into this GPU's section of autotune_picks.json, to commit as is. Default shapes: (64,
+600), (512, 600), (4096, 600) in fp32, fp16, bf16; `lab bench`'s sweep in fp32 and bf16 (--sweep).
 
     python -m kernels_triton.tune [--sweep | --shape M N ...] [--dtype D ...] [--commit]
 """
@@ -34,7 +33,6 @@ from kernels_triton.kernels import KERNELS, STREAMS
 
 SHORT_SHAPES = ((64, 600), (512, 600), (4096, 600))
 SWEEP_DTYPES = (torch.float32, torch.bfloat16)
-ROWS_PER_SM_CAP = 64
 NOTE = "timings_us: each config at tuned_at, fastest first, BLOCK/num_warps[/L2][/W], median us (do_bench, L2 cleared)"
 
 
@@ -45,11 +43,6 @@ def default_tasks(sweep_only: bool = False) -> list[tuple[int, int, torch.dtype]
     except ImportError:  # labtools is optional for this package
         return tasks
     return tasks + [(m, n, d) for m, n in SWEEP_SHAPES for d in SWEEP_DTYPES if (m, n, d) not in tasks]
-
-
-def rows_per_sm(m: int, n_sms: int) -> int:
-    """The rows an SM a pick is tuned at: a power of two, at most ROWS_PER_SM_CAP."""
-    return min(ROWS_PER_SM_CAP, next_pow2((m + n_sms - 1) // n_sms))
 
 
 def _compile_ahead(job: tuple) -> None:
@@ -65,7 +58,8 @@ def tune(tasks) -> list[dict]:
     kernels run, one task per pick key; return the winners with every config's time."""
     device = torch.cuda.current_device()
     sms, where = launch.num_sms(device), torch.device("cuda", device)
-    keys = {(n, rows_per_sm(m, sms), d): (m, n, d) for m, n, d in reversed(tasks)}
+    rows_per_sm = lambda m: min(64, next_pow2(-(-m // sms)))  # noqa: E731 - picks are tuned at up to 64 rows an SM
+    keys = {(n, rows_per_sm(m), d): (m, n, d) for m, n, d in reversed(tasks)}
     unique = [t for t in reversed(keys.values()) if launch.route("softmax_fwd", *t, where) == "tiles"]
     jobs = [(k, dtype_name(d), m, n, c.fields()) for m, n, d in unique for k in KERNELS
             for c in configs.candidates(STREAMS[k], n, d.itemsize)]  # fmt: skip
@@ -85,7 +79,7 @@ def tune(tasks) -> list[dict]:
                 run = lambda c=c, name=name, ts=tensors: launch.launch(name, ts, m, n, c, form="tiles")  # noqa: E731, B023
                 timings.append((triton.testing.do_bench(run, warmup=5, rep=25), c))
             timings.sort(key=lambda tc: tc[0])
-            picks.append({"kernel": name, "N": n, "rows_per_sm": rows_per_sm(m, sms), "dtype": dtype_name(dtype),
+            picks.append({"kernel": name, "N": n, "rows_per_sm": rows_per_sm(m), "dtype": dtype_name(dtype),
                           **timings[0][1].fields(), "tuned_at": [m, n], "configs_tried": len(timings),
                           "timings_us": {c.label(): round(1e3 * t, 1) for t, c in timings}})  # fmt: skip
         took = time.perf_counter() - start
