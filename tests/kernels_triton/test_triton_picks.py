@@ -289,3 +289,5 @@ def test_autotune_picks_report_the_config_each_launch_used():
     assert len(used) == 1 and used[0]["source"] in ("interpreter", "tuned", "committed", "rule")
     picks = registry.get("triton.softmax").meta["autotune_picks"]()
     assert pick_for(picks, int(n), "float32")["BLOCK"] == used[0]["block"]
+    registry.get("triton.looped").fn(torch.randn(3, int(n), device=DEVICE))  # a form timed alone ...
+    assert registry.get("triton.softmax").meta["autotune_picks"]() == picks  # ... is not what softmax used

@@ -32,8 +32,8 @@ Template = Callable[[list, int], None]  # template(tensors, m): launch on M rows
 # (this module's, softmax.py's fast paths'), which forget_plans() empties.
 _TEMPLATES: dict[tuple, Template] = OrderedDict()
 PLAN_CACHES: list[dict] = [_TEMPLATES]
-# (kernel, N, dtype name) -> the config of the last tile template made for it and where that
-# came from (plan_form's source), for autotune_picks()
+# (kernel, N, dtype name) -> the config of its last tile template (but a form timed alone) and
+# where that came from (plan_form's source), for autotune_picks()
 USED: dict[tuple, dict] = OrderedDict()
 
 
@@ -104,13 +104,14 @@ def launch(
     )  # fmt: skip
     template = _TEMPLATES.get(key)
     if template is None:
-        form, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
+        planned, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
         with _device_of(x):  # Triton compiles on the current device
-            if form == "cluster":
+            if planned == "cluster":
                 template = cluster_template(name[-3:], tensors, m, n)
             else:
                 template = tiles_template(name, tensors, n, config)
-                remember(USED, (name, n, dtype_name(x.dtype)), {**config.fields(), "source": source})
+                if form is None:  # not a form timed alone (plugin.py, tune.py)
+                    remember(USED, (name, n, dtype_name(x.dtype)), {**config.fields(), "source": source})
         remember(_TEMPLATES, key, template, MAX_TEMPLATES)
     template(tensors, m)
     return template
