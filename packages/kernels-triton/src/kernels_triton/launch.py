@@ -74,9 +74,7 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
     if config.warp_rows:  # PACKS tiles of [ROWS, BLOCK_N], BLOCK_N the width of a pack across a warp
         rows = config.block // next_pow2(n)
         if rows != config.num_warps:
-            raise ValueError(
-                f"config {config.label()}: warp_rows needs block = num_warps x next_pow2(N) (N = {n})"
-            )
+            raise ValueError(f"{config.label()}: warp_rows needs block = num_warps x next_pow2(N), N = {n}")
         width, packs, full = configs.warp_row_packs(n, itemsize)
         return {"BLOCK": config.block, "BLOCK_N": width, "ROWS": rows, "ONE_PASS": True,
                 "NEEDS_MASK": m % rows != 0, "ALIGN": align, "L2_HINTS": False, "PACKS": packs, "FULL": full}  # fmt: skip
