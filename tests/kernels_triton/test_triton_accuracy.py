@@ -81,7 +81,7 @@ def test_forward_error_no_worse_than_torch(kind, n):
     no_worse_than_torch(ours, theirs, expected, ulps=tree_sum_ulps(n))
     looped = softmax(x, config=SoftmaxConfig(1024))  # (max, sum) pairs merged across tiles and lanes
     no_worse_than_torch(looped, theirs, expected)
-    if n <= 1024:  # a warp a row (configs.warp_rows_config's form): packs summed, then lanes
+    if n <= 1024:  # a warp a row (configs.rule's form for short rows): packs summed, then lanes
         warp = softmax(x, config=SoftmaxConfig(4 * 1024, 4, warp_rows=True))
         no_worse_than_torch(warp, theirs, expected, ulps=tree_sum_ulps(n))
 

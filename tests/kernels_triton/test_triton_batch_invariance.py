@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import math
+from collections import OrderedDict
 
 import pytest
 import torch
@@ -42,9 +43,9 @@ def simulated_h100(monkeypatch, tmp_path):
     configs.forget()
 
 
-def decisions(device, name, n, dtype, batch_invariant=True):
+def decisions(device, name, n, dtype):
     """plan_form's (form, config) at each of ROW_COUNTS."""
-    return {m: launch.plan_form(name, m, n, dtype, device, None, batch_invariant)[:2] for m in ROW_COUNTS}
+    return {m: launch.plan_form(name, m, n, dtype, device)[:2] for m in ROW_COUNTS}
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])  # no launch: cheap
@@ -60,19 +61,6 @@ def test_the_reduction_order_depends_on_n_and_dtype_alone(simulated_h100, n, dty
     assert len(seen) == 1, (n, dtype, name, seen)
 
 
-@pytest.mark.parametrize(
-    "name, n, dtype",
-    [
-        ("softmax_fwd", 600, torch.float32),  # a warp a row at 16-64 rows an SM
-        ("softmax_bwd", 1024, torch.bfloat16),  # the picks tuned at the nearest row count
-    ],
-)
-def test_without_batch_invariance_the_row_count_chooses(simulated_h100, name, n, dtype):
-    """The opt-out is real (and the test above could fail): these shapes change their reduction
-    order with M when batch_invariant=False."""
-    assert len(set(decisions(simulated_h100, name, n, dtype, batch_invariant=False).values())) > 1
-
-
 def test_the_invariant_config_is_the_least_slowdown_across_row_counts():
     picks = [
         {"kernel": "softmax_fwd", "dtype": "float32", "N": 600, "rows_per_sm": r, "block": 1, "num_warps": 1,
@@ -81,9 +69,11 @@ def test_the_invariant_config_is_the_least_slowdown_across_row_counts():
     ]  # fmt: skip
     # 2048/8: 1.0 + 1.5; 1024/4: 1.25 + 1.0
     assert configs.across_row_counts(picks) == SoftmaxConfig(1024, 4)
-    assert configs.of_label("8192/16/L2") == SoftmaxConfig(8192, 16, l2_hints=True)
-    assert configs.of_label("4096/4/W") == SoftmaxConfig(4096, 4, warp_rows=True)
-    assert configs.invariant_index(picks) == {("softmax_fwd", "float32", 1024): {600: SoftmaxConfig(1024, 4)}}
+    for config in (SoftmaxConfig(8192, 16, l2_hints=True), SoftmaxConfig(4096, 4, warp_rows=True)):
+        timed = [{**p, "timings_us": {config.label(): 1.0, **p["timings_us"]}} for p in picks]
+        timed[0]["timings_us"][config.label()] = 0.5  # the fastest at both row counts
+        assert configs.across_row_counts(timed) == config
+    assert configs.index(picks) == {("softmax_fwd", "float32", 1024): {600: SoftmaxConfig(1024, 4)}}
 
 
 # --- the kernels under the interpreter (or the GPU): bits of a row against its single-row call ---
@@ -134,16 +124,14 @@ def test_a_row_has_the_bits_of_its_single_row_call(shape, dtype, config):
 def test_a_new_row_count_chooses_no_config_and_makes_no_template(monkeypatch):
     launch.forget_plans()  # no template of an earlier test
     made, chosen = [], []
-    make_template, choose = launch.make_template, configs.choose_invariant
-    monkeypatch.setattr(launch, "make_template", lambda *a, **k: made.append(a[3]) or make_template(*a, **k))
-    monkeypatch.setattr(configs, "choose_invariant", lambda *a, **k: chosen.append(a) or choose(*a, **k))
+    plan_form, choose = launch.plan_form, configs.choose
+    monkeypatch.setattr(launch, "plan_form", lambda *a, **k: made.append(a[2]) or plan_form(*a, **k))
+    monkeypatch.setattr(configs, "choose", lambda *a, **k: chosen.append(a) or choose(*a, **k))
     n = 43  # a row length no other test launches
     for m in range(1, 13):
         x = torch.randn(m, n, device=DEVICE)
         torch.testing.assert_close(softmax(x), torch.softmax(x, -1))
     assert made == [n] and len(chosen) == 1
-    softmax(torch.randn(3, n, device=DEVICE), batch_invariant=False)  # a template for that M alone
-    assert made == [n, n]
 
 
 def test_a_new_row_count_keeps_nothing():
@@ -170,13 +158,15 @@ def test_a_new_row_count_keeps_nothing():
         every_path(m)
     gc.collect()
     assert [len(cache) for cache in launch.PLAN_CACHES] == entries
-    # launch.USED: an entry a kernel and rows_per_sm bucket (7 of them)
-    assert len([key for key in launch.USED if key[1] == n]) <= 2 * 7
+    assert [key for key in launch.USED if key[1] == n] == [
+        ("softmax_fwd", n, "float32"),
+        ("softmax_bwd", n, "float32"),
+    ]
     assert len(gc.get_objects()) - tracked < 50  # 67 row counts, 268 launches
 
 
 def test_template_caches_are_bounded_oldest_first():
-    cache: dict = {}
+    cache: dict = OrderedDict()
     for k in range(10):
         launch.remember(cache, k, k, limit=3)
     assert list(cache) == [7, 8, 9]

@@ -1,9 +1,9 @@
 """Where a launch's config comes from, and the picks files: no timing on the call path.
 
-A launch takes the user's tuned pick for its row-length bucket, else a warp a row where
-the few-rows rule applies, else the committed pick of this GPU's section of
-autotune_picks.json, else the rule (device properties). The user's picks file is merged under a lock, written atomically, and verified
-by its SHA-256: a corrupt file is ignored with one warning. These run without a GPU: the choice is plain Python given a GPU name.
+A launch takes the user's tuned pick for its row-length bucket, else the committed pick of this
+GPU's section of autotune_picks.json, else the rule (device properties). The user's picks file is
+merged under a lock, written atomically, and verified by its SHA-256: a corrupt file is ignored
+with one warning. These run without a GPU: the choice is plain Python given a GPU name.
 """
 
 import json
@@ -14,7 +14,7 @@ import warnings
 import pytest
 import torch
 from kernels_triton import SoftmaxConfig, configs, launch, softmax, softmax_backward, tune
-from kernels_triton.configs import bucket, choose, rule, warp_row_packs, warp_rows_config
+from kernels_triton.configs import bucket, choose, rule, warp_row_packs
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
@@ -107,49 +107,42 @@ def test_committed_picks_are_keyed_by_card(cache_home, monkeypatch, tmp_path):
         (H200, SoftmaxConfig(4096, 4, warp_rows=True)),
         (COMMITTED_GPU, SoftmaxConfig(1024, 2)),
     ):
-        assert configs.choose_invariant("softmax_fwd", 1, 600, torch.bfloat16, gpu) == (want, "committed")
-        assert choose("softmax_fwd", 1, 65536, 600, torch.bfloat16, gpu, 132) == (want, "committed")
-    got = configs.choose_invariant("softmax_fwd", 1, 600, torch.bfloat16, "NVIDIA B200")
+        assert choose("softmax_fwd", 1, 600, torch.bfloat16, gpu) == (want, "committed")
+    got = choose("softmax_fwd", 1, 600, torch.bfloat16, "NVIDIA B200")
     assert got == (rule(1, 600, torch.bfloat16), "rule")
     tune.save(
         [pick(n=600, rows=64, dtype="bfloat16", block=512, warps=2)], configs.user_picks_path(H200), H200
     )
-    got = configs.choose_invariant("softmax_fwd", 1, 600, torch.bfloat16, H200)
+    got = choose("softmax_fwd", 1, 600, torch.bfloat16, H200)
     assert got == (SoftmaxConfig(512, 2), "tuned")  # the user's own tune wins
 
 
 def test_committed_picks_serve_every_row_length_of_their_bucket(cache_home):
-    sms = 132
     for n in (600, 700, 1000):  # bucket 1024, tuned at 600 and 1024
-        config, source = choose("softmax_fwd", 1, 65536, n, torch.float32, COMMITTED_GPU, sms)
-        assert source == "committed", n
-    config, source = choose("softmax_fwd", 1, 1024, 100_000, torch.bfloat16, COMMITTED_GPU, sms)
+        assert choose("softmax_fwd", 1, n, torch.float32, COMMITTED_GPU)[1] == "committed", n
+    config, source = choose("softmax_fwd", 1, 100_000, torch.bfloat16, COMMITTED_GPU)
     assert source == "committed" and config.block < 100_000  # bucket 131072: the looped pick
-    _, source = choose("softmax_fwd", 1, 64, 50257, torch.bfloat16, COMMITTED_GPU, sms)
-    assert source == "rule"  # bucket 65536 was never tuned
-    _, source = choose("softmax_fwd", 1, 64, 600, torch.float16, COMMITTED_GPU, sms)
-    assert source == "committed"
-    # another GPU never takes them
-    assert choose("softmax_fwd", 1, 65536, 600, torch.float32, GPU, sms)[1] == "rule"
-    # the interpreter: its one config
-    assert choose("softmax_fwd", 1, 65536, 600, torch.float32, None, sms) == (
-        configs.INTERPRETER_CONFIG,
-        "interpreter",
-    )
+    assert (
+        choose("softmax_fwd", 1, 50257, torch.bfloat16, COMMITTED_GPU)[1] == "rule"
+    )  # bucket 65536: never tuned
+    assert choose("softmax_fwd", 1, 600, torch.float16, COMMITTED_GPU)[1] == "committed"
+    assert choose("softmax_fwd", 1, 600, torch.float32, GPU)[1] == "rule"  # another GPU never takes them
+    assert choose("softmax_fwd", 1, 600, torch.float32, None) == (configs.INTERPRETER_CONFIG, "interpreter")
 
 
 def test_a_bucket_serves_each_row_length_its_own_pick(cache_home):
-    """Bucket 1024 holds picks tuned at N = 600 and N = 1024 for the same rows per SM: each
-    row length gets the pick tuned at it, not whichever was listed last."""
+    """Bucket 1024 holds picks tuned at N = 600 and N = 1024, each at several row counts: each
+    row length gets the config of the picks tuned at it (one for every row count), not
+    whichever was listed last."""
     picks = [
         p
         for p in configs.committed()["cards"][COMMITTED_GPU]["picks"]
-        if p["kernel"] == "softmax_fwd" and p["dtype"] == "bfloat16" and p["rows_per_sm"] == 64
+        if p["kernel"] == "softmax_fwd" and p["dtype"] == "bfloat16" and bucket(p["N"]) == 1024
     ]
-    by_n = {p["N"]: SoftmaxConfig.of(p) for p in picks if bucket(p["N"]) == 1024}
-    assert set(by_n) == {600, 1024} and by_n[600] != by_n[1024]  # what this test relies on
-    for n, m in ((600, 65536), (1024, 32768)):
-        assert choose("softmax_fwd", 1, m, n, torch.bfloat16, COMMITTED_GPU, 132) == (by_n[n], "committed")
+    by_n = {n: configs.across_row_counts([p for p in picks if p["N"] == n]) for n in (600, 1024)}
+    assert by_n[600] != by_n[1024]  # what this test relies on
+    for n in (600, 1024):
+        assert choose("softmax_fwd", 1, n, torch.bfloat16, COMMITTED_GPU) == (by_n[n], "committed")
 
 
 def test_tuned_picks_are_saved_verified_and_preferred(cache_home):
@@ -159,15 +152,16 @@ def test_tuned_picks_are_saved_verified_and_preferred(cache_home):
     tune.save([pick(kernel="softmax_bwd", n=5000, rows=64, block=1024, warps=4, l2_hints=True)], path, GPU)
     doc = json.loads(path.read_text())
     assert len(doc["picks"]) == 2 and doc["sha256"] == configs.digest(GPU, doc["picks"])
-    config, source = choose("softmax_fwd", 1, 64 * 132, 900, torch.float32, GPU, 132)  # same bucket
-    assert (config, source) == (SoftmaxConfig(2048, 8), "tuned")
-    config, source = choose("softmax_bwd", 2, 132, 8000, torch.float32, GPU, 132)  # nearest rows per SM
-    assert (config, source) == (SoftmaxConfig(1024, 4, True), "tuned")
+    assert choose("softmax_fwd", 1, 900, torch.float32, GPU) == (
+        SoftmaxConfig(2048, 8),
+        "tuned",
+    )  # same bucket
+    assert choose("softmax_bwd", 2, 8000, torch.float32, GPU) == (SoftmaxConfig(1024, 4, True), "tuned")
     tune.save([pick(n=600, rows=4, block=1024, warps=2)], path, GPU)  # same key: replaces
     tune.save([pick(n=1000, rows=4, block=512, warps=2)], path, GPU)  # the bucket's other N: kept beside
     assert len(json.loads(path.read_text())["picks"]) == 3
-    assert choose("softmax_fwd", 1, 4 * 132, 600, torch.float32, GPU, 132)[0] == SoftmaxConfig(1024, 2)
-    assert choose("softmax_fwd", 1, 4 * 132, 900, torch.float32, GPU, 132)[0] == SoftmaxConfig(512, 2)
+    assert choose("softmax_fwd", 1, 600, torch.float32, GPU)[0] == SoftmaxConfig(1024, 2)
+    assert choose("softmax_fwd", 1, 900, torch.float32, GPU)[0] == SoftmaxConfig(512, 2)  # the nearest N
 
 
 @pytest.mark.parametrize(
@@ -187,12 +181,12 @@ def test_a_corrupt_picks_file_is_ignored_with_one_warning(cache_home, damage):
     configs.forget()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert choose("softmax_fwd", 1, 4 * 132, 600, torch.float32, GPU, 132)[1] == "rule"
-        choose("softmax_bwd", 2, 4 * 132, 600, torch.float32, GPU, 132)
+        assert choose("softmax_fwd", 1, 600, torch.float32, GPU)[1] == "rule"
+        choose("softmax_bwd", 2, 600, torch.float32, GPU)
     assert len(caught) == 1 and "ignoring tuned picks" in str(caught[0].message)
     with pytest.warns(UserWarning, match="ignoring tuned picks"):  # a later tune rewrites it whole
         tune.save([pick()], path, GPU)
-    assert choose("softmax_fwd", 1, 4 * 132, 600, torch.float32, GPU, 132)[1] == "tuned"
+    assert choose("softmax_fwd", 1, 600, torch.float32, GPU)[1] == "tuned"
 
 
 def _save_many(args):
@@ -254,35 +248,6 @@ def test_warp_row_packs():
     assert warp_row_packs(128, 4) == (128, 1, 1)
     assert warp_row_packs(127, 4) == (128, 1, 0)
     assert warp_row_packs(600, 2) == (256, 3, 2)
-
-
-def test_warp_rows_rule_bounds():
-    """fp32, more than 16 and at most 64 rows an SM, 1 to 8 packs of 16 bytes a lane."""
-    sms = 132
-    rule = SoftmaxConfig(4096, 4, warp_rows=True)
-    assert warp_rows_config(16 * sms, 600, torch.float32, sms) is None
-    assert warp_rows_config(16 * sms + 1, 600, torch.float32, sms) == rule
-    assert warp_rows_config(64 * sms, 600, torch.float32, sms) == rule
-    assert warp_rows_config(64 * sms + 1, 600, torch.float32, sms) is None
-    assert warp_rows_config(4096, 600, torch.bfloat16, sms) is None
-    assert warp_rows_config(4096, 600, torch.float16, sms) is None
-    assert warp_rows_config(4096, 1024, torch.float32, sms) == SoftmaxConfig(4096, 4, warp_rows=True)
-    assert warp_rows_config(4096, 128, torch.float32, sms) == SoftmaxConfig(512, 4, warp_rows=True)
-    for n in (127, 1025, 602):  # under a pack a lane; 9 packs; packs narrower than 16 bytes
-        assert warp_rows_config(4096, n, torch.float32, sms) is None, n
-
-
-def test_warp_rows_come_after_tuned_picks_and_before_committed_ones(cache_home):
-    sms = 132
-    assert choose("softmax_fwd", 1, 4096, 600, torch.float32, GPU, sms) == (
-        SoftmaxConfig(4096, 4, warp_rows=True),
-        "warp rows",
-    )
-    if COMMITTED_GPU:  # ahead of the committed pick tuned at exactly this launch
-        assert choose("softmax_bwd", 2, 4096, 600, torch.float32, COMMITTED_GPU, sms)[1] == "warp rows"
-    assert choose("softmax_fwd", 1, 4096, 600, torch.float32, None, sms)[1] == "interpreter"
-    tune.save([pick(n=600, rows=32)], configs.user_picks_path(GPU), GPU)
-    assert choose("softmax_fwd", 1, 4096, 600, torch.float32, GPU, sms) == (SoftmaxConfig(2048, 8), "tuned")
 
 
 def test_warp_rows_config_fields_and_checks():

@@ -3,8 +3,6 @@ device decides where it runs, whatever the current device, and the caller's stat
 
 from __future__ import annotations
 
-import functools
-
 import kernels_triton
 import pytest
 import torch
@@ -19,7 +17,7 @@ def streams() -> tuple:
     return tuple(torch.cuda.current_stream(d) for d in range(torch.cuda.device_count()))
 
 
-# one pass (600), a warp a row without batch invariance (4096 x 600 fp32), the cluster kernels
+# one pass or a warp a row (600), the cluster kernels
 # (262144 and odd 50257 on sm_90), the looped kernels (300000; the fp32 backward at 200000; 64 x
 # 8192; 50257 before sm_90), float64
 SHAPES = [(4096, 600), (8, 50257), (2, 262144), (64, 8192), (4, 300000), (8, 200000)]
@@ -27,10 +25,9 @@ SHAPES = [(4096, 600), (8, 50257), (2, 262144), (64, 8192), (4, 300000), (8, 200
 
 @pytest.mark.gpu
 @two_gpus
-@pytest.mark.parametrize("batch_invariant", [True, False], ids=["invariant", "any-order"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 @pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}" for m, n in SHAPES])
-def test_tensor_on_another_device_than_the_current_one(shape, dtype, batch_invariant):
+def test_tensor_on_another_device_than_the_current_one(shape, dtype):
     """On cuda:1 with cuda:0 current: every path (cold, cached, a new row count, backward, in
     place, a second stream) runs on cuda:1, gives torch's answer, and leaves cuda:0 current
     and every device's current stream as it was."""
@@ -43,7 +40,7 @@ def test_tensor_on_another_device_than_the_current_one(shape, dtype, batch_invar
         torch.bfloat16: dict(atol=4e-3, rtol=2e-2),
         torch.float64: dict(atol=1e-12, rtol=0),
     }[dtype]
-    softmax = functools.partial(kernels_triton.softmax, batch_invariant=batch_invariant)
+    softmax = kernels_triton.softmax
     for rows in (shape[0], shape[0], max(1, shape[0] // 2 - 1)):  # plan, cached plan, a new M
         y = softmax(x[:rows])
         assert y.device == x.device and torch.cuda.current_device() == 0 and streams() == before
@@ -57,17 +54,17 @@ def test_tensor_on_another_device_than_the_current_one(shape, dtype, batch_invar
         torch.testing.assert_close(g.double(), want_g.double(), **tol)
     y = softmax(x)
     for _ in range(2):
-        dx = kernels_triton.softmax_backward(y, dy, batch_invariant=batch_invariant)
+        dx = kernels_triton.softmax_backward(y, dy)
         assert torch.cuda.current_device() == 0 and streams() == before
     for _ in range(2):
         z = x.clone()
-        assert kernels_triton.softmax_(z, batch_invariant=batch_invariant) is z
+        assert kernels_triton.softmax_(z) is z
         assert torch.cuda.current_device() == 0 and streams() == before
         torch.testing.assert_close(z.double(), want, **tol)
     side = torch.cuda.Stream(device="cuda:1")
     with torch.cuda.stream(side):
         y = softmax(x)
-        dx2 = kernels_triton.softmax_backward(y, dy, batch_invariant=batch_invariant)
+        dx2 = kernels_triton.softmax_backward(y, dy)
     side.synchronize()
     assert streams() == before
     torch.testing.assert_close(y.double(), want, **tol)

@@ -1,17 +1,14 @@
 """The Triton ladder's first rung: the plain row softmax, its launch left to `@triton.autotune`.
 
-One program a row walks the row in BLOCK-wide chunks twice: the first pass keeps a running
-max and a running sum of exponentials for each lane (an online softmax: when a lane's max
-grows, its sum is rescaled by exp(old max - new max)), then folds the lanes into the row's
-max M and sum S; the second pass reads the row again and writes exp(x - M) / S. Any row
-length works, and nothing but BLOCK and num_warps is chosen: the autotuner times every
-(BLOCK, num_warps) in CONFIGS the first time it meets a row length and keeps the fastest.
+One program a row walks it in BLOCK-wide chunks twice: an online softmax (each lane's running
+max, and its sum of exponentials rescaled by exp(old max - new max) when the max grows), the
+lanes folded into the row's max M and sum S; then exp(x - M) / S written. The autotuner times
+every (BLOCK, num_warps) in CONFIGS the first time it meets a row length and keeps the fastest.
 
-What it buys: the whole algorithm in about thirty lines, correct at every N, with no
-heuristic to maintain. What it leaves: the row is read twice from memory (the forms that
-hold a row in registers read it once), one program a row leaves SMs idle at few long rows
-(the cluster form shares a row between blocks), the first call at each new N pays for timing
-twelve launches, and Triton's launch path costs host time a call (launch.py's does not).
+What it buys: the whole algorithm in about thirty lines, correct at every N, no heuristic to
+maintain. What it leaves: two reads of a row (the forms that hold a row in registers read it
+once), idle SMs at few long rows (the cluster form shares a row between blocks), twelve timed
+launches at each new N, and the host time of Triton's launch path a call (launch.py's is less).
 
 Contract: torch.softmax(x, dim=-1) for a 2-D tensor with contiguous rows, in its dtype,
 accumulated in fp32; a row holding +inf or NaN comes out NaN, as torch's does.

@@ -1,14 +1,12 @@
-"""Launching a compiled Triton kernel at the least host cost: launcher() returns go(grid_x, args),
-which calls Triton's C launch function directly where the installed Triton's launcher is one this
-was written against (its Python __call__ costs as much host time as the rest of a call), else the
-launcher as Triton's own runner would. One launcher serves every row count: the grid and the
-arguments are the call's. go makes its device the current one if it is not (a function handle
+"""Launching a compiled Triton kernel at the least host cost: go(grid_x, args) calls Triton's C
+launch function directly where the installed Triton's launcher is one this was written against
+(its Python __call__ costs as much host time as the rest of a call), else the launcher as
+Triton's own runner would. go makes its device the current one if it is not (a function handle
 belongs to that device's context) and restores the caller's.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 
@@ -50,22 +48,8 @@ def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) 
         c, coop, pdl, function = run.launch, run.launch_cooperative_grid, run.launch_pdl, compiled.function
 
         def call(gx, args):  # no scratch, metadata, no launch metadata, no hooks, the arguments
-            c(
-                gx,
-                1,
-                1,
-                stream(device_index),
-                function,
-                coop,
-                pdl,
-                None,
-                None,
-                packed,
-                None,
-                None,
-                None,
-                *args,
-            )
+            c(gx, 1, 1, stream(device_index), function, coop, pdl, None, None, packed, None, None, None,
+              *args)  # fmt: skip
 
     elif packed_metadata is None and hooked:
 
@@ -87,11 +71,6 @@ def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) 
     return go
 
 
-@functools.cache
-def _call_parameters(launcher_class: type) -> tuple[str, ...]:
-    return tuple(inspect.signature(launcher_class.__call__).parameters)
-
-
 def c_launch_layout(run, version: str | None = None) -> str | None:
     """Which C_LAUNCH_LAYOUTS entry go() may use to call launcher `run`'s C launch directly: only
     for a CudaLauncher of that Triton version, with that __call__ signature, whose kernel needs no
@@ -102,7 +81,7 @@ def c_launch_layout(run, version: str | None = None) -> str | None:
     if expected is None or type(run).__name__ != "CudaLauncher":
         return None
     try:
-        params = _call_parameters(type(run))
+        params = tuple(inspect.signature(type(run).__call__).parameters)
         needs_scratch = run.global_scratch_size or run.profile_scratch_size
         flags = (run.launch, run.launch_cooperative_grid, run.launch_pdl)
         if version == "3.9":

@@ -1,14 +1,9 @@
-"""Which config a softmax launch gets: the config space, the picks, the rule for a card without.
+"""Which config a tile launch gets (choose): the config space, the picks, the rule for a card without.
 
-A config (kernels.py) decides a row's reduction order, so by default (batch invariant) it follows
-from N and the dtype alone (choose_invariant). Nothing is timed on the call path; the config is,
-first found: the caller's ("given"); the user's picks ("tuned": `python -m kernels_triton.tune`,
-a file a GPU and Triton version, SHA-256 checked); without batch invariance, a warp a row for a
-few short fp32 rows an SM ("warp rows"); this GPU's section of autotune_picks.json ("committed",
-written on that GPU by the tune's --commit); else rule(), from the device's properties ("rule").
-Picks are looked up by bucket (next power of two >= N) at the nearest N tuned, and tuned per rows
-an SM (a power of two <= ROWS_PER_SM_CAP): batch invariant, one config for every row count, the
-least mean slowdown over those tuned (across_row_counts); without, the nearest row count's.
+A config orders a row's reductions (kernels.py), so it follows from N, the dtype and the card
+alone, never the row count: batch invariance. Nothing is timed on the call path; the config is,
+first found: the caller's ("given", launch.py); the user's picks ("tuned", tune.py); this GPU's
+section of autotune_picks.json ("committed"); else rule(), from the device's properties ("rule").
 """
 
 from __future__ import annotations
@@ -28,14 +23,12 @@ import triton
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"  # read by Triton when it decorates a kernel
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 PICKS_FILE = Path(__file__).with_name("autotune_picks.json")
-ROWS_PER_SM_CAP = 64
 USER_PICKS_FORMAT = 1
 SHORT_BLOCKS, SHORT_WARPS = (256, 512, 1024, 2048), (2, 4, 8)  # any N: several short rows a program
 LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows; for short rows, up to 8 rows a program
 # The looped path with L2 hints: the block and warp counts at which it was fastest in the tune.
 HINTED = ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
-WARP_ROWS_PER_SM = (16, 64)  # warp_rows_config: fp32 launches of (above, up to] rows an SM
-WARP_ROWS_MAX_PACKS, WARP_ROWS_WARPS = 8, 4  # packs of 16 bytes a lane at most; rows a program
+WARP_ROWS_MAX_PACKS, WARP_ROWS_WARPS = 8, 4  # a warp a row: packs of 16 bytes a lane at most; rows a program
 # Little's law: an SM keeps bandwidth x FLIGHT_S / SMs bytes of loads in flight to stream at the
 # memory's rate. FLIGHT_S is what the looped grid's 32 KB an SM, tuned on an H100 (132 SMs, HBM3
 # at 2619 MHz on 5120 bits: 3.35 TB/s), implies; another card scales by its own bandwidth and SMs.
@@ -68,10 +61,9 @@ def registers_per_sm(gpu: str | None) -> int:
 
 @dataclass(frozen=True)
 class SoftmaxConfig:
-    """block: elements a program holds (a power of two); >= N: one pass over block // next_pow2(N)
-    whole rows, < N: the looped path over BLOCK-wide tiles. l2_hints (looped only): pass 1 loads
-    "evict_last", pass 2 "evict_first", so a row's second read finds it in L2 more often.
-    warp_rows: one pass, a warp a row in 16-byte packs a lane, num_warps rows a program."""
+    """A tile launch's config (kernels.py): block, the elements a program holds (a power of two;
+    >= N: one pass, else looped tiles); l2_hints (looped only); warp_rows (one pass, a warp a row,
+    num_warps rows a program)."""
 
     block: int
     num_warps: int = 4
@@ -111,11 +103,7 @@ def next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 1 else 1
 
 
-bucket = next_pow2  # the row-length bucket of N, whose picks every N of it shares
-
-
-def rows_per_sm(m: int, n_sms: int) -> int:
-    return min(ROWS_PER_SM_CAP, next_pow2((m + n_sms - 1) // n_sms))
+bucket = next_pow2  # the row-length bucket of N: its picks serve every N of it
 
 
 def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
@@ -131,15 +119,6 @@ def warp_rows_fit(n: int, itemsize: int) -> bool:
     return full > 0 and packs <= WARP_ROWS_MAX_PACKS and n % (16 // itemsize) == 0
 
 
-def warp_rows_config(m: int, n: int, dtype: torch.dtype, n_sms: int) -> SoftmaxConfig | None:
-    """Without batch invariance: a warp a row, 4 rows a program, for fp32 launches of more than
-    16 and at most 64 rows an SM (faster or level there on an H100), else None."""
-    above, up_to = WARP_ROWS_PER_SM
-    if dtype.itemsize != 4 or not above * n_sms < m <= up_to * n_sms or not warp_rows_fit(n, 4):
-        return None
-    return SoftmaxConfig(WARP_ROWS_WARPS * next_pow2(n), WARP_ROWS_WARPS, warp_rows=True)
-
-
 def fits_in_registers(block: int, num_warps: int, arrays: int, registers: int = 65536) -> bool:
     """Whether `arrays` fp32 tiles of `block` values stay in registers: a thread may hold 64
     values and half of its share of the SM's `registers` (ptxas for sm_90, as the tests' SASS tools
@@ -147,14 +126,12 @@ def fits_in_registers(block: int, num_warps: int, arrays: int, registers: int = 
     return arrays * block // (32 * num_warps) <= min(64, registers // (64 * num_warps))
 
 
-def _space() -> tuple[SoftmaxConfig, ...]:
-    configs = [SoftmaxConfig(b, w) for b in SHORT_BLOCKS for w in SHORT_WARPS]
-    for block in LONG_BLOCKS:  # at least 8 values a thread: more warps would only idle
-        configs += [SoftmaxConfig(block, w) for w in (4, 8, 16, 32) if block // (32 * w) >= 8]
-    return (*configs, *(SoftmaxConfig(b, w, l2_hints=True) for b, w in HINTED))
-
-
-SPACE = _space()  # every config tune may time but the warp-a-row ones (their BLOCK follows N)
+SPACE = (  # every config tune may time but the warp-a-row ones (their BLOCK follows N)
+    *(SoftmaxConfig(b, w) for b in SHORT_BLOCKS for w in SHORT_WARPS),
+    # at least 8 values a thread: more warps would only idle
+    *(SoftmaxConfig(b, w) for b in LONG_BLOCKS for w in (4, 8, 16, 32) if b // (32 * w) >= 8),
+    *(SoftmaxConfig(b, w, l2_hints=True) for b, w in HINTED),
+)
 
 
 def candidates(streams: int, n: int, itemsize: int = 4) -> list[SoftmaxConfig]:
@@ -193,9 +170,6 @@ def rule(streams: int, n: int, dtype: torch.dtype = torch.float32, gpu: str | No
     if fits_in_registers(block, warps, streams, registers):
         return SoftmaxConfig(block, warps)
     return next(SoftmaxConfig(b, w, True) for b, w in HINTED[::-1] if fits_in_registers(b, w, 3, registers))
-
-
-# --- picks: committed (a section per GPU) and user-tuned ----------------------------------
 
 
 def user_picks_path(gpu: str) -> Path:
@@ -248,25 +222,14 @@ def committed() -> dict:
     return {"cards": {}}
 
 
-def index(picks: list[dict], invariant: bool = False) -> dict[tuple, dict]:
-    """(kernel, dtype name, bucket) -> {(rows_per_sm, N tuned at): config}, the last pick of a key
-    kept (a bucket's row lengths, 600 and 1024, can want different configs); invariant: -> {N
-    tuned at: across_row_counts of its picks}."""
+def index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
+    """(kernel, dtype name, bucket: next_pow2(N)) -> {N tuned at: across_row_counts of its picks},
+    the last pick of a row count kept (a bucket's row lengths can want different configs)."""
     out: dict[tuple, dict] = {}
     for p in picks:
-        out.setdefault((p["kernel"], p["dtype"], bucket(p["N"])), {})[(p["rows_per_sm"], p["N"])] = p
-    if not invariant:
-        return {k: {rn: SoftmaxConfig.of(p) for rn, p in v.items()} for k, v in out.items()}
-    ns = {k: {n for _, n in v} for k, v in out.items()}
-    return {
-        k: {n: across_row_counts([p for (_, n_), p in out[k].items() if n_ == n]) for n in ns[k]} for k in out
-    }
-
-
-def of_label(label: str) -> SoftmaxConfig:
-    """The config a label (SoftmaxConfig.label) names."""
-    block, warps, *flags = label.split("/")
-    return SoftmaxConfig(int(block), int(warps), "L2" in flags, "W" in flags)
+        by_n = out.setdefault((p["kernel"], p["dtype"], bucket(p["N"])), {})
+        by_n.setdefault(p["N"], {})[p["rows_per_sm"]] = p
+    return {k: {n: across_row_counts([*v.values()]) for n, v in by_n.items()} for k, by_n in out.items()}
 
 
 def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
@@ -278,19 +241,15 @@ def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
     if not common:
         return SoftmaxConfig.of(max(picks, key=lambda p: p["rows_per_sm"]))
     slowdown = {c: sum(t[c] / min(t.values()) for t in timed) for c in common}
-    return of_label(min(sorted(common), key=lambda c: slowdown[c]))
-
-
-def invariant_index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
-    return index(picks, invariant=True)
+    block, warps, *flags = min(sorted(common), key=lambda c: slowdown[c]).split("/")  # SoftmaxConfig.label
+    return SoftmaxConfig(int(block), int(warps), "L2" in flags, "W" in flags)
 
 
 @functools.cache
-def _indexes(gpu: str, invariant: bool) -> tuple[tuple[str, dict], ...]:
+def _indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
     """(source, index) of the picks that apply on the GPU named `gpu`, the user's tuned first."""
     card = committed()["cards"].get(gpu, {"picks": []})
-    tuned = read_user_picks(user_picks_path(gpu), gpu)
-    return ("tuned", index(tuned, invariant)), ("committed", index(card["picks"], invariant))
+    return ("tuned", index(read_user_picks(user_picks_path(gpu), gpu))), ("committed", index(card["picks"]))
 
 
 def forget() -> None:
@@ -299,40 +258,16 @@ def forget() -> None:
         f.cache_clear()
 
 
-def _lookup(idx: dict, name: str, dtype: torch.dtype, n: int, near) -> SoftmaxConfig | None:
-    """`idx`'s pick for kernel `name` in N's bucket, in `dtype` or else another of its size (fp16
-    takes bf16's: the same bytes, fp32 arithmetic); of several, the least near(key)."""
-    for d in sorted(DTYPES, key=lambda d: d != dtype):
-        found = idx.get((name, dtype_name(d), bucket(n))) if d.itemsize == dtype.itemsize else None
-        if found:
-            return found[min(found, key=near)]
-    return None
-
-
-def choose(name: str, streams: int, m: int, n: int, dtype: torch.dtype, gpu: str | None, n_sms: int):
-    """(config, source) for a launch of kernel `name` on M rows of N in `dtype` on the GPU named
-    `gpu` (None: the interpreter): the pick at the nearest rows per SM, then nearest N."""
+def choose(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None):
+    """(config, source) for kernel `name` on rows of N in `dtype` on the GPU named `gpu` (None:
+    the interpreter), whatever the row count: the pick of N's bucket at the nearest N tuned, the
+    user's tuned first, in `dtype` or else another of its size (fp16 takes bf16's: the same bytes,
+    fp32 arithmetic); else the rule."""
     if gpu is None:
         return INTERPRETER_CONFIG, "interpreter"
-    want = rows_per_sm(m, n_sms).bit_length()
-    (_, tuned), (_, mine) = _indexes(gpu, False)
-    near = lambda rn: (abs(rn[0].bit_length() - want), abs(rn[1] - n), rn)  # noqa: E731
-    if (config := _lookup(tuned, name, dtype, n, near)) is not None:
-        return config, "tuned"
-    if (config := warp_rows_config(m, n, dtype, n_sms)) is not None:
-        return config, "warp rows"
-    if (config := _lookup(mine, name, dtype, n, near)) is not None:
-        return config, "committed"
-    return rule(streams, n, dtype, gpu), "rule"
-
-
-def choose_invariant(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None):
-    """(config, source) for kernel `name` on rows of N in `dtype` whatever the row count, so that
-    a row's bits cannot depend on the rest of the batch: the picks of N's bucket at the nearest
-    row length tuned (across_row_counts), the user's tuned first, else the rule."""
-    if gpu is None:
-        return INTERPRETER_CONFIG, "interpreter"
-    for source, idx in _indexes(gpu, True):
-        if (config := _lookup(idx, name, dtype, n, lambda t: (abs(t - n), t))) is not None:
-            return config, source
+    for source, idx in _indexes(gpu):
+        for d in sorted(DTYPES, key=lambda d: d != dtype):
+            found = idx.get((name, dtype_name(d), bucket(n))) if d.itemsize == dtype.itemsize else None
+            if found:
+                return found[min(found, key=lambda t: (abs(t - n), t))], source
     return rule(streams, n, dtype, gpu), "rule"

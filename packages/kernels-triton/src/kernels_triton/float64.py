@@ -1,10 +1,9 @@
 """The float64 form, forward and backward: right, not fast (for gradcheck and scientific users).
 
 What it buys: the fp32 kernels' exp2 of an fp32-rounded product and fp32 sums cap the accuracy
-near 1e-7; here the exponential is float64's own and every sum accumulates in float64, so the
-error stays near float64's rounding. One program a row walks it in BLOCK-wide tiles: the max,
-the sum of exponentials lane by lane, the output. BLOCK and the warps depend on N alone (batch
-invariant). The tile kernels' signature (kernels.py), so that launch.py launches them alike.
+near 1e-7; here the exponential and every sum are float64's, so the error stays near float64's
+rounding. One program a row walks it in BLOCK-wide tiles (BLOCK from N alone): the max, the sum
+of exponentials lane by lane, the output. launch.py launches them as the tile kernels.
 """
 
 from __future__ import annotations

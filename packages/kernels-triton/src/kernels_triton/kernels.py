@@ -1,34 +1,32 @@
-"""The tile kernels of the row-wise softmax, forward and backward: the form that takes every
-row the cluster form (sm_90, cluster.py) does not.
+"""The tile kernels of the row-wise softmax, forward and backward: every row the cluster form
+(sm_90, cluster.py) does not take.
 
     y  = softmax(x)              along each row      (fp32 / fp16 / bf16 in, same dtype out)
     dx = y * (dy - sum(y * dy))  along each row      (the backward, from the saved output y)
 
-Tensors are (M, N) matrices with unit column stride and any row stride; all arithmetic is fp32.
-BLOCK (elements a program holds at once; configs.py chooses it, launch.tile_meta derives the
-rest) picks how a row is covered:
+(M, N) tensors with unit column stride and any row stride; all arithmetic in fp32. BLOCK, the
+elements a program holds (configs.py; launch.tile_meta derives the other constexprs), picks how:
 
   BLOCK >= N  one pass: the row (or BLOCK // next_pow2(N) short rows, a [ROWS, BLOCK_N] tile) is
-              loaded into registers once, reduced and written: the least traffic there is, while
-              the row fits in registers. A warp a row (PACKS > 0, for launches of few short rows,
-              configs.warp_rows_config): a row is PACKS packs of 32 lanes x 16 bytes held as a
-              tuple of [ROWS, WIDTH] tiles, the first FULL unmasked, so that its max and sum are
-              warp shuffles alone, no block barrier (a [BLOCK_N] tile spreads a row over every
-              warp of the program and crosses warps through shared memory).
-  BLOCK <  N  looped: a persistent grid (about configs.bytes_in_flight_per_sm() of tiles an SM: enough to
-              cover memory latency, few enough rows in flight for L2 to keep them) walks each row
-              twice: pass 1 keeps each lane's running max and sum of exponentials (the online
-              softmax) and merges the lanes' pairs; pass 2 reads again, back to front (the tiles
-              pass 1 read last are the likeliest in L2), and writes. L2_HINTS: pass 1 asks L2 to
-              keep what it reads, pass 2 to drop it. Rows of any length, at two reads of a row.
+              loaded into registers once, reduced and written: the least traffic there is. A warp
+              a row (PACKS > 0): PACKS packs of 32 lanes x 16 bytes, a tuple of [ROWS, WIDTH]
+              tiles, the first FULL unmasked: a row's max and sum are warp shuffles alone, no
+              block barrier (a [BLOCK_N] tile spreads a row over every warp, crossing through
+              shared memory).
+  BLOCK <  N  looped: a persistent grid (launch.py: about configs.bytes_in_flight_per_sm of tiles
+              an SM, enough to cover memory latency, few enough rows in flight for L2 to keep
+              them) walks each row twice: pass 1 keeps each lane's running max and sum of
+              exponentials (the online softmax), then merges the lanes' pairs; pass 2 reads again,
+              back to front (the tiles pass 1 read last are the likeliest in L2), and writes.
+              L2_HINTS: pass 1 asks L2 to keep what it reads, pass 2 to drop it.
 
 Accuracy: every exponential is exp2((x - max) * log2 e), the max subtracted first (x = 3e38
 gives 0, not inf - inf); the normalisation multiplies by 1 / sum, an IEEE division once a row.
-The looped lanes' running sums are compensated (Kahan) and merged in fp64, so the error does not
-grow with the number of tiles. Non-finite inputs give torch's answers (NaN or +inf: a NaN row;
--inf weighs nothing; a row of -inf: NaN). Masks only where a row or the last tile is ragged
-(NEEDS_MASK), kept 16-byte vectors where N and the strides allow (ALIGN). Every constexpr is
-passed explicitly: some Triton versions do not make a defaulted helper parameter a constexpr.
+The looped lanes' sums are compensated (Kahan) and merged in fp64: the error does not grow with
+the number of tiles. Non-finite inputs give torch's answers (NaN or +inf: a NaN row; -inf weighs
+nothing; a row of -inf: NaN). Masks only where a row or the last tile is ragged (NEEDS_MASK),
+kept 16-byte vectors where N and the strides allow (ALIGN). Every constexpr is passed
+explicitly: some Triton versions do not make a defaulted helper parameter a constexpr.
 """
 
 from __future__ import annotations
@@ -111,8 +109,7 @@ def _pack_store(rows_ptr, p: tl.constexpr, value, N, live,
 def _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
                    WIDTH: tl.constexpr, ROWS: tl.constexpr, PACKS: tl.constexpr, FULL: tl.constexpr,
                    ROW_MASK: tl.constexpr, ALIGN: tl.constexpr):  # fmt: skip
-    """The one-pass forward with a warp a row (see the module docstring): ROWS rows of PACKS
-    packs a lane, held as a tuple of [ROWS, WIDTH] tiles."""
+    """The one-pass forward with a warp a row (the module docstring), ROWS rows a program."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     live = (rows < M)[:, None]
     x_rows = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None]
@@ -202,11 +199,10 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
             if NEEDS_MASK:
                 x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP)
                 m, d, c = _online_max_sum(m, d, c, x)
-            # merge the lanes' (max, sum) pairs: each sum rescaled to the row's max. A lane
-            # that saw only -inf has d = 0 and contributes 0 (unless the whole row is -inf:
-            # then the row's max is -inf, the scale NaN, and so is the row, as in torch).
-            # The fold adds BLOCK partial sums of very different sizes (one lane may hold
-            # the max): it runs in fp64, once per row, so its rounding stays below fp32's.
+            # merge the lanes' (max, sum) pairs, each sum rescaled to the row's max. A lane that
+            # saw only -inf has d = 0 and adds 0 (unless the whole row is -inf: then the row's
+            # max is -inf, the scale NaN, and so is the row, as in torch). The fold adds BLOCK
+            # sums of very different sizes (one lane may hold the max): in fp64, once a row.
             m_row = tl.max(m, axis=0)
             row_sum = tl.sum(((d - c) * tl.exp2((m - m_row) * LOG2E)).to(tl.float64), axis=0)
             inv_sum = (1.0 / row_sum).to(tl.float32)
@@ -276,6 +272,6 @@ def softmax_bwd_kernel(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_ro
                 _store(dx_row + offs, dx, None, False, DROP)
 
 
-# name -> kernel (the names autotune_picks.json uses), and how many tensors each reads
+# name (as autotune_picks.json names it) -> kernel; the tensors each reads
 KERNELS = {"softmax_fwd": softmax_fwd_kernel, "softmax_bwd": softmax_bwd_kernel}
 STREAMS = {"softmax_fwd": 1, "softmax_bwd": 2}

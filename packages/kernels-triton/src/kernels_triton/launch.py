@@ -1,19 +1,13 @@
-"""Launches: which form runs a launch (route), and all it needs, decided once a layout.
+"""Launches: the form and config a launch gets (plan_form), and a template a layout that runs it.
 
 At short shapes the kernel runs for a few microseconds, so the host's work a call is what a user
 waits for; Triton's `kernel[grid](...)` binds, specialises and hashes the arguments in Python on
-every call. Here a template a layout (kernel, N, config, batch_invariant, form, dtype, device, row
-strides, alignment, in place) holds the form, the config and the launchers of its compiled
-kernels (c_launch.py); a call with any row count M derives the grid and the arguments from M with
-integer arithmetic and calls Triton's C launch. A new M keeps nothing: no plan, cache entry or
-closure, so a process that sees millions of row counts keeps a flat memory and gives the garbage
-collector nothing new to walk. M is not specialised (kernels.py) beyond its integer width and,
-where whole rows share a program, whether it is a multiple of them: at most four variants.
-
-Batch invariance (the default): the form and the config, all that orders a row's reductions,
-come from the layout alone, never from M, so row i's bits do not depend on the rest of the
-batch. batch_invariant=False lets M choose the config too (configs.choose: the picks tuned at the
-nearest row count, a warp a row for a few short fp32 rows an SM), a template then made for one M.
+every call. Here a template a layout (launch's key) holds the form, the config and the launchers
+of its compiled kernels (c_launch.py); a call with any row count M derives the grid and the
+arguments from M with integer arithmetic and calls Triton's C launch. A new M keeps nothing (no
+plan, cache entry or closure): a process that sees millions of row counts keeps a flat memory
+and gives the garbage collector nothing new to walk. Batch invariance: the form and the config,
+all that orders a row's reductions, come from the layout alone, never from M.
 """
 
 from __future__ import annotations
@@ -21,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -32,30 +25,23 @@ from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_po
 from kernels_triton.kernels import KERNELS, STREAMS
 
 MAX_PLANS = 4096  # entries of a cache of templates (remember); past that the oldest goes first
-MAX_TEMPLATES = 1024  # templates (layouts; and row counts, without batch invariance)
-# Opt-in (KERNELS_TRITON_TUNE=1): a launch whose bucket has no tuned pick is tuned first; the
-# tuner (kernels_triton.tune.tune_one) is set by kernels_triton.softmax, which imports tune.
-TUNE_ON_FIRST_USE = os.environ.get("KERNELS_TRITON_TUNE") == "1"
-tune_first_use: Callable | None = None
+MAX_TEMPLATES = 1024  # templates (layouts)
 
 Template = Callable[[list, int], None]  # template(tensors, m): launch on M rows of the layout
 # OrderedDicts: dropping the oldest entry is O(1). PLAN_CACHES: every dict that keeps templates
 # (this module's, softmax.py's fast paths'), which forget_plans() empties.
 _TEMPLATES: dict[tuple, Template] = OrderedDict()
 PLAN_CACHES: list[dict] = [_TEMPLATES]
-# (kernel, N, rows_per_sm, dtype name) -> the config its launches ran with in this process
-# and where it came from ("given", "tuned", "committed", "warp rows", "heuristic", "interpreter")
+# (kernel, N, dtype name) -> the config of its last tile template (but a form timed alone) and
+# where that came from (plan_form's source), for autotune_picks()
 USED: dict[tuple, dict] = OrderedDict()
-MAX_USED = 1024
 
 
-def remember(cache: dict, key, value, limit: int | None = None) -> None:
-    """cache[key] = value, the oldest entry dropped first once `limit` (MAX_PLANS) are held."""
-    if len(cache) >= (MAX_PLANS if limit is None else limit):
-        try:
-            cache.popitem(last=False) if isinstance(cache, OrderedDict) else cache.pop(next(iter(cache)))
-        except (KeyError, StopIteration, RuntimeError):  # emptied or changed by another thread
-            pass
+def remember(cache: OrderedDict, key, value, limit: int = MAX_PLANS) -> None:
+    """cache[key] = value, the oldest entry dropped first once `limit` are held."""
+    if len(cache) >= limit:
+        with contextlib.suppress(KeyError):  # emptied by another thread
+            cache.popitem(last=False)
     cache[key] = value
 
 
@@ -68,14 +54,9 @@ def forget_plans() -> None:
 
 
 def route(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> str:
-    """The form that runs a launch: the first of these that takes it.
-
-        form      takes
-        float64   float64 tensors (float64.py: fp64 arithmetic throughout)
-        cluster   sm_90, rows of 32768 to 262144 elements (cluster.applies)
-        tiles     the rest: one pass, looped or a warp a row, as the config says (kernels.py)
-
-    Nothing here depends on M beyond its being >= 1."""
+    """The form that runs a launch: "float64" (float64.py) for float64 tensors, else "cluster"
+    (cluster.py) where cluster.applies (sm_90, long rows), else "tiles" (kernels.py). Nothing
+    here depends on M beyond its being >= 1."""
     if dtype == torch.float64:
         return "float64"
     return "cluster" if cluster.applies(name[-3:], m, n, dtype, device) else "tiles"
@@ -93,9 +74,7 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
     if config.warp_rows:  # PACKS tiles of [ROWS, BLOCK_N], BLOCK_N the width of a pack across a warp
         rows = config.block // next_pow2(n)
         if rows != config.num_warps:
-            raise ValueError(
-                f"config {config.label()}: warp_rows needs block = num_warps x next_pow2(N) (N = {n})"
-            )
+            raise ValueError(f"{config.label()}: warp_rows needs block = num_warps x next_pow2(N), N = {n}")
         width, packs, full = configs.warp_row_packs(n, itemsize)
         return {"BLOCK": config.block, "BLOCK_N": width, "ROWS": rows, "ONE_PASS": True,
                 "NEEDS_MASK": m % rows != 0, "ALIGN": align, "L2_HINTS": False, "PACKS": packs, "FULL": full}  # fmt: skip
@@ -109,28 +88,28 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
 
 
 def launch(
-    name: str,
-    tensors: list[torch.Tensor],
-    m: int,
-    n: int,
-    config: SoftmaxConfig | None = None,
-    batch_invariant: bool = True,
+    name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None = None,
     form: str | None = None,
-) -> Template:
+) -> Template:  # fmt: skip
     """Launch kernel `name` on 2D (M, N) tensors with unit column stride, inputs first, the output
     last (in place: one of the inputs); returns the template, which launches any M of the layout.
     form: "tiles" or "cluster" instead of route()'s (to time a form alone)."""
-    x = tensors[0]
+    x, out = tensors[0], tensors[-1].data_ptr()
     # the row strides and the bases' 16-byte alignment: all the cluster's packs() reads, besides N
-    layout = (
-        name, n, config, batch_invariant, form, x.dtype, x.get_device(),
-        *[t.stride(0) for t in tensors], *[t.data_ptr() % 16 == 0 for t in tensors], in_place(tensors),
+    key = (
+        name, n, config, form, x.dtype, x.get_device(), *[t.stride(0) for t in tensors],
+        *[t.data_ptr() % 16 == 0 for t in tensors], any(t.data_ptr() == out for t in tensors[:-1]),
     )  # fmt: skip
-    key = layout if batch_invariant else (layout, m)  # else the template is this M's alone
     template = _TEMPLATES.get(key)
     if template is None:
+        planned, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
         with _device_of(x):  # Triton compiles on the current device
-            template = make_template(name, tensors, m, n, config, batch_invariant, form)
+            if planned == "cluster":
+                template = cluster_template(name[-3:], tensors, m, n)
+            else:
+                template = tiles_template(name, tensors, n, config)
+                if form is None:  # not a form timed alone (plugin.py, tune.py)
+                    remember(USED, (name, n, dtype_name(x.dtype)), {**config.fields(), "source": source})
         remember(_TEMPLATES, key, template, MAX_TEMPLATES)
     template(tensors, m)
     return template
@@ -143,61 +122,33 @@ def _device_of(t: torch.Tensor):
     return torch.cuda.device(t.device)
 
 
-def in_place(tensors: list[torch.Tensor]) -> bool:
-    """Whether the output (last) is one of the inputs: the same memory, as softmax_ passes it."""
-    out = tensors[-1].data_ptr()
-    return any(t.data_ptr() == out for t in tensors[:-1])
-
-
 def plan_form(
     name: str, m: int, n: int, dtype: torch.dtype, device: torch.device,
-    config: SoftmaxConfig | None = None, batch_invariant: bool = True, form: str | None = None,
+    config: SoftmaxConfig | None = None, form: str | None = None,
 ) -> tuple[str, SoftmaxConfig | None, str]:  # fmt: skip
-    """(form, config, source) of a launch: route()'s form (or `form`) and the config of the tile
-    kernels (None for the cluster's, which N sets), everything that decides the order of a row's
-    reductions; with batch_invariant (the default) none of it depends on M. source: where the
-    config came from (configs.choose)."""
+    """(form, config, source) of a launch: route()'s form (or `form`) and the tile kernels' config
+    (None for the cluster's, which N sets), none of it from M; source: where the config came from."""
     form = form or route(name, m, n, dtype, device)
-    index = device.index if device.type == "cuda" else -1
     if form == "cluster":
         return form, None, "cluster"
     if dtype == torch.float64:
         return "float64", SoftmaxConfig(float64.block(n), float64.NUM_WARPS), "float64"
     if config is not None:
         return form, config, "given"
-    if batch_invariant:
-        return (form, *configs.choose_invariant(name, STREAMS[name], n, dtype, gpu_name(index)))
-    return (form, *configs.choose(name, STREAMS[name], m, n, dtype, gpu_name(index), num_sms(index)))
-
-
-def make_template(
-    name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None,
-    batch_invariant: bool = True, form: str | None = None,
-) -> Template:  # fmt: skip
-    """The template of the layout of `tensors`: the form and config plan_form() gives."""
-    x = tensors[0]
-    form, config, source = plan_form(name, m, n, x.dtype, x.device, config, batch_invariant, form)
-    if form == "cluster":
-        return cluster_template(name[-3:], tensors, m, n)
-    if TUNE_ON_FIRST_USE and tune_first_use is not None and source in ("committed", "heuristic", "warp rows"):
-        config, source = tune_first_use(name, m, n, x.dtype, x.get_device()), "tuned"
-    return tiles_template(name, tensors, n, config, source)
+    gpu = gpu_name(device.index if device.type == "cuda" else -1)
+    return (form, *configs.choose(name, STREAMS[name], n, dtype, gpu))
 
 
 _data_ptr = torch.Tensor.data_ptr
 
 
-def tiles_template(
-    name: str, tensors: list[torch.Tensor], n: int, config: SoftmaxConfig, source: str
-) -> Template:
+def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: SoftmaxConfig) -> Template:
     """The template of a tile kernel (kernels.py; float64.py's, one program a row): the config,
     and the launcher of each compiled variant met, by (M % ROWS != 0 where a program takes ROWS
     whole rows) + 2 * (M >= 2**31). A call derives the grid from M and keeps nothing."""
     x = tensors[0]
-    device_index, sms = x.get_device(), num_sms(x.get_device())
-    strides = tuple(t.stride(0) for t in tensors)
-    itemsize, dtype = x.element_size(), x.dtype
-    fp64 = source == "float64"
+    device_index, strides, itemsize = x.get_device(), tuple(t.stride(0) for t in tensors), x.element_size()
+    fp64 = x.dtype == torch.float64
     kernel = (float64.KERNELS if fp64 else KERNELS)[name]
 
     def meta_of(m: int) -> dict:
@@ -205,21 +156,12 @@ def tiles_template(
 
     first = meta_of(1)
     rows, one_pass = first.get("ROWS", 1), first.get("ONE_PASS", True)
-    # looped: a persistent grid of about the card's bytes in flight a SM of tiles (see kernels.py)
+    # looped: a persistent grid of about the card's bytes in flight an SM of tiles (see kernels.py)
     in_flight = configs.bytes_in_flight_per_sm(device_index)
-    max_programs = sms * max(1, in_flight // (config.block * itemsize * STREAMS[name]))
-    # (m - 1) // sms + 1 rows an SM: its bit length names its rows_per_sm bucket (configs.rows_per_sm)
-    recorded: set[int] = set()
-
-    def record(m: int) -> None:
-        recorded.add(((m - 1) // sms).bit_length())
-        key = (name, n, configs.rows_per_sm(m, sms), dtype_name(dtype))
-        remember(USED, key, {**config.fields(), "source": source}, MAX_USED)
-
+    max_programs = num_sms(device_index) * max(1, in_flight // (config.block * itemsize * STREAMS[name]))
     if INTERPRET:  # no compiled kernel: the kernel's Python runs on the tensors
 
         def interpret(ts: list[torch.Tensor], m: int) -> None:
-            record(m)
             ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
             programs = (m + rows - 1) // rows if one_pass else min(m, max_programs)
             kernel[(programs,)](*ts, *strides, m, n, **meta_of(m), num_warps=config.num_warps)
@@ -235,8 +177,6 @@ def tiles_template(
         return c_launch.launcher(compiled, device_index), (n, *meta.values())
 
     def run(ts: list[torch.Tensor], m: int) -> None:  # the host path of every call: kept lean
-        if ((m - 1) // sms).bit_length() not in recorded:
-            record(m)
         i = 2 if m >= 2147483648 else 0  # M's integer width
         if one_pass:
             programs = (m + rows - 1) // rows

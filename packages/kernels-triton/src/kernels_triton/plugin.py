@@ -22,10 +22,8 @@ def _lazy(module: str, name: str, **kwargs):
 
 
 _forward, _backward = _lazy("softmax", "softmax", dim=-1), _lazy("softmax", "softmax_backward", dim=-1)
-_autotuned, _log_softmax = (
-    _lazy("autotuned", "softmax_autotuned"),
-    _lazy("log_softmax", "log_softmax", dim=-1),
-)
+_autotuned = _lazy("autotuned", "softmax_autotuned")
+_log_softmax = _lazy("log_softmax", "log_softmax", dim=-1)
 
 
 def _cross_entropy(x):
@@ -42,23 +40,16 @@ def _cross_entropy(x):
 
 def _picks(kernel: str):
     """The configs this process's launches of one kernel ran with, in labtools' convention
-    ([{"key": ..., "config": ...}], see labtools.registry); the rows_per_sm of the manifest's
-    B512 shape (512, 600) first, so that `lab run` reports the config that shape ran."""
+    ([{"key": ..., "config": ...}], see labtools.registry)."""
 
     def picks() -> list[dict]:
-        import torch
-
-        from kernels_triton.configs import num_sms, rows_per_sm
         from kernels_triton.softmax import autotune_picks
 
-        b512 = rows_per_sm(512, num_sms(torch.cuda.current_device())) if torch.cuda.is_available() else None
-        found = sorted((p for p in autotune_picks()["used"] if p["kernel"] == kernel),
-                       key=lambda p: p["rows_per_sm"] != b512)  # fmt: skip
         return [
-            {"key": {k: p[k] for k in ("N", "dtype", "rows_per_sm")},
+            {"key": {"N": p["N"], "dtype": p["dtype"]},
              "config": {"BLOCK": p["block"], "num_warps": p["num_warps"], "l2_hints": p.get("l2_hints", False),
                         "warp_rows": p.get("warp_rows", False), "source": p["source"]}}
-            for p in found
+            for p in autotune_picks()["used"] if p["kernel"] == kernel
         ]  # fmt: skip
 
     return picks
@@ -96,9 +87,7 @@ def _forced(form: str):
 
         n = tensors[0].shape[-1]
         m = tensors[0].numel() // n
-        launch.launch(
-            name, [t.reshape(m, n) for t in tensors], m, n, _form_config(form, n), True, FORMS[form][0]
-        )
+        launch.launch(name, [t.reshape(m, n) for t in tensors], m, n, _form_config(form, n), FORMS[form][0])
         return tensors[-1]
 
     return (lambda x: run("softmax_fwd", [x, x.new_empty(x.shape)]),
@@ -118,14 +107,8 @@ def register() -> None:
             label = f"Triton {form.replace('_', ' ')}{' bwd' if suffix else ''}"
             notes = f"kernels_triton's {form} form alone, whatever launch.route would pick"
             _add(fn, op, f"triton.{form}{suffix}", label, notes, supports=supports)
-    notes = (
-        "batch invariant; launch.route picks the form: cluster (sm_90, 32768-262144), else one pass or "
-        "looped as the config (tuned, committed or heuristic, one a row length) says; picks: "
-        "kernels_triton.autotune_picks()"
-    )
-    _add(
-        _forward, "softmax", "triton.softmax", "Triton", notes, meta={"autotune_picks": _picks("softmax_fwd")}
-    )
+    notes = "batch invariant; launch.route picks the form, configs.choose the config: kernels_triton.autotune_picks()"
+    _add(_forward, "softmax", "triton.softmax", "Triton", notes, meta={"autotune_picks": _picks("softmax_fwd")})  # fmt: skip
     _add(_backward, "softmax_backward", "triton.softmax_backward", "Triton bwd", notes,
          meta={"autotune_picks": _picks("softmax_bwd")})  # fmt: skip
     _add(_log_softmax, "log_softmax", "triton.log_softmax", "Triton",

@@ -6,8 +6,8 @@ _Softmax: eager calls launch directly; while torch.compile or torch.export trace
 launch on) it calls two opaque custom ops, kernels_triton::softmax and ::softmax_backward, with
 shape-only fakes (eager calls skip their dispatch, which costs as much host time as the launch).
 The common eager call, a contiguous tensor along its last dim, is served from a dict of
-templates keyed on what its first call checked (ndim, N, dim, dtype, device, alignment; not the
-row count, so a new one adds no entry); a later call checks only what the key does not hold.
+templates keyed on what its first call checked (ndim, N, dim, dtype, device, alignment, config;
+not the row count, so a new one adds no entry); a later call checks only what the key does not hold.
 """
 
 from __future__ import annotations
@@ -19,11 +19,6 @@ import torch
 
 from kernels_triton import configs, launch
 from kernels_triton.configs import DTYPES, INTERPRET, SoftmaxConfig, dtype_name
-
-if launch.TUNE_ON_FIRST_USE:  # here, not in launch: tune imports launch
-    from kernels_triton import tune
-
-    launch.tune_first_use = tune.tune_one
 
 # fp64 runs on float64.py's kernels: right to float64's rounding, not fast
 ACCEPTED = (*DTYPES, torch.float64)
@@ -81,11 +76,9 @@ _IN_PLACE: dict[tuple, launch.Template] = OrderedDict()  # softmax_, keyed as _F
 launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch.forget_plans()
 
 
-def _key(x: torch.Tensor, dim: int, config, invariant: bool) -> tuple:
-    """The fast paths' key of a contiguous x with x.dim() >= 1: the row count M only without
-    batch invariance (a template is then that M's alone)."""
-    align = x.data_ptr() % 16
-    return (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), align, config, invariant or x.numel())
+def _key(x: torch.Tensor, dim: int, config) -> tuple:
+    """The fast paths' key of a contiguous x with x.dim() >= 1."""
+    return (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
 
 
 def _run(template: launch.Template, tensors: list[torch.Tensor]) -> None:
@@ -95,9 +88,7 @@ def _run(template: launch.Template, tensors: list[torch.Tensor]) -> None:
         template(tensors, m)
 
 
-def _apply(
-    name: str, inputs: list, dim: int, config, invariant: bool, cache: dict, out=None, run: bool = True
-):
+def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run: bool = True):
     """Kernel `name` on checked `inputs` of one shape along dim, into `out` (None: a new tensor),
     returned. Contiguous rows along the last dim launch as they are, their template kept in
     `cache` for the fast paths; other layouts as (M, N) rows, copied where they must be.
@@ -108,112 +99,97 @@ def _apply(
         if out.numel() and run:
             n = x.shape[-1]
             rows = [t.view(-1, n) for t in (*inputs, out)]
-            template = launch.launch(name, rows, out.numel() // n, n, config, invariant)
+            template = launch.launch(name, rows, out.numel() // n, n, config)
             dy = [(t.dtype, t.get_device(), t.data_ptr() % 16) for t in inputs[1:]]
             for d in (dim, dim - x.dim()):  # softmax(x, -1) and softmax(x, x.dim() - 1) alike
-                launch.remember(cache, (*_key(x, d, config, invariant), *(dy[0] if dy else ())), template)
+                launch.remember(cache, (*_key(x, d, config), *(dy[0] if dy else ())), template)
         return out
     rows = [as_rows(t, dim) for t in inputs]
     out_rows = torch.empty(rows[0].shape, dtype=x.dtype, device=x.device)
     if out_rows.numel() and run:
-        launch.launch(name, [*rows, out_rows], *out_rows.shape, config, invariant)
+        launch.launch(name, [*rows, out_rows], *out_rows.shape, config)
     result = from_rows(out_rows, x, dim)
     return result if out is None else out.copy_(result)
 
 
-def _forward(x, dim: int, config, invariant: bool = True, run: bool = True) -> torch.Tensor:
-    return _apply("softmax_fwd", [x], dim, config, invariant, _FORWARD, run=run)
+def _forward(x, dim: int, config=None, run: bool = True) -> torch.Tensor:
+    return _apply("softmax_fwd", [x], dim, config, _FORWARD, run=run)
 
 
-def _backward(y, dy, dim: int, config, invariant: bool = True, run: bool = True) -> torch.Tensor:
-    return _apply("softmax_bwd", [y, dy.to(y.dtype)], dim, config, invariant, _BACKWARD, run=run)
+def _backward(y, dy, dim: int, config=None, run: bool = True) -> torch.Tensor:
+    return _apply("softmax_bwd", [y, dy.to(y.dtype)], dim, config, _BACKWARD, run=run)
 
 
 @torch.library.custom_op("kernels_triton::softmax", mutates_args=())
-def _softmax_op(x: torch.Tensor, dim: int, batch_invariant: bool = True) -> torch.Tensor:
-    return _forward(x, dim, None, batch_invariant)
-
-
-@_softmax_op.register_fake
-def _(x, dim, batch_invariant=True):
-    return _forward(x, dim, None, run=False)
+def _softmax_op(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return _forward(x, dim)
 
 
 @torch.library.custom_op("kernels_triton::softmax_backward", mutates_args=())
-def _softmax_backward_op(
-    y: torch.Tensor, dy: torch.Tensor, dim: int, batch_invariant: bool = True
-) -> torch.Tensor:
-    return _backward(y, dy, dim, None, batch_invariant)
+def _softmax_backward_op(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+    return _backward(y, dy, dim)
 
 
-@_softmax_backward_op.register_fake
-def _(y, dy, dim, batch_invariant=True):
-    return _backward(y, dy, dim, None, run=False)
+_softmax_op.register_fake(lambda x, dim: _forward(x, dim, run=False))
+_softmax_backward_op.register_fake(lambda y, dy, dim: _backward(y, dy, dim, run=False))
+
+
+def _compiling(config) -> bool:
+    """Whether torch.compile or torch.export traces this call, where the picks decide: config= is refused."""
+    compiling = torch.compiler.is_compiling()
+    if compiling and config is not None:
+        raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
+    return compiling
 
 
 class _Softmax(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, dim, config, invariant, plan):
+    def forward(ctx, x, dim, config, plan):
         if plan is not None:  # the template softmax() found for this x
             y = torch.empty_like(x)
             _run(plan, [x, y])
         elif torch.compiler.is_compiling():
-            y = _softmax_op(x, dim, invariant)
+            y = _softmax_op(x, dim)
         else:
-            y = _forward(x, dim, config, invariant)
+            y = _forward(x, dim, config)
         ctx.save_for_backward(y)
-        ctx.dim, ctx.config, ctx.invariant = dim, config, invariant
+        ctx.dim, ctx.config = dim, config
         return y
 
     @staticmethod
     def backward(ctx, dy):
         (y,) = ctx.saved_tensors
         if torch.compiler.is_compiling():
-            return _softmax_backward_op(y, dy, ctx.dim, ctx.invariant), None, None, None, None
-        dx = softmax_backward(y, dy, ctx.dim, config=ctx.config, batch_invariant=ctx.invariant)
-        return dx, None, None, None, None
+            return _softmax_backward_op(y, dy, ctx.dim), None, None, None
+        return softmax_backward(y, dy, ctx.dim, config=ctx.config), None, None, None
 
 
-def softmax(
-    x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None, batch_invariant: bool = True
-) -> torch.Tensor:
+def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
     """softmax(x, dim) with Triton kernels forward and backward (autograd works).
 
     x: fp32, fp16, bf16 or fp64, any shape and layout, on a CUDA device (or the CPU under
-    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as
-    in torch. `config` forces one launch configuration (both directions, eager calls)
-    instead of the tuned or committed pick or the heuristic. Under torch.compile or
-    torch.export it is one opaque op, kernels_triton::softmax, with its backward.
-
-    batch_invariant (default True): each row's result, forward and backward, is the same bits
-    whatever the other rows of the batch and however many there are (launch.py says how), for
-    a row at the same 16-byte alignment (the kernels load 16-byte packs; the README says more).
-    False lets the row count choose faster forms for some shapes; a row may then differ in
-    its last bits between batches.
+    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as in
+    torch. `config` forces one launch configuration (both directions, eager calls) instead of
+    the picks or the rule. Under torch.compile or torch.export it is one opaque op,
+    kernels_triton::softmax, with its backward. Batch invariant: a row's result, forward and
+    backward, is the same bits whatever the rest of the batch, for a row at the same 16-byte
+    alignment (the kernels load 16-byte packs; the README says more).
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        template = _FORWARD.get(_key(x, dim, config, batch_invariant))
+        template = _FORWARD.get(_key(x, dim, config))
         if template is not None and x.is_contiguous():  # this key passed the checks below before
             if x.requires_grad and torch.is_grad_enabled():
-                return _Softmax.apply(x, dim, config, batch_invariant, template)
+                return _Softmax.apply(x, dim, config, template)
             y = torch.empty_like(x)
             _run(template, [x, y])
             return y
     dim = _check(x, dim, "x")
-    if type(batch_invariant) is not bool:
-        raise TypeError(f"batch_invariant must be a bool, got {type(batch_invariant).__name__}")
-    if torch.compiler.is_compiling():
-        if config is not None:
-            raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
-        return _Softmax.apply(x, dim, None, batch_invariant, None)
-    if x.requires_grad and torch.is_grad_enabled():
-        return _Softmax.apply(x, dim, config, batch_invariant, None)
-    return _forward(x, dim, config, batch_invariant)
+    if _compiling(config) or (x.requires_grad and torch.is_grad_enabled()):
+        return _Softmax.apply(x, dim, config, None)
+    return _forward(x, dim, config)
 
 
-def softmax_(
-    x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None, batch_invariant: bool = True
-) -> torch.Tensor:
+def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
     """softmax in place: x <- softmax(x, dim); returns x.
 
     For a tensor nobody reads again, such as an LM head's logits while sampling: there is no
@@ -222,31 +198,26 @@ def softmax_(
     contiguous rows along dim is computed out of place and copied back.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        template = _IN_PLACE.get(_key(x, dim, config, batch_invariant))
-        # this key passed the checks below before
+        template = _IN_PLACE.get(_key(x, dim, config))  # a key that passed the checks below before
         if template is not None and x.is_contiguous() and not x.requires_grad:
             _run(template, [x, x])
             return x
     dim = _check(x, dim, "x")
     if x.requires_grad and torch.is_grad_enabled():
-        raise ValueError(
-            "x requires grad, and softmax_ overwrites it; use softmax, which autograd can follow"
-        )
-    if torch.compiler.is_compiling():
-        if config is not None:
-            raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
-        return x.copy_(_softmax_op(x, dim, batch_invariant))
-    return _apply("softmax_fwd", [x], dim, config, batch_invariant, _IN_PLACE, out=x)
+        raise ValueError("x requires grad, and softmax_ overwrites it: use softmax, which autograd follows")
+    if _compiling(config):
+        return x.copy_(_softmax_op(x, dim))
+    return _apply("softmax_fwd", [x], dim, config, _IN_PLACE, out=x)
 
 
-def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None,
-                     batch_invariant: bool = True) -> torch.Tensor:  # fmt: skip
+def softmax_backward(
+    y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None
+) -> torch.Tensor:
     """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y;
-    batch_invariant as in softmax."""
+    batch invariant as softmax."""
     if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
             and y.dim() and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
-        key = (*_key(y, dim, config, batch_invariant), dy.dtype, dy.get_device(), dy.data_ptr() % 16)
-        template = _BACKWARD.get(key)
+        template = _BACKWARD.get((*_key(y, dim, config), dy.dtype, dy.get_device(), dy.data_ptr() % 16))
         if template is not None and dy.shape == y.shape:
             dx = torch.empty_like(y)
             _run(template, [y, dy, dx])
@@ -257,26 +228,17 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *, config
         raise ValueError(f"dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}: they must match")
     if dy.device != y.device:
         raise ValueError(f"dy is on {dy.device}, y on {y.device}: they must be on one device")
-    if torch.compiler.is_compiling():
-        return _softmax_backward_op(y, dy, dim, batch_invariant)
-    return _backward(y, dy, dim, config, batch_invariant)
+    if _compiling(config):
+        return _softmax_backward_op(y, dy, dim)
+    return _backward(y, dy, dim, config)
 
 
 def autotune_picks() -> dict:
-    """Which configs launches get: `committed` (autotune_picks.json; used on the GPU it
-    names), `tuned` (this user's picks from `python -m kernels_triton.tune`, for this GPU
-    and Triton version) and `used`: the config each (kernel, N, rows_per_sm, dtype) ran
-    with in this process and its source. Under the interpreter: the one config used."""
-    mode = (
-        f"interpreter: every launch uses one config {configs.INTERPRETER_CONFIG}"
-        if INTERPRET
-        else "no timing on the call path. batch_invariant (default): one config a row length whatever the rows, "
-        "from the tuned picks, else the committed ones, else the heuristic; batch_invariant=False: the tuned pick "
-        "at the nearest rows per SM, else a warp a row (few short fp32 rows), else committed pick, else heuristic"
-    )
+    """Which configs launches get (configs.py): `committed` (autotune_picks.json), `tuned` (this
+    user's picks for this GPU and Triton) and `used`: the config of each (kernel, N, dtype) of
+    this process's tile launches, and its source."""
+    mode = f"interpreter: {configs.INTERPRETER_CONFIG.label()}" if INTERPRET else "tuned > committed > rule"
     gpu = torch.cuda.get_device_name() if not INTERPRET and torch.cuda.is_available() else None
     tuned = configs.read_user_picks(configs.user_picks_path(gpu), gpu) if gpu else []
-    used = [
-        {"kernel": k, "N": n, "rows_per_sm": r, "dtype": d, **c} for (k, n, r, d), c in launch.USED.items()
-    ]
+    used = [{"kernel": k, "N": n, "dtype": d, **c} for (k, n, d), c in launch.USED.items()]
     return {"mode": mode, "committed": configs.committed(), "tuned": tuned, "used": used}

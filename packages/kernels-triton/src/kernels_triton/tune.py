@@ -1,14 +1,11 @@
 """python -m kernels_triton.tune: time every candidate config on this GPU and keep the fastest.
 
-Nothing is timed on the call path (configs.py): this command makes the picks. It times forward
-and backward at each shape and dtype (triton.testing.do_bench: CUDA events, L2 cleared before
-each run, median) and merges the winners into this user's picks file for this GPU and Triton
-version (configs.user_picks_path: under a file lock, replaced atomically, with a SHA-256), or
-with --commit into this GPU's section of the packaged autotune_picks.json, to commit as is.
-Shapes whose launches take no config (launch.route: the cluster kernels) are skipped.
-Default shapes: (64, 600), (512, 600), (4096, 600) in fp32, fp16, bf16, and `lab bench`'s sweep
-in fp32 and bf16 (--sweep: the sweep alone). KERNELS_TRITON_TUNE=1: a launch whose bucket has no
-tuned pick is tuned at its own shape first.
+It times forward and backward at each shape and dtype (triton.testing.do_bench: CUDA events, L2
+cleared, median), skipping the shapes the cluster kernels take, and merges the winners, a pick a
+(kernel, dtype, N, rows an SM), into this user's picks file for this GPU and Triton version
+(configs.user_picks_path: under a file lock, replaced atomically, with a SHA-256), or with
+--commit into this GPU's section of autotune_picks.json, to commit as is. Default shapes: (64,
+600), (512, 600), (4096, 600) in fp32, fp16, bf16; `lab bench`'s sweep in fp32 and bf16 (--sweep).
 
     python -m kernels_triton.tune [--sweep | --shape M N ...] [--dtype D ...] [--commit]
 """
@@ -19,17 +16,19 @@ import argparse
 import datetime
 import fcntl
 import json
+import multiprocessing
 import os
 import platform
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 import triton
 
 from kernels_triton import _atomic, configs, launch
-from kernels_triton.configs import DTYPES, PICKS_FILE, SoftmaxConfig, dtype_name
+from kernels_triton.configs import DTYPES, PICKS_FILE, SoftmaxConfig, dtype_name, next_pow2
 from kernels_triton.kernels import KERNELS, STREAMS
 
 SHORT_SHAPES = ((64, 600), (512, 600), (4096, 600))
@@ -54,32 +53,21 @@ def _compile_ahead(job: tuple) -> None:
     KERNELS[name].warmup(*[dtype] * k, *[n] * k, m, n, grid=(1,), **meta, num_warps=config.num_warps)
 
 
-def tune(tasks, device: int | None = None, workers: int | None = None) -> list[dict]:
+def tune(tasks) -> list[dict]:
     """Time every candidate config of both kernels at each (M, N, dtype) of `tasks` the tile
     kernels run, one task per pick key; return the winners with every config's time."""
-    if configs.INTERPRET or not torch.cuda.is_available():
-        raise RuntimeError("tuning needs a CUDA device, with TRITON_INTERPRET unset")
-    device = torch.cuda.current_device() if device is None else device
+    device = torch.cuda.current_device()
     sms, where = launch.num_sms(device), torch.device("cuda", device)
-    keys = {(n, configs.rows_per_sm(m, sms), d): (m, n, d) for m, n, d in reversed(tasks)}
-    unique = [
-        (m, n, d)
-        for m, n, d in reversed(keys.values())
-        if launch.route("softmax_fwd", m, n, d, where) == "tiles"
-    ]
-    jobs = [
-        (k, dtype_name(d), m, n, c.fields())
-        for m, n, d in unique
-        for k in KERNELS
-        for c in configs.candidates(STREAMS[k], n, d.itemsize)
-    ]
+    rows_per_sm = lambda m: min(64, next_pow2(-(-m // sms)))  # noqa: E731 - picks are tuned at up to 64 rows an SM
+    keys = {(n, rows_per_sm(m), d): (m, n, d) for m, n, d in reversed(tasks)}
+    unique = [t for t in reversed(keys.values()) if launch.route("softmax_fwd", *t, where) == "tiles"]
+    jobs = [(k, dtype_name(d), m, n, c.fields()) for m, n, d in unique for k in KERNELS
+            for c in configs.candidates(STREAMS[k], n, d.itemsize)]  # fmt: skip
     print(f"tune: compiling {len(jobs)} configs for {len(unique)} shapes", file=sys.stderr, flush=True)
-    if min(len(jobs), workers or os.cpu_count() or 1) >= 2:  # Triton compiles one kernel at a time a process
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(workers or os.cpu_count() or 1, 16), mp_context=ctx) as pool:
+    workers = min(len(jobs), os.cpu_count() or 1, 16)
+    if workers >= 2:  # Triton compiles one kernel at a time a process
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
             list(pool.map(_compile_ahead, jobs, chunksize=4))
     picks, start = [], time.perf_counter()
     for i, (m, n, dtype) in enumerate(unique):
@@ -91,20 +79,13 @@ def tune(tasks, device: int | None = None, workers: int | None = None) -> list[d
                 run = lambda c=c, name=name, ts=tensors: launch.launch(name, ts, m, n, c, form="tiles")  # noqa: E731, B023
                 timings.append((triton.testing.do_bench(run, warmup=5, rep=25), c))
             timings.sort(key=lambda tc: tc[0])
-            picks.append({"kernel": name, "N": n, "rows_per_sm": configs.rows_per_sm(m, sms), "dtype": dtype_name(dtype),
+            picks.append({"kernel": name, "N": n, "rows_per_sm": rows_per_sm(m), "dtype": dtype_name(dtype),
                           **timings[0][1].fields(), "tuned_at": [m, n], "configs_tried": len(timings),
                           "timings_us": {c.label(): round(1e3 * t, 1) for t, c in timings}})  # fmt: skip
         took = time.perf_counter() - start
         print(f"tune: {i + 1}/{len(unique)} shapes, {took:.0f} s, ~{took / (i + 1) * (len(unique) - i - 1):.0f} s left",
               file=sys.stderr, flush=True)  # fmt: skip
     return picks
-
-
-def tune_one(name: str, m: int, n: int, dtype: torch.dtype, device: int) -> SoftmaxConfig:
-    """Tune one launch's pick key (both kernels), save it, return kernel `name`'s config."""
-    picks, gpu = tune([(m, n, dtype)], device=device, workers=1), launch.gpu_name(device)
-    save(picks, configs.user_picks_path(gpu), gpu)
-    return SoftmaxConfig.of(next(p for p in picks if p["kernel"] == name))
 
 
 def _merged(old: list[dict], new: list[dict]) -> list[dict]:
@@ -145,9 +126,7 @@ def commit(picks: list[dict], gpu: str, path: Path = PICKS_FILE) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m kernels_triton.tune", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser("python -m kernels_triton.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", nargs=2, type=int, action="append", metavar=("M", "N"))
     parser.add_argument(
         "--dtype", action="append", choices=[dtype_name(d) for d in DTYPES], help="with --shape"
@@ -158,10 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.shape and any(m < 1 or n < 1 for m, n in args.shape):
         parser.error("--shape: M and N must be >= 1")
     if configs.INTERPRET or not torch.cuda.is_available():
-        print(
-            "python -m kernels_triton.tune needs a CUDA device (and TRITON_INTERPRET unset): it times configs on it",
-            file=sys.stderr,
-        )
+        print("python -m kernels_triton.tune needs a CUDA device (and TRITON_INTERPRET unset): it times configs on it",
+              file=sys.stderr)  # fmt: skip
         return 2
     dtypes = [getattr(torch, d) for d in args.dtype or map(dtype_name, DTYPES)]
     tasks = [(m, n, d) for m, n in args.shape for d in dtypes] if args.shape else default_tasks(args.sweep)
