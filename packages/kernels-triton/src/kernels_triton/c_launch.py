@@ -36,37 +36,40 @@ def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) 
     run = getattr(compiled, "run", None)
     version = None if hooked else c_launch_layout(run)
     packed = getattr(compiled, "packed_metadata", None) if packed_metadata is None else packed_metadata
+    # Each go() is the C launch itself, behind a check that its device is the current one (else
+    # it makes it so and calls itself again): one Python frame between a template and the launch.
     if version == "3.9":
         c, coop, pdl = run.launch, run.launch_cooperative_grid, run.launch_pdl
         annotations, signature, function = run.arg_annotations, run.kernel_signature, compiled.function
 
-        def call(gx, args):  # metadata, no launch metadata, no hooks, no scratch, the arguments
+        def go(gx: int, args: tuple) -> None:  # metadata, no launch metadata, no hooks, no scratch
+            if current_device() != device_index:
+                with torch.cuda.device(device_index):
+                    return go(gx, args)
             c(gx, 1, 1, stream(device_index), function, coop, pdl, packed, None, None, None, None, None,
               annotations, signature, args)  # fmt: skip
 
     elif version == "3.6":
         c, coop, pdl, function = run.launch, run.launch_cooperative_grid, run.launch_pdl, compiled.function
 
-        def call(gx, args):  # no scratch, metadata, no launch metadata, no hooks, the arguments
+        def go(gx: int, args: tuple) -> None:  # no scratch, metadata, no launch metadata, no hooks
+            if current_device() != device_index:
+                with torch.cuda.device(device_index):
+                    return go(gx, args)
             c(gx, 1, 1, stream(device_index), function, coop, pdl, None, None, packed, None, None, None,
               *args)  # fmt: skip
 
-    elif packed_metadata is None and hooked:
-
-        def call(gx, args):  # Triton's runner, which calls the hook
-            compiled[(gx, 1, 1)](*args)
-
-    else:  # a launcher of another Triton version: called as its runner calls it
+    else:  # Triton's runner (which calls a profiler's hook), or another version's launcher as it
         function = compiled.function
 
-        def call(gx, args):
-            run(gx, 1, 1, stream(device_index), function, packed, None, None, None, *args)
-
-    def go(gx: int, args: tuple) -> None:
-        if current_device() == device_index:
-            return call(gx, args)
-        with torch.cuda.device(device_index):
-            call(gx, args)
+        def go(gx: int, args: tuple) -> None:
+            if current_device() != device_index:
+                with torch.cuda.device(device_index):
+                    return go(gx, args)
+            if packed_metadata is None and hooked:
+                compiled[(gx, 1, 1)](*args)
+            else:
+                run(gx, 1, 1, stream(device_index), function, packed, None, None, None, *args)
 
     return go
 

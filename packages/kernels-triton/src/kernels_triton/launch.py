@@ -27,7 +27,7 @@ from kernels_triton.kernels import KERNELS, STREAMS
 MAX_PLANS = 4096  # entries of a cache of templates (remember); past that the oldest goes first
 MAX_TEMPLATES = 1024  # templates (layouts)
 
-Template = Callable[[list, int], None]  # template(tensors, m): launch on M rows of the layout
+Template = Callable[..., None]  # template(*tensors): launch on their M = numel // N rows of the layout
 # OrderedDicts: dropping the oldest entry is O(1). PLAN_CACHES: every dict that keeps templates
 # (this module's, softmax.py's fast paths'), which forget_plans() empties.
 _TEMPLATES: dict[tuple, Template] = OrderedDict()
@@ -111,7 +111,7 @@ def launch(
                 if form is None:  # not a form timed alone (plugin.py, tune.py)
                     remember(USED, (name, n, dtype_name(x.dtype)), {**config.fields(), "source": source})
         remember(_TEMPLATES, key, template, MAX_TEMPLATES)
-    template(tensors, m)
+    template(*tensors)
     return template
 
 
@@ -161,8 +161,9 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
     max_programs = num_sms(device_index) * max(1, in_flight // (config.block * itemsize * STREAMS[name]))
     if INTERPRET:  # no compiled kernel: the kernel's Python runs on the tensors
 
-        def interpret(ts: list[torch.Tensor], m: int) -> None:
-            ts = [t if t.dim() == 2 else t.view(m, n) for t in ts]
+        def interpret(*ts: torch.Tensor) -> None:
+            m = ts[0].numel() // n
+            ts = [t.view(m, n) for t in ts]
             programs = (m + rows - 1) // rows if one_pass else min(m, max_programs)
             kernel[(programs,)](*ts, *strides, m, n, **meta_of(m), num_warps=config.num_warps)
 
@@ -176,7 +177,10 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
             compiled._init_handles()
         return c_launch.launcher(compiled, device_index), (n, *meta.values())
 
-    def run(ts: list[torch.Tensor], m: int) -> None:  # the host path of every call: kept lean
+    def run(*ts: torch.Tensor) -> None:  # the host path of every call: kept lean
+        m = ts[0].numel() // n
+        if not m:
+            return
         i = 2 if m >= 2147483648 else 0  # M's integer width
         if one_pass:
             programs = (m + rows - 1) // rows
@@ -195,12 +199,13 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
 def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Template:
     """The cluster kernel (cluster.py) of `direction` ("fwd" or "bwd") compiled for the layout of
     `tensors`: M rows launch M clusters, their size and shared memory in the launch metadata."""
-    rows = [t if t.dim() == 2 else t.view(m, n) for t in tensors]
-    compiled, packed, rest = cluster.compiled_launch(direction, rows)
+    compiled, packed, rest = cluster.compiled_launch(direction, [t.view(m, n) for t in tensors])
     go = c_launch.launcher(compiled, tensors[0].get_device(), packed)
 
-    def run(ts: list[torch.Tensor], m: int) -> None:
-        go(m, (*map(_data_ptr, ts), *rest))
+    def run(*ts: torch.Tensor) -> None:
+        m = ts[0].numel() // n
+        if m:
+            go(m, (*map(_data_ptr, ts), *rest))
 
     return run
 
@@ -209,5 +214,5 @@ def cluster_plan(direction: str, tensors: list[torch.Tensor], m: int, n: int) ->
     """The cluster kernel's template for these tensors, launched once: the tests run the kernel
     at sizes and layouts the route leaves to the tiles."""
     template = cluster_template(direction, tensors, m, n)
-    template(tensors, m)
+    template(*tensors)
     return template

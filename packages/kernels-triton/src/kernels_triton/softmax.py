@@ -81,13 +81,6 @@ def _key(x: torch.Tensor, dim: int, config) -> tuple:
     return (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
 
 
-def _run(template: launch.Template, tensors: list[torch.Tensor]) -> None:
-    """Launch a fast path's template on contiguous tensors of rows of N = their last dim."""
-    m = tensors[0].numel() // tensors[0].shape[-1]
-    if m:
-        template(tensors, m)
-
-
 def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run: bool = True):
     """Kernel `name` on checked `inputs` of one shape along dim, into `out` (None: a new tensor),
     returned. Contiguous rows along the last dim launch as they are, their template kept in
@@ -147,7 +140,7 @@ class _Softmax(torch.autograd.Function):
     def forward(ctx, x, dim, config, plan):
         if plan is not None:  # the template softmax() found for this x
             y = torch.empty_like(x)
-            _run(plan, [x, y])
+            plan(x, y)
         elif torch.compiler.is_compiling():
             y = _softmax_op(x, dim)
         else:
@@ -176,12 +169,15 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     alignment (the kernels load 16-byte packs; the README says more).
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        template = _FORWARD.get(_key(x, dim, config))
+        # _key's tuple, written out: a function call costs the hot path as much as its dict lookup
+        template = _FORWARD.get(
+            (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
+        )
         if template is not None and x.is_contiguous():  # this key passed the checks below before
             if x.requires_grad and torch.is_grad_enabled():
                 return _Softmax.apply(x, dim, config, template)
             y = torch.empty_like(x)
-            _run(template, [x, y])
+            template(x, y)
             return y
     dim = _check(x, dim, "x")
     if _compiling(config) or (x.requires_grad and torch.is_grad_enabled()):
@@ -198,9 +194,11 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
     contiguous rows along dim is computed out of place and copied back.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        template = _IN_PLACE.get(_key(x, dim, config))  # a key that passed the checks below before
+        template = _IN_PLACE.get(
+            (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
+        )  # a key that passed the checks below before
         if template is not None and x.is_contiguous() and not x.requires_grad:
-            _run(template, [x, x])
+            template(x, x)
             return x
     dim = _check(x, dim, "x")
     if x.requires_grad and torch.is_grad_enabled():
@@ -217,10 +215,11 @@ def softmax_backward(
     batch invariant as softmax."""
     if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
             and y.dim() and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
-        template = _BACKWARD.get((*_key(y, dim, config), dy.dtype, dy.get_device(), dy.data_ptr() % 16))
+        key = (y.dim(), y.shape[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config)  # _key's
+        template = _BACKWARD.get((*key, dy.dtype, dy.get_device(), dy.data_ptr() % 16))
         if template is not None and dy.shape == y.shape:
             dx = torch.empty_like(y)
-            _run(template, [y, dy, dx])
+            template(y, dy, dx)
             return dx
     dim = _check(y, dim, "y")
     _check(dy, dim, "dy")
