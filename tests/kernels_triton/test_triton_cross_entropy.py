@@ -62,11 +62,26 @@ def logits_and_targets(m: int, v: int, dtype, seed: int = 0, special: bool = Tru
     return x.to(dtype).to(DEVICE), t.to(DEVICE)
 
 
-def check(x, t, reduction, eps, dloss_scale=1.7):
+def placed(x: torch.Tensor, off: int, stride: int | None = None) -> torch.Tensor:
+    """x copied into a fresh buffer, its rows `stride` elements apart (default: unpadded), the
+    first starting `off` elements past a 16-byte boundary: the layout sets each row's offset."""
+    m, v = x.shape
+    stride = v if stride is None else stride
+    size = x.element_size()
+    buf = torch.zeros(m * stride + 32 // size, dtype=x.dtype, device=x.device)
+    start = (-(buf.data_ptr() // size)) % (16 // size) + off
+    view = buf[start:].as_strided((m, v), (stride, 1))
+    view.copy_(x)
+    assert view.data_ptr() % 16 == off * size
+    return view
+
+
+def check(x, t, reduction, eps, dloss_scale=1.7, layout=None):
     """Loss and gradient against torch's on float64: within the dtype's rounding of the
-    result, or no further off than torch's own result in that dtype (twice)."""
+    result, or no further off than torch's own result in that dtype (twice). layout: x's
+    values in the layout the op sees (placed), else a contiguous copy."""
     kw = dict(reduction=reduction, label_smoothing=eps, ignore_index=IGNORE)
-    xa = x.clone().requires_grad_()
+    xa = (x.clone() if layout is None else layout(x)).requires_grad_()
     loss = cross_entropy(xa, t, **kw)
     x64 = x.double().clone().requires_grad_()
     want = F.cross_entropy(x64, t, **kw)
@@ -169,17 +184,104 @@ def test_gradcheck_fp64(reduction):
     assert torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-8)
 
 
-def test_batch_invariant(path):
-    """A row's loss and gradient are the same bits alone as in a batch."""
-    x, t = logits_and_targets(7, 90, torch.float32, special=False)
+@pytest.mark.parametrize("v", [90, 93])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_batch_invariant(path, dtype, v):
+    """A row's loss and gradient are the same bits alone as in a batch that puts it at the
+    same offset from a 16-byte boundary (rows of 90 or 93 are not whole 16-byte packs: the
+    looped kernels split them by that offset)."""
+    x, t = logits_and_targets(7, v, dtype, special=False)
     batch = cross_entropy(x, t, reduction="none")
     xb = x.clone().requires_grad_()
     cross_entropy(xb, t, reduction="sum").backward()
     for i in (0, 3, 6):
-        xi = x[i : i + 1].clone().requires_grad_()
-        alone = cross_entropy(xi, t[i : i + 1], reduction="sum")
-        alone.backward()
-        assert torch.equal(alone, batch[i]) and torch.equal(xi.grad, xb.grad[i : i + 1])
+        xi = placed(x[i : i + 1], i * v % (16 // x.element_size())).requires_grad_()
+        alone = cross_entropy(xi, t[i : i + 1], reduction="none")  # "sum" rounds in the kernel:
+        cross_entropy(xi, t[i : i + 1], reduction="sum").backward()  # the interpreter truncates
+        assert torch.equal(alone, batch[i : i + 1]) and torch.equal(xi.grad, xb.grad[i : i + 1])
+
+
+def test_splits_follow_the_first_tensors_16_byte_offsets():
+    """splits(): no split for rows of whole packs from 16-byte boundaries; else VEC elements a
+    pack, OFF the first tensor's base offset, LIKE where every tensor's rows sit as its do."""
+    whole = torch.zeros(4, 64)
+    assert K.splits(64, [whole, whole]) == (0, {"VEC": 0, "LIKE": True})
+    odd = torch.zeros(4, 77, dtype=torch.bfloat16)
+    assert K.splits(77, [odd, torch.zeros_like(odd)]) == (0, {"VEC": 8, "LIKE": True})
+    shifted = placed(torch.zeros(4, 64), 3)  # whole packs, but the base 12 bytes past a boundary
+    assert K.splits(64, [shifted]) == (3, {"VEC": 4, "LIKE": True})
+    assert K.splits(64, [shifted, whole]) == (3, {"VEC": 4, "LIKE": False})
+    wide = placed(torch.zeros(4, 77), 0, stride=80)  # every row at a boundary, the grad's not
+    assert K.splits(77, [wide, torch.zeros(4, 77)]) == (0, {"VEC": 4, "LIKE": False})
+    assert K.splits(77, [wide, placed(torch.zeros(4, 77), 0, stride=84)])[1]["LIKE"]
+    one = placed(torch.zeros(1, 77), 2)  # one row: its stride does not matter
+    assert K.splits(77, [one, placed(torch.zeros(1, 77), 2, stride=99)]) == (2, {"VEC": 4, "LIKE": True})
+
+
+def odd_rows(m: int, v: int, dtype, seed: int = 0):
+    """Rows of v logits whose extremes sit where a split puts its head (the first columns) or
+    its tail (the last): the max, -inf, +inf, NaN, the target, huge logits; and ignored targets."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(m, v, generator=g, dtype=torch.float64) * 3
+    t = torch.randint(0, v, (m,), generator=g)
+    x[0, 1] = 40.0  # the max in the head
+    x[1, v - 2] = 40.0  # the max in the tail
+    x[2, :3] = float("-inf")  # -inf in the head and the tail, the target in the tail
+    x[2, v - 3 :] = float("-inf")
+    t[2] = v - 4
+    x[3, v - 1] = float("nan")
+    x[4, 0] = float("inf")
+    x[5] += 1e4  # huge, the max in the tail and the target in the head
+    x[5, v - 1] += 9.0
+    t[5] = 1
+    x[6, : v - 2] = float("-inf")  # only the last two columns are not -inf, the target one of them
+    t[6] = v - 1
+    t[7] = 0
+    t[8] = IGNORE
+    x[9, 2] = x[9].max() + 0.5  # the max in the head and the target (p - 1 not cancelling to ~0)
+    t[9] = 2
+    t[10] = v - 1
+    return x.to(dtype).to(DEVICE), t.to(DEVICE)
+
+
+@pytest.mark.parametrize("dtype,v", [(torch.float32, 77), (torch.bfloat16, 77), (torch.bfloat16, 70),
+                                     (torch.float64, 77)])  # fmt: skip
+def test_rows_off_16_byte_boundaries_at_every_offset(path, dtype, v):
+    """Rows not whole 16-byte packs split into head, body and tail by where they start, the
+    base at every offset from a boundary, the rows unpadded (each row at its own offset),
+    padded to whole packs (all at the base's) or padded to an odd stride (the gradient then
+    laid out unlike the logits: LIKE false), against float64; with label smoothing and a
+    reduction that writes the gradient in the forward, and without, one that recomputes it."""
+    vec = 16 // torch.empty((), dtype=dtype).element_size()
+    x, t = odd_rows(12, v, dtype)
+    padded = -(-v // vec) * vec
+    for off in range(vec):
+        stride = (v, padded, padded + 1)[off % 3]
+        reduction, eps = (("mean", 0.1), ("none", 0.0))[off % 2]
+        check(x, t, reduction, eps, layout=lambda x: placed(x, off, stride))
+
+
+def test_inplace_backward_at_an_odd_offset(path):
+    """inplace_backward over rows split by their offsets: the gradient lands over the logits."""
+    x, t = odd_rows(12, 77, torch.float32)
+    x64 = x.double().requires_grad_()
+    F.cross_entropy(x64, t, ignore_index=IGNORE, label_smoothing=0.1).backward()
+    xa = placed(x, 1, stride=79).requires_grad_()
+    cross_entropy(xa, t, ignore_index=IGNORE, label_smoothing=0.1, inplace_backward=True).backward()
+    torch.testing.assert_close(xa.grad.double(), x64.grad, rtol=2e-6, atol=1e-8, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_row_at_a_boundary_splits_as_the_plain_tiles(path, dtype):
+    """A row of whole packs at offset 0 has no head and no tail: the split (its tensor's
+    stride is odd) gives the plain tiles' bits (the tensor is whole packs, no split)."""
+    x, t = logits_and_targets(9, 64, dtype, special=False)
+    plain = cross_entropy(x, t, reduction="none", label_smoothing=0.1)
+    split = placed(x, 0, stride=65)  # row i at offset i mod 16 bytes' elements
+    assert K.splits(64, [split])[1]["VEC"] > 0 and K.splits(64, [x])[1]["VEC"] == 0
+    got = cross_entropy(split, t, reduction="none", label_smoothing=0.1)
+    vec = 16 // x.element_size()
+    assert torch.equal(got[::vec], plain[::vec])
 
 
 def test_short_rows_go_many_a_program_chosen_by_n_and_dtype_alone(monkeypatch):

@@ -113,10 +113,12 @@ def _forward(
         if m:
             block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
             grid = (K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device),)
+            tensors = [x] if grad is None else [x, grad]
+            off, split = K.splits(n, tensors)
             K.cross_entropy_fwd[grid](
                 x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
-                0 if grad is None else grad.stride(0), ignore_index,
-                BLOCK=block, ALIGN=K.align(n, [x] if grad is None else [x, grad]), ONE_PASS=one_pass,
+                0 if grad is None else grad.stride(0), off, ignore_index,
+                BLOCK=block, ALIGN=K.align(n, tensors), **split, ONE_PASS=one_pass,
                 IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
                 WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per, num_warps=warps,
             )  # fmt: skip
@@ -136,10 +138,11 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
     block, _, warps = K.choose(n, x.element_size())
     block = min(block, K.ROW_SHAPES[x.element_size()][1])  # one read a row: the looped tile is enough
     grid = (K.programs(m, n, x.element_size(), False, x.device),)
+    off, split = K.splits(n, [x, grad])
     with K.on_device(x):
         K.cross_entropy_bwd[grid](
-            x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), ignore_index,
-            BLOCK=block, ALIGN=K.align(n, [x, grad]), IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
+            x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), off, ignore_index,
+            BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
             SMOOTH=float(smooth),
             PER_ROW=reduction == "none", num_warps=warps,
         )  # fmt: skip
