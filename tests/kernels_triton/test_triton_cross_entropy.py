@@ -250,15 +250,16 @@ def test_rows_off_16_byte_boundaries_at_every_offset(path, dtype, v):
     """Rows not whole 16-byte packs split into head, body and tail by where they start, the
     base at every offset from a boundary, the rows unpadded (each row at its own offset),
     padded to whole packs (all at the base's) or padded to an odd stride (the gradient then
-    laid out unlike the logits: LIKE false), against float64; with label smoothing and a
-    reduction that writes the gradient in the forward, and without, one that recomputes it."""
+    laid out unlike the logits: LIKE false), against float64; with label smoothing, by a
+    reduction that writes the gradient in the forward (its loss is NaN: rows 3 and 4) and by
+    one that recomputes it and checks every row's loss."""
     vec = 16 // torch.empty((), dtype=dtype).element_size()
     x, t = odd_rows(12, v, dtype)
     padded = -(-v // vec) * vec
     for off in range(vec):
         stride = (v, padded, padded + 1)[off % 3]
-        reduction, eps = (("mean", 0.1), ("none", 0.0))[off % 2]
-        check(x, t, reduction, eps, layout=lambda x: placed(x, off, stride))
+        reduction, eps = (("none", 0.1), ("mean", 0.1))[off % 2]
+        check(x, t, reduction, eps, layout=lambda x, off=off, stride=stride: placed(x, off, stride))
 
 
 def test_inplace_backward_at_an_odd_offset(path):
@@ -398,33 +399,64 @@ def test_token_logprobs_and_entropy(path, dtype):
     torch.testing.assert_close(xa2.grad.double(), x64.grad, rtol=rel, atol=rel)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_token_stats_of_rows_off_16_byte_boundaries(path, dtype):
+    """log p(t), the entropy and their gradient of odd rows (head, body and tail, the extremes
+    at the edges) at every offset from a 16-byte boundary, against float64."""
+    vec = 16 // torch.empty((), dtype=dtype).element_size()
+    x, t = odd_rows(12, 77, dtype)
+    x[3:5] = torch.randn(2, 77, dtype=torch.float64).to(dtype)  # no NaN, no +inf: entropies too
+    x64 = x.double().requires_grad_()
+    want_logp, want_ent = token_reference(x64, t)
+    a, b = torch.randn(12, dtype=torch.float64), torch.randn(12, dtype=torch.float64)
+    ((want_logp * a).sum() + (want_ent * b).sum()).backward()
+    rel = 2e-6 if dtype == torch.float32 else 8e-3
+    for off in range(vec):
+        xa = placed(x, off, (77, 81)[off % 2]).requires_grad_()
+        logp, ent = token_logprobs_and_entropy(xa, t, ignore_index=IGNORE)
+        (logp.double() * a + ent.double() * b).sum().backward()
+        torch.testing.assert_close(logp.double(), want_logp, rtol=rel, atol=rel)
+        torch.testing.assert_close(ent.double(), want_ent, rtol=rel, atol=rel)
+        torch.testing.assert_close(xa.grad.double(), x64.grad, rtol=rel, atol=rel)
+
+
 def test_token_stats_gradcheck_fp64():
     x = torch.randn(2, 9, dtype=torch.float64, device=DEVICE, requires_grad=True)
     t = torch.tensor([1, IGNORE], device=DEVICE)
     assert torch.autograd.gradcheck(lambda v: token_logprobs_and_entropy(v, t), (x,), eps=1e-6, atol=1e-8)
 
 
-COMPILE_FWD = """
-import json, sys, torch, triton
+COMPILE = """
+import json, torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from kernels_triton import xent_kernels as K
 from kernels_triton.cross_entropy import ce_shape
 from sass_tools import memory_instructions, resources, sass
-n, itemsize, ty = {n}, {itemsize}, "{ty}"
-fn = K.cross_entropy_fwd
-block, one_pass, rows, warps = ce_shape(n, itemsize)
-ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i64")
-meta = dict(BLOCK=block, ALIGN=16 // itemsize, ONE_PASS=one_pass, IS_FP64=False, SMOOTH=0.0, WRITE_GRAD=True,
-            MEAN=True, ROWS=rows)
+n, ty, kernel = {n}, "{ty}", "{kernel}"
+dtype = dict(bf16=torch.bfloat16, fp32=torch.float32)[ty]
+itemsize = dtype.itemsize
+rows = [torch.empty((4096, n), dtype=dtype, device="meta")] * 2  # contiguous logits and gradient
+off, split = K.splits(n, rows)
+block, one_pass, nrows, warps = ce_shape(n, itemsize)
+meta = dict(BLOCK=block, ALIGN=K.align(n, rows), **split, IS_FP64=False, SMOOTH=0.0, MEAN=True)
+if kernel == "fwd":
+    fn = K.cross_entropy_fwd
+    meta.update(ONE_PASS=one_pass, WRITE_GRAD=True, ROWS=nrows)
+else:  # the recompute, as cross_entropy._backward launches it
+    fn = K.cross_entropy_bwd
+    meta.update(BLOCK=min(block, K.ROW_SHAPES[itemsize][1]), PER_ROW=False)
+ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i64", DLOSS="*fp32")
+ints = dict(M=4096, N=n, stride_x=n, stride_g=n, OFF=off, ignore_index=-100)
 sig, attrs = {{}}, {{}}
-for i, a in enumerate(fn.arg_names):
+for i, a in enumerate(fn.arg_names):  # as a launch specialises: integers divisible by 16 marked so
     sig[a] = ptrs.get(a, "constexpr" if a in meta else "i32")
-    if a in ptrs or a.startswith("stride"):
+    if a in ptrs or (a in ints and ints[a] % 16 == 0):
         attrs[(i,)] = [["tt.divisibility", 16]]
 c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                    options={{"num_warps": warps}})
-print(json.dumps({{"one_pass": one_pass, "rows": rows, **resources(c), **memory_instructions(sass(c))}}))
+print(json.dumps({{"one_pass": one_pass, "rows": nrows, "VEC": split["VEC"], **resources(c),
+                  **memory_instructions(sass(c))}}))
 """
 
 
@@ -432,18 +464,42 @@ def test_compiled_for_a_gpu_the_rows_are_16_byte_vectors(without_interpreter):
     """Compiled for sm_90 (no GPU needed): the looped cross-entropy forward on aligned bf16 rows
     of 128256 loads and stores 16-byte vectors and spills nothing (registers leave room for
     two programs an SM)."""
-    got = without_interpreter(COMPILE_FWD.format(n=128256, itemsize=2, ty="bf16"))
-    assert got["one_pass"] is False and got["stack"] == 0 and got["registers"] <= 64, got
+    got = without_interpreter(COMPILE.format(n=128256, ty="bf16", kernel="fwd"))
+    assert got["one_pass"] is False and got["VEC"] == 0 and got["stack"] == 0 and got["registers"] <= 64, got
     assert got.get("LDG.E.EL.128") and got.get("LDG.E.EF.128") and got.get("STG.E.EF.128"), got
     # 2-byte accesses: only the target's logit (LDG.E.U16), never a tile of the row
     assert not any(k in got for k in ("LDG.E.EL.U16", "LDG.E.EF.U16", "STG.E.U16", "STG.E.EF.U16")), got
+
+
+@pytest.mark.parametrize("ty,scalar", [("bf16", "U16"), ("fp32", "")])
+@pytest.mark.parametrize("kernel", ["fwd", "bwd"])
+def test_compiled_odd_rows_move_their_bodies_as_16_byte_vectors(without_interpreter, ty, scalar, kernel):
+    """GPT-2's rows of 50257, contiguous (each row at its own offset from a 16-byte boundary),
+    compiled for sm_90: the split's body loads and stores 16-byte vectors in both passes of the
+    forward and in the recompute; element accesses are the edges' and the target's alone (one
+    instruction each: one lane a thread); no spills, registers for two programs an SM."""
+    got = without_interpreter(COMPILE.format(n=50257, ty=ty, kernel=kernel))
+    assert got["one_pass"] is False and got["VEC"] == 16 // (2 if ty == "bf16" else 4), got
+    assert got["stack"] == 0 and got["registers"] <= 64, got
+
+    def element(op):  # an element's access: LDG.E.U16 (bf16), LDG.E (fp32)
+        return f"{op}.{scalar}" if scalar else op
+
+    if kernel == "fwd":
+        assert got.get("LDG.E.EL.128") and got.get("LDG.E.EF.128") and got.get("STG.E.EF.128"), got
+        assert element("LDG.E.EF") not in got and element("STG.E.EF") not in got, got  # pass 2's tiles
+        # pass 1's edges (evict_last); pass 2's edges and their store (fp32: and the 3 statistics)
+        assert got.get(element("LDG.E.EL")) == 1 and got.get(element("STG.E")) <= 4, got
+    else:
+        assert got.get("LDG.E.128") and got.get("STG.E.128"), got
+        assert got.get(element("STG.E"), 0) <= 2, got
 
 
 @pytest.mark.parametrize("itemsize,ty", [(2, "bf16"), (4, "fp32")])
 def test_compiled_short_rows_are_many_a_program_in_16_byte_vectors(without_interpreter, itemsize, ty):
     """Rows of 600, several a program ([ROWS, BLOCK] tiles), load and store 16-byte vectors
     and spill nothing."""
-    got = without_interpreter(COMPILE_FWD.format(n=600, itemsize=itemsize, ty=ty))
+    got = without_interpreter(COMPILE.format(n=600, ty=ty, kernel="fwd"))
     assert got["one_pass"] is True and got["rows"] > 1 and got["stack"] == 0, got
     assert got.get("LDG.E.128") and got.get("STG.E.128"), got
 

@@ -16,7 +16,11 @@ A row is covered in one of two ways, by one constexpr, ONE_PASS (choose() decide
              sums the loss and the entropy need. Pass 2, where there is an output of the
              row's length, walks the row again back to front: its first tiles are those pass
              1 read last, the likeliest to still be in L2 (pass 1 reads with L2 priority
-             evict_last, pass 2 reads and writes with evict_first).
+             evict_last, pass 2 reads and writes with evict_first). A row that is not whole
+             16-byte packs from a 16-byte boundary (VEC > 0: GPT-2's 50257) is split into a
+             head, a body of whole packs that the tiles move as 16-byte vectors, and a tail,
+             by the row's offset from a boundary (xent_rows.split, splits()); the
+             recomputing backward kernels split their rows the same way.
 
 One exponential an element a pass: a tile max costs a reduction across the program, but a
 running max kept lane by lane costs a second exponential an element (the rescale), and at an
@@ -26,7 +30,11 @@ throughput.
 Invariants:
 - A row's arithmetic depends only on (N, dtype, BLOCK, ROWS), which come from (N, dtype)
   alone (choose(), cross_entropy.ce_shape), never from M, and is the same in each of a
-  tile's ROWS slots: a row gives the same bits alone or in any batch.
+  tile's ROWS slots; looped, also on the row's offset from a 16-byte boundary (its split; the
+  first tensor's, x or y: never the other tensors' layouts). A row gives the same bits alone
+  or in any batch that puts it at the same offset mod 16 bytes: contiguous rows of whole
+  packs always; a contiguous row of an odd N alone at the offset it had in the batch.
+  An element's gradient is a function of the row's statistics alone, however it is split.
 - The accumulators are fp32 (fp64 for fp64 storage). Sums that feed a difference with the
   max are kept relative to the lane's running max (the sum of x - max, the sum of
   exp(x - max) * (x - max)) and shifted when the max grows, so a row of logits near 1e4
@@ -47,8 +55,17 @@ import triton.language as tl
 
 from kernels_triton.configs import INTERPRET
 from kernels_triton.xent_rows import (
-    NEG_INF, _acc, _const, _in_row, _ref, _row, _tile_stats, body_col, body_ptr, row_stats, split,
-)  # fmt: skip
+    _acc,
+    _const,
+    _in_row,
+    _ref,
+    _row,
+    _tile_stats,
+    body_col,
+    body_ptr,
+    row_stats,
+    split,
+)
 
 # --- log_softmax ------------------------------------------------------------------------
 
@@ -115,9 +132,11 @@ def log_softmax_bwd(
             dx_body = body_ptr(DX, OFF, row, stride_dx, head, ALIGN, VEC, LIKE)
             acc = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
             if VEC > 0:  # head and tail in lane 0
-                acc = tl.where(cols == 0, tl.sum(_acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64), 0), acc)
+                dy = _acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                acc = tl.where(cols == 0, tl.sum(dy, 0), acc)
             for start in range(0, body, BLOCK):
-                acc += _acc(tl.load(dy_body + start + cols, mask=_in_row(start + cols, body, PACK), other=0.0), IS_FP64)
+                c = start + cols
+                acc += _acc(tl.load(dy_body + c, mask=_in_row(c, body, PACK), other=0.0), IS_FP64)
             total = tl.sum(acc, 0)
             for i in range(0, tl.cdiv(body, BLOCK)):
                 c = (tl.cdiv(body, BLOCK) - 1 - i) * BLOCK + cols
@@ -272,11 +291,12 @@ def cross_entropy_bwd(
         scale = tl.where(t != ignore_index, scale, 0.0)
         big = tl.load(STATS + row)
         inv_total = 1.0 / tl.load(STATS + M + row)
+        t_body = body_col(t, head, N)
         for start in range(0, body, BLOCK):
             c = start + cols
             valid = _in_row(c, body, PACK)
             x = _acc(tl.load(x_body + c, mask=valid, other=0.0), IS_FP64)
-            g = _ce_bwd_grad(x, c, body_col(t, head, N), big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW)
+            g = _ce_bwd_grad(x, c, t_body, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW)
             tl.store(g_body + c, g, mask=valid)
         if VEC > 0:
             x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
