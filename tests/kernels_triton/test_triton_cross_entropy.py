@@ -536,6 +536,31 @@ def test_gpu_short_rows_batch_invariant(dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_odd_rows_at_every_16_byte_offset(dtype):
+    """GPT-2's rows of 50257 (head, body of 16-byte packs, tail), the base at every offset from
+    a 16-byte boundary, unpadded, padded to whole packs and padded to an odd stride (the
+    gradient laid out unlike the logits), extremes at the edges, against float64; and a row's
+    bits alone at its offset as in the contiguous batch."""
+    v, vec = 50257, 16 // torch.empty((), dtype=dtype).element_size()
+    x, t = odd_rows(64, v, dtype)
+    padded = -(-v // vec) * vec
+    for off in range(vec):
+        stride = (v, padded, padded + 1)[off % 3]
+        reduction, eps = (("none", 0.1), ("mean", 0.1))[off % 2]
+        check(x, t, reduction, eps, layout=lambda x, off=off, stride=stride: placed(x, off, stride))
+    x, t = logits_and_targets(257, v, dtype, special=False)
+    batch = cross_entropy(x, t, reduction="none")
+    xb = x.clone().requires_grad_()
+    cross_entropy(xb, t, reduction="sum").backward()
+    for i in (0, 1, 3, 7, 200, 256):
+        xi = placed(x[i : i + 1], i * v % vec).requires_grad_()
+        alone = cross_entropy(xi, t[i : i + 1], reduction="none")
+        cross_entropy(xi, t[i : i + 1], reduction="sum").backward()
+        assert torch.equal(alone, batch[i : i + 1]) and torch.equal(xi.grad, xb.grad[i : i + 1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_gpu_memory_is_the_gradient_and_o_of_m(dtype):
     """Forward and backward of the mean loss hold the gradient and O(M) more, no copy of the
     logits (F.cross_entropy keeps the log-probabilities: a second copy)."""
