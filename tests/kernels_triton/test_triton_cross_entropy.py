@@ -262,6 +262,15 @@ def test_rows_off_16_byte_boundaries_at_every_offset(path, dtype, v):
         check(x, t, reduction, eps, layout=lambda x, off=off, stride=stride: placed(x, off, stride))
 
 
+@pytest.mark.parametrize("v", [2, 3, 9])
+def test_rows_shorter_than_a_head_and_a_tail(path, v):
+    """Rows of fewer elements than a pack, or than a head and a tail (bf16: 8 a pack), at
+    every offset: head and tail overlap the row's end, the body is empty or one pack."""
+    x, t = logits_and_targets(5, v, torch.bfloat16, special=False)
+    for off in range(8):
+        check(x, t, ("none", "sum")[off % 2], 0.1, layout=lambda x, off=off: placed(x, off, v + off))
+
+
 def test_inplace_backward_at_an_odd_offset(path):
     """inplace_backward over rows split by their offsets: the gradient lands over the logits."""
     x, t = odd_rows(12, 77, torch.float32)

@@ -17,6 +17,11 @@ and QuACK offer): no memory beyond O(M), and the logits are gone after the forwa
 With reduction="none" the upstream gradient differs by row, so the backward recomputes the
 gradient from the saved statistics: one read of the logits, one write.
 
+A long row that is not whole 16-byte packs (GPT-2's V = 50257) is read and written as a head,
+a body of 16-byte vectors and a tail, split by the row's offset from a 16-byte boundary
+(xent_rows): a row's loss and gradient are the same bits in any batch that puts it at the
+same offset (xent_kernels' invariants).
+
 Under torch.compile the op is opaque (kernels_triton::cross_entropy_fwd / _bwd with fakes),
 inplace_backward is not honoured, and the backward is the recompute: one read, one write.
 
