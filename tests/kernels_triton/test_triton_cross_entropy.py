@@ -62,11 +62,26 @@ def logits_and_targets(m: int, v: int, dtype, seed: int = 0, special: bool = Tru
     return x.to(dtype).to(DEVICE), t.to(DEVICE)
 
 
-def check(x, t, reduction, eps, dloss_scale=1.7):
+def placed(x: torch.Tensor, off: int, stride: int | None = None) -> torch.Tensor:
+    """x copied into a fresh buffer, its rows `stride` elements apart (default: unpadded), the
+    first starting `off` elements past a 16-byte boundary: the layout sets each row's offset."""
+    m, v = x.shape
+    stride = v if stride is None else stride
+    size = x.element_size()
+    buf = torch.zeros(m * stride + 32 // size, dtype=x.dtype, device=x.device)
+    start = (-(buf.data_ptr() // size)) % (16 // size) + off
+    view = buf[start:].as_strided((m, v), (stride, 1))
+    view.copy_(x)
+    assert view.data_ptr() % 16 == off * size
+    return view
+
+
+def check(x, t, reduction, eps, dloss_scale=1.7, layout=None):
     """Loss and gradient against torch's on float64: within the dtype's rounding of the
-    result, or no further off than torch's own result in that dtype (twice)."""
+    result, or no further off than torch's own result in that dtype (twice). layout: x's
+    values in the layout the op sees (placed), else a contiguous copy."""
     kw = dict(reduction=reduction, label_smoothing=eps, ignore_index=IGNORE)
-    xa = x.clone().requires_grad_()
+    xa = (x.clone() if layout is None else layout(x)).requires_grad_()
     loss = cross_entropy(xa, t, **kw)
     x64 = x.double().clone().requires_grad_()
     want = F.cross_entropy(x64, t, **kw)
@@ -169,17 +184,114 @@ def test_gradcheck_fp64(reduction):
     assert torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-8)
 
 
-def test_batch_invariant(path):
-    """A row's loss and gradient are the same bits alone as in a batch."""
-    x, t = logits_and_targets(7, 90, torch.float32, special=False)
+@pytest.mark.parametrize("v", [90, 93])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_batch_invariant(path, dtype, v):
+    """A row's loss and gradient are the same bits alone as in a batch that puts it at the
+    same offset from a 16-byte boundary (rows of 90 or 93 are not whole 16-byte packs: the
+    looped kernels split them by that offset)."""
+    x, t = logits_and_targets(7, v, dtype, special=False)
     batch = cross_entropy(x, t, reduction="none")
     xb = x.clone().requires_grad_()
     cross_entropy(xb, t, reduction="sum").backward()
     for i in (0, 3, 6):
-        xi = x[i : i + 1].clone().requires_grad_()
-        alone = cross_entropy(xi, t[i : i + 1], reduction="sum")
-        alone.backward()
-        assert torch.equal(alone, batch[i]) and torch.equal(xi.grad, xb.grad[i : i + 1])
+        xi = placed(x[i : i + 1], i * v % (16 // x.element_size())).requires_grad_()
+        alone = cross_entropy(xi, t[i : i + 1], reduction="none")  # "sum" rounds in the kernel:
+        cross_entropy(xi, t[i : i + 1], reduction="sum").backward()  # the interpreter truncates
+        assert torch.equal(alone, batch[i : i + 1]) and torch.equal(xi.grad, xb.grad[i : i + 1])
+
+
+def test_splits_follow_the_first_tensors_16_byte_offsets():
+    """splits(): no split for rows of whole packs from 16-byte boundaries; else VEC elements a
+    pack, OFF the first tensor's base offset, LIKE where every tensor's rows sit as its do."""
+    whole = torch.zeros(4, 64)
+    assert K.splits(64, [whole, whole]) == (0, {"VEC": 0, "LIKE": True})
+    odd = torch.zeros(4, 77, dtype=torch.bfloat16)
+    assert K.splits(77, [odd, torch.zeros_like(odd)]) == (0, {"VEC": 8, "LIKE": True})
+    shifted = placed(torch.zeros(4, 64), 3)  # whole packs, but the base 12 bytes past a boundary
+    assert K.splits(64, [shifted]) == (3, {"VEC": 4, "LIKE": True})
+    assert K.splits(64, [shifted, whole]) == (3, {"VEC": 4, "LIKE": False})
+    wide = placed(torch.zeros(4, 77), 0, stride=80)  # every row at a boundary, the grad's not
+    assert K.splits(77, [wide, torch.zeros(4, 77)]) == (0, {"VEC": 4, "LIKE": False})
+    assert K.splits(77, [wide, placed(torch.zeros(4, 77), 0, stride=84)])[1]["LIKE"]
+    one = placed(torch.zeros(1, 77), 2)  # one row: its stride does not matter
+    assert K.splits(77, [one, placed(torch.zeros(1, 77), 2, stride=99)]) == (2, {"VEC": 4, "LIKE": True})
+
+
+def odd_rows(m: int, v: int, dtype, seed: int = 0):
+    """Rows of v logits whose extremes sit where a split puts its head (the first columns) or
+    its tail (the last): the max, -inf, +inf, NaN, the target, huge logits; and ignored targets."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(m, v, generator=g, dtype=torch.float64) * 3
+    t = torch.randint(0, v, (m,), generator=g)
+    x[0, 1] = 40.0  # the max in the head
+    x[1, v - 2] = 40.0  # the max in the tail
+    x[2, :3] = float("-inf")  # -inf in the head and the tail, the target in the tail
+    x[2, v - 3 :] = float("-inf")
+    t[2] = v - 4
+    x[3, v - 1] = float("nan")
+    x[4, 0] = float("inf")
+    x[5] += 1e4  # huge, the max in the tail and the target in the head
+    x[5, v - 1] += 9.0
+    t[5] = 1
+    x[6, : v - 2] = float("-inf")  # only the last two columns are not -inf, the target one of them
+    t[6] = v - 1
+    t[7] = 0
+    t[8] = IGNORE
+    x[9, 2] = x[9].max() + 0.5  # the max in the head and the target (p - 1 not cancelling to ~0)
+    t[9] = 2
+    t[10] = v - 1
+    return x.to(dtype).to(DEVICE), t.to(DEVICE)
+
+
+@pytest.mark.parametrize("dtype,v", [(torch.float32, 77), (torch.bfloat16, 77), (torch.bfloat16, 70),
+                                     (torch.float64, 77)])  # fmt: skip
+def test_rows_off_16_byte_boundaries_at_every_offset(path, dtype, v):
+    """Rows not whole 16-byte packs split into head, body and tail by where they start, the
+    base at every offset from a boundary, the rows unpadded (each row at its own offset),
+    padded to whole packs (all at the base's) or padded to an odd stride (the gradient then
+    laid out unlike the logits: LIKE false), against float64; with label smoothing, by a
+    reduction that writes the gradient in the forward (its loss is NaN: rows 3 and 4) and by
+    one that recomputes it and checks every row's loss."""
+    vec = 16 // torch.empty((), dtype=dtype).element_size()
+    x, t = odd_rows(12, v, dtype)
+    padded = -(-v // vec) * vec
+    for off in range(vec):
+        stride = (v, padded, padded + 1)[off % 3]
+        reduction, eps = (("none", 0.1), ("mean", 0.1))[off % 2]
+        check(x, t, reduction, eps, layout=lambda x, off=off, stride=stride: placed(x, off, stride))
+
+
+@pytest.mark.parametrize("v", [2, 3, 9])
+def test_rows_shorter_than_a_head_and_a_tail(path, v):
+    """Rows of fewer elements than a pack, or than a head and a tail (bf16: 8 a pack), at
+    every offset: head and tail overlap the row's end, the body is empty or one pack."""
+    x, t = logits_and_targets(5, v, torch.bfloat16, special=False)
+    for off in range(8):
+        check(x, t, ("none", "sum")[off % 2], 0.1, layout=lambda x, off=off: placed(x, off, v + off))
+
+
+def test_inplace_backward_at_an_odd_offset(path):
+    """inplace_backward over rows split by their offsets: the gradient lands over the logits."""
+    x, t = odd_rows(12, 77, torch.float32)
+    x64 = x.double().requires_grad_()
+    F.cross_entropy(x64, t, ignore_index=IGNORE, label_smoothing=0.1).backward()
+    xa = placed(x, 1, stride=79).requires_grad_()
+    cross_entropy(xa, t, ignore_index=IGNORE, label_smoothing=0.1, inplace_backward=True).backward()
+    torch.testing.assert_close(xa.grad.double(), x64.grad, rtol=2e-6, atol=1e-8, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_row_at_a_boundary_splits_as_the_plain_tiles(path, dtype):
+    """A row of whole packs at offset 0 has no head and no tail: the split (its tensor's
+    stride is odd) gives the plain tiles' bits (the tensor is whole packs, no split)."""
+    x, t = logits_and_targets(9, 64, dtype, special=False)
+    plain = cross_entropy(x, t, reduction="none", label_smoothing=0.1)
+    split = placed(x, 0, stride=65)  # row i at offset i mod 16 bytes' elements
+    assert K.splits(64, [split])[1]["VEC"] > 0 and K.splits(64, [x])[1]["VEC"] == 0
+    got = cross_entropy(split, t, reduction="none", label_smoothing=0.1)
+    vec = 16 // x.element_size()
+    assert torch.equal(got[::vec], plain[::vec])
 
 
 def test_short_rows_go_many_a_program_chosen_by_n_and_dtype_alone(monkeypatch):
@@ -296,33 +408,64 @@ def test_token_logprobs_and_entropy(path, dtype):
     torch.testing.assert_close(xa2.grad.double(), x64.grad, rtol=rel, atol=rel)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_token_stats_of_rows_off_16_byte_boundaries(path, dtype):
+    """log p(t), the entropy and their gradient of odd rows (head, body and tail, the extremes
+    at the edges) at every offset from a 16-byte boundary, against float64."""
+    vec = 16 // torch.empty((), dtype=dtype).element_size()
+    x, t = odd_rows(12, 77, dtype)
+    x[3:5] = torch.randn(2, 77, dtype=torch.float64).to(dtype)  # no NaN, no +inf: entropies too
+    x64 = x.double().requires_grad_()
+    want_logp, want_ent = token_reference(x64, t)
+    a, b = torch.randn(12, dtype=torch.float64), torch.randn(12, dtype=torch.float64)
+    ((want_logp * a).sum() + (want_ent * b).sum()).backward()
+    rel = 2e-6 if dtype == torch.float32 else 8e-3
+    for off in range(vec):
+        xa = placed(x, off, (77, 81)[off % 2]).requires_grad_()
+        logp, ent = token_logprobs_and_entropy(xa, t, ignore_index=IGNORE)
+        (logp.double() * a + ent.double() * b).sum().backward()
+        torch.testing.assert_close(logp.double(), want_logp, rtol=rel, atol=rel)
+        torch.testing.assert_close(ent.double(), want_ent, rtol=rel, atol=rel)
+        torch.testing.assert_close(xa.grad.double(), x64.grad, rtol=rel, atol=rel)
+
+
 def test_token_stats_gradcheck_fp64():
     x = torch.randn(2, 9, dtype=torch.float64, device=DEVICE, requires_grad=True)
     t = torch.tensor([1, IGNORE], device=DEVICE)
     assert torch.autograd.gradcheck(lambda v: token_logprobs_and_entropy(v, t), (x,), eps=1e-6, atol=1e-8)
 
 
-COMPILE_FWD = """
-import json, sys, torch, triton
+COMPILE = """
+import json, torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from kernels_triton import xent_kernels as K
 from kernels_triton.cross_entropy import ce_shape
 from sass_tools import memory_instructions, resources, sass
-n, itemsize, ty = {n}, {itemsize}, "{ty}"
-fn = K.cross_entropy_fwd
-block, one_pass, rows, warps = ce_shape(n, itemsize)
-ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i64")
-meta = dict(BLOCK=block, ALIGN=16 // itemsize, ONE_PASS=one_pass, IS_FP64=False, SMOOTH=0.0, WRITE_GRAD=True,
-            MEAN=True, ROWS=rows)
+n, ty, kernel = {n}, "{ty}", "{kernel}"
+dtype = dict(bf16=torch.bfloat16, fp32=torch.float32)[ty]
+itemsize = dtype.itemsize
+rows = [torch.empty((4096, n), dtype=dtype, device="meta")] * 2  # contiguous logits and gradient
+off, split = K.splits(n, rows)
+block, one_pass, nrows, warps = ce_shape(n, itemsize)
+meta = dict(BLOCK=block, ALIGN=K.align(n, rows), **split, IS_FP64=False, SMOOTH=0.0, MEAN=True)
+if kernel == "fwd":
+    fn = K.cross_entropy_fwd
+    meta.update(ONE_PASS=one_pass, WRITE_GRAD=True, ROWS=nrows)
+else:  # the recompute, as cross_entropy._backward launches it
+    fn = K.cross_entropy_bwd
+    meta.update(BLOCK=min(block, K.ROW_SHAPES[itemsize][1]), PER_ROW=False)
+ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i64", DLOSS="*fp32")
+ints = dict(M=4096, N=n, stride_x=n, stride_g=n, OFF=off, ignore_index=-100)
 sig, attrs = {{}}, {{}}
-for i, a in enumerate(fn.arg_names):
+for i, a in enumerate(fn.arg_names):  # as a launch specialises: integers divisible by 16 marked so
     sig[a] = ptrs.get(a, "constexpr" if a in meta else "i32")
-    if a in ptrs or a.startswith("stride"):
+    if a in ptrs or (a in ints and ints[a] % 16 == 0):
         attrs[(i,)] = [["tt.divisibility", 16]]
 c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                    options={{"num_warps": warps}})
-print(json.dumps({{"one_pass": one_pass, "rows": rows, **resources(c), **memory_instructions(sass(c))}}))
+print(json.dumps({{"one_pass": one_pass, "rows": nrows, "VEC": split["VEC"], **resources(c),
+                  **memory_instructions(sass(c))}}))
 """
 
 
@@ -330,18 +473,42 @@ def test_compiled_for_a_gpu_the_rows_are_16_byte_vectors(without_interpreter):
     """Compiled for sm_90 (no GPU needed): the looped cross-entropy forward on aligned bf16 rows
     of 128256 loads and stores 16-byte vectors and spills nothing (registers leave room for
     two programs an SM)."""
-    got = without_interpreter(COMPILE_FWD.format(n=128256, itemsize=2, ty="bf16"))
-    assert got["one_pass"] is False and got["stack"] == 0 and got["registers"] <= 64, got
+    got = without_interpreter(COMPILE.format(n=128256, ty="bf16", kernel="fwd"))
+    assert got["one_pass"] is False and got["VEC"] == 0 and got["stack"] == 0 and got["registers"] <= 64, got
     assert got.get("LDG.E.EL.128") and got.get("LDG.E.EF.128") and got.get("STG.E.EF.128"), got
     # 2-byte accesses: only the target's logit (LDG.E.U16), never a tile of the row
     assert not any(k in got for k in ("LDG.E.EL.U16", "LDG.E.EF.U16", "STG.E.U16", "STG.E.EF.U16")), got
+
+
+@pytest.mark.parametrize("ty,scalar", [("bf16", "U16"), ("fp32", "")])
+@pytest.mark.parametrize("kernel", ["fwd", "bwd"])
+def test_compiled_odd_rows_move_their_bodies_as_16_byte_vectors(without_interpreter, ty, scalar, kernel):
+    """GPT-2's rows of 50257, contiguous (each row at its own offset from a 16-byte boundary),
+    compiled for sm_90: the split's body loads and stores 16-byte vectors in both passes of the
+    forward and in the recompute; element accesses are the edges' and the target's alone (one
+    instruction each: one lane a thread); no spills, registers for two programs an SM."""
+    got = without_interpreter(COMPILE.format(n=50257, ty=ty, kernel=kernel))
+    assert got["one_pass"] is False and got["VEC"] == 16 // (2 if ty == "bf16" else 4), got
+    assert got["stack"] == 0 and got["registers"] <= 64, got
+
+    def element(op):  # an element's access: LDG.E.U16 (bf16), LDG.E (fp32)
+        return f"{op}.{scalar}" if scalar else op
+
+    if kernel == "fwd":
+        assert got.get("LDG.E.EL.128") and got.get("LDG.E.EF.128") and got.get("STG.E.EF.128"), got
+        assert element("LDG.E.EF") not in got and element("STG.E.EF") not in got, got  # pass 2's tiles
+        # pass 1's edges (evict_last); pass 2's edges and their store (fp32: and the 3 statistics)
+        assert got.get(element("LDG.E.EL")) == 1 and got.get(element("STG.E")) <= 4, got
+    else:
+        assert got.get("LDG.E.128") and got.get("STG.E.128"), got
+        assert got.get(element("STG.E"), 0) <= 2, got
 
 
 @pytest.mark.parametrize("itemsize,ty", [(2, "bf16"), (4, "fp32")])
 def test_compiled_short_rows_are_many_a_program_in_16_byte_vectors(without_interpreter, itemsize, ty):
     """Rows of 600, several a program ([ROWS, BLOCK] tiles), load and store 16-byte vectors
     and spill nothing."""
-    got = without_interpreter(COMPILE_FWD.format(n=600, itemsize=itemsize, ty=ty))
+    got = without_interpreter(COMPILE.format(n=600, ty=ty, kernel="fwd"))
     assert got["one_pass"] is True and got["rows"] > 1 and got["stack"] == 0, got
     assert got.get("LDG.E.128") and got.get("STG.E.128"), got
 
@@ -374,6 +541,31 @@ def test_gpu_short_rows_batch_invariant(dtype):
         alone = cross_entropy(xi, t[i : i + 1], reduction="sum")
         alone.backward()
         assert torch.equal(alone, batch[i]) and torch.equal(xi.grad, xb.grad[i : i + 1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_odd_rows_at_every_16_byte_offset(dtype):
+    """GPT-2's rows of 50257 (head, body of 16-byte packs, tail), the base at every offset from
+    a 16-byte boundary, unpadded, padded to whole packs and padded to an odd stride (the
+    gradient laid out unlike the logits), extremes at the edges, against float64; and a row's
+    bits alone at its offset as in the contiguous batch."""
+    v, vec = 50257, 16 // torch.empty((), dtype=dtype).element_size()
+    x, t = odd_rows(64, v, dtype)
+    padded = -(-v // vec) * vec
+    for off in range(vec):
+        stride = (v, padded, padded + 1)[off % 3]
+        reduction, eps = (("none", 0.1), ("mean", 0.1))[off % 2]
+        check(x, t, reduction, eps, layout=lambda x, off=off, stride=stride: placed(x, off, stride))
+    x, t = logits_and_targets(257, v, dtype, special=False)
+    batch = cross_entropy(x, t, reduction="none")
+    xb = x.clone().requires_grad_()
+    cross_entropy(xb, t, reduction="sum").backward()
+    for i in (0, 1, 3, 7, 200, 256):
+        xi = placed(x[i : i + 1], i * v % vec).requires_grad_()
+        alone = cross_entropy(xi, t[i : i + 1], reduction="none")
+        cross_entropy(xi, t[i : i + 1], reduction="sum").backward()
+        assert torch.equal(alone, batch[i : i + 1]) and torch.equal(xi.grad, xb.grad[i : i + 1])
 
 
 @pytest.mark.gpu

@@ -131,6 +131,40 @@ def test_batch_invariant(path):
         assert torch.equal(log_softmax(x[i : i + 1]), batch[i : i + 1])
 
 
+def placed(x: torch.Tensor, off: int, stride: int) -> torch.Tensor:
+    """x copied into a fresh buffer, its rows `stride` elements apart, the first `off` elements
+    past a 16-byte boundary: the layout sets each row's offset from a boundary."""
+    size = x.element_size()
+    buf = torch.zeros(x.shape[0] * stride + 32 // size, dtype=x.dtype, device=x.device)
+    start = (-(buf.data_ptr() // size)) % (16 // size) + off
+    view = buf[start:].as_strided(x.shape, (stride, 1))
+    view.copy_(x)
+    return view
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_off_16_byte_boundaries_at_every_offset(path, dtype):
+    """Rows of 77 (not whole 16-byte packs: the looped kernels split them into head, body and
+    tail by where they start) at every offset from a boundary, forward and backward against
+    float64 (dy and dx laid out unlike y at odd offsets); and a row's bits alone at its offset
+    as in the batch."""
+    vec = 16 // torch.empty((), dtype=dtype).element_size()
+    x = adversarial(77, dtype)
+    x[0, :2], x[1, -2:] = 40.0, 40.0  # maxima in a head and in a tail
+    batch = log_softmax(x)
+    y = F.log_softmax(x[:4].double(), -1)
+    dy = torch.randn(y.shape, dtype=torch.float64, device=DEVICE)
+    for off in range(vec):
+        xs = placed(x, off, (77, 80, 81)[off % 3])
+        assert_no_worse_than_torch(log_softmax(xs), x)
+        yd, dyd = y.to(dtype), dy.to(dtype)
+        got = log_softmax_backward(placed(yd, off, 77), placed(dyd, (off * 3) % vec, 79))
+        ref = dyd.double() - yd.double().exp() * dyd.double().sum(-1, keepdim=True)
+        torch.testing.assert_close(got.double(), ref, **tolerance(str(dtype).replace("torch.", "")))
+        i = off + 1  # row i of the batch sits i * 77 elements past the base
+        assert torch.equal(log_softmax(placed(x[i : i + 1], i * 77 % vec, 77)), batch[i : i + 1])
+
+
 @given(
     m=st.integers(1, 4),
     n=st.integers(1, 200),

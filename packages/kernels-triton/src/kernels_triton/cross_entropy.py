@@ -17,6 +17,11 @@ and QuACK offer): no memory beyond O(M), and the logits are gone after the forwa
 With reduction="none" the upstream gradient differs by row, so the backward recomputes the
 gradient from the saved statistics: one read of the logits, one write.
 
+A long row that is not whole 16-byte packs (GPT-2's V = 50257) is read and written as a head,
+a body of 16-byte vectors and a tail, split by the row's offset from a 16-byte boundary
+(xent_rows): a row's loss and gradient are the same bits in any batch that puts it at the
+same offset (xent_kernels' invariants).
+
 Under torch.compile the op is opaque (kernels_triton::cross_entropy_fwd / _bwd with fakes),
 inplace_backward is not honoured, and the backward is the recompute: one read, one write.
 
@@ -113,10 +118,12 @@ def _forward(
         if m:
             block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
             grid = (K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device),)
+            tensors = [x] if grad is None else [x, grad]
+            off, split = K.splits(n, tensors)
             K.cross_entropy_fwd[grid](
                 x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
-                0 if grad is None else grad.stride(0), ignore_index,
-                BLOCK=block, ALIGN=K.align(n, [x] if grad is None else [x, grad]), ONE_PASS=one_pass,
+                0 if grad is None else grad.stride(0), off, ignore_index,
+                BLOCK=block, ALIGN=K.align(n, tensors), **split, ONE_PASS=one_pass,
                 IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
                 WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per, num_warps=warps,
             )  # fmt: skip
@@ -136,10 +143,11 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
     block, _, warps = K.choose(n, x.element_size())
     block = min(block, K.ROW_SHAPES[x.element_size()][1])  # one read a row: the looped tile is enough
     grid = (K.programs(m, n, x.element_size(), False, x.device),)
+    off, split = K.splits(n, [x, grad])
     with K.on_device(x):
         K.cross_entropy_bwd[grid](
-            x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), ignore_index,
-            BLOCK=block, ALIGN=K.align(n, [x, grad]), IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
+            x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), off, ignore_index,
+            BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
             SMOOTH=float(smooth),
             PER_ROW=reduction == "none", num_warps=warps,
         )  # fmt: skip

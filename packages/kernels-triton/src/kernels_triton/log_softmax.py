@@ -45,10 +45,11 @@ def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
     """kernel over m rows of n elements; rows: the (m, n) tensors, output last."""
     block, one_pass, warps = K.choose(n, rows[0].element_size())
     grid = (K.programs(m, n, rows[0].element_size(), one_pass, rows[0].device),)
+    off, split = K.splits(n, rows)
     with K.on_device(rows[0]):
         kernel[grid](
-            *rows, m, n, *(r.stride(0) for r in rows),
-            BLOCK=block, ALIGN=K.align(n, rows), ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64, num_warps=warps,
+            *rows, m, n, *(r.stride(0) for r in rows), off,
+            BLOCK=block, ALIGN=K.align(n, rows), **split, ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64, num_warps=warps,
         )  # fmt: skip
 
 

@@ -26,10 +26,11 @@ def _forward(x, target, ignore_index: int, run: bool = True):
     if run and m:
         block, one_pass, warps = K.choose(n, x.element_size())
         grid = (K.programs(m, n, x.element_size(), one_pass, x.device),)
+        off, split = K.splits(n, [x])
         with K.on_device(x):
             K.token_stats_fwd[grid](
-                x, target, logp, ent, stats, m, n, x.stride(0), ignore_index,
-                BLOCK=block, ALIGN=K.align(n, [x]), ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
+                x, target, logp, ent, stats, m, n, x.stride(0), off, ignore_index,
+                BLOCK=block, ALIGN=K.align(n, [x]), VEC=split["VEC"], ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
                 num_warps=warps,
             )  # fmt: skip
     return logp, ent, stats
@@ -44,10 +45,11 @@ def _backward(x, target, stats, ent, dlogp, dent, ignore_index: int, run: bool =
         grid = (K.programs(m, n, x.element_size(), False, x.device),)
         dlogp = dlogp.to(_stat_dtype(x)).contiguous()
         dent = dent.to(_stat_dtype(x)).contiguous()
+        off, split = K.splits(n, [x, grad])
         with K.on_device(x):
             K.token_stats_bwd[grid](
-                x, target, stats, ent, dlogp, dent, grad, m, n, x.stride(0), grad.stride(0), ignore_index,
-                BLOCK=block, ALIGN=K.align(n, [x, grad]), IS_FP64=x.dtype == torch.float64, num_warps=warps,
+                x, target, stats, ent, dlogp, dent, grad, m, n, x.stride(0), grad.stride(0), off, ignore_index,
+                BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64, num_warps=warps,
             )  # fmt: skip
     return grad
 

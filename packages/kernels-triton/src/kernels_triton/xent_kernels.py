@@ -16,7 +16,11 @@ A row is covered in one of two ways, by one constexpr, ONE_PASS (choose() decide
              sums the loss and the entropy need. Pass 2, where there is an output of the
              row's length, walks the row again back to front: its first tiles are those pass
              1 read last, the likeliest to still be in L2 (pass 1 reads with L2 priority
-             evict_last, pass 2 reads and writes with evict_first).
+             evict_last, pass 2 reads and writes with evict_first). A row that is not whole
+             16-byte packs from a 16-byte boundary (VEC > 0: GPT-2's 50257) is split into a
+             head, a body of whole packs that the tiles move as 16-byte vectors, and a tail,
+             by the row's offset from a boundary (xent_rows.split, splits()); the
+             recomputing backward kernels split their rows the same way.
 
 One exponential an element a pass: a tile max costs a reduction across the program, but a
 running max kept lane by lane costs a second exponential an element (the rescale), and at an
@@ -26,7 +30,11 @@ throughput.
 Invariants:
 - A row's arithmetic depends only on (N, dtype, BLOCK, ROWS), which come from (N, dtype)
   alone (choose(), cross_entropy.ce_shape), never from M, and is the same in each of a
-  tile's ROWS slots: a row gives the same bits alone or in any batch.
+  tile's ROWS slots; looped, also on the row's offset from a 16-byte boundary (its split; the
+  first tensor's, x or y: never the other tensors' layouts). A row gives the same bits alone
+  or in any batch that puts it at the same offset mod 16 bytes: contiguous rows of whole
+  packs always; a contiguous row of an odd N alone at the offset it had in the batch.
+  An element's gradient is a function of the row's statistics alone, however it is split.
 - The accumulators are fp32 (fp64 for fp64 storage). Sums that feed a difference with the
   max are kept relative to the lane's running max (the sum of x - max, the sum of
   exp(x - max) * (x - max)) and shifted when the max grows, so a row of logits near 1e4
@@ -46,133 +54,31 @@ import triton
 import triton.language as tl
 
 from kernels_triton.configs import INTERPRET
-
-NEG_INF = tl.constexpr(float("-inf"))
-
-
-@triton.jit
-def _acc(x, IS_FP64: tl.constexpr):
-    """x widened to the accumulator type."""
-    if IS_FP64:
-        return x.to(tl.float64)
-    else:
-        return x.to(tl.float32)
-
-
-@triton.jit
-def _row(ptr, row, stride, ALIGN: tl.constexpr):
-    """Pointer to the start of row `row` (int64 offsets: M * stride may pass 2**31). ALIGN
-    divides every row stride (align()): the hint lets the compiler use 16-byte vectors."""
-    return ptr + tl.multiple_of(tl.cast(row, tl.int64) * stride, ALIGN)
-
-
-@triton.jit
-def _in_row(cols, N, ALIGN: tl.constexpr):
-    """cols < N, written so that the compiler sees the mask constant over runs of ALIGN lanes
-    (ALIGN divides N): masked loads and stores stay vectors."""
-    return cols // ALIGN < N // ALIGN
-
-
-@triton.jit
-def _ref(m):
-    """The reference point for exponentials: the max, or 0 while the max is -inf."""
-    return tl.where(m == NEG_INF, 0.0, m)
-
-
-@triton.jit
-def _const(value: tl.constexpr, IS_FP64: tl.constexpr):
-    """A Python float in the accumulator type, not rounded through fp32 on the way."""
-    if IS_FP64:
-        return tl.full([], value, tl.float64)
-    else:
-        return tl.full([], value, tl.float32)
-
-
-@triton.jit
-def _tile_stats(x, valid, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
-    """A row held whole in registers (x; -inf where not valid): (max, e = exp(x - R),
-    S = sum e, sum (x - R) over valid entries, sum e (x - R)), R = _ref(max). e is returned
-    for the epilogue (the softmax is e / S): one exponential an element."""
-    big = tl.max(x, 0)
-    r = _ref(big)
-    e = tl.exp(x - r)
-    total = tl.sum(e, 0)
-    sum_x = 0.0
-    sum_xe = 0.0
-    if SUM_X:
-        sum_x = tl.sum(tl.where(valid, x - r, 0.0), 0)
-    if SUM_XE:
-        sum_xe = tl.sum(tl.where(x == NEG_INF, 0.0, e * (x - r)), 0)
-    return big, e, total, sum_x, sum_xe
-
-
-@triton.jit
-def _row_stats(
-    row_ptr,
-    N,
-    BLOCK: tl.constexpr,
-    ALIGN: tl.constexpr,
-    IS_FP64: tl.constexpr,
-    SUM_X: tl.constexpr,
-    SUM_XE: tl.constexpr,
-):
-    """Pass 1 of the looped path: _tile_stats' (max, S, sum (x - R), sum e (x - R)) from one
-    read of the row in BLOCK-wide tiles. The running max is the row's so far (one max across
-    the program a tile); every lane's sums are relative to it and are moved to the new one,
-    by one exponential a tile, when it grows: one exponential an element. All lanes share the
-    reference, so the sum of x - R over the elements already seen moves by their count
-    (start: every tile before the last is full) times the change."""
-    cols = tl.arange(0, BLOCK)
-    zero = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
-    s = zero
-    sx = zero
-    w = zero
-    big = _const(float("-inf"), IS_FP64)
-    shift = _const(0.0, IS_FP64)
-    for start in range(0, N, BLOCK):
-        c = start + cols
-        valid = _in_row(c, N, ALIGN)
-        x = _acc(tl.load(row_ptr + c, mask=valid, other=float("-inf"), eviction_policy="evict_last"), IS_FP64)
-        new = tl.maximum(big, tl.max(x, 0))
-        r_old = _ref(big)
-        r_new = _ref(new)
-        scale = tl.exp(big - r_new)
-        e = tl.exp(x - r_new)
-        if SUM_XE:
-            moved = tl.where(scale > 0, scale * (w + s * (r_old - r_new)), 0.0)
-            w = moved + tl.where(x == NEG_INF, 0.0, e * (x - r_new))
-        s = s * scale + e
-        if SUM_X:
-            shift += start * (r_old - r_new)
-            sx += tl.where(valid, x - r_new, 0.0)
-        big = new
-    sum_x = 0.0
-    sum_xe = 0.0
-    if SUM_X:
-        sum_x = tl.sum(sx, 0) + shift
-    if SUM_XE:
-        sum_xe = tl.sum(w, 0)
-    return big, tl.sum(s, 0), sum_x, sum_xe
-
+from kernels_triton.xent_rows import (
+    _acc,
+    _const,
+    _in_row,
+    _ref,
+    _row,
+    _tile_stats,
+    body_col,
+    body_ptr,
+    row_stats,
+    split,
+)
 
 # --- log_softmax ------------------------------------------------------------------------
 
 
 @triton.jit
 def log_softmax_fwd(
-    X,
-    Y,
-    M,
-    N,
-    stride_x,
-    stride_y,
-    BLOCK: tl.constexpr,
-    ALIGN: tl.constexpr,
-    ONE_PASS: tl.constexpr,
-    IS_FP64: tl.constexpr,
-):
+    X, Y, M, N, stride_x, stride_y, OFF,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, LIKE: tl.constexpr,
+    ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+):  # fmt: skip
     """y = (x - max) - log(sum exp(x - max)) along each row."""
     cols = tl.arange(0, BLOCK)
+    PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = _row(X, row, stride_x, ALIGN)
         y_row = _row(Y, row, stride_y, ALIGN)
@@ -183,23 +89,32 @@ def log_softmax_fwd(
             y = (x - big) - tl.log(total)
             tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=valid)
         else:
-            big, total, _, _ = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, False, False)
+            head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
+            x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
+            y_body = body_ptr(Y, OFF, row, stride_y, head, ALIGN, VEC, LIKE)
+            big, total, _, _ = row_stats(x_row, x_body, body, edges, in_edges, N, BLOCK, PACK, VEC, IS_FP64,
+                                         False, False)  # fmt: skip
             log_total = tl.log(total)
-            for i in range(0, tl.cdiv(N, BLOCK)):
-                c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols  # back to front: L2's freshest first
-                valid = _in_row(c, N, ALIGN)
-                x = _acc(tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64)
+            for i in range(0, tl.cdiv(body, BLOCK)):
+                c = (tl.cdiv(body, BLOCK) - 1 - i) * BLOCK + cols  # back to front: L2's freshest first
+                valid = _in_row(c, body, PACK)
+                x = _acc(tl.load(x_body + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64)
                 y = (x - big) - log_total
-                tl.store(y_row + c, y.to(Y.dtype.element_ty), mask=valid, eviction_policy="evict_first")
+                tl.store(y_body + c, y.to(Y.dtype.element_ty), mask=valid, eviction_policy="evict_first")
+            if VEC > 0:
+                x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                tl.store(y_row + edges, ((x - big) - log_total).to(Y.dtype.element_ty), mask=in_edges)
 
 
 @triton.jit
 def log_softmax_bwd(
-    Y, DY, DX, M, N, stride_y, stride_dy, stride_dx,
-    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+    Y, DY, DX, M, N, stride_y, stride_dy, stride_dx, OFF,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, LIKE: tl.constexpr,
+    ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
 ):  # fmt: skip
     """dx = dy - exp(y) * sum(dy) along each row."""
     cols = tl.arange(0, BLOCK)
+    PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         y_row = _row(Y, row, stride_y, ALIGN)
         dy_row = _row(DY, row, stride_dy, ALIGN)
@@ -210,19 +125,29 @@ def log_softmax_bwd(
             y = _acc(tl.load(y_row + cols, mask=valid, other=float("-inf")), IS_FP64)
             dx = dy - tl.exp(y) * tl.sum(dy, 0)
             tl.store(dx_row + cols, dx.to(DX.dtype.element_ty), mask=valid)
-        else:
+        else:  # the split follows y's rows
+            head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_y, N, VEC)
+            y_body = body_ptr(Y, OFF, row, stride_y, head, ALIGN, VEC, True)
+            dy_body = body_ptr(DY, OFF, row, stride_dy, head, ALIGN, VEC, LIKE)
+            dx_body = body_ptr(DX, OFF, row, stride_dx, head, ALIGN, VEC, LIKE)
             acc = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
-            for start in range(0, N, BLOCK):
-                acc += _acc(
-                    tl.load(dy_row + start + cols, mask=_in_row(start + cols, N, ALIGN), other=0.0), IS_FP64
-                )
+            if VEC > 0:  # head and tail in lane 0
+                dy = _acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                acc = tl.where(cols == 0, tl.sum(dy, 0), acc)
+            for start in range(0, body, BLOCK):
+                c = start + cols
+                acc += _acc(tl.load(dy_body + c, mask=_in_row(c, body, PACK), other=0.0), IS_FP64)
             total = tl.sum(acc, 0)
-            for i in range(0, tl.cdiv(N, BLOCK)):
-                c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols
-                valid = _in_row(c, N, ALIGN)
-                dy = _acc(tl.load(dy_row + c, mask=valid, other=0.0), IS_FP64)
-                y = _acc(tl.load(y_row + c, mask=valid, other=float("-inf")), IS_FP64)
-                tl.store(dx_row + c, (dy - tl.exp(y) * total).to(DX.dtype.element_ty), mask=valid)
+            for i in range(0, tl.cdiv(body, BLOCK)):
+                c = (tl.cdiv(body, BLOCK) - 1 - i) * BLOCK + cols
+                valid = _in_row(c, body, PACK)
+                dy = _acc(tl.load(dy_body + c, mask=valid, other=0.0), IS_FP64)
+                y = _acc(tl.load(y_body + c, mask=valid, other=float("-inf")), IS_FP64)
+                tl.store(dx_body + c, (dy - tl.exp(y) * total).to(DX.dtype.element_ty), mask=valid)
+            if VEC > 0:
+                dy = _acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                y = _acc(tl.load(y_row + edges, mask=in_edges, other=float("-inf")), IS_FP64)
+                tl.store(dx_row + edges, (dy - tl.exp(y) * total).to(DX.dtype.element_ty), mask=in_edges)
 
 
 # --- cross-entropy ----------------------------------------------------------------------
@@ -246,9 +171,9 @@ def _ce_loss(log_total, big, x_t, sum_x, counted, smooth, N, SMOOTH: tl.constexp
 
 @triton.jit
 def cross_entropy_fwd(
-    X, T, LOSS, STATS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
-    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
-    SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr, ROWS: tl.constexpr,
+    X, T, LOSS, STATS, G, COUNT, M, N, stride_x, stride_g, OFF, ignore_index,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, LIKE: tl.constexpr, ONE_PASS: tl.constexpr,
+    IS_FP64: tl.constexpr, SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr, ROWS: tl.constexpr,
 ):  # fmt: skip
     """Per row: loss = log S + (1 - eps)(max - x[t]) - eps * sum(x - max) / N, where
     S = sum exp(x - max); 0 where t == ignore_index, NaN where t is out of range. STATS
@@ -256,8 +181,10 @@ def cross_entropy_fwd(
     summed (MEAN: averaged over the COUNT non-ignored rows) loss, for an upstream gradient
     of 1, into G (which may be X itself: each tile is read before it is written).
     SMOOTH: the label smoothing eps, a constexpr so that fp64 rows get it unrounded.
-    ONE_PASS: ROWS whole rows at a time, a [ROWS, BLOCK] tile (cross_entropy.ce_shape)."""
+    ONE_PASS: ROWS whole rows at a time, a [ROWS, BLOCK] tile (cross_entropy.ce_shape).
+    Looped: the row split as X's rows sit (VEC, OFF; G's body hinted where LIKE)."""
     cols = tl.arange(0, BLOCK)
+    PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     smooth = _const(SMOOTH, IS_FP64)
     scale_all = 1.0
     if WRITE_GRAD and MEAN:
@@ -295,36 +222,56 @@ def cross_entropy_fwd(
             t = tl.load(T + row).to(tl.int64)
             counted = t != ignore_index
             x_t = _acc(tl.load(x_row + t, mask=counted & (t >= 0) & (t < N), other=float("nan")), IS_FP64)
-            big, total, sum_x, _ = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, SMOOTH != 0.0, False)
+            head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
+            x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
+            big, total, sum_x, _ = row_stats(x_row, x_body, body, edges, in_edges, N, BLOCK, PACK, VEC, IS_FP64,
+                                             SMOOTH != 0.0, False)  # fmt: skip
             loss = _ce_loss(tl.log(total), big, x_t, sum_x, counted, smooth, N, SMOOTH)
             tl.store(LOSS + row, loss.to(LOSS.dtype.element_ty))
             tl.store(STATS + row, big.to(STATS.dtype.element_ty))
             tl.store(STATS + M + row, total.to(STATS.dtype.element_ty))
             if WRITE_GRAD:
                 g_row = _row(G, row, stride_g, ALIGN)
+                g_body = body_ptr(G, OFF, row, stride_g, head, ALIGN, VEC, LIKE)
                 scale = tl.where(counted, scale_all, 0.0)
                 inv_total = 1.0 / total
-                for i in range(0, tl.cdiv(N, BLOCK)):
-                    c = (tl.cdiv(N, BLOCK) - 1 - i) * BLOCK + cols
-                    valid = _in_row(c, N, ALIGN)
-                    x = tl.load(x_row + c, mask=valid, other=0.0, eviction_policy="evict_first")
+                for i in range(0, tl.cdiv(body, BLOCK)):
+                    c = (tl.cdiv(body, BLOCK) - 1 - i) * BLOCK + cols
+                    valid = _in_row(c, body, PACK)
+                    x = tl.load(x_body + c, mask=valid, other=0.0, eviction_policy="evict_first")
                     x = _acc(x, IS_FP64)
-                    g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale)
-                    tl.store(g_row + c, g.to(G.dtype.element_ty), mask=valid, eviction_policy="evict_first")
+                    g = _ce_grad(tl.exp(x - big) * inv_total, c, body_col(t, head, N), smooth, N, scale)
+                    tl.store(g_body + c, g.to(G.dtype.element_ty), mask=valid, eviction_policy="evict_first")
+                if VEC > 0:  # the edges last: with G = X their logits are still there
+                    x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                    g = _ce_grad(tl.exp(x - big) * inv_total, edges, t, smooth, N, scale)
+                    tl.store(g_row + edges, g.to(G.dtype.element_ty), mask=in_edges)
+
+
+@triton.jit
+def _ce_bwd_grad(x, c, t, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW: tl.constexpr):
+    """cross_entropy_bwd's gradient of columns c, in G's dtype."""
+    g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale).to(G.dtype.element_ty)
+    if not PER_ROW:
+        if d != 1.0:
+            g = (g.to(DLOSS.dtype.element_ty) * d).to(G.dtype.element_ty)
+    return g
 
 
 @triton.jit
 def cross_entropy_bwd(
-    X, T, STATS, DLOSS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
-    BLOCK: tl.constexpr, ALIGN: tl.constexpr, IS_FP64: tl.constexpr, MEAN: tl.constexpr, SMOOTH: tl.constexpr,
-    PER_ROW: tl.constexpr,
+    X, T, STATS, DLOSS, G, COUNT, M, N, stride_x, stride_g, OFF, ignore_index,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, LIKE: tl.constexpr, IS_FP64: tl.constexpr,
+    MEAN: tl.constexpr, SMOOTH: tl.constexpr, PER_ROW: tl.constexpr,
 ):  # fmt: skip
     """The gradient from the saved (max, S), one read of the logits and one write.
     PER_ROW (reduction "none"): the row's gradient times DLOSS[row]. Otherwise DLOSS[0]
     scales the gradient of the summed (MEAN: averaged) loss with the very operations, in the
     same order and roundings, that cross_entropy_fwd's WRITE_GRAD and scale_unless_one apply:
-    a second backward gives the first one's bits."""
+    a second backward gives the first one's bits (an element's gradient is a function of
+    the row's statistics alone, however the row is split)."""
     cols = tl.arange(0, BLOCK)
+    PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     smooth = _const(SMOOTH, IS_FP64)
     scale_all = 1.0
     if MEAN:
@@ -333,6 +280,9 @@ def cross_entropy_bwd(
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = _row(X, row, stride_x, ALIGN)
         g_row = _row(G, row, stride_g, ALIGN)
+        head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
+        x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
+        g_body = body_ptr(G, OFF, row, stride_g, head, ALIGN, VEC, LIKE)
         t = tl.load(T + row).to(tl.int64)
         if PER_ROW:
             scale = _acc(tl.load(DLOSS + row), IS_FP64)
@@ -341,15 +291,17 @@ def cross_entropy_bwd(
         scale = tl.where(t != ignore_index, scale, 0.0)
         big = tl.load(STATS + row)
         inv_total = 1.0 / tl.load(STATS + M + row)
-        for start in range(0, N, BLOCK):
+        t_body = body_col(t, head, N)
+        for start in range(0, body, BLOCK):
             c = start + cols
-            valid = _in_row(c, N, ALIGN)
-            x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
-            g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale).to(G.dtype.element_ty)
-            if not PER_ROW:
-                if d != 1.0:
-                    g = (g.to(DLOSS.dtype.element_ty) * d).to(G.dtype.element_ty)
-            tl.store(g_row + c, g, mask=valid)
+            valid = _in_row(c, body, PACK)
+            x = _acc(tl.load(x_body + c, mask=valid, other=0.0), IS_FP64)
+            g = _ce_bwd_grad(x, c, t_body, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW)
+            tl.store(g_body + c, g, mask=valid)
+        if VEC > 0:
+            x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
+            g = _ce_bwd_grad(x, edges, t, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW)
+            tl.store(g_row + edges, g, mask=in_edges)
 
 
 @triton.jit
@@ -394,12 +346,13 @@ def reduce_loss(LOSS, COUNT, OUT, M, BLOCK: tl.constexpr, MEAN: tl.constexpr):
 
 @triton.jit
 def token_stats_fwd(
-    X, T, LOGP, ENT, STATS, M, N, stride_x, ignore_index,
-    BLOCK: tl.constexpr, ALIGN: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
+    X, T, LOGP, ENT, STATS, M, N, stride_x, OFF, ignore_index,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
 ):  # fmt: skip
     """Per row: log p[t] = (x[t] - max) - log S (0 where t == ignore_index) and the entropy
     H = -sum p log p = log S - sum exp(x - max)(x - max) / S; STATS keeps (max, log S)."""
     cols = tl.arange(0, BLOCK)
+    PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = _row(X, row, stride_x, ALIGN)
         t = tl.load(T + row).to(tl.int64)
@@ -410,7 +363,10 @@ def token_stats_fwd(
             x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
             big, _, total, _, sum_xe = _tile_stats(x, valid, False, True)
         else:
-            big, total, _, sum_xe = _row_stats(x_row, N, BLOCK, ALIGN, IS_FP64, False, True)
+            head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
+            x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
+            big, total, _, sum_xe = row_stats(x_row, x_body, body, edges, in_edges, N, BLOCK, PACK, VEC, IS_FP64,
+                                              False, True)  # fmt: skip
         log_total = tl.log(total)
         tl.store(LOGP + row, tl.where(counted, (x_t - big) - log_total, 0.0).to(LOGP.dtype.element_ty))
         tl.store(ENT + row, (log_total - sum_xe / total).to(ENT.dtype.element_ty))
@@ -419,30 +375,44 @@ def token_stats_fwd(
 
 
 @triton.jit
+def _token_grad(x, c, t, big, log_total, dlogp, dent, ent):
+    """dx of columns c: dlogp (onehot(t) - p) - dH p (log p + H)."""
+    logp = (x - big) - log_total
+    p = tl.exp(logp)
+    return dlogp * (tl.where(c == t, 1.0, 0.0) - p) - dent * tl.where(p > 0, p * (logp + ent), 0.0)
+
+
+@triton.jit
 def token_stats_bwd(
-    X, T, STATS, ENT, DLOGP, DENT, G, M, N, stride_x, stride_g, ignore_index,
-    BLOCK: tl.constexpr, ALIGN: tl.constexpr, IS_FP64: tl.constexpr,
+    X, T, STATS, ENT, DLOGP, DENT, G, M, N, stride_x, stride_g, OFF, ignore_index,
+    BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, LIKE: tl.constexpr, IS_FP64: tl.constexpr,
 ):  # fmt: skip
     """dx = dlogp (onehot(t) - p) - dH p (log p + H), one read of the row and one write;
     p log p is 0 where p is (x = -inf)."""
     cols = tl.arange(0, BLOCK)
+    PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = _row(X, row, stride_x, ALIGN)
         g_row = _row(G, row, stride_g, ALIGN)
+        head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
+        x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
+        g_body = body_ptr(G, OFF, row, stride_g, head, ALIGN, VEC, LIKE)
         t = tl.load(T + row).to(tl.int64)
         dlogp = tl.where(t != ignore_index, _acc(tl.load(DLOGP + row), IS_FP64), 0.0)
         dent = _acc(tl.load(DENT + row), IS_FP64)
         ent = _acc(tl.load(ENT + row), IS_FP64)
         big = tl.load(STATS + row)
         log_total = tl.load(STATS + M + row)
-        for start in range(0, N, BLOCK):
+        for start in range(0, body, BLOCK):
             c = start + cols
-            valid = _in_row(c, N, ALIGN)
-            x = _acc(tl.load(x_row + c, mask=valid, other=0.0), IS_FP64)
-            logp = (x - big) - log_total
-            p = tl.exp(logp)
-            g = dlogp * (tl.where(c == t, 1.0, 0.0) - p) - dent * tl.where(p > 0, p * (logp + ent), 0.0)
-            tl.store(g_row + c, g.to(G.dtype.element_ty), mask=valid)
+            valid = _in_row(c, body, PACK)
+            x = _acc(tl.load(x_body + c, mask=valid, other=0.0), IS_FP64)
+            g = _token_grad(x, c, body_col(t, head, N), big, log_total, dlogp, dent, ent)
+            tl.store(g_body + c, g.to(G.dtype.element_ty), mask=valid)
+        if VEC > 0:
+            x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
+            g = _token_grad(x, edges, t, big, log_total, dlogp, dent, ent)
+            tl.store(g_row + edges, g.to(G.dtype.element_ty), mask=in_edges)
 
 
 # --- launch shapes ----------------------------------------------------------------------
@@ -460,6 +430,22 @@ def align(n: int, rows: list[torch.Tensor]) -> int:
     while a > 1 and (n % a or any(t.stride(0) % a for t in rows if t.shape[0] > 1)):
         a //= 2
     return a
+
+
+def splits(n: int, rows: list[torch.Tensor]) -> tuple[int, dict]:
+    """(OFF, {"VEC", "LIKE"}): how the looped kernels split rows of n elements of `rows`
+    (xent_rows.split). The split follows the first tensor's rows; OFF: where its base sits past
+    a 16-byte boundary, in elements. VEC: 0 where every row of every tensor is whole 16-byte
+    packs from a boundary (Triton's specialisation proves it, with ALIGN), else the elements of
+    a pack. LIKE: every tensor's rows sit at the first's offsets from a boundary, so that their
+    bodies may be hinted 16-byte aligned too."""
+    size = rows[0].element_size()
+    vec = 16 // size
+    offs = [t.data_ptr() % 16 // size for t in rows]
+    whole = align(n, rows) == vec and not any(offs)
+    m, stride = rows[0].shape[0], rows[0].stride(0)
+    like = all(o == offs[0] and (m < 2 or (t.stride(0) - stride) % vec == 0) for o, t in zip(offs, rows))
+    return offs[0], {"VEC": 0 if whole else vec, "LIKE": like}
 
 
 def choose(n: int, itemsize: int) -> tuple[int, bool, int]:
