@@ -39,6 +39,10 @@ from kernels_triton.configs import INTERPRET
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
 _SCALE_BLOCK = 4096
+# The one-program kernels over M values (the targets counted, the losses summed in a fixed order:
+# deterministic) take this many a step: each step waits on its loads, so few wide steps beat
+# many narrow ones (M = 65536 rows: 8 steps).
+_ONE_PROGRAM_BLOCK = 8192
 
 # Elements of a one-pass forward program's [ROWS, BLOCK] tile (16 KB of storage). Short rows
 # go several a program: one row (600 columns, say) is too few bytes in flight to cover memory
@@ -94,7 +98,9 @@ def _stat_dtype(x: torch.Tensor) -> torch.dtype:
 
 def _count(target: torch.Tensor, ignore_index: int) -> torch.Tensor:
     count = torch.empty(1, dtype=torch.int64, device=target.device)
-    K.count_targets[(1,)](target, count, target.shape[0], ignore_index, BLOCK=1024)
+    K.count_targets[(1,)](
+        target, count, target.shape[0], ignore_index, BLOCK=_ONE_PROGRAM_BLOCK, num_warps=16
+    )
     return count
 
 
@@ -129,7 +135,9 @@ def _forward(
             )  # fmt: skip
         if reduction == "none":
             return rows.to(x.dtype), stats, count
-        K.reduce_loss[(1,)](rows, count, out, m, BLOCK=1024, MEAN=reduction == "mean")
+        K.reduce_loss[(1,)](
+            rows, count, out, m, BLOCK=_ONE_PROGRAM_BLOCK, MEAN=reduction == "mean", num_warps=16
+        )
     return out, stats, count
 
 
