@@ -12,18 +12,24 @@ from labtools.registry import register as _register
 DTYPES = ("float32", "float16", "bfloat16")
 
 
-def _lazy(module: str, name: str, **kwargs):
-    """kernels_triton.<module>.<name>, imported at its first call (registering imports no Triton)."""
+def _lazy(module: str, name: str, *args):
+    """kernels_triton.<module>.<name>(*tensors, *args), imported at its first call (registering
+    imports no Triton) and kept: importlib.import_module is Python-level import machinery on
+    every call, host time that `lab bench` would count as the op's call time."""
+    fn = None
 
     def call(*tensors):
-        return getattr(importlib.import_module(f"kernels_triton.{module}"), name)(*tensors, **kwargs)
+        nonlocal fn
+        if fn is None:
+            fn = getattr(importlib.import_module(f"kernels_triton.{module}"), name)
+        return fn(*tensors, *args)
 
     return call
 
 
-_forward, _backward = _lazy("softmax", "softmax", dim=-1), _lazy("softmax", "softmax_backward", dim=-1)
+_forward, _backward = _lazy("softmax", "softmax", -1), _lazy("softmax", "softmax_backward", -1)
 _autotuned = _lazy("autotuned", "softmax_autotuned")
-_log_softmax = _lazy("log_softmax", "log_softmax", dim=-1)
+_log_softmax = _lazy("log_softmax", "log_softmax", -1)
 
 
 def _cross_entropy(x):
