@@ -504,6 +504,61 @@ def test_compiled_odd_rows_move_their_bodies_as_16_byte_vectors(without_interpre
         assert got.get(element("STG.E"), 0) <= 2, got
 
 
+COMPILE_LOOPED = """
+import json, torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from kernels_triton import xent_kernels as K
+from sass_tools import memory_instructions, sass
+ty = "{ty}"
+dtype = dict(bf16=torch.bfloat16, fp32=torch.float32)[ty]
+_, block, warps = K.ROW_SHAPES[dtype.itemsize]
+kernels = ["log_softmax_fwd", "log_softmax_bwd", "cross_entropy_fwd", "cross_entropy_bwd", "token_stats_fwd",
+           "token_stats_bwd"]
+stats = ("LOSS", "STATS", "DLOSS", "LOGP", "ENT", "DLOGP", "DENT")
+got = {{}}
+for name in kernels:
+    fn = getattr(K, name)
+    for like in (True, False) if "LIKE" in fn.arg_names else (True,):
+        meta = dict(BLOCK=block, ALIGN=1, VEC=16 // dtype.itemsize, LIKE=like, ONE_PASS=False, IS_FP64=False,
+                    SMOOTH=0.1, MEAN=True, WRITE_GRAD=True, ROWS=1, PER_ROW=False)
+        meta = {{a: v for a, v in meta.items() if a in fn.arg_names}}
+        sig, attrs = {{}}, {{}}
+        for i, a in enumerate(fn.arg_names):  # the first tensor based off a 16-byte boundary (OFF = 3)
+            if a in meta:
+                sig[a] = "constexpr"
+            elif a in ("T", "COUNT"):
+                sig[a], attrs[(i,)] = "*i64", [["tt.divisibility", 16]]
+            elif a in stats:
+                sig[a], attrs[(i,)] = "*fp32", [["tt.divisibility", 16]]
+            elif a in ("X", "Y"):
+                sig[a] = "*" + ty
+            elif a.isupper() and a not in ("M", "N", "OFF"):
+                sig[a], attrs[(i,)] = "*" + ty, [["tt.divisibility", 16]]
+            else:  # M = 4095, N = 50257, strides 50257, OFF = 3: none divisible by 16
+                sig[a] = "i32"
+        c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                           options={{"num_warps": warps}})
+        got[f"{{name}} LIKE={{like}}"] = memory_instructions(sass(c))
+print(json.dumps(got))
+"""
+
+
+@pytest.mark.parametrize("ty", ["bf16", "fp32"])
+def test_compiled_every_looped_kernel_on_odd_rows(without_interpreter, ty):
+    """Every looped kernel (log_softmax, cross-entropy and its recompute, token stats; forward
+    and backward) compiles for sm_90 on rows of 50257 split into head, body and tail (VEC > 0),
+    with the other tensors laid out like the first (LIKE) or not: the interpreter never compiles,
+    so a kernel that does not (a loop-carried name retyped in the loop) fails here, without a GPU.
+    The first tensor's base is off a 16-byte boundary (OFF = 3), and still its body loads are
+    16-byte vectors: the register layout of its tiles, and so the order of its row sums, is the
+    one a batch at a boundary gets, so a row's bits are the same alone as in the batch."""
+    got = without_interpreter(COMPILE_LOOPED.format(ty=ty))
+    assert len(got) == 11, got
+    for kernel, ops in got.items():
+        assert any(op.startswith("LDG") and op.endswith(".128") for op in ops), (kernel, ops)
+
+
 @pytest.mark.parametrize("itemsize,ty", [(2, "bf16"), (4, "fp32")])
 def test_compiled_short_rows_are_many_a_program_in_16_byte_vectors(without_interpreter, itemsize, ty):
     """Rows of 600, several a program ([ROWS, BLOCK] tiles), load and store 16-byte vectors

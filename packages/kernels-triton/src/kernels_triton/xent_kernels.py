@@ -33,7 +33,9 @@ Invariants:
   tile's ROWS slots; looped, also on the row's offset from a 16-byte boundary (its split; the
   first tensor's, x or y: never the other tensors' layouts). A row gives the same bits alone
   or in any batch that puts it at the same offset mod 16 bytes: contiguous rows of whole
-  packs always; a contiguous row of an odd N alone at the offset it had in the batch.
+  packs always; a contiguous row of an odd N alone at the offset it had in the batch (the
+  body's hint is on its address, body_ptr: a base off a boundary gets the batch's register
+  layout, and so its order of summation).
   An element's gradient is a function of the row's statistics alone, however it is split.
 - The accumulators are fp32 (fp64 for fp64 storage). Sums that feed a difference with the
   max are kept relative to the lane's running max (the sum of x - max, the sum of
@@ -90,8 +92,8 @@ def log_softmax_fwd(
             tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=valid)
         else:
             head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
-            x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
-            y_body = body_ptr(Y, OFF, row, stride_y, head, ALIGN, VEC, LIKE)
+            x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
+            y_body = body_ptr(Y, row, stride_y, head, ALIGN, VEC, LIKE)
             big, total, _, _ = row_stats(x_row, x_body, body, edges, in_edges, N, BLOCK, PACK, VEC, IS_FP64,
                                          False, False)  # fmt: skip
             log_total = tl.log(total)
@@ -127,13 +129,13 @@ def log_softmax_bwd(
             tl.store(dx_row + cols, dx.to(DX.dtype.element_ty), mask=valid)
         else:  # the split follows y's rows
             head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_y, N, VEC)
-            y_body = body_ptr(Y, OFF, row, stride_y, head, ALIGN, VEC, True)
-            dy_body = body_ptr(DY, OFF, row, stride_dy, head, ALIGN, VEC, LIKE)
-            dx_body = body_ptr(DX, OFF, row, stride_dx, head, ALIGN, VEC, LIKE)
+            y_body = body_ptr(Y, row, stride_y, head, ALIGN, VEC, True)
+            dy_body = body_ptr(DY, row, stride_dy, head, ALIGN, VEC, LIKE)
+            dx_body = body_ptr(DX, row, stride_dx, head, ALIGN, VEC, LIKE)
             acc = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
             if VEC > 0:  # head and tail in lane 0
-                dy = _acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
-                acc = tl.where(cols == 0, tl.sum(dy, 0), acc)
+                dy_edges = _acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                acc = tl.where(cols == 0, tl.sum(dy_edges, 0), acc)
             for start in range(0, body, BLOCK):
                 c = start + cols
                 acc += _acc(tl.load(dy_body + c, mask=_in_row(c, body, PACK), other=0.0), IS_FP64)
@@ -223,7 +225,7 @@ def cross_entropy_fwd(
             counted = t != ignore_index
             x_t = _acc(tl.load(x_row + t, mask=counted & (t >= 0) & (t < N), other=float("nan")), IS_FP64)
             head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
-            x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
+            x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
             big, total, sum_x, _ = row_stats(x_row, x_body, body, edges, in_edges, N, BLOCK, PACK, VEC, IS_FP64,
                                              SMOOTH != 0.0, False)  # fmt: skip
             loss = _ce_loss(tl.log(total), big, x_t, sum_x, counted, smooth, N, SMOOTH)
@@ -232,7 +234,7 @@ def cross_entropy_fwd(
             tl.store(STATS + M + row, total.to(STATS.dtype.element_ty))
             if WRITE_GRAD:
                 g_row = _row(G, row, stride_g, ALIGN)
-                g_body = body_ptr(G, OFF, row, stride_g, head, ALIGN, VEC, LIKE)
+                g_body = body_ptr(G, row, stride_g, head, ALIGN, VEC, LIKE)
                 scale = tl.where(counted, scale_all, 0.0)
                 inv_total = 1.0 / total
                 for i in range(0, tl.cdiv(body, BLOCK)):
@@ -281,8 +283,8 @@ def cross_entropy_bwd(
         x_row = _row(X, row, stride_x, ALIGN)
         g_row = _row(G, row, stride_g, ALIGN)
         head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
-        x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
-        g_body = body_ptr(G, OFF, row, stride_g, head, ALIGN, VEC, LIKE)
+        x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
+        g_body = body_ptr(G, row, stride_g, head, ALIGN, VEC, LIKE)
         t = tl.load(T + row).to(tl.int64)
         if PER_ROW:
             scale = _acc(tl.load(DLOSS + row), IS_FP64)
@@ -364,7 +366,7 @@ def token_stats_fwd(
             big, _, total, _, sum_xe = _tile_stats(x, valid, False, True)
         else:
             head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
-            x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
+            x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
             big, total, _, sum_xe = row_stats(x_row, x_body, body, edges, in_edges, N, BLOCK, PACK, VEC, IS_FP64,
                                               False, True)  # fmt: skip
         log_total = tl.log(total)
@@ -395,8 +397,8 @@ def token_stats_bwd(
         x_row = _row(X, row, stride_x, ALIGN)
         g_row = _row(G, row, stride_g, ALIGN)
         head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
-        x_body = body_ptr(X, OFF, row, stride_x, head, ALIGN, VEC, True)
-        g_body = body_ptr(G, OFF, row, stride_g, head, ALIGN, VEC, LIKE)
+        x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
+        g_body = body_ptr(G, row, stride_g, head, ALIGN, VEC, LIKE)
         t = tl.load(T + row).to(tl.int64)
         dlogp = tl.where(t != ignore_index, _acc(tl.load(DLOGP + row), IS_FP64), 0.0)
         dent = _acc(tl.load(DENT + row), IS_FP64)

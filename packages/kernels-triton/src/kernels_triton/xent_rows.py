@@ -89,13 +89,16 @@ def body_col(t, head, N):
 
 
 @triton.jit
-def body_ptr(ptr, OFF, row, stride, head, ALIGN: tl.constexpr, VEC: tl.constexpr, HINT: tl.constexpr):
+def body_ptr(ptr, row, stride, head, ALIGN: tl.constexpr, VEC: tl.constexpr, HINT: tl.constexpr):
     """Pointer to column `head` of row `row` of ptr. HINT (with VEC > 0): the caller knows that
-    this row of ptr starts OFF + row * stride elements past a 16-byte boundary, the offset its
-    head was split from, so that OFF + row * stride + head is a multiple of VEC and the body's
-    loads and stores can be 16-byte vectors (ptr - OFF is then at a boundary)."""
+    this row of ptr sits at the offset from a 16-byte boundary its head was split from, so the
+    body starts on a boundary. The hint is on the address itself: an offset hint (OFF + row *
+    stride + head a multiple of VEC) proves nothing unless Triton specialised OFF as 0 and ptr as
+    aligned, so a tensor based off a boundary would move its body an element at a time, in
+    another register layout, and its row sums (tl.sum's order follows the layout) would differ
+    in the last bit from the same row in an aligned batch."""
     if VEC > 0 and HINT:
-        return ptr + (tl.multiple_of(OFF + tl.cast(row, tl.int64) * stride + head, VEC) - OFF)
+        return tl.multiple_of(_row(ptr, row, stride, ALIGN) + head, 16)
     else:
         return _row(ptr, row, stride, ALIGN) + head
 
