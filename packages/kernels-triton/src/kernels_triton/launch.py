@@ -208,11 +208,3 @@ def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int
             go(m, (*map(_data_ptr, ts), *rest))
 
     return run
-
-
-def cluster_plan(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Template:
-    """The cluster kernel's template for these tensors, launched once: the tests run the kernel
-    at sizes and layouts the route leaves to the tiles."""
-    template = cluster_template(direction, tensors, m, n)
-    template(*tensors)
-    return template
