@@ -1,8 +1,5 @@
-"""The cluster form (sm_90): a row of 32768 to 262144 columns over the C blocks of a thread-block
-cluster, its partials exchanged through distributed shared memory.
-
-    y  = softmax(x)              along the last dim of (M, N) rows
-    dx = y * (dy - sum(y * dy))  the backward, from the saved output y
+"""The cluster form (sm_90) of kernels.py's forward and backward: a row of 32768 to 262144 columns
+over the C blocks of a thread-block cluster, its partials exchanged through distributed shared memory.
 
 What it buys: one program a row reads a row this long twice and leaves SMs idle at few rows. The
 C blocks of a cluster, scheduled together, each read their chunk once and write it once (the least
@@ -100,10 +97,8 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     """The kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for tensors laid out like
     `tensors` (2-D, unit column stride), its launch metadata (num_ctas = C; shared memory for the
     exchange past Triton's own), and the arguments after the data pointers."""
-    first = tensors[0]
-    n = first.shape[1]
-    strides = tuple(t.stride(0) for t in tensors)
-    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, packs(tensors))
+    n, strides = tensors[0].shape[1], tuple(t.stride(0) for t in tensors)
+    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, tensors[0].dtype, packs(tensors))
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     compiled = kernel.warmup(*tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps,
                              num_stages=1, **cap)  # fmt: skip
@@ -113,7 +108,6 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     return compiled, packed, (n, *strides, slot_base, *constexprs.values())
 
 
-# --- device code ------------------------------------------------------------------------------
 # 16-bit chunks stay packed, two values a 32-bit register, from their load to their store: Triton
 # would widen a whole tensor at once wherever a 16-bit value meets fp32 arithmetic, so the steps
 # after the exchange widen a pair at a time in inline asm (WIDEN_PAIR: {x} into fp32 {lo}, {hi}).
