@@ -65,16 +65,12 @@ def from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
-# Templates of the fast paths, keyed (_key) on everything the checks and the template depend on;
+# Templates of the fast paths, keyed (in _apply) on everything the checks and the template depend on;
 # the backward's key adds dy's dtype, device and alignment.
 _FORWARD: dict[tuple, launch.Template] = OrderedDict()  # bounded: launch.remember
 _BACKWARD: dict[tuple, launch.Template] = OrderedDict()
 _IN_PLACE: dict[tuple, launch.Template] = OrderedDict()  # softmax_, keyed as _FORWARD
 launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch.forget_plans()
-
-
-def _key(x: torch.Tensor, dim: int, config) -> tuple:
-    return (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
 
 
 def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run: bool = True):
@@ -88,9 +84,10 @@ def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run
             n = x.shape[-1]
             rows = [t.view(-1, n) for t in (*inputs, out)]
             template = launch.launch(name, rows, out.numel() // n, n, config)
-            dy = [(t.dtype, t.get_device(), t.data_ptr() % 16) for t in inputs[1:]]
+            dy = [v for t in inputs[1:] for v in (t.dtype, t.get_device(), t.data_ptr() % 16)]
             for d in (dim, dim - x.dim()):  # softmax(x, -1) and softmax(x, x.dim() - 1) alike
-                launch.remember(cache, (*_key(x, d, config), *(dy[0] if dy else ())), template)
+                key = (x.dim(), n, d, x.dtype, x.get_device(), x.data_ptr() % 16, config, *dy)
+                launch.remember(cache, key, template)
         return out
     rows = [as_rows(t, dim) for t in inputs]
     out_rows = torch.empty(rows[0].shape, dtype=x.dtype, device=x.device)
@@ -164,7 +161,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     alignment (the kernels load 16-byte packs; the README says more).
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        # _key's tuple, written out: a call costs as much as the dict lookup
+        # _apply's key, written out: a call costs as much as the dict lookup
         template = _FORWARD.get(
             (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
         )
@@ -210,7 +207,7 @@ def softmax_backward(
     batch invariant as softmax."""
     if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
             and y.dim() and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
-        key = (y.dim(), y.shape[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config)  # _key's
+        key = (y.dim(), y.shape[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config)  # _apply's
         template = _BACKWARD.get((*key, dy.dtype, dy.get_device(), dy.data_ptr() % 16))
         if template is not None and dy.shape == y.shape:
             dx = torch.empty_like(y)
