@@ -3,7 +3,7 @@ float64.
 
 kernels_triton takes them on sm_90 for rows of 32768 to 262144 elements, both directions at any
 row count.
-The kernels themselves (launch.cluster_plan) are tested at any size: whole chunks and a ragged
+The kernels themselves (launch.cluster_template, launched once) are tested at any size: whole chunks and a ragged
 last one, both block widths (8192 and 16384 elements), rows off 16-byte boundaries (odd N: head,
 body and tail), one row and many, strided rows, every dtype, and non-finite and huge values,
 which must come out where torch puts them.
@@ -33,7 +33,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 def backward_poisoned(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor | None = None) -> torch.Tensor:
     dx = torch.empty_like(y) if dx is None else dx
     dx.fill_(math.nan)
-    launch.cluster_plan("bwd", [y, dy, dx], *y.shape)
+    launch.cluster_template("bwd", [y, dy, dx], *y.shape)(y, dy, dx)
     return dx
 
 
@@ -41,7 +41,7 @@ def forward_poisoned(x: torch.Tensor, y: torch.Tensor | None = None) -> torch.Te
     """y = softmax(x) by the cluster kernel, y filled with NaN first."""
     y = torch.empty_like(x) if y is None else y
     y.fill_(math.nan)
-    launch.cluster_plan("fwd", [x, y], *x.shape)
+    launch.cluster_template("fwd", [x, y], *x.shape)(x, y)
     return y
 
 

@@ -1,9 +1,8 @@
 """The Triton ladder's first rung: the plain row softmax, its launch left to `@triton.autotune`.
 
-One program a row walks it in BLOCK-wide chunks twice: an online softmax (each lane's running
-max, and its sum of exponentials rescaled by exp(old max - new max) when the max grows), the
-lanes folded into the row's max M and sum S; then exp(x - M) / S written. The autotuner times
-every (BLOCK, num_warps) in CONFIGS the first time it meets a row length and keeps the fastest.
+One program a row walks it in BLOCK-wide chunks twice: an online softmax, the lanes folded into
+the row's max M and sum S; then exp(x - M) / S written. The autotuner times every (BLOCK,
+num_warps) in CONFIGS the first time it meets a row length and keeps the fastest.
 
 What it buys: the whole algorithm in about thirty lines, correct at every N, no heuristic to
 maintain. What it leaves: two reads of a row (the forms that hold a row in registers read it
@@ -48,13 +47,12 @@ def softmax_autotuned_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, N, BLOCK:
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride
     cols = tl.arange(0, BLOCK)
-    m = tl.full([BLOCK], float("-inf"), tl.float32)  # per lane: running max
-    s = tl.zeros([BLOCK], tl.float32)  # per lane: sum of exp(x - m)
+    m = tl.full([BLOCK], float("-inf"), tl.float32)  # each lane's running max
+    s = tl.zeros([BLOCK], tl.float32)  # and sum of exp(x - m)
     for start in range(0, N, BLOCK):
         x = tl.load(x_row + start + cols, mask=start + cols < N, other=float("-inf")).to(tl.float32)
-        # NaN propagates into the lane's max and from there into its sum and the row's, so a
-        # row holding NaN comes out NaN. A lane that has seen only -inf keeps s = 0
-        # (exp(-inf - -inf) would be NaN).
+        # NaN propagates into the lane's max, its sum and the row's. A lane that has seen only
+        # -inf keeps s = 0 (exp(-inf - -inf) would be NaN).
         m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
         empty = m_new == float("-inf")
         s = tl.where(empty, 0.0, s * tl.exp(m - m_new) + tl.exp(x - m_new))
@@ -69,7 +67,6 @@ def softmax_autotuned_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, N, BLOCK:
 
 
 def softmax_autotuned(x: torch.Tensor) -> torch.Tensor:
-    """softmax over the last dimension of a 2-D tensor whose rows are contiguous."""
     if x.dim() != 2 or x.stride(-1) != 1:
         raise ValueError(
             f"x: a 2-D tensor with contiguous rows, got shape {tuple(x.shape)}, strides {x.stride()}"

@@ -1,8 +1,8 @@
 """Launching a compiled Triton kernel at the least host cost: go(grid_x, args) calls Triton's C
 launch function directly where the installed Triton's launcher is one this was written against
-(its Python __call__ costs as much host time as the rest of a call), else the launcher as
-Triton's own runner would. go makes its device the current one if it is not (a function handle
-belongs to that device's context) and restores the caller's.
+(its Python __call__ costs as much host time as the rest of a call), else the launcher itself.
+go makes its device the current one if it is not (a function handle belongs to that device's
+context) and restores the caller's.
 """
 
 from __future__ import annotations
@@ -26,18 +26,16 @@ C_LAUNCH_LAYOUTS = {
 
 
 def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) -> Launcher:
-    """go(grid_x, args) that launches `compiled` (a triton CompiledKernel) on (grid_x, 1, 1)
-    programs on the current stream of CUDA device `device_index`. packed_metadata: launch
-    metadata instead of the kernel's own (cluster.py's: num_ctas = C, more shared memory), which
-    Triton's runner would not pass. Without it, while a profiler's launch hook is installed, go()
-    goes through the runner, which calls the hook."""
+    """go(grid_x, args) that launches `compiled` (a triton CompiledKernel) on the current stream of
+    CUDA device `device_index`. packed_metadata: launch metadata instead of the kernel's own
+    (cluster.py's), which Triton's runner would not pass. Without it, while a profiler's launch
+    hook is installed, go() goes through the runner, which calls the hook."""
     stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
     hooked = _launch_hooks_installed()
     run = getattr(compiled, "run", None)
     version = None if hooked else c_launch_layout(run)
     packed = getattr(compiled, "packed_metadata", None) if packed_metadata is None else packed_metadata
-    # Each go() is the C launch itself, behind a check that its device is the current one (else
-    # it makes it so and calls itself again): one Python frame between a template and the launch.
+    # Each go() is one Python frame between a template and the C launch.
     if version == "3.9":
         c, coop, pdl = run.launch, run.launch_cooperative_grid, run.launch_pdl
         annotations, signature, function = run.arg_annotations, run.kernel_signature, compiled.function
@@ -76,9 +74,8 @@ def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) 
 
 def c_launch_layout(run, version: str | None = None) -> str | None:
     """Which C_LAUNCH_LAYOUTS entry go() may use to call launcher `run`'s C launch directly: only
-    for a CudaLauncher of that Triton version, with that __call__ signature, whose kernel needs no
-    global or profile scratch and runs without the sanitizer (where __call__ adds nothing but
-    constants). None: call the launcher itself."""
+    where __call__ adds nothing but constants (a CudaLauncher of that version and signature, no
+    global or profile scratch, no sanitizer). None: call the launcher itself."""
     version = ".".join((version or triton.__version__).split(".")[:2])
     expected = C_LAUNCH_LAYOUTS.get(version)
     if expected is None or type(run).__name__ != "CudaLauncher":

@@ -1,27 +1,17 @@
-"""The cluster form (sm_90): a row of 32768 to 262144 columns over the C blocks of a thread-block
-cluster, its partials exchanged through distributed shared memory.
-
-    y  = softmax(x)              along the last dim of (M, N) rows
-    dx = y * (dy - sum(y * dy))  the backward, from the saved output y
+"""The cluster form (sm_90) of kernels.py's forward and backward: a row of 32768 to 262144 columns
+over the C blocks of a thread-block cluster, its partials exchanged through distributed shared memory.
 
 What it buys: one program a row reads a row this long twice and leaves SMs idle at few rows. The
 C blocks of a cluster, scheduled together, each read their chunk once and write it once (the least
 traffic there is) and push their partial (forward: the chunk's max m and sum of exp(x - m);
-backward: its sum of y * dy) into every block's shared memory (st.async, counted in bytes on the
-receiver's mbarrier); each waits for its C partials and merges them. No scratch buffer, no polling.
+backward: its sum of y * dy) into every block's shared memory (_exchange); each waits for its C
+partials and merges them. No scratch buffer, no polling.
 
-How Triton builds it: Triton compiles no row reduction with num_ctas > 1, so the kernel is compiled
-for one block and launched as a cluster by its own launcher (num_ctas = C in the launch metadata):
-the grid is M * C blocks, block b is rank b % C of row b // C. The mbarrier and the C slots sit
-past Triton's shared memory (slot_base); inline PTX does the exchange. A 16-bit chunk stays packed,
-two values a register, widened a pair at a time (WIDEN_PAIR). An fp32 forward holds exp(x - m)
-across the exchange (HOLD_EXPS) and only rescales after.
-
-C = ceil(N / chunk) rounded up to a power of two (a block past the row's end reads nothing and
-adds nothing; 16-block clusters are a non-portable size, which H100 and H200 allow). A row that
-is not whole 16-byte packs (odd N), which Triton would move an element at a time, is split into
-a head up to its first 16-byte boundary, a body of whole packs that the chunks cover, and a tail
-that the last block takes an element at a time (_split_row, where packs() allows). The split
+Triton compiles no row reduction with num_ctas > 1, so the kernel is compiled for one block and
+launched as a cluster by its own launcher (num_ctas = C in the launch metadata): the grid is M * C
+blocks, block b is rank b % C of row b // C. C = ceil(N / chunk) rounded up to a power of two (a
+block past the row's end reads nothing and adds nothing; 16-block clusters are a non-portable
+size, which H100 and H200 allow). A row's split into chunks (and head, body and tail, _split_row)
 follows N, the dtype and the row's address mod 16: a row keeps its bits in any batch that puts
 it at the same alignment.
 """
@@ -49,11 +39,9 @@ def _capable(device_index: int) -> bool:
 
 
 def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
-    """(chunk, warps, register cap) of a block: 8192 elements over 4 warps up to 8192 * MAX_CLUSTER
-    columns; past that 16384, with registers capped so that blocks share an SM and none spills (the
-    offline SASS test holds the counts): fp32 forward 8 warps at 80 (3 an SM), fp32 backward 16 at
-    128 (y and dy, 64 values a thread), 16-bit backward 8 at 128, 16-bit forward packed, 4 warps at
-    96 (5 an SM)."""
+    """(chunk, warps, register cap) of a block: past 8192 * MAX_CLUSTER columns, registers capped
+    so that blocks share an SM and none spills (the offline SASS test holds the counts): fp32
+    forward 3 blocks an SM, fp32 backward 64 values (y and dy) a thread, 16-bit forward 5 an SM."""
     if n_cols <= 8192 * MAX_CLUSTER:
         return 8192, 4, None
     if direction == "bwd":
@@ -80,11 +68,10 @@ def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device
 
 def packs(tensors: list[torch.Tensor]) -> int:
     """VEC, the elements of a 16-byte pack, where Triton cannot see that the rows are whole packs
-    but every tensor's rows sit at the same offset from a 16-byte boundary (aligned bases, equal
-    strides), so that the kernels split each row into head, body and tail (_split_row); else 0.
-    (Triton specializes an integer argument on divisibility by 16: a stride and an N that are
-    multiples of 16 elements tell it that every row and every mask is whole packs.) What it reads,
-    the strides and the bases' 16-byte alignment, is in launch.launch's template key."""
+    (it specializes N and a stride on divisibility by 16; else it moves an element at a time) but
+    every tensor's rows sit at the same offset from a 16-byte boundary (aligned bases, equal
+    strides): the kernels then split each row into head, body and tail (_split_row); else 0. What
+    it reads is in launch.launch's template key."""
     stride = tensors[0].stride(0)
     if stride % 16 == 0 and tensors[0].shape[1] % 16 == 0:
         return 0
@@ -94,9 +81,8 @@ def packs(tensors: list[torch.Tensor]) -> int:
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0):
-    """(kernel, constexprs, warps, register cap) of a launch of `direction` on rows of n_cols in
-    `dtype`, vec as packs() gives it: what compiled_launch compiles (and the tests, for sm_90
-    without a GPU)."""
+    """(kernel, constexprs, warps, register cap) that compiled_launch compiles (and the tests, for
+    sm_90 without a GPU); vec as packs() gives it."""
     c = _cluster_size(n_cols)
     chunk, warps, maxnreg = _block(n_cols, direction, dtype)
     if direction == "bwd":
@@ -109,13 +95,10 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0):
 
 def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     """The kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for tensors laid out like
-    `tensors` (2-D, unit column stride), its launch metadata (num_ctas = C: the launcher makes the
-    grid grid_x * C blocks in clusters of C; shared memory for the exchange past Triton's own), and
-    the arguments after the data pointers."""
-    first = tensors[0]
-    n = first.shape[1]
-    strides = tuple(t.stride(0) for t in tensors)
-    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, first.dtype, packs(tensors))
+    `tensors` (2-D, unit column stride), its launch metadata (num_ctas = C; shared memory for the
+    exchange past Triton's own), and the arguments after the data pointers."""
+    n, strides = tensors[0].shape[1], tuple(t.stride(0) for t in tensors)
+    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, tensors[0].dtype, packs(tensors))
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     compiled = kernel.warmup(*tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps,
                              num_stages=1, **cap)  # fmt: skip
@@ -125,11 +108,9 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     return compiled, packed, (n, *strides, slot_base, *constexprs.values())
 
 
-# --- device code ------------------------------------------------------------------------------
-# 16-bit chunks stay packed, two values a 32-bit register, from their load to their store. Triton
+# 16-bit chunks stay packed, two values a 32-bit register, from their load to their store: Triton
 # would widen a whole tensor at once wherever a 16-bit value meets fp32 arithmetic, so the steps
-# after the exchange widen a pair at a time in inline asm. WIDEN_PAIR: the PTX that widens the
-# pair in register {x} into fp32 {lo} and {hi}, by the PTX name of the 16-bit type.
+# after the exchange widen a pair at a time in inline asm (WIDEN_PAIR: {x} into fp32 {lo}, {hi}).
 WIDEN_PAIR = {
     "bf16": "shl.b32 {lo}, {x}, 16; and.b32 {hi}, {x}, 0xffff0000;",  # a bf16 is its fp32's high half
     "f16": "{{ .reg .b16 l16, h16; mov.b32 {{l16, h16}}, {x}; cvt.f32.f16 {lo}, l16; cvt.f32.f16 {hi}, h16; }}",
@@ -137,8 +118,8 @@ WIDEN_PAIR = {
 
 
 def _normalized_asm(kind: str) -> str:
-    """exp2((x - m) * log2 e) * inv_s for the pair in $1 (m in $2 and $3, inv_s in $4 and $5),
-    packed into $0: the instructions Triton emits for the fp32 expression, then the rounding pack."""
+    """exp2((x - m) * log2 e) * inv_s for the pair in $1 (m in $2, $3, inv_s in $4, $5) packed into
+    $0: the instructions Triton emits for the fp32 expression, then the rounding pack."""
     log2e = struct.pack(">f", LOG2E.value).hex().upper()
     return f"""{{
     .reg .f32 lo, hi;
@@ -159,8 +140,8 @@ NORMALIZED_FP16 = tl.constexpr(_normalized_asm("f16"))
 
 @triton.jit
 def _widen(x):
-    """x as fp32, a packed pair at a time: an asm the compiler may neither merge with another
-    widening of x nor move ahead of the exchange (the backward holds y and dy packed across it)."""
+    """x as fp32, a packed pair at a time: not pure, so the compiler may neither merge it with
+    another widening of x nor move it ahead of the exchange (the backward holds y, dy packed)."""
     if x.dtype.is_bf16() or x.dtype.is_fp16():
         asm: tl.constexpr = WIDEN_BF16 if x.dtype.is_bf16() else WIDEN_FP16
         return tl.inline_asm_elementwise(asm, "=r,=r,r", [x], dtype=tl.float32, is_pure=False, pack=2)
@@ -170,7 +151,6 @@ def _widen(x):
 
 @triton.jit
 def _normalized(x, m_row, inv_s):
-    """exp(x - m_row) * inv_s in x's dtype: a 16-bit x a packed pair at a time, never all widened."""
     if x.dtype.is_bf16() or x.dtype.is_fp16():
         asm: tl.constexpr = NORMALIZED_BF16 if x.dtype.is_bf16() else NORMALIZED_FP16
         return tl.inline_asm_elementwise(
@@ -182,8 +162,7 @@ def _normalized(x, m_row, inv_s):
 
 @triton.jit
 def _maximum(a, b):
-    """max(a, b) in a's dtype: a 16-bit max is one instruction (the other operand where one is NaN,
-    as tl.maximum), where widening would share its widening with the sum's."""
+    """max(a, b) in a's dtype (NaN as tl.maximum): one instruction, no widening shared with the sum's."""
     if a.dtype.is_bf16() or a.dtype.is_fp16():
         asm: tl.constexpr = "max.bf16 $0, $1, $2;" if a.dtype.is_bf16() else "max.f16 $0, $1, $2;"
         return tl.inline_asm_elementwise(asm, "=h,h,h", [a, b], dtype=a.dtype, is_pure=True, pack=1)
@@ -199,7 +178,6 @@ def _shift(m):
 
 @triton.jit
 def _pair(m1, s1, m2, s2):
-    """Two partials (m, sum of exp(x - m)) as one: each sum rescaled to the larger max."""
     m = tl.maximum(m1, m2)
     ref = _shift(m)
     return m, s1 * tl.exp2((m1 - ref) * LOG2E) + s2 * tl.exp2((m2 - ref) * LOG2E)
@@ -207,10 +185,10 @@ def _pair(m1, s1, m2, s2):
 
 @triton.jit
 def _partial(x, THREADS: tl.constexpr):
-    """The chunk's partial (m, s) by one reduction of (max, sum) pairs across threads: each thread's
-    pair first, then a tree of pairs, half the block barriers of a max and then a sum. A thread holds
-    R packs of 16 bytes THREADS packs apart (Triton's layout of the loads), so the reshape to [R,
-    THREADS, PACK] moves nothing and the reductions over axes 2 and 0 stay in the thread."""
+    """The chunk's partial (m, s) by one reduction of (max, sum) pairs across threads: half the
+    block barriers of a max and then a sum. A thread holds R packs of 16 bytes THREADS packs apart
+    (Triton's layout of the loads): the reshape to [R, THREADS, PACK] moves nothing and the
+    reductions over axes 2 and 0 stay in the thread."""
     PACK: tl.constexpr = 128 // x.dtype.primitive_bitwidth
     x3 = tl.reshape(x, [x.shape[0] // (THREADS * PACK), THREADS, PACK])
     m_t = tl.reduce(tl.reduce(x3, 2, _maximum), 0, _maximum).to(tl.float32)  # [THREADS]
@@ -220,7 +198,7 @@ def _partial(x, THREADS: tl.constexpr):
 
 @triton.jit
 def _two_sum(a, a_err, b, b_err):
-    """(a + a_err) + (b + b_err) as an fp32 sum and what its rounding lost (Knuth's TwoSum)."""
+    """(a + a_err) + (b + b_err) as an fp32 sum and its rounding error (Knuth's TwoSum)."""
     s = a + b
     b_part = s - a
     a_part = s - b_part
@@ -229,7 +207,6 @@ def _two_sum(a, a_err, b, b_err):
 
 @triton.jit
 def _row_sum(v, COMPENSATED: tl.constexpr):
-    """sum(v) over axis 0; COMPENSATED carries each addition's rounding error along."""
     if COMPENSATED:
         s, err = tl.reduce((v, tl.zeros_like(v)), 0, _two_sum)
         return s + err
@@ -246,8 +223,7 @@ def _row_sum(v, COMPENSATED: tl.constexpr):
 # it returns goes into the next step's operands, which keeps the steps in order.
 @triton.jit
 def _exchange(m, s, slot_base, rank, C: tl.constexpr):
-    """Every block's (m, s) of this row, as two [C] tensors in rank order (the backward sends its
-    dot product as m, 0 as s)."""
+    """Every block's (m, s) of this row, two [C] tensors in rank order."""
     opened = tl.inline_asm_elementwise(  # thread 0 initialises the mbarrier: one arrival, its own
         asm="""{ .reg .u32 t, bar; .reg .pred first;
         mov.u32 t, %tid.x; setp.eq.u32 first, t, 0; mov.u32 bar, global_smem; add.u32 bar, bar, $1;
@@ -287,12 +263,11 @@ def _exchange(m, s, slot_base, rank, C: tl.constexpr):
 
 @triton.jit
 def _split_row(row, row_stride, rank, N, C: tl.constexpr, CHUNK: tl.constexpr, VEC: tl.constexpr):
-    """A row off 16-byte boundaries as its head, its body of whole packs of VEC elements and its
-    tail; every tensor's row starts row * row_stride elements past a 16-byte aligned base (packs).
-    Returns the head's length, which of this block's CHUNK lanes of the body are in it (the
-    block's chunk starts at row * row_stride + head + rank * CHUNK: loads and stores move whole
-    packs), and the head's and the tail's columns as 2 * VEC lanes with which of them are
-    elements: the last block takes them, an element at a time; the other blocks none."""
+    """A row off 16-byte boundaries (packs()) as its head, up to the first boundary, its body of
+    whole packs of VEC elements, which the chunks cover (a block's starts at row * row_stride +
+    head + rank * CHUNK), and its tail. Returns the head's length, which of the chunk's lanes are
+    in the body, and the head's and tail's columns as 2 * VEC lanes with which of them the last
+    block takes, an element at a time (the other blocks none)."""
     head = (VEC - (row * row_stride) % VEC) % VEC
     body = tl.multiple_of((N - head) // VEC * VEC, VEC)
     in_body = rank * CHUNK + tl.arange(0, CHUNK) < body

@@ -37,14 +37,14 @@ FLIGHT_S = 32 * 1024 * 132 / (2 * 2619e6 * 5120 / 8)
 
 @functools.cache
 def num_sms(device_index: int) -> int:
-    """SMs of the GPU; 1 for the interpreter (device index -1), which runs programs in turn."""
+    """SMs of the GPU; 1 for the interpreter (device index -1)."""
     return torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 1
 
 
 @functools.cache
 def bytes_in_flight_per_sm(device_index: int) -> int:
-    """bandwidth x FLIGHT_S / SMs in whole KB, the bandwidth from the device's properties (memory
-    clock x 2, double data rate, x bus width); 32 KB without them (or a device, index -1)."""
+    """bandwidth x FLIGHT_S / SMs in whole KB (memory clock x 2, double data rate, x bus width);
+    32 KB without the properties (or a device, index -1)."""
     p = torch.cuda.get_device_properties(device_index) if device_index >= 0 else None
     bandwidth = 2e3 * getattr(p, "memory_clock_rate", 0) * getattr(p, "memory_bus_width", 0) / 8
     return round(bandwidth * FLIGHT_S / num_sms(device_index) / 1024) * 1024 or 32 * 1024
@@ -52,7 +52,6 @@ def bytes_in_flight_per_sm(device_index: int) -> int:
 
 @functools.cache
 def registers_per_sm(gpu: str | None) -> int:
-    """The register file of an SM of the GPU named `gpu` (65536 where no such device is here)."""
     names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count() * (not INTERPRET))]
     return (
         torch.cuda.get_device_properties(names.index(gpu)).regs_per_multiprocessor if gpu in names else 2**16
@@ -61,9 +60,8 @@ def registers_per_sm(gpu: str | None) -> int:
 
 @dataclass(frozen=True)
 class SoftmaxConfig:
-    """A tile launch's config (kernels.py): block, the elements a program holds (a power of two;
-    >= N: one pass, else looped tiles); l2_hints (looped only); warp_rows (one pass, a warp a row,
-    num_warps rows a program)."""
+    """A tile launch's config (kernels.py): block, the elements a program holds (>= N: one pass,
+    else looped tiles); warp_rows: one pass, a warp a row, num_warps rows a program."""
 
     block: int
     num_warps: int = 4
@@ -78,10 +76,10 @@ class SoftmaxConfig:
         if self.warp_rows and self.l2_hints:
             raise ValueError("l2_hints applies to the looped path, warp_rows to one pass: not both")
 
-    def label(self) -> str:  # BLOCK/num_warps[/L2][/W], as the picks' timings name a config
+    def label(self) -> str:  # as the picks' timings name a config
         return f"{self.block}/{self.num_warps}" + "/L2" * self.l2_hints + "/W" * self.warp_rows
 
-    def fields(self) -> dict:  # as the picks files record it (l2_hints, warp_rows where set)
+    def fields(self) -> dict:  # as the picks files record it
         fields = {"block": self.block, "num_warps": self.num_warps}
         return fields | {k: True for k in ("l2_hints", "warp_rows") if getattr(self, k)}
 
@@ -107,14 +105,13 @@ bucket = next_pow2  # the row-length bucket of N: its picks serve every N of it
 
 
 def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
-    """(width, packs, full) of a row of N a warp a row: width = 32 lanes x 16 bytes; packs of
-    that width that cover the row; full: those inside it."""
+    """(width, packs, full) of a row of N a warp a row: packs of 32 lanes x 16 bytes that cover
+    the row, and those inside it."""
     width = 32 * 16 // itemsize
     return width, -(-n // width), n // width
 
 
 def warp_rows_fit(n: int, itemsize: int) -> bool:
-    """Rows of N go a warp a row: whole 16-byte packs, 1 to WARP_ROWS_MAX_PACKS of them a lane."""
     _, packs, full = warp_row_packs(n, itemsize)
     return full > 0 and packs <= WARP_ROWS_MAX_PACKS and n % (16 // itemsize) == 0
 
@@ -135,9 +132,8 @@ SPACE = (  # every config tune may time but the warp-a-row ones (their BLOCK fol
 
 
 def candidates(streams: int, n: int, itemsize: int = 4) -> list[SoftmaxConfig]:
-    """The configs worth timing for rows of N, a kernel reading `streams` tensors: the short blocks;
-    longer ones (whole rows, several up to 8192 elements) whose tiles fit in registers (`streams`
-    tiles one pass, 3 looped); L2 hints where the row loops; a warp a row, 2, 4, 8 rows a program.
+    """The configs worth timing for rows of N, a kernel reading `streams` tensors: those whose
+    tiles fit in registers (`streams` tiles one pass, 3 looped), and a warp a row where it fits.
     Many rows a program, or a warp a row, keep more bytes in flight an SM: more bandwidth needs it."""
 
     def keep(c: SoftmaxConfig) -> bool:
@@ -153,16 +149,10 @@ def candidates(streams: int, n: int, itemsize: int = 4) -> list[SoftmaxConfig]:
 
 
 def rule(streams: int, n: int, dtype: torch.dtype = torch.float32, gpu: str | None = None) -> SoftmaxConfig:
-    """The config for rows of N on a card with no picks, from its properties; the first that applies:
-
-    rows of N                                    config
-    whole 16-byte packs, 1-8 a lane              a warp a row, 4 a program (padded to a pack,
-                                                 not a power of two: more bytes in flight)
-    `streams` tiles of max(1024, next_pow2(N))   one pass, about 32 values a thread
-      fit in registers (registers_per_sm)
-    longer                                       looped, the widest hinted tile that fits; its
-                                                 grid keeps bytes_in_flight_per_sm (launch.py)
-    """
+    """The config for rows of N on a card with no picks, from its properties: a warp a row where
+    rows are whole 16-byte packs, 1 to 8 a lane (4 rows a program, padded to a pack, not a power of
+    two: more bytes in flight); else one pass, about 32 values a thread, where `streams` tiles fit
+    in registers; else looped, the widest hinted tile that fits (its grid: launch.py)."""
     if warp_rows_fit(n, dtype.itemsize):
         return SoftmaxConfig(WARP_ROWS_WARPS * next_pow2(n), WARP_ROWS_WARPS, warp_rows=True)
     block, registers = max(1024, next_pow2(n)), registers_per_sm(gpu)
@@ -173,14 +163,13 @@ def rule(streams: int, n: int, dtype: torch.dtype = torch.float32, gpu: str | No
 
 
 def user_picks_path(gpu: str) -> Path:
-    """The user's picks file for this GPU and Triton: in $XDG_CACHE_HOME (~/.cache)/kernel-lab/."""
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", gpu).strip("-")
     return root / "kernel-lab" / f"triton-picks-{slug}-{triton.__version__}.json"
 
 
 def digest(gpu: str, picks: list[dict]) -> str:
-    """SHA-256 of what a user picks file holds (its `sha256` field)."""
+    """A user picks file's `sha256` field."""
     body = {"format": USER_PICKS_FORMAT, "gpu": gpu, "triton": triton.__version__, "picks": picks}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
@@ -194,8 +183,8 @@ def _valid(picks: list[dict]) -> bool:
 
 
 def read_user_picks(path: Path, gpu: str) -> list[dict]:
-    """The picks of a user picks file, [] if none; one that does not parse, fails its hash or
-    names another GPU is ignored with one warning."""
+    """The picks of a user picks file, [] if none; a corrupt one or another GPU's is ignored with
+    one warning."""
     try:
         doc = json.loads(path.read_text())
         picks = doc["picks"]
@@ -247,22 +236,19 @@ def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
 
 @functools.cache
 def _indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
-    """(source, index) of the picks that apply on the GPU named `gpu`, the user's tuned first."""
     card = committed()["cards"].get(gpu, {"picks": []})
     return ("tuned", index(read_user_picks(user_picks_path(gpu), gpu))), ("committed", index(card["picks"]))
 
 
 def forget() -> None:
-    """Drop what was read from the picks files (after a tune wrote new picks)."""
     for f in (_indexes, committed, registers_per_sm):
         f.cache_clear()
 
 
 def choose(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None):
-    """(config, source) for kernel `name` on rows of N in `dtype` on the GPU named `gpu` (None:
-    the interpreter), whatever the row count: the pick of N's bucket at the nearest N tuned, the
-    user's tuned first, in `dtype` or else another of its size (fp16 takes bf16's: the same bytes,
-    fp32 arithmetic); else the rule."""
+    """(config, source) for kernel `name` on rows of N on the GPU named `gpu` (None: the
+    interpreter), whatever the row count: the pick of N's bucket at the nearest N tuned, in
+    `dtype` or else another of its size (fp16 takes bf16's: the same bytes, fp32 arithmetic)."""
     if gpu is None:
         return INTERPRETER_CONFIG, "interpreter"
     for source, idx in _indexes(gpu):

@@ -2,8 +2,7 @@
 
 What it buys: the fp32 kernels' exp2 of an fp32-rounded product and fp32 sums cap the accuracy
 near 1e-7; here the exponential and every sum are float64's, so the error stays near float64's
-rounding. One program a row walks it in BLOCK-wide tiles (BLOCK from N alone): the max, the sum
-of exponentials lane by lane, the output. launch.py launches them as the tile kernels.
+rounding. One program a row walks it in BLOCK-wide tiles (BLOCK from N alone).
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ NUM_WARPS = 4
 
 
 def block(n: int) -> int:
-    """The tile width for rows of N: the row's power of two, at least 32, at most BLOCK_MAX."""
     return min(BLOCK_MAX, max(32, next_pow2(n)))
 
 

@@ -9,24 +9,19 @@ elements a program holds (configs.py; launch.tile_meta derives the other constex
 
   BLOCK >= N  one pass: the row (or BLOCK // next_pow2(N) short rows, a [ROWS, BLOCK_N] tile) is
               loaded into registers once, reduced and written: the least traffic there is. A warp
-              a row (PACKS > 0): PACKS packs of 32 lanes x 16 bytes, a tuple of [ROWS, WIDTH]
-              tiles, the first FULL unmasked: a row's max and sum are warp shuffles alone, no
-              block barrier (a [BLOCK_N] tile spreads a row over every warp, crossing through
-              shared memory).
-  BLOCK <  N  looped: a persistent grid (launch.py: about configs.bytes_in_flight_per_sm of tiles
-              an SM, enough to cover memory latency, few enough rows in flight for L2 to keep
-              them) walks each row twice: pass 1 keeps each lane's running max and sum of
-              exponentials (the online softmax), then merges the lanes' pairs; pass 2 reads again,
-              back to front (the tiles pass 1 read last are the likeliest in L2), and writes.
-              L2_HINTS: pass 1 asks L2 to keep what it reads, pass 2 to drop it.
+              a row (PACKS > 0): packs of 32 lanes x 16 bytes, so a row's max and sum are warp
+              shuffles alone, no block barrier (a [BLOCK_N] tile crosses warps through shared memory).
+  BLOCK <  N  looped: a persistent grid (launch.py) walks each row twice: pass 1 keeps each lane's
+              running max and sum of exponentials (the online softmax), then merges the lanes';
+              pass 2 reads again, back to front (the tiles pass 1 read last are the likeliest in
+              L2), and writes. L2_HINTS: pass 1 asks L2 to keep what it reads, pass 2 to drop it.
 
 Accuracy: every exponential is exp2((x - max) * log2 e), the max subtracted first (x = 3e38
 gives 0, not inf - inf); the normalisation multiplies by 1 / sum, an IEEE division once a row.
 The looped lanes' sums are compensated (Kahan) and merged in fp64: the error does not grow with
 the number of tiles. Non-finite inputs give torch's answers (NaN or +inf: a NaN row; -inf weighs
-nothing; a row of -inf: NaN). Masks only where a row or the last tile is ragged (NEEDS_MASK),
-kept 16-byte vectors where N and the strides allow (ALIGN). Every constexpr is passed
-explicitly: some Triton versions do not make a defaulted helper parameter a constexpr.
+nothing; a row of -inf: NaN). Every constexpr is passed explicitly: some Triton versions do not
+make a defaulted helper parameter a constexpr.
 """
 
 from __future__ import annotations
@@ -52,7 +47,7 @@ def _in_row(cols, N, ALIGN: tl.constexpr):
 
 @triton.jit
 def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
-    """tl.load, masked only where needed, in fp32. POLICY: L2 eviction ("evict_last", "evict_first", "")."""
+    """tl.load in fp32, masked only where a row or the last tile is ragged. POLICY: L2 eviction."""
     if NEEDS_MASK:
         x = tl.load(ptrs, mask=mask, other=other, eviction_policy=POLICY)
     else:
@@ -62,7 +57,6 @@ def _load_f32(ptrs, mask, other, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr)
 
 @triton.jit
 def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
-    """tl.store in the destination's dtype, masked only when the shape needs it."""
     if NEEDS_MASK:
         tl.store(ptrs, value.to(ptrs.dtype.element_ty), mask=mask, eviction_policy=POLICY)
     else:
@@ -87,8 +81,7 @@ def _online_max_sum(m, d, c, x):
 @triton.jit
 def _pack_load(rows_ptr, p: tl.constexpr, N, live, other,
                WIDTH: tl.constexpr, FULL: tl.constexpr, ROW_MASK: tl.constexpr, ALIGN: tl.constexpr):  # fmt: skip
-    """Pack p of each row, a [ROWS, WIDTH] tile in fp32: the packs before FULL lie inside
-    every row, masked only for rows past M; the last may be ragged."""
+    """Pack p of each row, a [ROWS, WIDTH] fp32 tile: those before FULL lie inside every row."""
     cols = p * WIDTH + tl.arange(0, WIDTH)[None, :]
     if p < FULL:
         return _load_f32(rows_ptr + cols, live, other, ROW_MASK, "")
@@ -109,7 +102,6 @@ def _pack_store(rows_ptr, p: tl.constexpr, value, N, live,
 def _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
                    WIDTH: tl.constexpr, ROWS: tl.constexpr, PACKS: tl.constexpr, FULL: tl.constexpr,
                    ROW_MASK: tl.constexpr, ALIGN: tl.constexpr):  # fmt: skip
-    """The one-pass forward with a warp a row (the module docstring), ROWS rows a program."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     live = (rows < M)[:, None]
     x_rows = _row_start(x_ptr, rows.to(tl.int64), x_row_stride, ALIGN)[:, None]
@@ -137,7 +129,6 @@ def _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
 def _warp_rows_bwd(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
                    WIDTH: tl.constexpr, ROWS: tl.constexpr, PACKS: tl.constexpr, FULL: tl.constexpr,
                    ROW_MASK: tl.constexpr, ALIGN: tl.constexpr):  # fmt: skip
-    """The one-pass backward with a warp a row, laid out as _warp_rows_fwd."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     live = (rows < M)[:, None]
     r = rows.to(tl.int64)
@@ -167,7 +158,6 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
             x_ptr, y_ptr, x_row_stride, y_row_stride, M, N, BLOCK_N, ROWS, PACKS, FULL, NEEDS_MASK, ALIGN
         )
     elif ONE_PASS:
-        # One program, ROWS whole rows: x is a [ROWS, BLOCK_N] tile held in registers.
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
         cols = tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & _in_row(cols, N, ALIGN)[None, :]
@@ -180,7 +170,6 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
         y_ptrs = _row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None] + cols[None, :]
         _store(y_ptrs, y, mask, NEEDS_MASK, "")
     else:
-        # Persistent: program p takes rows p, p + P, p + 2P, ... (P = number of programs).
         KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # pass 1: read again soon
         DROP: tl.constexpr = "evict_first" if L2_HINTS else ""  # pass 2: last use / written once
         cols = tl.arange(0, BLOCK)
@@ -189,7 +178,7 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
         for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
             x_row = _row_start(x_ptr, row, x_row_stride, ALIGN)
             y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
-            # pass 1: running max and sum of exponentials, per lane  -> m, d: [BLOCK]
+            # pass 1: each lane's running max and sum of exponentials
             m = tl.full([BLOCK], float("-inf"), tl.float32)
             d = tl.zeros([BLOCK], tl.float32)
             c = tl.zeros([BLOCK], tl.float32)  # d's compensation (see _online_max_sum)
@@ -199,14 +188,13 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
             if NEEDS_MASK:
                 x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP)
                 m, d, c = _online_max_sum(m, d, c, x)
-            # merge the lanes' (max, sum) pairs, each sum rescaled to the row's max. A lane that
-            # saw only -inf has d = 0 and adds 0 (unless the whole row is -inf: then the row's
-            # max is -inf, the scale NaN, and so is the row, as in torch). The fold adds BLOCK
-            # sums of very different sizes (one lane may hold the max): in fp64, once a row.
+            # merge the lanes' sums rescaled to the row's max: a lane that saw only -inf adds 0
+            # (a row of -inf: the scale is NaN, and so is the row, as in torch). In fp64: BLOCK
+            # sums of very different sizes (one lane may hold the max).
             m_row = tl.max(m, axis=0)
             row_sum = tl.sum(((d - c) * tl.exp2((m - m_row) * LOG2E)).to(tl.float64), axis=0)
             inv_sum = (1.0 / row_sum).to(tl.float32)
-            # pass 2, back to front (see the module docstring): normalise and write
+            # pass 2, back to front
             if NEEDS_MASK:
                 x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True, DROP)
                 y = tl.exp2((x - m_row) * LOG2E) * inv_sum
@@ -222,7 +210,6 @@ def softmax_bwd_kernel(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_ro
                        BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ONE_PASS: tl.constexpr,
                        NEEDS_MASK: tl.constexpr, ALIGN: tl.constexpr, L2_HINTS: tl.constexpr,
                        PACKS: tl.constexpr, FULL: tl.constexpr):  # fmt: skip
-    # dx = y * (dy - <y, dy>): one dot product per row, then an elementwise update.
     if PACKS > 0:  # a warp a row, BLOCK_N = the packs' width
         _warp_rows_bwd(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N,
                        BLOCK_N, ROWS, PACKS, FULL, NEEDS_MASK, ALIGN)  # fmt: skip
@@ -248,7 +235,6 @@ def softmax_bwd_kernel(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_ro
             y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
             dy_row = _row_start(dy_ptr, row, dy_row_stride, ALIGN)
             dx_row = _row_start(dx_ptr, row, dx_row_stride, ALIGN)
-            # pass 1: per-lane partial dot products, folded once at the end
             acc = tl.zeros([BLOCK], tl.float32)
             for t in range(n_full):
                 offs = t * BLOCK + cols
@@ -259,7 +245,7 @@ def softmax_bwd_kernel(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_ro
                 y = _load_f32(y_row + tail, in_row, 0.0, True, KEEP)
                 acc += y * _load_f32(dy_row + tail, in_row, 0.0, True, KEEP)
             dot = tl.sum(acc, axis=0)
-            # pass 2, back to front, for L2 reuse as in the forward
+            # pass 2, back to front
             if NEEDS_MASK:
                 in_row = _in_row(tail, N, ALIGN)
                 y = _load_f32(y_row + tail, in_row, 0.0, True, DROP)

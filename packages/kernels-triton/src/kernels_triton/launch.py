@@ -1,13 +1,11 @@
 """Launches: the form and config a launch gets (plan_form), and a template a layout that runs it.
 
-At short shapes the kernel runs for a few microseconds, so the host's work a call is what a user
-waits for; Triton's `kernel[grid](...)` binds, specialises and hashes the arguments in Python on
-every call. Here a template a layout (launch's key) holds the form, the config and the launchers
-of its compiled kernels (c_launch.py); a call with any row count M derives the grid and the
-arguments from M with integer arithmetic and calls Triton's C launch. A new M keeps nothing (no
-plan, cache entry or closure): a process that sees millions of row counts keeps a flat memory
-and gives the garbage collector nothing new to walk. Batch invariance: the form and the config,
-all that orders a row's reductions, come from the layout alone, never from M.
+At short shapes the host's work a call is what a user waits for, and Triton's `kernel[grid](...)`
+binds, specialises and hashes the arguments in Python on every call. Here a template a layout
+(launch's key) holds the form, the config and the launchers of its compiled kernels (c_launch.py);
+a call with any row count M derives the grid and the arguments from M and calls Triton's C launch.
+A new M keeps nothing: a process that sees millions of row counts keeps a flat memory. Batch
+invariance: the form and the config, all that orders a row's reductions, never come from M.
 """
 
 from __future__ import annotations
@@ -28,17 +26,14 @@ MAX_PLANS = 4096  # entries of a cache of templates (remember); past that the ol
 MAX_TEMPLATES = 1024  # templates (layouts)
 
 Template = Callable[..., None]  # template(*tensors): launch on their M = numel // N rows of the layout
-# OrderedDicts: dropping the oldest entry is O(1). PLAN_CACHES: every dict that keeps templates
-# (this module's, softmax.py's fast paths'), which forget_plans() empties.
+# OrderedDicts: dropping the oldest entry is O(1). PLAN_CACHES: every dict of templates.
 _TEMPLATES: dict[tuple, Template] = OrderedDict()
 PLAN_CACHES: list[dict] = [_TEMPLATES]
-# (kernel, N, dtype name) -> the config of its last tile template (but a form timed alone) and
-# where that came from (plan_form's source), for autotune_picks()
+# (kernel, N, dtype name) -> the config of its last tile template and its source, for autotune_picks()
 USED: dict[tuple, dict] = OrderedDict()
 
 
 def remember(cache: OrderedDict, key, value, limit: int = MAX_PLANS) -> None:
-    """cache[key] = value, the oldest entry dropped first once `limit` are held."""
     if len(cache) >= limit:
         with contextlib.suppress(KeyError):  # emptied by another thread
             cache.popitem(last=False)
@@ -46,17 +41,15 @@ def remember(cache: OrderedDict, key, value, limit: int = MAX_PLANS) -> None:
 
 
 def forget_plans() -> None:
-    """Drop every template and what was read from the picks files: the next launch of each
-    layout plans anew, with the picks as they are now (after a tune wrote new ones)."""
+    """Drop every template and what was read from the picks files (after a tune wrote new ones)."""
     configs.forget()
     for cache in PLAN_CACHES:
         cache.clear()
 
 
 def route(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> str:
-    """The form that runs a launch: "float64" (float64.py) for float64 tensors, else "cluster"
-    (cluster.py) where cluster.applies (sm_90, long rows), else "tiles" (kernels.py). Nothing
-    here depends on M beyond its being >= 1."""
+    """The form that runs a launch: "float64", "cluster" or "tiles"; nothing here depends on M
+    beyond its being >= 1."""
     if dtype == torch.float64:
         return "float64"
     return "cluster" if cluster.applies(name[-3:], m, n, dtype, device) else "tiles"
@@ -68,10 +61,10 @@ def gpu_name(device_index: int) -> str | None:
 
 
 def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int) -> dict:
-    """The constexprs a launch with `config` gets, in the kernels' parameter order."""
+    """The constexprs of a launch, in the kernels' parameter order."""
     # the longest run of elements, up to 16 bytes, that N and every row stride are multiples of
     align = math.gcd(n, 16 // itemsize, *row_strides)
-    if config.warp_rows:  # PACKS tiles of [ROWS, BLOCK_N], BLOCK_N the width of a pack across a warp
+    if config.warp_rows:  # BLOCK_N: the width of a pack across a warp
         rows = config.block // next_pow2(n)
         if rows != config.num_warps:
             raise ValueError(f"{config.label()}: warp_rows needs block = num_warps x next_pow2(N), N = {n}")
@@ -91,11 +84,11 @@ def launch(
     name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None = None,
     form: str | None = None,
 ) -> Template:  # fmt: skip
-    """Launch kernel `name` on 2D (M, N) tensors with unit column stride, inputs first, the output
-    last (in place: one of the inputs); returns the template, which launches any M of the layout.
-    form: "tiles" or "cluster" instead of route()'s (to time a form alone)."""
+    """Launch kernel `name` on 2D (M, N) tensors with unit column stride, the output last (in
+    place: one of the inputs); returns the template, which launches any M of the layout. form:
+    instead of route()'s (to time a form alone)."""
     x, out = tensors[0], tensors[-1].data_ptr()
-    # the row strides and the bases' 16-byte alignment: all the cluster's packs() reads, besides N
+    # the row strides and the bases' 16-byte alignment: what cluster.packs() reads
     key = (
         name, n, config, form, x.dtype, x.get_device(), *[t.stride(0) for t in tensors],
         *[t.data_ptr() % 16 == 0 for t in tensors], any(t.data_ptr() == out for t in tensors[:-1]),
@@ -116,7 +109,6 @@ def launch(
 
 
 def _device_of(t: torch.Tensor):
-    """A context in which t's CUDA device is the current one."""
     if not t.is_cuda or torch._C._cuda_getDevice() == t.get_device():
         return contextlib.nullcontext()
     return torch.cuda.device(t.device)
@@ -126,8 +118,8 @@ def plan_form(
     name: str, m: int, n: int, dtype: torch.dtype, device: torch.device,
     config: SoftmaxConfig | None = None, form: str | None = None,
 ) -> tuple[str, SoftmaxConfig | None, str]:  # fmt: skip
-    """(form, config, source) of a launch: route()'s form (or `form`) and the tile kernels' config
-    (None for the cluster's, which N sets), none of it from M; source: where the config came from."""
+    """(form, config, source) of a launch, none of it from M: config None for the cluster's, which
+    N sets; source: where the config came from."""
     form = form or route(name, m, n, dtype, device)
     if form == "cluster":
         return form, None, "cluster"
@@ -143,9 +135,8 @@ _data_ptr = torch.Tensor.data_ptr
 
 
 def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: SoftmaxConfig) -> Template:
-    """The template of a tile kernel (kernels.py; float64.py's, one program a row): the config,
-    and the launcher of each compiled variant met, by (M % ROWS != 0 where a program takes ROWS
-    whole rows) + 2 * (M >= 2**31). A call derives the grid from M and keeps nothing."""
+    """The template of a tile kernel (kernels.py; float64.py's): the launcher of each compiled
+    variant met, by (M % ROWS != 0 where a program takes ROWS whole rows) + 2 * (M >= 2**31)."""
     x = tensors[0]
     device_index, strides, itemsize = x.get_device(), tuple(t.stride(0) for t in tensors), x.element_size()
     fp64 = x.dtype == torch.float64
@@ -156,7 +147,8 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
 
     first = meta_of(1)
     rows, one_pass = first.get("ROWS", 1), first.get("ONE_PASS", True)
-    # looped: a persistent grid of about the card's bytes in flight an SM of tiles (see kernels.py)
+    # looped: a persistent grid of about the card's bytes in flight an SM of tiles, enough to cover
+    # memory latency, few enough rows in flight for L2 to keep them
     in_flight = configs.bytes_in_flight_per_sm(device_index)
     max_programs = num_sms(device_index) * max(1, in_flight // (config.block * itemsize * STREAMS[name]))
     if INTERPRET:  # no compiled kernel: the kernel's Python runs on the tensors
@@ -197,8 +189,8 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
 
 
 def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Template:
-    """The cluster kernel (cluster.py) of `direction` ("fwd" or "bwd") compiled for the layout of
-    `tensors`: M rows launch M clusters, their size and shared memory in the launch metadata."""
+    """The cluster kernel of `direction` ("fwd" or "bwd") for the layout of `tensors`: M rows
+    launch M clusters, their size and shared memory in the launch metadata."""
     compiled, packed, rest = cluster.compiled_launch(direction, [t.view(m, n) for t in tensors])
     go = c_launch.launcher(compiled, tensors[0].get_device(), packed)
 
@@ -208,11 +200,3 @@ def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int
             go(m, (*map(_data_ptr, ts), *rest))
 
     return run
-
-
-def cluster_plan(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Template:
-    """The cluster kernel's template for these tensors, launched once: the tests run the kernel
-    at sizes and layouts the route leaves to the tiles."""
-    template = cluster_template(direction, tensors, m, n)
-    template(*tensors)
-    return template

@@ -1,7 +1,5 @@
-"""labtools plugin: the Triton softmax (the public op, each form alone, the autotuned first rung),
-log_softmax and the fused cross-entropy, for `lab` and the benchmarks.
-
-Declared in pyproject as the `labtools.plugins` entry point `kernels_triton.plugin:register`.
+"""labtools plugin (the `labtools.plugins` entry point): the Triton softmax (the public op, each
+form alone, the autotuned first rung), log_softmax and the fused cross-entropy.
 """
 
 import importlib
@@ -14,8 +12,7 @@ DTYPES = ("float32", "float16", "bfloat16")
 
 def _lazy(module: str, name: str, *args):
     """kernels_triton.<module>.<name>(*tensors, *args), imported at its first call (registering
-    imports no Triton) and kept: importlib.import_module is Python-level import machinery on
-    every call, host time that `lab bench` would count as the op's call time."""
+    imports no Triton) and kept: import_module on every call is host time `lab bench` would count."""
     fn = None
 
     def call(*tensors):
@@ -45,8 +42,7 @@ def _cross_entropy(x):
 
 
 def _picks(kernel: str):
-    """The configs this process's launches of one kernel ran with, in labtools' convention
-    ([{"key": ..., "config": ...}], see labtools.registry)."""
+    """The configs this process's launches of one kernel ran with, in labtools.registry's convention."""
 
     def picks() -> list[dict]:
         from kernels_triton.softmax import autotune_picks
@@ -86,7 +82,6 @@ FORMS = {
 
 
 def _forced(form: str):
-    """(forward, backward) that launch the rows on one form whatever launch.route would pick."""
 
     def run(name, tensors):
         from kernels_triton import launch

@@ -1,13 +1,11 @@
 """softmax(x, dim) in Triton, forward and backward: the public op.
 
 Every input is viewed as (M, N) rows, N the softmax dim (a copy only when that dim is not the
-innermost, contiguous one), and handed to a launch template (launch.py). One autograd path,
-_Softmax: eager calls launch directly; while torch.compile or torch.export traces (no data to
-launch on) it calls two opaque custom ops, kernels_triton::softmax and ::softmax_backward, with
-shape-only fakes (eager calls skip their dispatch, which costs as much host time as the launch).
-The common eager call, a contiguous tensor along its last dim, is served from a dict of
-templates keyed on what its first call checked (ndim, N, dim, dtype, device, alignment, config;
-not the row count, so a new one adds no entry); a later call checks only what the key does not hold.
+innermost, contiguous one), and handed to a launch template (launch.py). While torch.compile or
+torch.export traces, _Softmax calls two opaque custom ops with shape-only fakes; eager calls skip
+their dispatch, which costs as much host time as the launch. The common eager call, a contiguous
+tensor along its last dim, is served from a dict of templates keyed on what its first call
+checked (not the row count); a later call checks only what the key does not hold.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import torch
 from kernels_triton import configs, launch
 from kernels_triton.configs import DTYPES, INTERPRET, SoftmaxConfig, dtype_name
 
-# fp64 runs on float64.py's kernels: right to float64's rounding, not fast
 ACCEPTED = (*DTYPES, torch.float64)
 
 # The fast paths' test for tracing (one Python call where torch.compiler.is_compiling makes two);
@@ -55,7 +52,7 @@ def _check(x, dim, what: str) -> int:
 
 
 def as_rows(t: torch.Tensor, dim: int) -> torch.Tensor:
-    """t with `dim` moved last, as a 2D (M, N) view with unit column stride."""
+    """t with `dim` moved last, as a 2D (M, N) view (a copy where it must be) with unit column stride."""
     t = t.reshape(1) if t.dim() == 0 else t.movedim(dim, -1)
     rows = t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
     return rows if rows.stride(-1) == 1 else rows.contiguous()
@@ -68,23 +65,17 @@ def from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
-# Templates for contiguous tensors along their last dim, keyed (_key) on everything the checks
-# and the template depend on; the backward's key adds dy's dtype, device and alignment.
+# Templates of the fast paths, keyed (in _apply) on everything the checks and the template depend on;
+# the backward's key adds dy's dtype, device and alignment.
 _FORWARD: dict[tuple, launch.Template] = OrderedDict()  # bounded: launch.remember
 _BACKWARD: dict[tuple, launch.Template] = OrderedDict()
 _IN_PLACE: dict[tuple, launch.Template] = OrderedDict()  # softmax_, keyed as _FORWARD
 launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch.forget_plans()
 
 
-def _key(x: torch.Tensor, dim: int, config) -> tuple:
-    """The fast paths' key of a contiguous x with x.dim() >= 1."""
-    return (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
-
-
 def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run: bool = True):
-    """Kernel `name` on checked `inputs` of one shape along dim, into `out` (None: a new tensor),
-    returned. Contiguous rows along the last dim launch as they are, their template kept in
-    `cache` for the fast paths; other layouts as (M, N) rows, copied where they must be.
+    """Kernel `name` on checked `inputs` along dim, into `out` (None: a new tensor), returned.
+    Contiguous rows along the last dim keep their template in `cache` for the fast paths.
     run=False allocates the output and computes nothing: the custom ops' fakes."""
     x = inputs[0]
     if dim == x.dim() - 1 and all(t.is_contiguous() for t in inputs):
@@ -93,9 +84,10 @@ def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run
             n = x.shape[-1]
             rows = [t.view(-1, n) for t in (*inputs, out)]
             template = launch.launch(name, rows, out.numel() // n, n, config)
-            dy = [(t.dtype, t.get_device(), t.data_ptr() % 16) for t in inputs[1:]]
+            dy = [v for t in inputs[1:] for v in (t.dtype, t.get_device(), t.data_ptr() % 16)]
             for d in (dim, dim - x.dim()):  # softmax(x, -1) and softmax(x, x.dim() - 1) alike
-                launch.remember(cache, (*_key(x, d, config), *(dy[0] if dy else ())), template)
+                key = (x.dim(), n, d, x.dtype, x.get_device(), x.data_ptr() % 16, config, *dy)
+                launch.remember(cache, key, template)
         return out
     rows = [as_rows(t, dim) for t in inputs]
     out_rows = torch.empty(rows[0].shape, dtype=x.dtype, device=x.device)
@@ -128,7 +120,7 @@ _softmax_backward_op.register_fake(lambda y, dy, dim: _backward(y, dy, dim, run=
 
 
 def _compiling(config) -> bool:
-    """Whether torch.compile or torch.export traces this call, where the picks decide: config= is refused."""
+    """Whether torch.compile or torch.export traces this call (config= refused there)."""
     compiling = torch.compiler.is_compiling()
     if compiling and config is not None:
         raise ValueError("config= applies to eager calls; under torch.compile/export the picks decide")
@@ -169,7 +161,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     alignment (the kernels load 16-byte packs; the README says more).
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        # _key's tuple, written out: a function call costs the hot path as much as its dict lookup
+        # _apply's key, written out: a call costs as much as the dict lookup
         template = _FORWARD.get(
             (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
         )
@@ -215,7 +207,7 @@ def softmax_backward(
     batch invariant as softmax."""
     if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
             and y.dim() and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
-        key = (y.dim(), y.shape[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config)  # _key's
+        key = (y.dim(), y.shape[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config)  # _apply's
         template = _BACKWARD.get((*key, dy.dtype, dy.get_device(), dy.data_ptr() % 16))
         if template is not None and dy.shape == y.shape:
             dx = torch.empty_like(y)

@@ -1,11 +1,10 @@
 """python -m kernels_triton.tune: time every candidate config on this GPU and keep the fastest.
 
-It times forward and backward at each shape and dtype (triton.testing.do_bench: CUDA events, L2
-cleared, median), skipping the shapes the cluster kernels take, and merges the winners, a pick a
-(kernel, dtype, N, rows an SM), into this user's picks file for this GPU and Triton version
-(configs.user_picks_path: under a file lock, replaced atomically, with a SHA-256), or with
---commit into this GPU's section of autotune_picks.json, to commit as is. Default shapes: (64,
-600), (512, 600), (4096, 600) in fp32, fp16, bf16; `lab bench`'s sweep in fp32 and bf16 (--sweep).
+It times forward and backward at each shape and dtype (triton.testing.do_bench), skipping the
+shapes the cluster kernels take, and merges the winners, a pick a (kernel, dtype, N, rows an SM),
+into this user's picks file for this GPU and Triton version (configs.user_picks_path), or with
+--commit into this GPU's section of autotune_picks.json. Default shapes: SHORT_SHAPES in fp32,
+fp16, bf16; `lab bench`'s sweep in fp32 and bf16 (--sweep alone).
 
     python -m kernels_triton.tune [--sweep | --shape M N ...] [--dtype D ...] [--commit]
 """
@@ -46,7 +45,7 @@ def default_tasks(sweep_only: bool = False) -> list[tuple[int, int, torch.dtype]
 
 
 def _compile_ahead(job: tuple) -> None:
-    """Compile one (kernel, dtype, M, N, config) into Triton's disk cache, as a launch would."""
+    """Compile one job into Triton's disk cache, as a launch would."""
     name, dtype, m, n, fields = job
     config, k, dtype = SoftmaxConfig.of(fields), STREAMS[name] + 1, getattr(torch, dtype)
     meta = launch.tile_meta(config, m, n, [n] * k, dtype.itemsize)
@@ -54,8 +53,8 @@ def _compile_ahead(job: tuple) -> None:
 
 
 def tune(tasks) -> list[dict]:
-    """Time every candidate config of both kernels at each (M, N, dtype) of `tasks` the tile
-    kernels run, one task per pick key; return the winners with every config's time."""
+    """Time every candidate config of both kernels at each task the tile kernels run, one task a
+    pick key; return the winners with every config's time."""
     device = torch.cuda.current_device()
     sms, where = launch.num_sms(device), torch.device("cuda", device)
     rows_per_sm = lambda m: min(64, next_pow2(-(-m // sms)))  # noqa: E731 - picks are tuned at up to 64 rows an SM
@@ -101,8 +100,7 @@ def _provenance() -> dict:
 
 
 def save(picks: list[dict], path: Path, gpu: str) -> list[dict]:
-    """Merge `picks` into the user picks file at `path` under an exclusive lock, written
-    atomically with its SHA-256. Returns every pick now in the file."""
+    """Merge `picks` into the user picks file at `path` under a file lock. Returns every pick now in it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -115,8 +113,7 @@ def save(picks: list[dict], path: Path, gpu: str) -> list[dict]:
 
 
 def commit(picks: list[dict], gpu: str, path: Path = PICKS_FILE) -> list[dict]:
-    """Merge `picks` into GPU `gpu`'s section of the committed picks file at `path` (the other
-    sections untouched). Returns the section's picks."""
+    """Merge `picks` into GPU `gpu`'s section of the committed picks file. Returns the section's picks."""
     cards = json.loads(path.read_text())["cards"] if path.exists() else {}
     every = _merged(cards.get(gpu, {}).get("picks", []), picks)
     cards = dict(sorted((cards | {gpu: _provenance() | {"picks": every}}).items()))
