@@ -23,7 +23,7 @@ from kernels_cuda import _diskcache, arrays, codegen
 from kernels_cuda import softmax_variants as variants
 from kernels_cuda.codegen import CompileError, Spec
 
-SM80_SAMPLE = 4
+SM80_SAMPLE = 8
 
 
 def sm80_sample(specs) -> list:
