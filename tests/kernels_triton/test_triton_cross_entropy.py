@@ -244,6 +244,17 @@ def odd_rows(m: int, v: int, dtype, seed: int = 0):
     return x.to(dtype).to(DEVICE), t.to(DEVICE)
 
 
+def check_every_offset(x, t, v: int, vec: int) -> None:
+    """check() with the rows' base at every offset from a 16-byte boundary: unpadded, padded to
+    whole packs, or padded to an odd stride (the gradient then laid out unlike the logits), by
+    a reduction that writes the gradient in the forward and by one that recomputes it."""
+    padded = -(-v // vec) * vec
+    for off in range(vec):
+        stride = (v, padded, padded + 1)[off % 3]
+        reduction, eps = (("none", 0.1), ("mean", 0.1))[off % 2]
+        check(x, t, reduction, eps, layout=lambda x, off=off, stride=stride: placed(x, off, stride))
+
+
 @pytest.mark.parametrize("dtype,v", [(torch.float32, 77), (torch.bfloat16, 77), (torch.bfloat16, 70),
                                      (torch.float64, 77)])  # fmt: skip
 def test_rows_off_16_byte_boundaries_at_every_offset(path, dtype, v):
@@ -255,11 +266,7 @@ def test_rows_off_16_byte_boundaries_at_every_offset(path, dtype, v):
     one that recomputes it and checks every row's loss."""
     vec = 16 // torch.empty((), dtype=dtype).element_size()
     x, t = odd_rows(12, v, dtype)
-    padded = -(-v // vec) * vec
-    for off in range(vec):
-        stride = (v, padded, padded + 1)[off % 3]
-        reduction, eps = (("none", 0.1), ("mean", 0.1))[off % 2]
-        check(x, t, reduction, eps, layout=lambda x, off=off, stride=stride: placed(x, off, stride))
+    check_every_offset(x, t, v, vec)
 
 
 @pytest.mark.parametrize("v", [2, 3, 9])
@@ -606,11 +613,7 @@ def test_gpu_odd_rows_at_every_16_byte_offset(dtype):
     bits alone at its offset as in the contiguous batch."""
     v, vec = 50257, 16 // torch.empty((), dtype=dtype).element_size()
     x, t = odd_rows(64, v, dtype)
-    padded = -(-v // vec) * vec
-    for off in range(vec):
-        stride = (v, padded, padded + 1)[off % 3]
-        reduction, eps = (("none", 0.1), ("mean", 0.1))[off % 2]
-        check(x, t, reduction, eps, layout=lambda x, off=off, stride=stride: placed(x, off, stride))
+    check_every_offset(x, t, v, vec)
     x, t = logits_and_targets(257, v, dtype, special=False)
     batch = cross_entropy(x, t, reduction="none")
     xb = x.clone().requires_grad_()
