@@ -224,3 +224,25 @@ def test_gpu_torch_compile_inductor():
     (g,) = torch.autograd.grad(y, x, torch.ones_like(y))
     (want,) = torch.autograd.grad(F.log_softmax(x, -1), x, torch.ones_like(y))
     torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-5)
+
+
+def test_launch_key_holds_what_triton_specialises_on():
+    """xent_launch reuses a compiled kernel only for arguments Triton would compile the same way:
+    an integer 1 (a constant to Triton), a multiple of 16, a width past int32, a tensor's dtype
+    and 16-byte alignment each change the key."""
+    from kernels_triton.xent_launch import specialization as spec
+
+    assert len({spec(1), spec(2), spec(16), spec(2**31), spec(2**63)}) == 5
+    assert spec(3) == spec(5) and spec(32) == spec(48)
+    x = torch.zeros(8)
+    assert spec(x) == spec(torch.zeros(8)) != spec(x[1:]) != spec(x.double())
+    assert spec(True) != spec(False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 3, 16, 17, 1])
+def test_gpu_row_counts_one_after_another(m):
+    """Row counts that Triton specialises differently (1, odd, a multiple of 16) launched in turn
+    at one row length: each gets its own compiled kernel, none another's."""
+    x = torch.randn(m, 600, device="cuda") * 4
+    assert_no_worse_than_torch(log_softmax(x), x)

@@ -18,6 +18,7 @@ import torch
 from kernels_triton import xent_kernels as K
 from kernels_triton.configs import INTERPRET
 from kernels_triton.softmax import SoftmaxDimError, as_rows, from_rows
+from kernels_triton.xent_launch import launch
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
@@ -44,13 +45,12 @@ def _check(x, dim, what: str) -> int:
 def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
     """kernel over m rows of n elements; rows: the (m, n) tensors, output last."""
     block, one_pass, warps = K.choose(n, rows[0].element_size())
-    grid = (K.programs(m, n, rows[0].element_size(), one_pass, rows[0].device),)
+    grid = K.programs(m, n, rows[0].element_size(), one_pass, rows[0].device)
     off, split = K.splits(n, rows)
-    with K.on_device(rows[0]):
-        kernel[grid](
-            *rows, m, n, *(r.stride(0) for r in rows), off,
-            BLOCK=block, ALIGN=K.align(n, rows), **split, ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64, num_warps=warps,
-        )  # fmt: skip
+    launch(
+        kernel, grid, (*rows, m, n, *(r.stride(0) for r in rows), off), warps,
+        BLOCK=block, ALIGN=K.align(n, rows), **split, ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64,
+    )  # fmt: skip
 
 
 def _forward(x: torch.Tensor, dim: int, run: bool = True) -> torch.Tensor:

@@ -16,6 +16,7 @@ import torch
 
 from kernels_triton import xent_kernels as K
 from kernels_triton.cross_entropy import _check, _stat_dtype
+from kernels_triton.xent_launch import launch
 
 
 def _forward(x, target, ignore_index: int, run: bool = True):
@@ -25,14 +26,12 @@ def _forward(x, target, ignore_index: int, run: bool = True):
     stats = torch.empty(2, m, dtype=_stat_dtype(x), device=x.device)
     if run and m:
         block, one_pass, warps = K.choose(n, x.element_size())
-        grid = (K.programs(m, n, x.element_size(), one_pass, x.device),)
+        grid = K.programs(m, n, x.element_size(), one_pass, x.device)
         off, split = K.splits(n, [x])
-        with K.on_device(x):
-            K.token_stats_fwd[grid](
-                x, target, logp, ent, stats, m, n, x.stride(0), off, ignore_index,
-                BLOCK=block, ALIGN=K.align(n, [x]), VEC=split["VEC"], ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
-                num_warps=warps,
-            )  # fmt: skip
+        launch(
+            K.token_stats_fwd, grid, (x, target, logp, ent, stats, m, n, x.stride(0), off, ignore_index), warps,
+            BLOCK=block, ALIGN=K.align(n, [x]), VEC=split["VEC"], ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
+        )  # fmt: skip
     return logp, ent, stats
 
 
@@ -42,15 +41,15 @@ def _backward(x, target, stats, ent, dlogp, dent, ignore_index: int, run: bool =
         m, n = x.shape
         block, _, warps = K.choose(n, x.element_size())
         block = min(block, K.ROW_SHAPES[x.element_size()][1])
-        grid = (K.programs(m, n, x.element_size(), False, x.device),)
+        grid = K.programs(m, n, x.element_size(), False, x.device)
         dlogp = dlogp.to(_stat_dtype(x)).contiguous()
         dent = dent.to(_stat_dtype(x)).contiguous()
         off, split = K.splits(n, [x, grad])
-        with K.on_device(x):
-            K.token_stats_bwd[grid](
-                x, target, stats, ent, dlogp, dent, grad, m, n, x.stride(0), grad.stride(0), off, ignore_index,
-                BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64, num_warps=warps,
-            )  # fmt: skip
+        launch(
+            K.token_stats_bwd, grid,
+            (x, target, stats, ent, dlogp, dent, grad, m, n, x.stride(0), grad.stride(0), off, ignore_index), warps,
+            BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64,
+        )  # fmt: skip
     return grad
 
 

@@ -1,0 +1,53 @@
+"""launch(kernel, grid, args, num_warps, **constexprs): the cross-entropy family's launches at a
+small host cost.
+
+Triton's `kernel[grid](...)` binds and specialises every argument in Python on every call: for
+these kernels' two dozen arguments that is more host time than the rest of a call, and more than
+a short call's device time. Here the compiled kernel is looked up by what Triton specialises it
+on (each tensor's dtype and 16-byte alignment; each integer's being 1, its divisibility by 16
+and its width; the constexprs; the warps) and launched through Triton's C launch
+(c_launch.launcher), which also makes the kernel's device current. Under the interpreter, or
+for a CPU tensor, Triton's own launch runs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels_triton import c_launch
+from kernels_triton.configs import INTERPRET
+
+MAX_LAUNCHERS = 1024  # compiled specialisations kept; past that the table starts again
+_LAUNCHERS: dict[tuple, tuple] = {}
+
+
+def specialization(arg) -> object:
+    """What Triton's specialisation of a kernel reads from one argument (backends/compiler.py:
+    an integer's value 1 and divisibility by 16, its width; a tensor's dtype and alignment)."""
+    if isinstance(arg, torch.Tensor):
+        return arg.dtype, arg.data_ptr() % 16 == 0
+    if isinstance(arg, int) and not isinstance(arg, bool):
+        return arg == 1, arg % 16 == 0, -(2**31) <= arg < 2**31, arg < 2**63
+    return type(arg), arg if isinstance(arg, bool) else None
+
+
+def launch(kernel, grid: int, args: tuple, num_warps: int, **constexprs) -> None:
+    """kernel[(grid,)](*args, num_warps=num_warps, **constexprs) on the device of args[0] (a
+    tensor); every parameter after args is one of constexprs."""
+    first = args[0]
+    if INTERPRET or not first.is_cuda:
+        kernel[(grid,)](*args, num_warps=num_warps, **constexprs)
+        return
+    device = first.get_device()
+    key = (kernel, device, num_warps, *constexprs.items(), *map(specialization, args))
+    entry = _LAUNCHERS.get(key)
+    if entry is None:
+        with torch.cuda.device(device):  # Triton compiles for, and loads into, the current device
+            compiled = kernel.warmup(*args, grid=(grid,), num_warps=num_warps, **constexprs)
+            compiled._init_handles()
+        values = tuple(constexprs[name] for name in kernel.arg_names[len(args) :])
+        if len(_LAUNCHERS) >= MAX_LAUNCHERS:
+            _LAUNCHERS.clear()
+        entry = _LAUNCHERS[key] = c_launch.launcher(compiled, device), values
+    go, values = entry
+    go(grid, (*[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], *values))
