@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 
 import torch
 import triton
@@ -428,9 +429,10 @@ ROW_SHAPES = {2: (16384, 8192, 16), 4: (8192, 4096, 16), 8: (4096, 2048, 16)}
 def align(n: int, rows: list[torch.Tensor]) -> int:
     """The largest power of two, at most 16 bytes of elements, dividing n and every row stride
     of `rows`: the ALIGN the kernels' vector hints rely on (1 for an odd n, as GPT-2's 50257)."""
-    a = 16 // rows[0].element_size()
-    while a > 1 and (n % a or any(t.stride(0) % a for t in rows if t.shape[0] > 1)):
-        a //= 2
+    a = math.gcd(n, 16 // rows[0].element_size())
+    for t in rows:
+        if a > 1 and t.shape[0] > 1:
+            a = math.gcd(a, t.stride(0))
     return a
 
 
@@ -444,18 +446,21 @@ def splits(n: int, rows: list[torch.Tensor]) -> tuple[int, dict]:
     size = rows[0].element_size()
     vec = 16 // size
     offs = [t.data_ptr() % 16 // size for t in rows]
-    whole = align(n, rows) == vec and not any(offs)
+    whole = not any(offs) and align(n, rows) == vec
     m, stride = rows[0].shape[0], rows[0].stride(0)
     like = all(o == offs[0] and (m < 2 or (t.stride(0) - stride) % vec == 0) for o, t in zip(offs, rows))
     return offs[0], {"VEC": 0 if whole else vec, "LIKE": like}
 
 
+@functools.cache
 def choose(n: int, itemsize: int) -> tuple[int, bool, int]:
-    """(BLOCK, ONE_PASS, num_warps) for rows of n elements of `itemsize` bytes: (n, dtype) only."""
+    """(BLOCK, ONE_PASS, num_warps) for rows of n elements of `itemsize` bytes: (n, dtype) only.
+    One pass: 64 bytes of the row a thread, so a short row is one warp's (its reductions stay
+    in shuffles, with no exchange through shared memory)."""
     whole, block, warps = ROW_SHAPES[itemsize]
-    width = triton.next_power_of_2(max(n, 1))
+    width = 1 << max(n - 1, 0).bit_length()
     if width <= whole:
-        return width, True, min(16, max(4, width // 512))
+        return width, True, max(1, min(16, width * itemsize // 2048))
     return block, False, warps
 
 
