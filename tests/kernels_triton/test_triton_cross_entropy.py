@@ -17,6 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kernels_triton import cross_entropy, token_logprobs_and_entropy
 from kernels_triton import xent_kernels as K
+from kernels_triton import xent_reduce as R
+from kernels_triton.cross_entropy import _count
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:invalid value encountered:RuntimeWarning",
@@ -146,6 +148,29 @@ def test_every_target_ignored():
         loss.backward()
         assert torch.equal(xa.grad, torch.zeros_like(x))
     assert torch.equal(cross_entropy(x, t, reduction="none"), torch.zeros(4, device=DEVICE))
+
+
+def test_count_and_loss_summed_over_chunks(path):
+    """xent_reduce splits the M rows into PARTS chunks (cdiv(M, PARTS) rows each, the last one
+    short): the counts by chunk, one chunk all ignored, and the mean and sum over every chunk
+    match torch's, in the forward's gradient and in a second backward (the recompute);
+    every target ignored gives a NaN mean."""
+    parts, size = R.PARTS.value, 7
+    x, t = logits_and_targets(parts * size - 3, 11, torch.float32, special=False)
+    t[::3] = IGNORE
+    t[size : 2 * size] = IGNORE
+    count = _count(t, IGNORE, True)
+    assert count[:parts].tolist() == [int((c != IGNORE).sum()) for c in t.split(size)], count
+    for reduction in ("mean", "sum"):
+        check(x, t, reduction, 0.1)
+    xa = x.clone().requires_grad_()
+    loss = cross_entropy(xa, t)
+    loss.backward(retain_graph=True)
+    first = xa.grad.clone()
+    loss.backward()
+    assert torch.equal(xa.grad, 2 * first)
+    t[:] = IGNORE
+    assert cross_entropy(x, t).isnan() and cross_entropy(x, t, reduction="sum") == 0
 
 
 def test_inplace_backward_writes_the_gradient_over_the_logits(path):
@@ -462,7 +487,7 @@ if kernel == "fwd":
 else:  # the recompute, as cross_entropy._backward launches it
     fn = K.cross_entropy_bwd
     meta.update(BLOCK=min(block, K.ROW_SHAPES[itemsize][1]), PER_ROW=False)
-ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i64", DLOSS="*fp32")
+ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i32", DLOSS="*fp32")
 ints = dict(M=4096, N=n, stride_x=n, stride_g=n, OFF=off, ignore_index=-100)
 sig, attrs = {{}}, {{}}
 for i, a in enumerate(fn.arg_names):  # as a launch specialises: integers divisible by 16 marked so
@@ -534,7 +559,7 @@ for name in kernels:
             if a in meta:
                 sig[a] = "constexpr"
             elif a in ("T", "COUNT"):
-                sig[a], attrs[(i,)] = "*i64", [["tt.divisibility", 16]]
+                sig[a], attrs[(i,)] = "*i64" if a == "T" else "*i32", [["tt.divisibility", 16]]
             elif a in stats:
                 sig[a], attrs[(i,)] = "*fp32", [["tt.divisibility", 16]]
             elif a in ("X", "Y"):
