@@ -599,6 +599,38 @@ def test_compiled_short_rows_are_many_a_program_in_16_byte_vectors(without_inter
     assert got.get("LDG.E.128") and got.get("STG.E.128"), got
 
 
+COMPILE_REDUCE = """
+import json, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from kernels_triton import xent_reduce as R
+from kernels_triton.cross_entropy import _REDUCE_BLOCK
+from sass_tools import resources
+got = {{}}
+for fn, sig in ((R.count_targets, dict(T="*i64", COUNT="*i32", M="i32", ignore_index="i32")),
+                (R.reduce_loss, dict(LOSS="*fp32", COUNT="*i32", PART="*fp32", OUT="*bf16", M="i32"))):
+    meta = {{a: v for a, v in dict(BLOCK=_REDUCE_BLOCK, MEAN=True).items() if a in fn.arg_names}}
+    attrs = {{(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names) if sig.get(a, "")[:1] == "*"}}
+    c = triton.compile(ASTSource(fn, sig | dict.fromkeys(meta, "constexpr"), constexprs=meta, attrs=attrs),
+                       target=GPUTarget("cuda", 90, 32), options={{"num_warps": 8}})
+    ptx = c.asm["ptx"]
+    store, ticket = ptx.find("st.global"), ptx.find("atom.global.gpu.acq_rel.add")
+    got[fn.__name__] = dict(**resources(c), ordered=-1 < store < ticket < ptx.find("ld.volatile.global"),
+                            barrier="bar.sync" in ptx[store:ticket])
+print(json.dumps(got))
+"""
+
+
+def test_compiled_reductions_order_the_partials_before_the_ticket(without_interpreter):
+    """xent_reduce's kernels compile for sm_90 without spills (the interpreter never compiles),
+    and reduce_loss's last program can see every partial: its own partial is stored, and the
+    program's threads meet at a barrier, before the acq_rel ticket; the partials are read after
+    it, volatile (from L2)."""
+    got = without_interpreter(COMPILE_REDUCE.format())
+    assert all(k["stack"] == 0 for k in got.values()), got
+    assert got["reduce_loss"]["ordered"] and got["reduce_loss"]["barrier"], got
+
+
 # --- GPU ---------------------------------------------------------------------------------
 
 
