@@ -15,7 +15,9 @@ backward together read the logits once (twice at most) and write the gradient on
 no copy of the logits. inplace_backward=True writes that gradient over the logits (as Liger
 and QuACK offer): no memory beyond O(M), and the logits are gone after the forward.
 With reduction="none" the upstream gradient differs by row, so the backward recomputes the
-gradient from the saved statistics: one read of the logits, one write.
+gradient from the saved statistics: one read of the logits, one write. "sum" and "mean" take
+two more launches, xent_reduce's, before and after the forward: the targets counted (the mean's
+divisor, which the gradient needs) and the row losses summed, each over many programs.
 
 A long row that is not whole 16-byte packs (GPT-2's V = 50257) is read and written as a head,
 a body of 16-byte vectors and a tail, split by the row's offset from a 16-byte boundary
@@ -40,8 +42,8 @@ from kernels_triton.configs import INTERPRET
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
 _SCALE_BLOCK = 4096
-# Values a step of a program of xent_reduce's (R.PARTS programs over M values): each step waits
-# on its loads, so wide steps keep a chunk to a few of them up to millions of rows.
+# Values a step of each of xent_reduce's R.PARTS programs (a chunk of cdiv(M, R.PARTS) values
+# each): a step waits on its loads, so steps are wide, one a chunk up to M = R.PARTS * 4096.
 _REDUCE_BLOCK = 4096
 
 # Elements of a one-pass forward program's [ROWS, BLOCK] tile (16 KB of storage). Short rows
