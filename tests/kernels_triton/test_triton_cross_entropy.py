@@ -17,6 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kernels_triton import cross_entropy, token_logprobs_and_entropy
 from kernels_triton import xent_kernels as K
+from kernels_triton import xent_reduce as R
+from kernels_triton.cross_entropy import _count
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:invalid value encountered:RuntimeWarning",
@@ -146,6 +148,29 @@ def test_every_target_ignored():
         loss.backward()
         assert torch.equal(xa.grad, torch.zeros_like(x))
     assert torch.equal(cross_entropy(x, t, reduction="none"), torch.zeros(4, device=DEVICE))
+
+
+def test_count_and_loss_summed_over_chunks(path):
+    """xent_reduce splits the M rows into PARTS chunks (cdiv(M, PARTS) rows each, the last one
+    short): the counts by chunk, one chunk all ignored, and the mean and sum over every chunk
+    match torch's, in the forward's gradient and in a second backward (the recompute);
+    every target ignored gives a NaN mean."""
+    parts, size = R.PARTS.value, 7
+    x, t = logits_and_targets(parts * size - 3, 11, torch.float32, special=False)
+    t[::3] = IGNORE
+    t[size : 2 * size] = IGNORE
+    count = _count(t, IGNORE, True)
+    assert count[:parts].tolist() == [int((c != IGNORE).sum()) for c in t.split(size)], count
+    for reduction in ("mean", "sum"):
+        check(x, t, reduction, 0.1)
+    xa = x.clone().requires_grad_()
+    loss = cross_entropy(xa, t)
+    loss.backward(retain_graph=True)
+    first = xa.grad.clone()
+    loss.backward()
+    assert torch.equal(xa.grad, 2 * first)
+    t[:] = IGNORE
+    assert cross_entropy(x, t).isnan() and cross_entropy(x, t, reduction="sum") == 0
 
 
 def test_inplace_backward_writes_the_gradient_over_the_logits(path):
@@ -462,7 +487,7 @@ if kernel == "fwd":
 else:  # the recompute, as cross_entropy._backward launches it
     fn = K.cross_entropy_bwd
     meta.update(BLOCK=min(block, K.ROW_SHAPES[itemsize][1]), PER_ROW=False)
-ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i64", DLOSS="*fp32")
+ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i32", DLOSS="*fp32")
 ints = dict(M=4096, N=n, stride_x=n, stride_g=n, OFF=off, ignore_index=-100)
 sig, attrs = {{}}, {{}}
 for i, a in enumerate(fn.arg_names):  # as a launch specialises: integers divisible by 16 marked so
@@ -534,7 +559,7 @@ for name in kernels:
             if a in meta:
                 sig[a] = "constexpr"
             elif a in ("T", "COUNT"):
-                sig[a], attrs[(i,)] = "*i64", [["tt.divisibility", 16]]
+                sig[a], attrs[(i,)] = "*i64" if a == "T" else "*i32", [["tt.divisibility", 16]]
             elif a in stats:
                 sig[a], attrs[(i,)] = "*fp32", [["tt.divisibility", 16]]
             elif a in ("X", "Y"):
@@ -572,6 +597,38 @@ def test_compiled_short_rows_are_many_a_program_in_16_byte_vectors(without_inter
     got = without_interpreter(COMPILE.format(n=600, ty=ty, kernel="fwd"))
     assert got["one_pass"] is True and got["rows"] > 1 and got["stack"] == 0, got
     assert got.get("LDG.E.128") and got.get("STG.E.128"), got
+
+
+COMPILE_REDUCE = """
+import json, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from kernels_triton import xent_reduce as R
+from kernels_triton.cross_entropy import _REDUCE_BLOCK
+from sass_tools import resources
+got = {{}}
+for fn, sig in ((R.count_targets, dict(T="*i64", COUNT="*i32", M="i32", ignore_index="i32")),
+                (R.reduce_loss, dict(LOSS="*fp32", COUNT="*i32", PART="*fp32", OUT="*bf16", M="i32"))):
+    meta = {{a: v for a, v in dict(BLOCK=_REDUCE_BLOCK, MEAN=True).items() if a in fn.arg_names}}
+    attrs = {{(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names) if sig.get(a, "")[:1] == "*"}}
+    c = triton.compile(ASTSource(fn, sig | dict.fromkeys(meta, "constexpr"), constexprs=meta, attrs=attrs),
+                       target=GPUTarget("cuda", 90, 32), options={{"num_warps": 8}})
+    ptx = c.asm["ptx"]
+    store, ticket = ptx.find("st.global"), ptx.find("atom.global.gpu.acq_rel.add")
+    got[fn.__name__] = dict(**resources(c), ordered=-1 < store < ticket < ptx.find("ld.volatile.global"),
+                            barrier="bar.sync" in ptx[store:ticket])
+print(json.dumps(got))
+"""
+
+
+def test_compiled_reductions_order_the_partials_before_the_ticket(without_interpreter):
+    """xent_reduce's kernels compile for sm_90 without spills (the interpreter never compiles),
+    and reduce_loss's last program can see every partial: its own partial is stored, and the
+    program's threads meet at a barrier, before the acq_rel ticket; the partials are read after
+    it, volatile (from L2)."""
+    got = without_interpreter(COMPILE_REDUCE.format())
+    assert all(k["stack"] == 0 for k in got.values()), got
+    assert got["reduce_loss"]["ordered"] and got["reduce_loss"]["barrier"], got
 
 
 # --- GPU ---------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ backward together read the logits once (twice at most) and write the gradient on
 no copy of the logits. inplace_backward=True writes that gradient over the logits (as Liger
 and QuACK offer): no memory beyond O(M), and the logits are gone after the forward.
 With reduction="none" the upstream gradient differs by row, so the backward recomputes the
-gradient from the saved statistics: one read of the logits, one write.
+gradient from the saved statistics: one read of the logits, one write. "sum" and "mean" take
+two more launches, xent_reduce's, before and after the forward: the targets counted (the mean's
+divisor, which the gradient needs) and the row losses summed, each over many programs.
 
 A long row that is not whole 16-byte packs (GPT-2's V = 50257) is read and written as a head,
 a body of 16-byte vectors and a tail, split by the row's offset from a 16-byte boundary
@@ -34,15 +36,15 @@ from __future__ import annotations
 import torch
 
 from kernels_triton import xent_kernels as K
+from kernels_triton import xent_reduce as R
 from kernels_triton.configs import INTERPRET
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
 _SCALE_BLOCK = 4096
-# The one-program kernels over M values (the targets counted, the losses summed in a fixed order:
-# deterministic) take this many a step: each step waits on its loads, so few wide steps beat
-# many narrow ones (M = 65536 rows: 8 steps).
-_ONE_PROGRAM_BLOCK = 8192
+# Values a step of each of xent_reduce's R.PARTS programs (a chunk of cdiv(M, R.PARTS) values
+# each): a step waits on its loads, so steps are wide, one a chunk up to M = R.PARTS * 4096.
+_REDUCE_BLOCK = 4096
 
 # Elements of a one-pass forward program's [ROWS, BLOCK] tile (16 KB of storage). Short rows
 # go several a program: one row (600 columns, say) is too few bytes in flight to cover memory
@@ -96,31 +98,30 @@ def _stat_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _count(target: torch.Tensor, ignore_index: int) -> torch.Tensor:
-    count = torch.empty(1, dtype=torch.int64, device=target.device)
-    K.count_targets[(1,)](
-        target, count, target.shape[0], ignore_index, BLOCK=_ONE_PROGRAM_BLOCK, num_warps=16
-    )
+def _count(target: torch.Tensor, ignore_index: int, run: bool) -> torch.Tensor:
+    """xent_reduce's COUNT: the targets not ignored, counted by chunk, and reduce_loss's ticket."""
+    count = torch.empty(R.PARTS.value + 1, dtype=torch.int32, device=target.device)
+    if run:
+        R.count_targets[(R.PARTS.value,)](
+            target, count, target.shape[0], ignore_index, BLOCK=_REDUCE_BLOCK, num_warps=8
+        )
     return count
 
 
 def _forward(
     x, target, ignore_index: int, reduction: str, smooth: float, grad: torch.Tensor | None, run=True
 ):
-    """(loss, stats (2, M), count (1,)) of checked 2-D rows x; writes the gradient for an
-    upstream gradient of 1 into `grad` when given ("sum"/"mean" only). run=False: shapes only."""
+    """(loss, stats (2, M), count (R.PARTS + 1,)) of checked 2-D rows x; writes the gradient
+    for an upstream gradient of 1 into `grad` when given ("sum"/"mean" only). run=False: shapes
+    only. "none" counts nothing: its kernels never read the count."""
     m, n = x.shape
     rows = torch.empty(m, dtype=_stat_dtype(x), device=x.device)
     stats = torch.empty(2, m, dtype=_stat_dtype(x), device=x.device)
     out = rows if reduction == "none" else torch.empty((), dtype=x.dtype, device=x.device)
     if not run:
-        return (
-            (out.to(x.dtype) if reduction == "none" else out),
-            stats,
-            torch.empty(1, dtype=torch.int64, device=x.device),
-        )
+        return (out.to(x.dtype) if reduction == "none" else out), stats, _count(target, ignore_index, False)
     with K.on_device(x):
-        count = _count(target, ignore_index)
+        count = _count(target, ignore_index, reduction != "none")
         if m:
             block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
             grid = (K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device),)
@@ -135,8 +136,9 @@ def _forward(
             )  # fmt: skip
         if reduction == "none":
             return rows.to(x.dtype), stats, count
-        K.reduce_loss[(1,)](
-            rows, count, out, m, BLOCK=_ONE_PROGRAM_BLOCK, MEAN=reduction == "mean", num_warps=16
+        parts = torch.empty(R.PARTS.value, dtype=rows.dtype, device=x.device)
+        R.reduce_loss[(R.PARTS.value,)](
+            rows, count, parts, out, m, BLOCK=_REDUCE_BLOCK, MEAN=reduction == "mean", num_warps=8
         )
     return out, stats, count
 

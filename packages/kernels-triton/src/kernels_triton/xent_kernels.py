@@ -57,6 +57,7 @@ import triton
 import triton.language as tl
 
 from kernels_triton.configs import INTERPRET
+from kernels_triton.xent_reduce import count_total
 from kernels_triton.xent_rows import (
     _acc,
     _const,
@@ -181,8 +182,9 @@ def cross_entropy_fwd(
     """Per row: loss = log S + (1 - eps)(max - x[t]) - eps * sum(x - max) / N, where
     S = sum exp(x - max); 0 where t == ignore_index, NaN where t is out of range. STATS
     (2, M) keeps (max, S) for a later backward. WRITE_GRAD: also the gradient of the
-    summed (MEAN: averaged over the COUNT non-ignored rows) loss, for an upstream gradient
-    of 1, into G (which may be X itself: each tile is read before it is written).
+    summed (MEAN: averaged over the count_total(COUNT) rows not ignored) loss, for an
+    upstream gradient of 1, into G (which may be X itself: each tile is read before it is
+    written).
     SMOOTH: the label smoothing eps, a constexpr so that fp64 rows get it unrounded.
     ONE_PASS: ROWS whole rows at a time, a [ROWS, BLOCK] tile (cross_entropy.ce_shape).
     Looped: the row split as X's rows sit (VEC, OFF; G's body hinted where LIKE)."""
@@ -191,7 +193,7 @@ def cross_entropy_fwd(
     smooth = _const(SMOOTH, IS_FP64)
     scale_all = 1.0
     if WRITE_GRAD and MEAN:
-        scale_all = 1.0 / _acc(tl.load(COUNT), IS_FP64)
+        scale_all = 1.0 / _acc(count_total(COUNT), IS_FP64)
     if ONE_PASS:
         for blk in range(tl.program_id(0), tl.cdiv(M, ROWS), tl.num_programs(0)):
             rows = blk * ROWS + tl.arange(0, ROWS)
@@ -278,7 +280,7 @@ def cross_entropy_bwd(
     smooth = _const(SMOOTH, IS_FP64)
     scale_all = 1.0
     if MEAN:
-        scale_all = 1.0 / _acc(tl.load(COUNT), IS_FP64)
+        scale_all = 1.0 / _acc(count_total(COUNT), IS_FP64)
     d = tl.load(DLOSS)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = _row(X, row, stride_x, ALIGN)
@@ -318,30 +320,6 @@ def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
             mask = _in_row(start + offs, numel, ALIGN)
             g = tl.load(G + start + offs, mask=mask, other=0.0).to(DOUT.dtype.element_ty)
             tl.store(G + start + offs, (g * d).to(G.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def count_targets(T, COUNT, M, ignore_index, BLOCK: tl.constexpr):
-    """COUNT[0] = number of targets != ignore_index (one program)."""
-    offs = tl.arange(0, BLOCK)
-    acc = tl.zeros([BLOCK], tl.int64)
-    for start in range(0, M, BLOCK):
-        t = tl.load(T + start + offs, mask=start + offs < M, other=ignore_index)
-        acc += (t != ignore_index).to(tl.int64)
-    tl.store(COUNT, tl.sum(acc, 0))
-
-
-@triton.jit
-def reduce_loss(LOSS, COUNT, OUT, M, BLOCK: tl.constexpr, MEAN: tl.constexpr):
-    """OUT[0] = sum(LOSS) (/ COUNT for MEAN), lanes then a fixed tree: deterministic."""
-    offs = tl.arange(0, BLOCK)
-    acc = tl.zeros([BLOCK], LOSS.dtype.element_ty)  # fp32, fp64 for fp64 logits
-    for start in range(0, M, BLOCK):
-        acc += tl.load(LOSS + start + offs, mask=start + offs < M, other=0.0)
-    total = tl.sum(acc, 0)
-    if MEAN:
-        total = total / tl.load(COUNT).to(LOSS.dtype.element_ty)
-    tl.store(OUT, total.to(OUT.dtype.element_ty))
 
 
 # --- per-token log-probability and entropy ----------------------------------------------
