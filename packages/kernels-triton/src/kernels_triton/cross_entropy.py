@@ -38,6 +38,7 @@ import torch
 from kernels_triton import xent_kernels as K
 from kernels_triton import xent_reduce as R
 from kernels_triton.configs import INTERPRET
+from kernels_triton.xent_launch import launch
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
@@ -46,20 +47,21 @@ _SCALE_BLOCK = 4096
 # each): a step waits on its loads, so steps are wide, one a chunk up to M = R.PARTS * 4096.
 _REDUCE_BLOCK = 4096
 
-# Elements of a one-pass forward program's [ROWS, BLOCK] tile (16 KB of storage). Short rows
-# go several a program: one row (600 columns, say) is too few bytes in flight to cover memory
-# latency, and the tile's reductions across the program serve ROWS rows at once.
-ROW_TILE = {2: 8192, 4: 4096, 8: 2048}
+# Elements of a one-pass forward program's [ROWS, BLOCK] tile at least: rows shorter than this
+# go several a program, so that a program has enough bytes in flight to cover memory latency.
+ROW_TILE = 512
 
 
 def ce_shape(n: int, itemsize: int) -> tuple[int, bool, int, int]:
-    """(BLOCK, ONE_PASS, ROWS, num_warps) of cross_entropy_fwd: choose()'s, with ROWS rows a
-    program where whole rows are short; from (n, dtype) alone, as choose()."""
+    """(BLOCK, ONE_PASS, ROWS, num_warps) of cross_entropy_fwd, from (n, dtype) alone as choose():
+    one pass, a tile of up to 2 KB is one warp's (its reductions in shuffles), a larger one has
+    a warp a KB (the loss and the gradient hold more registers an element than log_softmax)."""
     block, one_pass, warps = K.choose(n, itemsize)
-    rows = max(1, ROW_TILE[itemsize] // block) if one_pass else 1
-    if rows > 1:  # few threads, many values each: the SM's registers hold more tiles in flight
-        warps = 4
-    return block, one_pass, rows, warps
+    if not one_pass:
+        return block, False, 1, warps
+    rows = max(1, ROW_TILE // block)
+    tile = rows * block * itemsize
+    return block, True, rows, 1 if tile <= 2048 else min(8, tile // 1024)
 
 
 def _check(logits, target, ignore_index, reduction, label_smoothing) -> None:
@@ -102,8 +104,12 @@ def _count(target: torch.Tensor, ignore_index: int, run: bool) -> torch.Tensor:
     """xent_reduce's COUNT: the targets not ignored, counted by chunk, and reduce_loss's ticket."""
     count = torch.empty(R.PARTS.value + 1, dtype=torch.int32, device=target.device)
     if run:
-        R.count_targets[(R.PARTS.value,)](
-            target, count, target.shape[0], ignore_index, BLOCK=_REDUCE_BLOCK, num_warps=8
+        launch(
+            R.count_targets,
+            R.PARTS.value,
+            (target, count, target.shape[0], ignore_index),
+            8,
+            BLOCK=_REDUCE_BLOCK,
         )
     return count
 
@@ -120,26 +126,31 @@ def _forward(
     out = rows if reduction == "none" else torch.empty((), dtype=x.dtype, device=x.device)
     if not run:
         return (out.to(x.dtype) if reduction == "none" else out), stats, _count(target, ignore_index, False)
-    with K.on_device(x):
-        count = _count(target, ignore_index, reduction != "none")
-        if m:
-            block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
-            grid = (K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device),)
-            tensors = [x] if grad is None else [x, grad]
-            off, split = K.splits(n, tensors)
-            K.cross_entropy_fwd[grid](
-                x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
-                0 if grad is None else grad.stride(0), off, ignore_index,
-                BLOCK=block, ALIGN=K.align(n, tensors), **split, ONE_PASS=one_pass,
-                IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
-                WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per, num_warps=warps,
-            )  # fmt: skip
-        if reduction == "none":
-            return rows.to(x.dtype), stats, count
-        parts = torch.empty(R.PARTS.value, dtype=rows.dtype, device=x.device)
-        R.reduce_loss[(R.PARTS.value,)](
-            rows, count, parts, out, m, BLOCK=_REDUCE_BLOCK, MEAN=reduction == "mean", num_warps=8
-        )
+    count = _count(target, ignore_index, reduction != "none")
+    if m:
+        block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
+        grid = K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device)
+        tensors = [x] if grad is None else [x, grad]
+        off, split = K.splits(n, tensors)
+        launch(
+            K.cross_entropy_fwd, grid,
+            (x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
+             0 if grad is None else grad.stride(0), off, ignore_index), warps,
+            BLOCK=block, ALIGN=K.align(n, tensors), **split, ONE_PASS=one_pass,
+            IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
+            WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per,
+        )  # fmt: skip
+    if reduction == "none":
+        return rows.to(x.dtype), stats, count
+    parts = torch.empty(R.PARTS.value, dtype=rows.dtype, device=x.device)
+    launch(
+        R.reduce_loss,
+        R.PARTS.value,
+        (rows, count, parts, out, m),
+        8,
+        BLOCK=_REDUCE_BLOCK,
+        MEAN=reduction == "mean",
+    )
     return out, stats, count
 
 
@@ -152,15 +163,14 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
     dloss = dloss.to(_stat_dtype(x)).contiguous()
     block, _, warps = K.choose(n, x.element_size())
     block = min(block, K.ROW_SHAPES[x.element_size()][1])  # one read a row: the looped tile is enough
-    grid = (K.programs(m, n, x.element_size(), False, x.device),)
+    grid = K.programs(m, n, x.element_size(), False, x.device)
     off, split = K.splits(n, [x, grad])
-    with K.on_device(x):
-        K.cross_entropy_bwd[grid](
-            x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), off, ignore_index,
-            BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
-            SMOOTH=float(smooth),
-            PER_ROW=reduction == "none", num_warps=warps,
-        )  # fmt: skip
+    launch(
+        K.cross_entropy_bwd, grid,
+        (x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), off, ignore_index), warps,
+        BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
+        SMOOTH=float(smooth), PER_ROW=reduction == "none",
+    )  # fmt: skip
     return grad
 
 
@@ -174,9 +184,8 @@ def _scale_unless_one(grad: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
         grid = 1
     else:
         grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * K._device_caps(grad.device.index)[0])
-    with K.on_device(grad):
-        align = K.align(numel, [grad.view(1, numel)]) if numel else 1
-        K.scale_unless_one[(max(1, grid),)](grad, dloss, numel, BLOCK=_SCALE_BLOCK, ALIGN=align)
+    align = K.align(numel, [grad.view(1, numel)]) if numel else 1
+    launch(K.scale_unless_one, max(1, grid), (grad, dloss, numel), 4, BLOCK=_SCALE_BLOCK, ALIGN=align)
     return grad
 
 

@@ -48,7 +48,6 @@ Invariants:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 
@@ -465,7 +464,3 @@ def programs(m: int, n: int, itemsize: int, one_pass: bool, device: torch.device
     in_flight = min(4 * sms, max(MIN_PROGRAMS_PER_SM * sms, l2 // (2 * n * itemsize)))
     return max(1, min(m, in_flight))
 
-
-def on_device(t: torch.Tensor):
-    """Launches run on t's device whatever the current device."""
-    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
