@@ -1,22 +1,16 @@
-"""Launching a compiled Triton kernel at the least host cost: go(grid_x, args) calls Triton's C
-launch function directly where the installed Triton's launcher is one this was written against
-(its Python __call__ costs as much host time as the rest of a call), else the launcher itself.
-go makes its device the current one if it is not (a function handle belongs to that device's
-context) and restores the caller's.
+"""Launching a compiled Triton kernel at the least host cost: a template (launch.py) calls Triton's
+C launch itself where the installed Triton's launcher is one this was written against (its Python
+__call__ costs as much host time as the rest of a call), else an adapter that calls the launcher.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 
-import torch
 import triton
 
-Launcher = Callable[[int, tuple], None]  # go(grid_x, args): pointers, then scalars and constexprs
-
 # The CudaLauncher.__call__ parameters of each Triton version whose body (backends/nvidia/
-# driver.py) go() was written against: "3.6" passes the kernel's arguments to the C launch flat
+# driver.py) this was written against: "3.6" passes the kernel's arguments to the C launch flat
 # after the hooks, "3.9" as one tuple after an argument annotation and a signature.
 C_LAUNCH_LAYOUTS = {
     "3.6": ("self", "gridX", "gridY", "gridZ", "stream", "function", "args"),
@@ -25,57 +19,40 @@ C_LAUNCH_LAYOUTS = {
 }  # fmt: skip
 
 
-def launcher(compiled, device_index: int, packed_metadata: tuple | None = None) -> Launcher:
-    """go(grid_x, args) that launches `compiled` (a triton CompiledKernel) on the current stream of
-    CUDA device `device_index`. packed_metadata: launch metadata instead of the kernel's own
-    (cluster.py's), which Triton's runner would not pass. Without it, while a profiler's launch
-    hook is installed, go() goes through the runner, which calls the hook."""
-    stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
+def launcher(compiled, packed_metadata: tuple | None = None) -> tuple:
+    """(c, function, cooperative, pdl, metadata, annotations, signature) of `compiled` (a triton
+    CompiledKernel): what a template passes as c(gx, 1, 1, stream, function, cooperative, pdl,
+    metadata, None, None, None, None, None, annotations, signature, args), Triton 3.9's C launch
+    without launch metadata, hooks or scratch. packed_metadata: launch metadata instead of the
+    kernel's own (cluster.py's), which Triton's runner would not pass. Without it, while a
+    profiler's launch hook is installed, c goes through the runner, which calls the hook."""
     hooked = _launch_hooks_installed()
     run = getattr(compiled, "run", None)
     version = None if hooked else c_launch_layout(run)
     packed = getattr(compiled, "packed_metadata", None) if packed_metadata is None else packed_metadata
-    # Each go() is one Python frame between a template and the C launch.
-    if version == "3.9":
-        c, coop, pdl = run.launch, run.launch_cooperative_grid, run.launch_pdl
-        annotations, signature, function = run.arg_annotations, run.kernel_signature, compiled.function
+    if version is None:  # Triton's runner (which calls a profiler's hook), or another version's launcher
 
-        def go(gx: int, args: tuple) -> None:  # metadata, no launch metadata, no hooks, no scratch
-            if current_device() != device_index:
-                with torch.cuda.device(device_index):
-                    return go(gx, args)
-            c(gx, 1, 1, stream(device_index), function, coop, pdl, packed, None, None, None, None, None,
-              annotations, signature, args)  # fmt: skip
-
-    elif version == "3.6":
-        c, coop, pdl, function = run.launch, run.launch_cooperative_grid, run.launch_pdl, compiled.function
-
-        def go(gx: int, args: tuple) -> None:  # no scratch, metadata, no launch metadata, no hooks
-            if current_device() != device_index:
-                with torch.cuda.device(device_index):
-                    return go(gx, args)
-            c(gx, 1, 1, stream(device_index), function, coop, pdl, None, None, packed, None, None, None,
-              *args)  # fmt: skip
-
-    else:  # Triton's runner (which calls a profiler's hook), or another version's launcher as it
-        function = compiled.function
-
-        def go(gx: int, args: tuple) -> None:
-            if current_device() != device_index:
-                with torch.cuda.device(device_index):
-                    return go(gx, args)
+        def runner(gx, gy, gz, stream, function, coop, pdl, packed, *rest):
             if packed_metadata is None and hooked:
-                compiled[(gx, 1, 1)](*args)
+                compiled[(gx, gy, gz)](*rest[-1])
             else:
-                run(gx, 1, 1, stream(device_index), function, packed, None, None, None, *args)
+                run(gx, gy, gz, stream, function, packed, None, None, None, *rest[-1])
 
-    return go
+        return runner, compiled.function, None, None, packed, None, None
+    fixed = (compiled.function, run.launch_cooperative_grid, run.launch_pdl, packed)
+    if version == "3.9":
+        return run.launch, *fixed, run.arg_annotations, run.kernel_signature
+
+    def flat(gx, gy, gz, stream, function, coop, pdl, packed, *rest):  # 3.6: the kernel's arguments flat
+        run.launch(gx, gy, gz, stream, function, coop, pdl, None, None, packed, None, None, None, *rest[-1])
+
+    return flat, *fixed, None, None
 
 
 def c_launch_layout(run, version: str | None = None) -> str | None:
-    """Which C_LAUNCH_LAYOUTS entry go() may use to call launcher `run`'s C launch directly: only
-    where __call__ adds nothing but constants (a CudaLauncher of that version and signature, no
-    global or profile scratch, no sanitizer). None: call the launcher itself."""
+    """Which C_LAUNCH_LAYOUTS entry may call launcher `run`'s C launch directly: only where
+    __call__ adds nothing but constants (a CudaLauncher of that version and signature, no global
+    or profile scratch, no sanitizer). None: call the launcher itself."""
     version = ".".join((version or triton.__version__).split(".")[:2])
     expected = C_LAUNCH_LAYOUTS.get(version)
     if expected is None or type(run).__name__ != "CudaLauncher":

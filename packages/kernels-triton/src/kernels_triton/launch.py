@@ -131,7 +131,40 @@ def plan_form(
     return (form, *configs.choose(name, STREAMS[name], n, dtype, gpu))
 
 
-_data_ptr = torch.Tensor.data_ptr
+def template(n: int, device_index: int, arity: int, bind: Callable) -> Template:
+    """template(a, b) or template(a, b, c): a launch on M = a.numel() // N rows, with what
+    bind(M, tensors) gives: (grid x, *c_launch.launcher's, the arguments after the pointers),
+    kept for the last M alone (one tuple, read once a call: threads never mix two M's), so memory
+    stays flat whatever the row counts. A device other than the current one is made current for
+    the launch (a function handle belongs to its device's context); with one device there is none."""
+    stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
+    several, last = torch.cuda.device_count() > 1, (-1, *[None] * 9)  # last: (numel, *bind's)
+
+    def rebind(run: Callable, ts: tuple) -> None:  # a new M, or another device current: then launch
+        nonlocal last
+        numel = ts[0].numel()
+        if numel // n:
+            if last[0] != numel:
+                last = (numel, *bind(numel // n, ts))
+            with _device_of(ts[0]):
+                run(*ts)
+
+    # The host path of every call: fixed arity, no tuple of tensors, the C launch in this frame.
+    def run2(a, b) -> None:
+        k, gx, c, function, coop, pdl, meta, annotations, signature, rest = last
+        if k != a.numel() or (several and current_device() != device_index):
+            return rebind(run2, (a, b))
+        c(gx, 1, 1, stream(device_index), function, coop, pdl, meta, None, None, None, None, None,
+          annotations, signature, (a.data_ptr(), b.data_ptr()) + rest)  # fmt: skip
+
+    def run3(a, b, d) -> None:
+        k, gx, c, function, coop, pdl, meta, annotations, signature, rest = last
+        if k != a.numel() or (several and current_device() != device_index):
+            return rebind(run3, (a, b, d))
+        c(gx, 1, 1, stream(device_index), function, coop, pdl, meta, None, None, None, None, None,
+          annotations, signature, (a.data_ptr(), b.data_ptr(), d.data_ptr()) + rest)  # fmt: skip
+
+    return run2 if arity == 2 else run3
 
 
 def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: SoftmaxConfig) -> Template:
@@ -151,52 +184,37 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
     # memory latency, few enough rows in flight for L2 to keep them
     in_flight = configs.bytes_in_flight_per_sm(device_index)
     max_programs = num_sms(device_index) * max(1, in_flight // (config.block * itemsize * STREAMS[name]))
+
+    def programs(m: int) -> int:
+        return (m + rows - 1) // rows if one_pass else min(m, max_programs)
+
     if INTERPRET:  # no compiled kernel: the kernel's Python runs on the tensors
 
         def interpret(*ts: torch.Tensor) -> None:
             m = ts[0].numel() // n
             ts = [t.view(m, n) for t in ts]
-            programs = (m + rows - 1) // rows if one_pass else min(m, max_programs)
-            kernel[(programs,)](*ts, *strides, m, n, **meta_of(m), num_warps=config.num_warps)
+            kernel[(programs(m),)](*ts, *strides, m, n, **meta_of(m), num_warps=config.num_warps)
 
         return interpret
     variants: list = [None] * 4
 
-    def compile_variant(ts: list[torch.Tensor], m: int):
-        meta = meta_of(m)
-        with _device_of(ts[0]):
-            compiled = kernel.warmup(*ts, *strides, m, n, grid=(1,), **meta, num_warps=config.num_warps)
-            compiled._init_handles()
-        return c_launch.launcher(compiled, device_index), (n, *meta.values())
+    def bind(m: int, ts: tuple) -> tuple:
+        i = (one_pass and m % rows != 0) + 2 * (m >= 2147483648)  # M's integer width
+        if variants[i] is None:
+            meta = meta_of(m)
+            with _device_of(ts[0]):
+                compiled = kernel.warmup(*ts, *strides, m, n, grid=(1,), **meta, num_warps=config.num_warps)
+                compiled._init_handles()
+            variants[i] = c_launch.launcher(compiled), (n, *meta.values())
+        fixed, rest = variants[i]
+        return programs(m), *fixed, (*strides, m, *rest)
 
-    def run(*ts: torch.Tensor) -> None:  # the host path of every call: kept lean
-        m = ts[0].numel() // n
-        if not m:
-            return
-        i = 2 if m >= 2147483648 else 0  # M's integer width
-        if one_pass:
-            programs = (m + rows - 1) // rows
-            if m % rows:
-                i += 1
-        else:
-            programs = m if m < max_programs else max_programs
-        variant = variants[i] or compile_variant(ts, m)
-        variants[i] = variant
-        go, rest = variant
-        go(programs, (*map(_data_ptr, ts), *strides, m, *rest))
-
-    return run
+    return template(n, device_index, len(tensors), bind)
 
 
 def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Template:
     """The cluster kernel of `direction` ("fwd" or "bwd") for the layout of `tensors`: M rows
     launch M clusters, their size and shared memory in the launch metadata."""
     compiled, packed, rest = cluster.compiled_launch(direction, [t.view(m, n) for t in tensors])
-    go = c_launch.launcher(compiled, tensors[0].get_device(), packed)
-
-    def run(*ts: torch.Tensor) -> None:
-        m = ts[0].numel() // n
-        if m:
-            go(m, (*map(_data_ptr, ts), *rest))
-
-    return run
+    fixed = c_launch.launcher(compiled, packed)
+    return template(n, tensors[0].get_device(), len(tensors), lambda m, ts: (m, *fixed, rest))

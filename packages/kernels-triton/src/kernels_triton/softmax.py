@@ -160,11 +160,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     backward, is the same bits whatever the rest of the batch, for a row at the same 16-byte
     alignment (the kernels load 16-byte packs; the README says more).
     """
-    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
+    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
         # _apply's key, written out: a call costs as much as the dict lookup
-        template = _FORWARD.get(
-            (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
-        )
+        template = _FORWARD.get((len(s), s[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
         if template is not None and x.is_contiguous():  # this key passed the checks below before
             if x.requires_grad and torch.is_grad_enabled():
                 return _Softmax.apply(x, dim, config, template)
@@ -185,10 +183,9 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
     differentiable (x must not require grad); the same bits as softmax. A layout other than
     contiguous rows along dim is computed out of place and copied back.
     """
-    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        template = _IN_PLACE.get(
-            (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
-        )  # a key that passed the checks below before
+    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
+        # a key that passed the checks below before
+        template = _IN_PLACE.get((len(s), s[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
         if template is not None and x.is_contiguous() and not x.requires_grad:
             template(x, x)
             return x
@@ -206,10 +203,10 @@ def softmax_backward(
     """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y;
     batch invariant as softmax."""
     if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
-            and y.dim() and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
-        key = (y.dim(), y.shape[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config)  # _apply's
-        template = _BACKWARD.get((*key, dy.dtype, dy.get_device(), dy.data_ptr() % 16))
-        if template is not None and dy.shape == y.shape:
+            and (s := y.shape) and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
+        template = _BACKWARD.get((len(s), s[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config,
+                                  dy.dtype, dy.get_device(), dy.data_ptr() % 16))  # fmt: skip
+        if template is not None and dy.shape == s:
             dx = torch.empty_like(y)
             template(y, dy, dx)
             return dx
