@@ -10,11 +10,11 @@ Triton may be another version than the CPU's.
 import pytest
 import torch
 import triton
-from kernels_triton import c_launch, launch
+from kernels_triton import launch
 
 CudaLauncher = pytest.importorskip("triton.backends.nvidia.driver").CudaLauncher
 VERSION = ".".join(triton.__version__.split(".")[:2])
-KNOWN = VERSION in c_launch.C_LAUNCH_LAYOUTS
+KNOWN = VERSION in launch.C_LAUNCH_LAYOUTS
 
 
 def fake_launcher(record, *, scratch: int = 0):
@@ -53,7 +53,7 @@ def no_driver_needed(monkeypatch):
 def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_needed, n_tensors):
     record = []
     launcher = fake_launcher(record)
-    assert c_launch.c_launch_layout(launcher) == VERSION
+    assert launch.c_launch_layout(launcher) == VERSION
     rest = (600, 600, 512, 600, 1024, 1024, 1, False, True, 8, False)
     tensors = [torch.empty(512, 600) for _ in range(n_tensors)]
     compiled = Compiled(launcher)
@@ -61,7 +61,7 @@ def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_neede
     # launch metadata, enter hook, exit hook, *kernel arguments)
     launcher(512, 1, 1, 77, compiled.function, compiled.packed_metadata, None, None, None,
              *(t.data_ptr() for t in tensors), *rest)  # fmt: skip
-    fixed = c_launch.launcher(compiled)
+    fixed = launch.launcher(compiled)
     launch.template(600, 0, n_tensors, lambda m, ts: (m, *fixed, rest))(*tensors)
     assert len(record) == 2 and record[1] == record[0]
 
@@ -69,7 +69,7 @@ def test_the_direct_c_launch_passes_what_tritons_launcher_passes(no_driver_neede
 @pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: launchers call its launcher itself")
 @pytest.mark.parametrize("hooked", [False, True], ids=["direct", "hook installed"])
 def test_a_launcher_given_launch_metadata_launches_with_it(no_driver_needed, monkeypatch, hooked):
-    """kernels_triton.cluster's templates hand c_launch.launcher metadata of their own (num_ctas = C,
+    """kernels_triton.cluster's templates hand launch.launcher metadata of their own (num_ctas = C,
     more shared memory): the launch passes it where Triton's launcher would pass the kernel's,
     with a profiler's launch hook installed too (the runner would launch with the kernel's own)."""
     record = []
@@ -80,8 +80,8 @@ def test_a_launcher_given_launch_metadata_launches_with_it(no_driver_needed, mon
     cluster_metadata = (4, 8, 48)
     launcher(35, 1, 1, 77, compiled.function, cluster_metadata, None, None, None,
              *(t.data_ptr() for t in tensors), *rest)  # fmt: skip
-    monkeypatch.setattr(c_launch, "_launch_hooks_installed", lambda: hooked)
-    fixed = c_launch.launcher(compiled, packed_metadata=cluster_metadata)
+    monkeypatch.setattr(launch, "_launch_hooks_installed", lambda: hooked)
+    fixed = launch.launcher(compiled, packed_metadata=cluster_metadata)
     launch.template(8, 0, 3, lambda m, ts: (m, *fixed, rest))(*tensors)
     assert len(record) == 2 and record[1] == record[0]
 
@@ -105,7 +105,7 @@ def test_a_template_keeps_the_last_row_count_alone(no_driver_needed):
 
 @pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: launchers call its launcher itself")
 def test_a_launcher_that_needs_scratch_keeps_tritons_own_call():
-    assert c_launch.c_launch_layout(fake_launcher([], scratch=128)) is None
+    assert launch.c_launch_layout(fake_launcher([], scratch=128)) is None
 
 
 def test_other_launchers_and_versions_keep_tritons_own_call():
@@ -115,11 +115,11 @@ def test_other_launchers_and_versions_keep_tritons_own_call():
         def __call__(self, grid, stream):
             return None
 
-    assert c_launch.c_launch_layout(object()) is None
-    assert c_launch.c_launch_layout(lambda *args: None) is None
-    assert c_launch.c_launch_layout(CudaLauncher()) is None
-    assert c_launch.c_launch_layout(fake_launcher([]), version="3.7.0") is None
-    assert c_launch.c_launch_layout(fake_launcher([]), version="4.0.0") is None
+    assert launch.c_launch_layout(object()) is None
+    assert launch.c_launch_layout(lambda *args: None) is None
+    assert launch.c_launch_layout(CudaLauncher()) is None
+    assert launch.c_launch_layout(fake_launcher([]), version="3.7.0") is None
+    assert launch.c_launch_layout(fake_launcher([]), version="4.0.0") is None
 
 
 @pytest.mark.gpu

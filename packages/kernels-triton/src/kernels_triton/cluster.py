@@ -56,14 +56,10 @@ def _cluster_size(n_cols: int) -> int:
 
 def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
     """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90."""
-    return (
-        not INTERPRET
-        and device.type == "cuda"
-        and dtype in DTYPES
-        and n_rows >= 1
-        and MIN_COLS <= n_cols <= MAX_COLS
-        and _capable(device.index if device.index is not None else torch.cuda.current_device())
-    )
+    if INTERPRET or device.type != "cuda" or dtype not in DTYPES or n_rows < 1:
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return MIN_COLS <= n_cols <= MAX_COLS and _capable(index)
 
 
 def packs(tensors: list[torch.Tensor]) -> int:

@@ -52,10 +52,8 @@ def bytes_in_flight_per_sm(device_index: int) -> int:
 
 @functools.cache
 def registers_per_sm(gpu: str | None) -> int:
-    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count() * (not INTERPRET))]
-    return (
-        torch.cuda.get_device_properties(names.index(gpu)).regs_per_multiprocessor if gpu in names else 2**16
-    )
+    cards = [torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count() * (not INTERPRET))]
+    return next((p.regs_per_multiprocessor for p in cards if p.name == gpu), 2**16)
 
 
 @dataclass(frozen=True)
@@ -99,9 +97,6 @@ def dtype_name(dtype: torch.dtype) -> str:
 def next_pow2(n: int) -> int:
     """triton.next_power_of_2 without its constexpr-function wrapper (costly on the host)."""
     return 1 << (n - 1).bit_length() if n > 1 else 1
-
-
-bucket = next_pow2  # the row-length bucket of N: its picks serve every N of it
 
 
 def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
@@ -216,7 +211,7 @@ def index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
     the last pick of a row count kept (a bucket's row lengths can want different configs)."""
     out: dict[tuple, dict] = {}
     for p in picks:
-        by_n = out.setdefault((p["kernel"], p["dtype"], bucket(p["N"])), {})
+        by_n = out.setdefault((p["kernel"], p["dtype"], next_pow2(p["N"])), {})
         by_n.setdefault(p["N"], {})[p["rows_per_sm"]] = p
     return {k: {n: across_row_counts([*v.values()]) for n, v in by_n.items()} for k, by_n in out.items()}
 
@@ -253,7 +248,7 @@ def choose(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None)
         return INTERPRETER_CONFIG, "interpreter"
     for source, idx in _indexes(gpu):
         for d in sorted(DTYPES, key=lambda d: d != dtype):
-            found = idx.get((name, dtype_name(d), bucket(n))) if d.itemsize == dtype.itemsize else None
+            found = idx.get((name, dtype_name(d), next_pow2(n))) if d.itemsize == dtype.itemsize else None
             if found:
                 return found[min(found, key=lambda t: (abs(t - n), t))], source
     return rule(streams, n, dtype, gpu), "rule"

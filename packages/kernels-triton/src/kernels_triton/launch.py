@@ -1,24 +1,24 @@
 """Launches: the form and config a launch gets (plan_form), and a template a layout that runs it.
 
 At short shapes the host's work a call is what a user waits for, and Triton's `kernel[grid](...)`
-binds, specialises and hashes the arguments in Python on every call. Here a template a layout
-(launch's key) holds the form, the config and the launchers of its compiled kernels (c_launch.py);
-a call with any row count M derives the grid and the arguments from M and calls Triton's C launch.
-A new M keeps nothing: a process that sees millions of row counts keeps a flat memory. Batch
-invariance: the form and the config, all that orders a row's reductions, never come from M.
+binds, specialises and hashes the arguments in Python on every call: a template calls Triton's C
+launch itself. Batch invariance: the form and the config, all that orders a row's reductions,
+never come from M.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
+import triton
 
-from kernels_triton import c_launch, cluster, configs, float64
+from kernels_triton import cluster, configs, float64
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2, num_sms
 from kernels_triton.kernels import KERNELS, STREAMS
 
@@ -48,8 +48,7 @@ def forget_plans() -> None:
 
 
 def route(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> str:
-    """The form that runs a launch: "float64", "cluster" or "tiles"; nothing here depends on M
-    beyond its being >= 1."""
+    """The form that runs a launch: "float64", "cluster" or "tiles", whatever M >= 1."""
     if dtype == torch.float64:
         return "float64"
     return "cluster" if cluster.applies(name[-3:], m, n, dtype, device) else "tiles"
@@ -64,20 +63,16 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
     """The constexprs of a launch, in the kernels' parameter order."""
     # the longest run of elements, up to 16 bytes, that N and every row stride are multiples of
     align = math.gcd(n, 16 // itemsize, *row_strides)
-    if config.warp_rows:  # BLOCK_N: the width of a pack across a warp
-        rows = config.block // next_pow2(n)
-        if rows != config.num_warps:
-            raise ValueError(f"{config.label()}: warp_rows needs block = num_warps x next_pow2(N), N = {n}")
-        width, packs, full = configs.warp_row_packs(n, itemsize)
-        return {"BLOCK": config.block, "BLOCK_N": width, "ROWS": rows, "ONE_PASS": True,
-                "NEEDS_MASK": m % rows != 0, "ALIGN": align, "L2_HINTS": False, "PACKS": packs, "FULL": full}  # fmt: skip
     block_n = min(config.block, next_pow2(n))  # one pass: [ROWS, BLOCK_N] tiles; looped: [BLOCK]
-    rows = config.block // block_n
-    one_pass = block_n >= n
+    rows, one_pass, packs, full = config.block // block_n, block_n >= n, 0, 0
     # masks cost instructions and registers: only for ragged rows or a ragged last tile
     needs_mask = n % block_n != 0 or (one_pass and m % rows != 0)
-    return {"BLOCK": config.block, "BLOCK_N": block_n, "ROWS": rows, "ONE_PASS": one_pass,
-            "NEEDS_MASK": needs_mask, "ALIGN": align, "L2_HINTS": config.l2_hints, "PACKS": 0, "FULL": 0}  # fmt: skip
+    if config.warp_rows:  # BLOCK_N: the width of a pack across a warp, whose packs mask the row's end
+        if config.block != config.num_warps * next_pow2(n):
+            raise ValueError(f"{config.label()}: warp_rows needs block = num_warps x next_pow2(N), N = {n}")
+        (block_n, packs, full), needs_mask = configs.warp_row_packs(n, itemsize), m % rows != 0
+    return {"BLOCK": config.block, "BLOCK_N": block_n, "ROWS": rows, "ONE_PASS": one_pass, "NEEDS_MASK": needs_mask,
+            "ALIGN": align, "L2_HINTS": config.l2_hints, "PACKS": packs, "FULL": full}  # fmt: skip
 
 
 def launch(
@@ -133,7 +128,7 @@ def plan_form(
 
 def template(n: int, device_index: int, arity: int, bind: Callable) -> Template:
     """template(a, b) or template(a, b, c): a launch on M = a.numel() // N rows, with what
-    bind(M, tensors) gives: (grid x, *c_launch.launcher's, the arguments after the pointers),
+    bind(M, tensors) gives: (grid x, *launcher's, the arguments after the pointers),
     kept for the last M alone (one tuple, read once a call: threads never mix two M's), so memory
     stays flat whatever the row counts. A device other than the current one is made current for
     the launch (a function handle belongs to its device's context); with one device there is none."""
@@ -168,8 +163,8 @@ def template(n: int, device_index: int, arity: int, bind: Callable) -> Template:
 
 
 def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: SoftmaxConfig) -> Template:
-    """The template of a tile kernel (kernels.py; float64.py's): the launcher of each compiled
-    variant met, by (M % ROWS != 0 where a program takes ROWS whole rows) + 2 * (M >= 2**31)."""
+    """The template of a tile kernel (kernels.py; float64.py's) and the compiled variants it met:
+    M sets NEEDS_MASK where a program takes ROWS whole rows, and M's integer width."""
     x = tensors[0]
     device_index, strides, itemsize = x.get_device(), tuple(t.stride(0) for t in tensors), x.element_size()
     fp64 = x.dtype == torch.float64
@@ -196,18 +191,16 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
             kernel[(programs(m),)](*ts, *strides, m, n, **meta_of(m), num_warps=config.num_warps)
 
         return interpret
-    variants: list = [None] * 4
+    variants: dict[tuple, tuple] = {}
 
     def bind(m: int, ts: tuple) -> tuple:
-        i = (one_pass and m % rows != 0) + 2 * (m >= 2147483648)  # M's integer width
-        if variants[i] is None:
-            meta = meta_of(m)
+        meta = meta_of(m)
+        if (variant := (*meta.values(), m >= 2**31)) not in variants:
             with _device_of(ts[0]):
                 compiled = kernel.warmup(*ts, *strides, m, n, grid=(1,), **meta, num_warps=config.num_warps)
                 compiled._init_handles()
-            variants[i] = c_launch.launcher(compiled), (n, *meta.values())
-        fixed, rest = variants[i]
-        return programs(m), *fixed, (*strides, m, *rest)
+            variants[variant] = launcher(compiled)
+        return programs(m), *variants[variant], (*strides, m, n, *meta.values())
 
     return template(n, device_index, len(tensors), bind)
 
@@ -216,5 +209,73 @@ def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int
     """The cluster kernel of `direction` ("fwd" or "bwd") for the layout of `tensors`: M rows
     launch M clusters, their size and shared memory in the launch metadata."""
     compiled, packed, rest = cluster.compiled_launch(direction, [t.view(m, n) for t in tensors])
-    fixed = c_launch.launcher(compiled, packed)
+    fixed = launcher(compiled, packed)
     return template(n, tensors[0].get_device(), len(tensors), lambda m, ts: (m, *fixed, rest))
+
+
+# The CudaLauncher.__call__ parameters of each Triton version whose body (backends/nvidia/
+# driver.py) this was written against: "3.6" passes the kernel's arguments to the C launch flat
+# after the hooks, "3.9" as one tuple after an argument annotation and a signature.
+C_LAUNCH_LAYOUTS = {
+    "3.6": ("self", "gridX", "gridY", "gridZ", "stream", "function", "args"),
+    "3.9": ("self", "gridX", "gridY", "gridZ", "stream", "function", "kernel_metadata", "launch_metadata",
+            "launch_enter_hook", "launch_exit_hook", "args"),
+}  # fmt: skip
+
+
+def launcher(compiled, packed_metadata: tuple | None = None) -> tuple:
+    """(c, function, cooperative, pdl, metadata, annotations, signature) of `compiled` (a triton
+    CompiledKernel): what a template passes as c(gx, 1, 1, stream, function, cooperative, pdl,
+    metadata, None, None, None, None, None, annotations, signature, args) as Triton 3.9's C launch
+    takes them: c is that C launch where the installed Triton's launcher is one this was written
+    against (its Python __call__ costs as much host time as the rest of a call), else an adapter.
+    packed_metadata: instead of the kernel's own (cluster.py's), which Triton's runner would not
+    pass; without it, while a profiler's launch hook is installed, c goes through the runner."""
+    hooked = _launch_hooks_installed()
+    run = getattr(compiled, "run", None)
+    version = None if hooked else c_launch_layout(run)
+    packed = getattr(compiled, "packed_metadata", None) if packed_metadata is None else packed_metadata
+    if version is None:  # Triton's runner (which calls a profiler's hook), or another version's launcher
+
+        def runner(gx, gy, gz, stream, function, coop, pdl, packed, *rest):
+            if packed_metadata is None and hooked:
+                compiled[(gx, gy, gz)](*rest[-1])
+            else:
+                run(gx, gy, gz, stream, function, packed, None, None, None, *rest[-1])
+
+        return runner, compiled.function, None, None, packed, None, None
+    fixed = (compiled.function, run.launch_cooperative_grid, run.launch_pdl, packed)
+    if version == "3.9":
+        return run.launch, *fixed, run.arg_annotations, run.kernel_signature
+
+    def flat(gx, gy, gz, stream, function, coop, pdl, packed, *rest):  # 3.6: the kernel's arguments flat
+        run.launch(gx, gy, gz, stream, function, coop, pdl, None, None, packed, None, None, None, *rest[-1])
+
+    return flat, *fixed, None, None
+
+
+def c_launch_layout(run, version: str | None = None) -> str | None:
+    """Which C_LAUNCH_LAYOUTS entry may call launcher `run`'s C launch directly: only where
+    __call__ adds nothing but constants (a CudaLauncher of that version and signature, no global
+    or profile scratch, no sanitizer). None: call the launcher itself."""
+    version = ".".join((version or triton.__version__).split(".")[:2])
+    expected = C_LAUNCH_LAYOUTS.get(version)
+    if expected is None or type(run).__name__ != "CudaLauncher":
+        return None
+    try:
+        params = tuple(inspect.signature(type(run).__call__).parameters)
+        needs_scratch = run.global_scratch_size or run.profile_scratch_size
+        flags = (run.launch, run.launch_cooperative_grid, run.launch_pdl)
+        if version == "3.9":
+            flags += (run.arg_annotations, run.kernel_signature)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if params != expected or needs_scratch or getattr(run, "gsan_enabled", False) or not callable(flags[0]):
+        return None
+    return version
+
+
+def _launch_hooks_installed() -> bool:
+    """Whether a profiler installed a launch hook (None in older Triton, an empty chain in newer)."""
+    hook = getattr(getattr(getattr(triton, "knobs", None), "runtime", None), "launch_enter_hook", None)
+    return hook is not None and bool(getattr(hook, "calls", True))

@@ -43,18 +43,12 @@ def _cross_entropy(x):
 
 def _picks(kernel: str):
     """The configs this process's launches of one kernel ran with, in labtools.registry's convention."""
-
-    def picks() -> list[dict]:
-        from kernels_triton.softmax import autotune_picks
-
-        return [
-            {"key": {"N": p["N"], "dtype": p["dtype"]},
-             "config": {"BLOCK": p["block"], "num_warps": p["num_warps"], "l2_hints": p.get("l2_hints", False),
-                        "warp_rows": p.get("warp_rows", False), "source": p["source"]}}
-            for p in autotune_picks()["used"] if p["kernel"] == kernel
-        ]  # fmt: skip
-
-    return picks
+    return lambda: [
+        {"key": {"N": p["N"], "dtype": p["dtype"]},
+         "config": {"BLOCK": p["block"], "num_warps": p["num_warps"], "l2_hints": p.get("l2_hints", False),
+                    "warp_rows": p.get("warp_rows", False), "source": p["source"]}}
+        for p in importlib.import_module("kernels_triton.softmax").autotune_picks()["used"] if p["kernel"] == kernel
+    ]  # fmt: skip
 
 
 def _form_config(form: str, n: int):

@@ -65,8 +65,7 @@ def from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
-# Templates of the fast paths, keyed (in _apply) on everything the checks and the template depend on;
-# the backward's key adds dy's dtype, device and alignment.
+# Templates of the fast paths, keyed (in _apply) on everything the checks and the template depend on
 _FORWARD: dict[tuple, launch.Template] = OrderedDict()  # bounded: launch.remember
 _BACKWARD: dict[tuple, launch.Template] = OrderedDict()
 _IN_PLACE: dict[tuple, launch.Template] = OrderedDict()  # softmax_, keyed as _FORWARD
@@ -184,9 +183,8 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
     contiguous rows along dim is computed out of place and copied back.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
-        # a key that passed the checks below before
         template = _IN_PLACE.get((len(s), s[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
-        if template is not None and x.is_contiguous() and not x.requires_grad:
+        if template is not None and x.is_contiguous() and not x.requires_grad:  # passed the checks below
             template(x, x)
             return x
     dim = _check(x, dim, "x")
