@@ -8,9 +8,7 @@ What it buys: the whole algorithm in about thirty lines, correct at every N, no 
 maintain. What it leaves: two reads of a row (the forms that hold a row in registers read it
 once), idle SMs at few long rows (the cluster form shares a row between blocks), twelve timed
 launches at each new N, and the host time of Triton's launch path a call (launch.py's is less).
-
-Contract: torch.softmax(x, dim=-1) for a 2-D tensor with contiguous rows, in its dtype,
-accumulated in fp32; a row holding +inf or NaN comes out NaN, as torch's does.
+torch.softmax(x, -1) of 2-D x with contiguous rows, accumulated in fp32 (+inf or NaN: a NaN row).
 """
 
 from __future__ import annotations

@@ -2,18 +2,17 @@
 over the C blocks of a thread-block cluster, its partials exchanged through distributed shared memory.
 
 What it buys: one program a row reads a row this long twice and leaves SMs idle at few rows. The
-C blocks of a cluster, scheduled together, each read their chunk once and write it once (the least
-traffic there is) and push their partial (forward: the chunk's max m and sum of exp(x - m);
-backward: its sum of y * dy) into every block's shared memory (_exchange); each waits for its C
-partials and merges them. No scratch buffer, no polling.
+C blocks of a cluster, scheduled together, each read and write their chunk once (the least traffic
+there is), push their partial (forward: the chunk's max m and sum of exp(x - m); backward: its sum
+of y * dy) into every block's shared memory (_exchange) and merge the C partials. No scratch
+buffer, no polling.
 
-Triton compiles no row reduction with num_ctas > 1, so the kernel is compiled for one block and
-launched as a cluster by its own launcher (num_ctas = C in the launch metadata): the grid is M * C
-blocks, block b is rank b % C of row b // C. C = ceil(N / chunk) rounded up to a power of two (a
-block past the row's end reads nothing and adds nothing; 16-block clusters are a non-portable
-size, which H100 and H200 allow). A row's split into chunks (and head, body and tail, _split_row)
-follows N, the dtype and the row's address mod 16: a row keeps its bits in any batch that puts
-it at the same alignment.
+Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and
+launched with num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C.
+C = ceil(N / chunk) rounded up to a power of two (a block past the row's end adds nothing; 16-block
+clusters are a non-portable size, which H100 and H200 allow). A row's split (chunks; head, body and
+tail, _split_row) follows N, the dtype and the row's address mod 16: a row keeps its bits in any
+batch that puts it at the same alignment.
 """
 
 from __future__ import annotations
@@ -63,11 +62,9 @@ def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device
 
 
 def packs(tensors: list[torch.Tensor]) -> int:
-    """VEC, the elements of a 16-byte pack, where Triton cannot see that the rows are whole packs
-    (it specializes N and a stride on divisibility by 16; else it moves an element at a time) but
-    every tensor's rows sit at the same offset from a 16-byte boundary (aligned bases, equal
-    strides): the kernels then split each row into head, body and tail (_split_row); else 0. What
-    it reads is in launch.launch's template key."""
+    """VEC, the elements of a 16-byte pack, where Triton cannot see that rows are whole packs (it
+    specializes N and strides on divisibility by 16) but every tensor's rows sit at one offset from
+    a 16-byte boundary (aligned bases, equal strides): rows split into head, body and tail; else 0."""
     stride = tensors[0].stride(0)
     if stride % 16 == 0 and tensors[0].shape[1] % 16 == 0:
         return 0

@@ -48,9 +48,7 @@ def forget_plans() -> None:
 
 
 def route(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device) -> str:
-    """The form that runs a launch: "float64", "cluster" or "tiles", whatever M >= 1."""
-    if dtype == torch.float64:
-        return "float64"
+    """The form that runs a launch, whatever M >= 1: "cluster" or "tiles" (float64: plan_form's own)."""
     return "cluster" if cluster.applies(name[-3:], m, n, dtype, device) else "tiles"
 
 
@@ -80,8 +78,7 @@ def launch(
     form: str | None = None,
 ) -> Template:  # fmt: skip
     """Launch kernel `name` on 2D (M, N) tensors with unit column stride, the output last (in
-    place: one of the inputs); returns the template, which launches any M of the layout. form:
-    instead of route()'s (to time a form alone)."""
+    place: one of the inputs); returns the template. form: instead of route()'s (timed alone)."""
     x, out = tensors[0], tensors[-1].data_ptr()
     # the row strides and the bases' 16-byte alignment: what cluster.packs() reads
     key = (
@@ -91,7 +88,7 @@ def launch(
     template = _TEMPLATES.get(key)
     if template is None:
         planned, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
-        with _device_of(x):  # Triton compiles on the current device
+        with torch.cuda.device(x.get_device()):  # Triton compiles on the current device (-1: none)
             if planned == "cluster":
                 template = cluster_template(name[-3:], tensors, m, n)
             else:
@@ -103,23 +100,17 @@ def launch(
     return template
 
 
-def _device_of(t: torch.Tensor):
-    if not t.is_cuda or torch._C._cuda_getDevice() == t.get_device():
-        return contextlib.nullcontext()
-    return torch.cuda.device(t.device)
-
-
 def plan_form(
     name: str, m: int, n: int, dtype: torch.dtype, device: torch.device,
     config: SoftmaxConfig | None = None, form: str | None = None,
 ) -> tuple[str, SoftmaxConfig | None, str]:  # fmt: skip
     """(form, config, source) of a launch, none of it from M: config None for the cluster's, which
     N sets; source: where the config came from."""
+    if dtype == torch.float64:
+        return "float64", SoftmaxConfig(float64.block(n), float64.NUM_WARPS), "float64"
     form = form or route(name, m, n, dtype, device)
     if form == "cluster":
         return form, None, "cluster"
-    if dtype == torch.float64:
-        return "float64", SoftmaxConfig(float64.block(n), float64.NUM_WARPS), "float64"
     if config is not None:
         return form, config, "given"
     gpu = gpu_name(device.index if device.type == "cuda" else -1)
@@ -127,11 +118,10 @@ def plan_form(
 
 
 def template(n: int, device_index: int, arity: int, bind: Callable) -> Template:
-    """template(a, b) or template(a, b, c): a launch on M = a.numel() // N rows, with what
-    bind(M, tensors) gives: (grid x, *launcher's, the arguments after the pointers),
-    kept for the last M alone (one tuple, read once a call: threads never mix two M's), so memory
-    stays flat whatever the row counts. A device other than the current one is made current for
-    the launch (a function handle belongs to its device's context); with one device there is none."""
+    """template(a, b) or template(a, b, c): a launch on M = a.numel() // N rows with what bind(M,
+    tensors) gives, (grid x, *launcher's, the arguments after the pointers), kept for the last M
+    alone (one tuple, read once a call: threads never mix two M's; memory stays flat). Another
+    device than the current one is made current (a function handle belongs to its context)."""
     stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
     several, last = torch.cuda.device_count() > 1, (-1, *[None] * 9)  # last: (numel, *bind's)
 
@@ -141,7 +131,7 @@ def template(n: int, device_index: int, arity: int, bind: Callable) -> Template:
         if numel // n:
             if last[0] != numel:
                 last = (numel, *bind(numel // n, ts))
-            with _device_of(ts[0]):
+            with torch.cuda.device(ts[0].get_device()):
                 run(*ts)
 
     # The host path of every call: fixed arity, no tuple of tensors, the C launch in this frame.
@@ -196,7 +186,7 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
     def bind(m: int, ts: tuple) -> tuple:
         meta = meta_of(m)
         if (variant := (*meta.values(), m >= 2**31)) not in variants:
-            with _device_of(ts[0]):
+            with torch.cuda.device(ts[0].get_device()):
                 compiled = kernel.warmup(*ts, *strides, m, n, grid=(1,), **meta, num_warps=config.num_warps)
                 compiled._init_handles()
             variants[variant] = launcher(compiled)
@@ -259,18 +249,17 @@ def c_launch_layout(run, version: str | None = None) -> str | None:
     __call__ adds nothing but constants (a CudaLauncher of that version and signature, no global
     or profile scratch, no sanitizer). None: call the launcher itself."""
     version = ".".join((version or triton.__version__).split(".")[:2])
-    expected = C_LAUNCH_LAYOUTS.get(version)
-    if expected is None or type(run).__name__ != "CudaLauncher":
+    if type(run).__name__ != "CudaLauncher":
         return None
     try:
         params = tuple(inspect.signature(type(run).__call__).parameters)
-        needs_scratch = run.global_scratch_size or run.profile_scratch_size
+        adds = run.global_scratch_size or run.profile_scratch_size or getattr(run, "gsan_enabled", False)
         flags = (run.launch, run.launch_cooperative_grid, run.launch_pdl)
         if version == "3.9":
             flags += (run.arg_annotations, run.kernel_signature)
     except (AttributeError, TypeError, ValueError):
         return None
-    if params != expected or needs_scratch or getattr(run, "gsan_enabled", False) or not callable(flags[0]):
+    if params != C_LAUNCH_LAYOUTS.get(version) or adds or not callable(flags[0]):
         return None
     return version
 

@@ -3,9 +3,8 @@
 Every input is viewed as (M, N) rows, N the softmax dim (a copy only when that dim is not the
 innermost, contiguous one), and handed to a launch template (launch.py). While torch.compile or
 torch.export traces, _Softmax calls two opaque custom ops with shape-only fakes; eager calls skip
-their dispatch, which costs as much host time as the launch. The common eager call, a contiguous
-tensor along its last dim, is served from a dict of templates keyed on what its first call
-checked (not the row count); a later call checks only what the key does not hold.
+their dispatch, which costs as much host time as the launch, and a contiguous tensor along its
+last dim finds its template in a dict keyed on what its first call checked (not the row count).
 """
 
 from __future__ import annotations
@@ -65,7 +64,6 @@ def from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
-# Templates of the fast paths, keyed (in _apply) on everything the checks and the template depend on
 _FORWARD: dict[tuple, launch.Template] = OrderedDict()  # bounded: launch.remember
 _BACKWARD: dict[tuple, launch.Template] = OrderedDict()
 _IN_PLACE: dict[tuple, launch.Template] = OrderedDict()  # softmax_, keyed as _FORWARD
@@ -83,10 +81,9 @@ def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run
             n = x.shape[-1]
             rows = [t.view(-1, n) for t in (*inputs, out)]
             template = launch.launch(name, rows, out.numel() // n, n, config)
-            dy = [v for t in inputs[1:] for v in (t.dtype, t.get_device(), t.data_ptr() % 16)]
+            ids = [v for t in inputs for v in (t.dtype, t.get_device(), t.data_ptr() % 16)]
             for d in (dim, dim - x.dim()):  # softmax(x, -1) and softmax(x, x.dim() - 1) alike
-                key = (x.dim(), n, d, x.dtype, x.get_device(), x.data_ptr() % 16, config, *dy)
-                launch.remember(cache, key, template)
+                launch.remember(cache, (x.dim(), n, d, config, *ids), template)
         return out
     rows = [as_rows(t, dim) for t in inputs]
     out_rows = torch.empty(rows[0].shape, dtype=x.dtype, device=x.device)
@@ -161,7 +158,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
         # _apply's key, written out: a call costs as much as the dict lookup
-        template = _FORWARD.get((len(s), s[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
+        template = _FORWARD.get((len(s), s[-1], dim, config, x.dtype, x.get_device(), x.data_ptr() % 16))
         if template is not None and x.is_contiguous():  # this key passed the checks below before
             if x.requires_grad and torch.is_grad_enabled():
                 return _Softmax.apply(x, dim, config, template)
@@ -183,7 +180,7 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
     contiguous rows along dim is computed out of place and copied back.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
-        template = _IN_PLACE.get((len(s), s[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config))
+        template = _IN_PLACE.get((len(s), s[-1], dim, config, x.dtype, x.get_device(), x.data_ptr() % 16))
         if template is not None and x.is_contiguous() and not x.requires_grad:  # passed the checks below
             template(x, x)
             return x
@@ -202,7 +199,7 @@ def softmax_backward(
     batch invariant as softmax."""
     if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
             and (s := y.shape) and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
-        template = _BACKWARD.get((len(s), s[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config,
+        template = _BACKWARD.get((len(s), s[-1], dim, config, y.dtype, y.get_device(), y.data_ptr() % 16,
                                   dy.dtype, dy.get_device(), dy.data_ptr() % 16))  # fmt: skip
         if template is not None and dy.shape == s:
             dx = torch.empty_like(y)
