@@ -48,11 +48,6 @@ def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, i
     return (16384, 8, 80) if dtype == torch.float32 else (16384, 4, 96)
 
 
-def _cluster_size(n_cols: int) -> int:
-    chunk = _block(n_cols, "fwd", torch.float32)[0]  # the same chunk both directions, every dtype
-    return triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
-
-
 def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
     """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90."""
     if INTERPRET or device.type != "cuda" or dtype not in DTYPES or n_rows < 1:
@@ -76,8 +71,8 @@ def packs(tensors: list[torch.Tensor]) -> int:
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0):
     """(kernel, constexprs, warps, register cap) that compiled_launch compiles (and the tests, for
     sm_90 without a GPU); vec as packs() gives it."""
-    c = _cluster_size(n_cols)
-    chunk, warps, maxnreg = _block(n_cols, direction, dtype)
+    chunk, warps, maxnreg = _block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
+    c = triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
     if direction == "bwd":
         return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
     fp32 = dtype == torch.float32
@@ -101,9 +96,8 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     return compiled, packed, (n, *strides, slot_base, *constexprs.values())
 
 
-# 16-bit chunks stay packed, two values a 32-bit register, from their load to their store: Triton
-# would widen a whole tensor at once wherever a 16-bit value meets fp32 arithmetic, so the steps
-# after the exchange widen a pair at a time in inline asm (WIDEN_PAIR: {x} into fp32 {lo}, {hi}).
+# 16-bit chunks stay packed, two a 32-bit register, from load to store (Triton widens a whole tensor
+# where a 16-bit value meets fp32): after the exchange, inline asm widens a pair ({x} -> {lo}, {hi}).
 WIDEN_PAIR = {
     "bf16": "shl.b32 {lo}, {x}, 16; and.b32 {hi}, {x}, 0xffff0000;",  # a bf16 is its fp32's high half
     "f16": "{{ .reg .b16 l16, h16; mov.b32 {{l16, h16}}, {x}; cvt.f32.f16 {lo}, l16; cvt.f32.f16 {hi}, h16; }}",

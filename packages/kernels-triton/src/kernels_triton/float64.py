@@ -11,8 +11,7 @@ import triton.language as tl
 
 from kernels_triton.configs import next_pow2
 
-BLOCK_MAX = 1024
-NUM_WARPS = 4
+BLOCK_MAX, NUM_WARPS = 1024, 4
 
 
 def block(n: int) -> int:

@@ -203,9 +203,8 @@ def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int
     return template(n, tensors[0].get_device(), len(tensors), lambda m, ts: (m, *fixed, rest))
 
 
-# The CudaLauncher.__call__ parameters of each Triton version whose body (backends/nvidia/
-# driver.py) this was written against: "3.6" passes the kernel's arguments to the C launch flat
-# after the hooks, "3.9" as one tuple after an argument annotation and a signature.
+# CudaLauncher.__call__'s parameters in each Triton whose driver.py this was written against: "3.6"
+# passes the kernel's arguments to the C launch flat after the hooks, "3.9" as one tuple after two more.
 C_LAUNCH_LAYOUTS = {
     "3.6": ("self", "gridX", "gridY", "gridZ", "stream", "function", "args"),
     "3.9": ("self", "gridX", "gridY", "gridZ", "stream", "function", "kernel_metadata", "launch_metadata",
