@@ -69,8 +69,7 @@ def packs(tensors: list[torch.Tensor]) -> int:
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0):
-    """(kernel, constexprs, warps, register cap) that compiled_launch compiles (and the tests, for
-    sm_90 without a GPU); vec as packs() gives it."""
+    """(kernel, constexprs, warps, register cap) that compiled_launch (and the sm_90 tests) compile."""
     chunk, warps, maxnreg = _block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
     c = triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
     if direction == "bwd":
@@ -82,9 +81,9 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0):
 
 
 def compiled_launch(direction: str, tensors: list[torch.Tensor]):
-    """The kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for tensors laid out like
-    `tensors` (2-D, unit column stride), its launch metadata (num_ctas = C; shared memory for the
-    exchange past Triton's own), and the arguments after the data pointers."""
+    """The kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for `tensors`' layout (2-D,
+    unit column stride), its launch metadata (num_ctas = C; shared memory for the exchange past
+    Triton's own) and the arguments after the data pointers."""
     n, strides = tensors[0].shape[1], tuple(t.stride(0) for t in tensors)
     kernel, constexprs, warps, maxnreg = kernel_for(direction, n, tensors[0].dtype, packs(tensors))
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}

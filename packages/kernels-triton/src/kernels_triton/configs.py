@@ -1,9 +1,9 @@
 """Which config a tile launch gets (choose): the config space, the picks, the rule for a card without.
 
-A config orders a row's reductions (kernels.py), so it follows from N, the dtype and the card
-alone, never the row count: batch invariance. Nothing is timed on the call path; the config is,
-first found: the caller's ("given", launch.py); the user's picks ("tuned", tune.py); this GPU's
-section of autotune_picks.json ("committed"); else rule(), from the device's properties ("rule").
+A config orders a row's reductions (kernels.py), so it follows from N, the dtype and the card alone,
+never the row count (batch invariance), and nothing is timed on the call path: the caller's
+("given"), else the user's picks ("tuned", tune.py), else this GPU's in autotune_picks.json
+("committed"), else rule(), from the device's properties ("rule").
 """
 
 from __future__ import annotations
@@ -100,8 +100,7 @@ def next_pow2(n: int) -> int:
 
 
 def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
-    """(width, packs, full) of a row of N a warp a row: packs of 32 lanes x 16 bytes that cover
-    the row, and those inside it."""
+    """(width, packs, full) of a row of N a warp a row: packs of 32 lanes x 16 bytes, those inside it."""
     width = 32 * 16 // itemsize
     return width, -(-n // width), n // width
 
@@ -178,8 +177,7 @@ def _valid(picks: list[dict]) -> bool:
 
 
 def read_user_picks(path: Path, gpu: str) -> list[dict]:
-    """The picks of a user picks file, [] if none; a corrupt one or another GPU's is ignored with
-    one warning."""
+    """The picks of a user picks file, [] if none; a corrupt one or another GPU's: [] and a warning."""
     try:
         doc = json.loads(path.read_text())
         picks = doc["picks"]

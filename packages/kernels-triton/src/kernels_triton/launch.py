@@ -22,8 +22,7 @@ from kernels_triton import cluster, configs, float64
 from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_pow2, num_sms
 from kernels_triton.kernels import KERNELS, STREAMS
 
-MAX_PLANS = 4096  # entries of a cache of templates (remember); past that the oldest goes first
-MAX_TEMPLATES = 1024  # templates (layouts)
+MAX_PLANS, MAX_TEMPLATES = 4096, 1024  # entries of a cache (remember: the oldest goes first); layouts
 
 Template = Callable[..., None]  # template(*tensors): launch on their M = numel // N rows of the layout
 # OrderedDicts: dropping the oldest entry is O(1). PLAN_CACHES: every dict of templates.
@@ -81,10 +80,8 @@ def launch(
     place: one of the inputs); returns the template. form: instead of route()'s (timed alone)."""
     x, out = tensors[0], tensors[-1].data_ptr()
     # the row strides and the bases' 16-byte alignment: what cluster.packs() reads
-    key = (
-        name, n, config, form, x.dtype, x.get_device(), *[t.stride(0) for t in tensors],
-        *[t.data_ptr() % 16 == 0 for t in tensors], any(t.data_ptr() == out for t in tensors[:-1]),
-    )  # fmt: skip
+    key = (name, n, config, form, x.dtype, x.get_device(), *[t.stride(0) for t in tensors],
+           *[t.data_ptr() % 16 == 0 for t in tensors], any(t.data_ptr() == out for t in tensors[:-1]))  # fmt: skip
     template = _TEMPLATES.get(key)
     if template is None:
         planned, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
@@ -104,8 +101,7 @@ def plan_form(
     name: str, m: int, n: int, dtype: torch.dtype, device: torch.device,
     config: SoftmaxConfig | None = None, form: str | None = None,
 ) -> tuple[str, SoftmaxConfig | None, str]:  # fmt: skip
-    """(form, config, source) of a launch, none of it from M: config None for the cluster's, which
-    N sets; source: where the config came from."""
+    """(form, config, source: where the config came from) of a launch, none of it from M."""
     if dtype == torch.float64:
         return "float64", SoftmaxConfig(float64.block(n), float64.NUM_WARPS), "float64"
     form = form or route(name, m, n, dtype, device)
@@ -196,8 +192,7 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
 
 
 def cluster_template(direction: str, tensors: list[torch.Tensor], m: int, n: int) -> Template:
-    """The cluster kernel of `direction` ("fwd" or "bwd") for the layout of `tensors`: M rows
-    launch M clusters, their size and shared memory in the launch metadata."""
+    """The template of cluster.py's kernel of `direction` ("fwd", "bwd"): M rows launch M clusters."""
     compiled, packed, rest = cluster.compiled_launch(direction, [t.view(m, n) for t in tensors])
     fixed = launcher(compiled, packed)
     return template(n, tensors[0].get_device(), len(tensors), lambda m, ts: (m, *fixed, rest))
@@ -213,13 +208,12 @@ C_LAUNCH_LAYOUTS = {
 
 
 def launcher(compiled, packed_metadata: tuple | None = None) -> tuple:
-    """(c, function, cooperative, pdl, metadata, annotations, signature) of `compiled` (a triton
-    CompiledKernel): what a template passes as c(gx, 1, 1, stream, function, cooperative, pdl,
-    metadata, None, None, None, None, None, annotations, signature, args) as Triton 3.9's C launch
-    takes them: c is that C launch where the installed Triton's launcher is one this was written
-    against (its Python __call__ costs as much host time as the rest of a call), else an adapter.
-    packed_metadata: instead of the kernel's own (cluster.py's), which Triton's runner would not
-    pass; without it, while a profiler's launch hook is installed, c goes through the runner."""
+    """(c, function, cooperative, pdl, metadata, annotations, signature) of `compiled`, a triton
+    CompiledKernel, for c(gx, 1, 1, stream, function, cooperative, pdl, metadata, None x 5,
+    annotations, signature, args): Triton 3.9's C launch itself where this Triton's launcher is one
+    it was written against (its Python __call__ costs as much host time as the rest of a call),
+    else an adapter. packed_metadata: instead of the kernel's own (cluster.py's), which Triton's
+    runner would not pass; without it, while a profiler's hook is installed, c calls the runner."""
     hooked = _launch_hooks_installed()
     run = getattr(compiled, "run", None)
     version = None if hooked else c_launch_layout(run)
@@ -244,9 +238,8 @@ def launcher(compiled, packed_metadata: tuple | None = None) -> tuple:
 
 
 def c_launch_layout(run, version: str | None = None) -> str | None:
-    """Which C_LAUNCH_LAYOUTS entry may call launcher `run`'s C launch directly: only where
-    __call__ adds nothing but constants (a CudaLauncher of that version and signature, no global
-    or profile scratch, no sanitizer). None: call the launcher itself."""
+    """The C_LAUNCH_LAYOUTS entry that calls `run`'s C launch directly, where __call__ adds nothing
+    but constants (a CudaLauncher of that version and signature, no scratch, no sanitizer); else None."""
     version = ".".join((version or triton.__version__).split(".")[:2])
     if type(run).__name__ != "CudaLauncher":
         return None

@@ -25,8 +25,7 @@ def _lazy(module: str, name: str, *args):
 
 
 _forward, _backward = _lazy("softmax", "softmax", -1), _lazy("softmax", "softmax_backward", -1)
-_autotuned = _lazy("autotuned", "softmax_autotuned")
-_log_softmax = _lazy("log_softmax", "log_softmax", -1)
+_autotuned, _log_softmax = _lazy("autotuned", "softmax_autotuned"), _lazy("log_softmax", "log_softmax", -1)
 
 
 def _cross_entropy(x):
@@ -76,7 +75,6 @@ FORMS = {
 
 
 def _forced(form: str):
-
     def run(name, tensors):
         from kernels_triton import launch
 

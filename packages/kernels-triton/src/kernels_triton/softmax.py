@@ -59,9 +59,7 @@ def as_rows(t: torch.Tensor, dim: int) -> torch.Tensor:
 
 def from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     """Inverse of as_rows: (M, N) back to `like`'s shape with the softmax dim in place."""
-    if like.dim() == 0:
-        return rows.reshape(())
-    return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
+    return rows.reshape(()) if like.dim() == 0 else rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
 _FORWARD: dict[tuple, launch.Template] = OrderedDict()  # bounded: launch.remember
@@ -71,9 +69,8 @@ launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch
 
 
 def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run: bool = True):
-    """Kernel `name` on checked `inputs` along dim, into `out` (None: a new tensor), returned.
-    Contiguous rows along the last dim keep their template in `cache` for the fast paths.
-    run=False allocates the output and computes nothing: the custom ops' fakes."""
+    """Kernel `name` on checked `inputs` along dim into `out` (None: a new tensor), returned; rows
+    contiguous along the last dim keep their template in `cache`. run=False: no launch (the fakes)."""
     x = inputs[0]
     if dim == x.dim() - 1 and all(t.is_contiguous() for t in inputs):
         out = torch.empty_like(x) if out is None else out
@@ -149,12 +146,11 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     """softmax(x, dim) with Triton kernels forward and backward (autograd works).
 
     x: fp32, fp16, bf16 or fp64, any shape and layout, on a CUDA device (or the CPU under
-    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as in
-    torch. `config` forces one launch configuration (both directions, eager calls) instead of
-    the picks or the rule. Under torch.compile or torch.export it is one opaque op,
-    kernels_triton::softmax, with its backward. Batch invariant: a row's result, forward and
-    backward, is the same bits whatever the rest of the batch, for a row at the same 16-byte
-    alignment (the kernels load 16-byte packs; the README says more).
+    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as in torch.
+    `config` forces one launch configuration (both directions, eager calls) instead of the picks or
+    the rule. Under torch.compile or torch.export it is one opaque op, kernels_triton::softmax, with
+    its backward. Batch invariant: a row's result, forward and backward, is the same bits whatever
+    the rest of the batch, for a row at the same 16-byte alignment (the README says more).
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
         # _apply's key, written out: a call costs as much as the dict lookup
@@ -174,10 +170,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
 def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
     """softmax in place: x <- softmax(x, dim); returns x.
 
-    For a tensor nobody reads again, such as an LM head's logits while sampling: there is no
-    output to allocate, which from Python is a good part of a short call's host time. Not
-    differentiable (x must not require grad); the same bits as softmax. A layout other than
-    contiguous rows along dim is computed out of place and copied back.
+    For a tensor nobody reads again, such as an LM head's logits while sampling: no output to
+    allocate, a good part of a short call's host time. Not differentiable (x must not require
+    grad); the same bits as softmax. Other layouts are computed out of place and copied back.
     """
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
         template = _IN_PLACE.get((len(s), s[-1], dim, config, x.dtype, x.get_device(), x.data_ptr() % 16))
@@ -218,8 +213,7 @@ def softmax_backward(
 
 def autotune_picks() -> dict:
     """Which configs launches get (configs.py): `committed` (autotune_picks.json), `tuned` (this
-    user's picks for this GPU and Triton) and `used`: the config of each (kernel, N, dtype) of
-    this process's tile launches, and its source."""
+    user's for this GPU and Triton) and `used`: each (kernel, N, dtype)'s here, and its source."""
     mode = f"interpreter: {configs.INTERPRETER_CONFIG.label()}" if INTERPRET else "tuned > committed > rule"
     gpu = torch.cuda.get_device_name() if not INTERPRET and torch.cuda.is_available() else None
     tuned = configs.read_user_picks(configs.user_picks_path(gpu), gpu) if gpu else []
