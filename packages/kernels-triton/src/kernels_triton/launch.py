@@ -123,11 +123,11 @@ def template(n: int, device_index: int, arity: int, bind: Callable) -> Template:
 
     def rebind(run: Callable, ts: tuple) -> None:  # a new M, or another device current: then launch
         nonlocal last
-        numel = ts[0].numel()
-        if numel // n:
-            if last[0] != numel:
-                last = (numel, *bind(numel // n, ts))
-            with torch.cuda.device(ts[0].get_device()):
+        if (numel := ts[0].numel()) // n:
+            last = last if last[0] == numel else (numel, *bind(numel // n, ts))
+            if not several:
+                return run(*ts)
+            with torch.cuda.device(device_index):
                 run(*ts)
 
     # The host path of every call: fixed arity, no tuple of tensors, the C launch in this frame.
@@ -149,8 +149,8 @@ def template(n: int, device_index: int, arity: int, bind: Callable) -> Template:
 
 
 def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: SoftmaxConfig) -> Template:
-    """The template of a tile kernel (kernels.py; float64.py's) and the compiled variants it met:
-    M sets NEEDS_MASK where a program takes ROWS whole rows, and M's integer width."""
+    """The template of a tile kernel (kernels.py; float64.py's) and the compiled variants it met, by
+    M % ROWS != 0 where a program takes ROWS whole rows (NEEDS_MASK) and M's integer width."""
     x = tensors[0]
     device_index, strides, itemsize = x.get_device(), tuple(t.stride(0) for t in tensors), x.element_size()
     fp64 = x.dtype == torch.float64
@@ -180,13 +180,14 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
     variants: dict[tuple, tuple] = {}
 
     def bind(m: int, ts: tuple) -> tuple:
-        meta = meta_of(m)
-        if (variant := (*meta.values(), m >= 2**31)) not in variants:
+        if (variant := (one_pass and m % rows != 0, m >= 2**31)) not in variants:
+            meta = meta_of(m)
             with torch.cuda.device(ts[0].get_device()):
                 compiled = kernel.warmup(*ts, *strides, m, n, grid=(1,), **meta, num_warps=config.num_warps)
                 compiled._init_handles()
-            variants[variant] = launcher(compiled)
-        return programs(m), *variants[variant], (*strides, m, n, *meta.values())
+            variants[variant] = launcher(compiled), (n, *meta.values())
+        fixed, rest = variants[variant]
+        return programs(m), *fixed, (*strides, m, *rest)
 
     return template(n, device_index, len(tensors), bind)
 
