@@ -103,6 +103,20 @@ def test_a_template_keeps_the_last_row_count_alone(no_driver_needed):
     assert launches == [(4, (4,)), (4, (4,)), (8, (8,)), (4, (4,)), (4, (4,))]
 
 
+def test_the_3_6_layout_passes_the_kernel_arguments_flat(no_driver_needed, monkeypatch):
+    """Triton 3.6's C launch (whatever Triton is installed): scratch, metadata and hooks before the
+    kernel's arguments, flat, as its CudaLauncher.__call__ passes them."""
+    record = []
+    monkeypatch.setattr(launch, "c_launch_layout", lambda run: "3.6")
+    compiled = Compiled(fake_launcher(record))
+    tensors = [torch.empty(512, 600) for _ in range(2)]
+    launch.template(600, 0, 2, lambda m, ts: (m, *launch.launcher(compiled), (600, 600, m)))(*tensors)
+    ptrs = tuple(t.data_ptr() for t in tensors)
+    assert record == [
+        (512, 1, 1, 77, 0xF00, False, True, None, None, (4, 1, 0), None, None, None, *ptrs, 600, 600, 512)
+    ]
+
+
 @pytest.mark.skipif(not KNOWN, reason=f"Triton {triton.__version__}: launchers call its launcher itself")
 def test_a_launcher_that_needs_scratch_keeps_tritons_own_call():
     assert launch.c_launch_layout(fake_launcher([], scratch=128)) is None
