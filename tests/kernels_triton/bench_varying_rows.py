@@ -1,7 +1,7 @@
 """A loop whose row count changes every call (decoding without a KV cache, packed or dynamic
 batches): row counts 1 to 20,000 of 600 fp32 columns in a shuffled order a round,
-kernels_triton.softmax against F.softmax. kernels_triton keeps nothing a row count (one
-template a layout, launch.py), so every call costs what a new row count's does. Stores the
+kernels_triton.softmax against F.softmax. kernels_triton keeps one template a layout and the
+last row count's arguments (launch.py), so every call costs what a new row count's does. Stores the
 time a call in extra_info (us_per_call) and the growth of the process's resident memory over
 the rounds (rss_growth_mb), which stays flat. GPU only.
 

@@ -134,7 +134,7 @@ def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, dir
     monkeypatch.setattr(kernel, "warmup", lambda *args, **kwargs: Compiled())
     tensors = [torch.zeros((2, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
     _, packed, rest = cluster.compiled_launch(direction, tensors)
-    c = cluster._cluster_size(n)
+    c = constexprs["C"]
     assert packed == (warps, c, 48 + 8 + 8 * c) and rest[-len(constexprs) :] == tuple(constexprs.values())
     assert warps == (8 if direction == "bwd" and n > 131072 else 4)  # bf16 (fp32 backward: 16)
 
@@ -292,7 +292,8 @@ def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others over 8), the last blocks partly or
     wholly past the row's end; rows off 16-byte boundaries (131073) included."""
     warps = 4 if dtype != torch.float32 else 8
-    assert cluster._block(n, "fwd", dtype)[:2] == (16384, warps) and cluster._cluster_size(n) == 16
+    block, c = cluster._block(n, "fwd", dtype)[:2], cluster.kernel_for("fwd", n, dtype)[1]["C"]
+    assert (block, c) == ((16384, warps), 16)
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
     np.testing.assert_allclose(

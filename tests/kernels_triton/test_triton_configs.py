@@ -14,7 +14,7 @@ import warnings
 import pytest
 import torch
 from kernels_triton import SoftmaxConfig, configs, launch, softmax, softmax_backward, tune
-from kernels_triton.configs import bucket, choose, rule, warp_row_packs
+from kernels_triton.configs import choose, next_pow2, rule, warp_row_packs
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
@@ -45,7 +45,7 @@ def pick(kernel="softmax_fwd", n=600, rows=4, dtype="float32", block=2048, warps
 
 
 def test_buckets_are_powers_of_two():
-    assert [bucket(n) for n in (1, 2, 3, 600, 1024, 1025, 50257)] == [1, 2, 4, 1024, 1024, 2048, 65536]
+    assert [next_pow2(n) for n in (1, 2, 3, 600, 1024, 1025, 50257)] == [1, 2, 4, 1024, 1024, 2048, 65536]
 
 
 @pytest.mark.parametrize("streams", [1, 2])
@@ -53,7 +53,7 @@ def test_rule_holds_the_row_once_while_it_fits(streams):
     for n in [1, 7, 600, 1000, 4097, 16384, 16385, 32768, 32769, 50257, 131072, 262145]:
         c = rule(streams, n)
         if c.warp_rows:  # whole packs, 1 to 8 a lane
-            assert n % 4 == 0 and 128 <= n <= 1024 and c == SoftmaxConfig(4 * bucket(n), 4, warp_rows=True)
+            assert n % 4 == 0 and 128 <= n <= 1024 and c == SoftmaxConfig(4 * next_pow2(n), 4, warp_rows=True)
         elif c.block >= n:  # one pass: the tiles fit in registers
             assert configs.fits_in_registers(c.block, c.num_warps, streams), (n, c)
         else:  # looped: the widest looped tile that fits, with L2 hints
@@ -137,7 +137,7 @@ def test_a_bucket_serves_each_row_length_its_own_pick(cache_home):
     picks = [
         p
         for p in configs.committed()["cards"][COMMITTED_GPU]["picks"]
-        if p["kernel"] == "softmax_fwd" and p["dtype"] == "bfloat16" and bucket(p["N"]) == 1024
+        if p["kernel"] == "softmax_fwd" and p["dtype"] == "bfloat16" and next_pow2(p["N"]) == 1024
     ]
     by_n = {n: configs.across_row_counts([p for p in picks if p["N"] == n]) for n in (600, 1024)}
     assert by_n[600] != by_n[1024]  # what this test relies on

@@ -14,15 +14,5 @@ from kernels_triton.log_softmax import log_softmax, log_softmax_backward
 from kernels_triton.softmax import SoftmaxDimError, autotune_picks, softmax, softmax_, softmax_backward
 from kernels_triton.token_logprobs import token_logprobs_and_entropy
 
-__all__ = [
-    "SoftmaxConfig",
-    "SoftmaxDimError",
-    "autotune_picks",
-    "cross_entropy",
-    "log_softmax",
-    "log_softmax_backward",
-    "softmax",
-    "softmax_",
-    "softmax_backward",
-    "token_logprobs_and_entropy",
-]
+__all__ = ["SoftmaxConfig", "SoftmaxDimError", "autotune_picks", "cross_entropy", "log_softmax", "log_softmax_backward",
+           "softmax", "softmax_", "softmax_backward", "token_logprobs_and_entropy"]  # fmt: skip

@@ -8,30 +8,24 @@ What it buys: the whole algorithm in about thirty lines, correct at every N, no 
 maintain. What it leaves: two reads of a row (the forms that hold a row in registers read it
 once), idle SMs at few long rows (the cluster form shares a row between blocks), twelve timed
 launches at each new N, and the host time of Triton's launch path a call (launch.py's is less).
-
-Contract: torch.softmax(x, dim=-1) for a 2-D tensor with contiguous rows, in its dtype,
-accumulated in fp32; a row holding +inf or NaN comes out NaN, as torch's does.
+torch.softmax(x, -1) of 2-D x with contiguous rows, accumulated in fp32 (+inf or NaN: a NaN row).
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 import torch
 import triton
 import triton.language as tl
 
-_FULL = [
-    triton.Config({"BLOCK": block}, num_warps=warps)
-    for block in (256, 512, 1024, 2048)
-    for warps in (2, 4, 8)
-]
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+from kernels_triton.configs import INTERPRET
+
+_FULL = [triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 512, 1024, 2048) for w in (2, 4, 8)]
 # Under the CPU interpreter every config would run at each new N (about a second each at
 # 2048 lanes), and Triton's benchmarker needs a GPU driver: two configs, timed by the wall
 # clock, keep the autotune path exercised without either.
-CONFIGS = _FULL[:1] + _FULL[-1:] if INTERPRETED else _FULL
+CONFIGS = _FULL[:1] + _FULL[-1:] if INTERPRET else _FULL
 
 
 def _wall_clock(kernel_call, quantiles):
@@ -40,7 +34,7 @@ def _wall_clock(kernel_call, quantiles):
     return [1e3 * (time.perf_counter() - start)] * len(quantiles)
 
 
-@triton.autotune(configs=CONFIGS, key=["N"], do_bench=_wall_clock if INTERPRETED else None)
+@triton.autotune(configs=CONFIGS, key=["N"], do_bench=_wall_clock if INTERPRET else None)
 @triton.jit
 def softmax_autotuned_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, N, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)

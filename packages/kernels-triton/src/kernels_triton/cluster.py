@@ -2,18 +2,17 @@
 over the C blocks of a thread-block cluster, its partials exchanged through distributed shared memory.
 
 What it buys: one program a row reads a row this long twice and leaves SMs idle at few rows. The
-C blocks of a cluster, scheduled together, each read their chunk once and write it once (the least
-traffic there is) and push their partial (forward: the chunk's max m and sum of exp(x - m);
-backward: its sum of y * dy) into every block's shared memory (_exchange); each waits for its C
-partials and merges them. No scratch buffer, no polling.
+C blocks of a cluster, scheduled together, each read and write their chunk once (the least traffic
+there is), push their partial (forward: the chunk's max m and sum of exp(x - m); backward: its sum
+of y * dy) into every block's shared memory (_exchange) and merge the C partials. No scratch
+buffer, no polling.
 
-Triton compiles no row reduction with num_ctas > 1, so the kernel is compiled for one block and
-launched as a cluster by its own launcher (num_ctas = C in the launch metadata): the grid is M * C
-blocks, block b is rank b % C of row b // C. C = ceil(N / chunk) rounded up to a power of two (a
-block past the row's end reads nothing and adds nothing; 16-block clusters are a non-portable
-size, which H100 and H200 allow). A row's split into chunks (and head, body and tail, _split_row)
-follows N, the dtype and the row's address mod 16: a row keeps its bits in any batch that puts
-it at the same alignment.
+Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and
+launched with num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C.
+C = ceil(N / chunk) rounded up to a power of two (a block past the row's end adds nothing; 16-block
+clusters are a non-portable size, which H100 and H200 allow). A row's split (chunks; head, body and
+tail, _split_row) follows N, the dtype and the row's address mod 16: a row keeps its bits in any
+batch that puts it at the same alignment.
 """
 
 from __future__ import annotations
@@ -49,29 +48,18 @@ def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, i
     return (16384, 8, 80) if dtype == torch.float32 else (16384, 4, 96)
 
 
-def _cluster_size(n_cols: int) -> int:
-    chunk = _block(n_cols, "fwd", torch.float32)[0]  # the same chunk both directions, every dtype
-    return triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
-
-
 def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device) -> bool:
     """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90."""
-    return (
-        not INTERPRET
-        and device.type == "cuda"
-        and dtype in DTYPES
-        and n_rows >= 1
-        and MIN_COLS <= n_cols <= MAX_COLS
-        and _capable(device.index if device.index is not None else torch.cuda.current_device())
-    )
+    if INTERPRET or device.type != "cuda" or dtype not in DTYPES or n_rows < 1:
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return MIN_COLS <= n_cols <= MAX_COLS and _capable(index)
 
 
 def packs(tensors: list[torch.Tensor]) -> int:
-    """VEC, the elements of a 16-byte pack, where Triton cannot see that the rows are whole packs
-    (it specializes N and a stride on divisibility by 16; else it moves an element at a time) but
-    every tensor's rows sit at the same offset from a 16-byte boundary (aligned bases, equal
-    strides): the kernels then split each row into head, body and tail (_split_row); else 0. What
-    it reads is in launch.launch's template key."""
+    """VEC, the elements of a 16-byte pack, where Triton cannot see that rows are whole packs (it
+    specializes N and strides on divisibility by 16) but every tensor's rows sit at one offset from
+    a 16-byte boundary (aligned bases, equal strides): rows split into head, body and tail; else 0."""
     stride = tensors[0].stride(0)
     if stride % 16 == 0 and tensors[0].shape[1] % 16 == 0:
         return 0
@@ -81,10 +69,9 @@ def packs(tensors: list[torch.Tensor]) -> int:
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0):
-    """(kernel, constexprs, warps, register cap) that compiled_launch compiles (and the tests, for
-    sm_90 without a GPU); vec as packs() gives it."""
-    c = _cluster_size(n_cols)
-    chunk, warps, maxnreg = _block(n_cols, direction, dtype)
+    """(kernel, constexprs, warps, register cap) that compiled_launch (and the sm_90 tests) compile."""
+    chunk, warps, maxnreg = _block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
+    c = triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
     if direction == "bwd":
         return cluster_bwd_kernel, {"C": c, "CHUNK": chunk, "VEC": vec}, warps, maxnreg
     fp32 = dtype == torch.float32
@@ -94,9 +81,9 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0):
 
 
 def compiled_launch(direction: str, tensors: list[torch.Tensor]):
-    """The kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for tensors laid out like
-    `tensors` (2-D, unit column stride), its launch metadata (num_ctas = C; shared memory for the
-    exchange past Triton's own), and the arguments after the data pointers."""
+    """The kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for `tensors`' layout (2-D,
+    unit column stride), its launch metadata (num_ctas = C; shared memory for the exchange past
+    Triton's own) and the arguments after the data pointers."""
     n, strides = tensors[0].shape[1], tuple(t.stride(0) for t in tensors)
     kernel, constexprs, warps, maxnreg = kernel_for(direction, n, tensors[0].dtype, packs(tensors))
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
@@ -108,9 +95,8 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     return compiled, packed, (n, *strides, slot_base, *constexprs.values())
 
 
-# 16-bit chunks stay packed, two values a 32-bit register, from their load to their store: Triton
-# would widen a whole tensor at once wherever a 16-bit value meets fp32 arithmetic, so the steps
-# after the exchange widen a pair at a time in inline asm (WIDEN_PAIR: {x} into fp32 {lo}, {hi}).
+# 16-bit chunks stay packed, two a 32-bit register, from load to store (Triton widens a whole tensor
+# where a 16-bit value meets fp32): after the exchange, inline asm widens a pair ({x} -> {lo}, {hi}).
 WIDEN_PAIR = {
     "bf16": "shl.b32 {lo}, {x}, 16; and.b32 {hi}, {x}, 0xffff0000;",  # a bf16 is its fp32's high half
     "f16": "{{ .reg .b16 l16, h16; mov.b32 {{l16, h16}}, {x}; cvt.f32.f16 {lo}, l16; cvt.f32.f16 {hi}, h16; }}",

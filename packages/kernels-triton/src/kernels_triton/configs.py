@@ -1,9 +1,9 @@
 """Which config a tile launch gets (choose): the config space, the picks, the rule for a card without.
 
-A config orders a row's reductions (kernels.py), so it follows from N, the dtype and the card
-alone, never the row count: batch invariance. Nothing is timed on the call path; the config is,
-first found: the caller's ("given", launch.py); the user's picks ("tuned", tune.py); this GPU's
-section of autotune_picks.json ("committed"); else rule(), from the device's properties ("rule").
+A config orders a row's reductions (kernels.py), so it follows from N, the dtype and the card alone,
+never the row count (batch invariance), and nothing is timed on the call path: the caller's
+("given"), else the user's picks ("tuned", tune.py), else this GPU's in autotune_picks.json
+("committed"), else rule(), from the device's properties ("rule").
 """
 
 from __future__ import annotations
@@ -52,10 +52,8 @@ def bytes_in_flight_per_sm(device_index: int) -> int:
 
 @functools.cache
 def registers_per_sm(gpu: str | None) -> int:
-    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count() * (not INTERPRET))]
-    return (
-        torch.cuda.get_device_properties(names.index(gpu)).regs_per_multiprocessor if gpu in names else 2**16
-    )
+    cards = [torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count() * (not INTERPRET))]
+    return next((p.regs_per_multiprocessor for p in cards if p.name == gpu), 2**16)
 
 
 @dataclass(frozen=True)
@@ -101,12 +99,8 @@ def next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 1 else 1
 
 
-bucket = next_pow2  # the row-length bucket of N: its picks serve every N of it
-
-
 def warp_row_packs(n: int, itemsize: int) -> tuple[int, int, int]:
-    """(width, packs, full) of a row of N a warp a row: packs of 32 lanes x 16 bytes that cover
-    the row, and those inside it."""
+    """(width, packs, full) of a row of N a warp a row: packs of 32 lanes x 16 bytes, those inside it."""
     width = 32 * 16 // itemsize
     return width, -(-n // width), n // width
 
@@ -183,8 +177,7 @@ def _valid(picks: list[dict]) -> bool:
 
 
 def read_user_picks(path: Path, gpu: str) -> list[dict]:
-    """The picks of a user picks file, [] if none; a corrupt one or another GPU's is ignored with
-    one warning."""
+    """The picks of a user picks file, [] if none; a corrupt one or another GPU's: [] and a warning."""
     try:
         doc = json.loads(path.read_text())
         picks = doc["picks"]
@@ -216,7 +209,7 @@ def index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
     the last pick of a row count kept (a bucket's row lengths can want different configs)."""
     out: dict[tuple, dict] = {}
     for p in picks:
-        by_n = out.setdefault((p["kernel"], p["dtype"], bucket(p["N"])), {})
+        by_n = out.setdefault((p["kernel"], p["dtype"], next_pow2(p["N"])), {})
         by_n.setdefault(p["N"], {})[p["rows_per_sm"]] = p
     return {k: {n: across_row_counts([*v.values()]) for n, v in by_n.items()} for k, by_n in out.items()}
 
@@ -253,7 +246,7 @@ def choose(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None)
         return INTERPRETER_CONFIG, "interpreter"
     for source, idx in _indexes(gpu):
         for d in sorted(DTYPES, key=lambda d: d != dtype):
-            found = idx.get((name, dtype_name(d), bucket(n))) if d.itemsize == dtype.itemsize else None
+            found = idx.get((name, dtype_name(d), next_pow2(n))) if d.itemsize == dtype.itemsize else None
             if found:
                 return found[min(found, key=lambda t: (abs(t - n), t))], source
     return rule(streams, n, dtype, gpu), "rule"

@@ -1,8 +1,7 @@
 """The float64 form, forward and backward: right, not fast (for gradcheck and scientific users).
 
-What it buys: the fp32 kernels' exp2 of an fp32-rounded product and fp32 sums cap the accuracy
-near 1e-7; here the exponential and every sum are float64's, so the error stays near float64's
-rounding. One program a row walks it in BLOCK-wide tiles (BLOCK from N alone).
+What it buys: the fp32 kernels' exp2 of an fp32-rounded product and fp32 sums cap the accuracy near
+1e-7; here every exponential and sum is float64's. One program a row walks it in tiles of BLOCK, from N.
 """
 
 from __future__ import annotations
@@ -12,8 +11,7 @@ import triton.language as tl
 
 from kernels_triton.configs import next_pow2
 
-BLOCK_MAX = 1024
-NUM_WARPS = 4
+BLOCK_MAX, NUM_WARPS = 1024, 4
 
 
 def block(n: int) -> int:

@@ -1,11 +1,7 @@
-"""The tile kernels of the row-wise softmax, forward and backward: every row the cluster form
-(sm_90, cluster.py) does not take.
-
-    y  = softmax(x)              along each row      (fp32 / fp16 / bf16 in, same dtype out)
-    dx = y * (dy - sum(y * dy))  along each row      (the backward, from the saved output y)
-
-(M, N) tensors with unit column stride and any row stride; all arithmetic in fp32. BLOCK, the
-elements a program holds (configs.py; launch.tile_meta derives the other constexprs), picks how:
+"""The tile kernels of the row softmax, y = softmax(x), and its backward, dx = y * (dy - sum(y * dy))
+from the saved y: every row the cluster form (sm_90, cluster.py) does not take. (M, N) tensors
+with unit column stride and any row stride, fp32 / fp16 / bf16 in and out, all arithmetic in fp32.
+BLOCK, the elements a program holds (configs.py; launch.tile_meta derives the other constexprs):
 
   BLOCK >= N  one pass: the row (or BLOCK // next_pow2(N) short rows, a [ROWS, BLOCK_N] tile) is
               loaded into registers once, reduced and written: the least traffic there is. A warp

@@ -25,8 +25,7 @@ def _lazy(module: str, name: str, *args):
 
 
 _forward, _backward = _lazy("softmax", "softmax", -1), _lazy("softmax", "softmax_backward", -1)
-_autotuned = _lazy("autotuned", "softmax_autotuned")
-_log_softmax = _lazy("log_softmax", "log_softmax", -1)
+_autotuned, _log_softmax = _lazy("autotuned", "softmax_autotuned"), _lazy("log_softmax", "log_softmax", -1)
 
 
 def _cross_entropy(x):
@@ -43,18 +42,12 @@ def _cross_entropy(x):
 
 def _picks(kernel: str):
     """The configs this process's launches of one kernel ran with, in labtools.registry's convention."""
-
-    def picks() -> list[dict]:
-        from kernels_triton.softmax import autotune_picks
-
-        return [
-            {"key": {"N": p["N"], "dtype": p["dtype"]},
-             "config": {"BLOCK": p["block"], "num_warps": p["num_warps"], "l2_hints": p.get("l2_hints", False),
-                        "warp_rows": p.get("warp_rows", False), "source": p["source"]}}
-            for p in autotune_picks()["used"] if p["kernel"] == kernel
-        ]  # fmt: skip
-
-    return picks
+    return lambda: [
+        {"key": {"N": p["N"], "dtype": p["dtype"]},
+         "config": {"BLOCK": p["block"], "num_warps": p["num_warps"], "l2_hints": p.get("l2_hints", False),
+                    "warp_rows": p.get("warp_rows", False), "source": p["source"]}}
+        for p in importlib.import_module("kernels_triton.softmax").autotune_picks()["used"] if p["kernel"] == kernel
+    ]  # fmt: skip
 
 
 def _form_config(form: str, n: int):
@@ -82,7 +75,6 @@ FORMS = {
 
 
 def _forced(form: str):
-
     def run(name, tensors):
         from kernels_triton import launch
 

@@ -3,9 +3,8 @@
 Every input is viewed as (M, N) rows, N the softmax dim (a copy only when that dim is not the
 innermost, contiguous one), and handed to a launch template (launch.py). While torch.compile or
 torch.export traces, _Softmax calls two opaque custom ops with shape-only fakes; eager calls skip
-their dispatch, which costs as much host time as the launch. The common eager call, a contiguous
-tensor along its last dim, is served from a dict of templates keyed on what its first call
-checked (not the row count); a later call checks only what the key does not hold.
+their dispatch, which costs as much host time as the launch, and a contiguous tensor along its
+last dim finds its template in a dict keyed on what its first call checked (not the row count).
 """
 
 from __future__ import annotations
@@ -60,13 +59,9 @@ def as_rows(t: torch.Tensor, dim: int) -> torch.Tensor:
 
 def from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     """Inverse of as_rows: (M, N) back to `like`'s shape with the softmax dim in place."""
-    if like.dim() == 0:
-        return rows.reshape(())
-    return rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
+    return rows.reshape(()) if like.dim() == 0 else rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
-# Templates of the fast paths, keyed (in _apply) on everything the checks and the template depend on;
-# the backward's key adds dy's dtype, device and alignment.
 _FORWARD: dict[tuple, launch.Template] = OrderedDict()  # bounded: launch.remember
 _BACKWARD: dict[tuple, launch.Template] = OrderedDict()
 _IN_PLACE: dict[tuple, launch.Template] = OrderedDict()  # softmax_, keyed as _FORWARD
@@ -74,9 +69,8 @@ launch.PLAN_CACHES.extend((_FORWARD, _BACKWARD, _IN_PLACE))  # emptied by launch
 
 
 def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run: bool = True):
-    """Kernel `name` on checked `inputs` along dim, into `out` (None: a new tensor), returned.
-    Contiguous rows along the last dim keep their template in `cache` for the fast paths.
-    run=False allocates the output and computes nothing: the custom ops' fakes."""
+    """Kernel `name` on checked `inputs` along dim into `out` (None: a new tensor), returned; rows
+    contiguous along the last dim keep their template in `cache`. run=False: no launch (the fakes)."""
     x = inputs[0]
     if dim == x.dim() - 1 and all(t.is_contiguous() for t in inputs):
         out = torch.empty_like(x) if out is None else out
@@ -84,10 +78,9 @@ def _apply(name: str, inputs: list, dim: int, config, cache: dict, out=None, run
             n = x.shape[-1]
             rows = [t.view(-1, n) for t in (*inputs, out)]
             template = launch.launch(name, rows, out.numel() // n, n, config)
-            dy = [v for t in inputs[1:] for v in (t.dtype, t.get_device(), t.data_ptr() % 16)]
+            ids = [v for t in inputs for v in (t.dtype, t.get_device(), t.data_ptr() % 16)]
             for d in (dim, dim - x.dim()):  # softmax(x, -1) and softmax(x, x.dim() - 1) alike
-                key = (x.dim(), n, d, x.dtype, x.get_device(), x.data_ptr() % 16, config, *dy)
-                launch.remember(cache, key, template)
+                launch.remember(cache, (x.dim(), n, d, config, *ids), template)
         return out
     rows = [as_rows(t, dim) for t in inputs]
     out_rows = torch.empty(rows[0].shape, dtype=x.dtype, device=x.device)
@@ -153,18 +146,15 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
     """softmax(x, dim) with Triton kernels forward and backward (autograd works).
 
     x: fp32, fp16, bf16 or fp64, any shape and layout, on a CUDA device (or the CPU under
-    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as in
-    torch. `config` forces one launch configuration (both directions, eager calls) instead of
-    the picks or the rule. Under torch.compile or torch.export it is one opaque op,
-    kernels_triton::softmax, with its backward. Batch invariant: a row's result, forward and
-    backward, is the same bits whatever the rest of the batch, for a row at the same 16-byte
-    alignment (the kernels load 16-byte packs; the README says more).
+    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as in torch.
+    `config` forces one launch configuration (both directions, eager calls) instead of the picks or
+    the rule. Under torch.compile or torch.export it is one opaque op, kernels_triton::softmax, with
+    its backward. Batch invariant: a row's result, forward and backward, is the same bits whatever
+    the rest of the batch, for a row at the same 16-byte alignment (the README says more).
     """
-    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
+    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
         # _apply's key, written out: a call costs as much as the dict lookup
-        template = _FORWARD.get(
-            (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
-        )
+        template = _FORWARD.get((len(s), s[-1], dim, config, x.dtype, x.get_device(), x.data_ptr() % 16))
         if template is not None and x.is_contiguous():  # this key passed the checks below before
             if x.requires_grad and torch.is_grad_enabled():
                 return _Softmax.apply(x, dim, config, template)
@@ -180,16 +170,13 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
 def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
     """softmax in place: x <- softmax(x, dim); returns x.
 
-    For a tensor nobody reads again, such as an LM head's logits while sampling: there is no
-    output to allocate, which from Python is a good part of a short call's host time. Not
-    differentiable (x must not require grad); the same bits as softmax. A layout other than
-    contiguous rows along dim is computed out of place and copied back.
+    For a tensor nobody reads again, such as an LM head's logits while sampling: no output to
+    allocate, a good part of a short call's host time. Not differentiable (x must not require
+    grad); the same bits as softmax. Other layouts are computed out of place and copied back.
     """
-    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and x.dim():
-        template = _IN_PLACE.get(
-            (x.dim(), x.shape[-1], dim, x.dtype, x.get_device(), x.data_ptr() % 16, config)
-        )  # a key that passed the checks below before
-        if template is not None and x.is_contiguous() and not x.requires_grad:
+    if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
+        template = _IN_PLACE.get((len(s), s[-1], dim, config, x.dtype, x.get_device(), x.data_ptr() % 16))
+        if template is not None and x.is_contiguous() and not x.requires_grad:  # passed the checks below
             template(x, x)
             return x
     dim = _check(x, dim, "x")
@@ -206,10 +193,10 @@ def softmax_backward(
     """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y;
     batch invariant as softmax."""
     if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
-            and y.dim() and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
-        key = (y.dim(), y.shape[-1], dim, y.dtype, y.get_device(), y.data_ptr() % 16, config)  # _apply's
-        template = _BACKWARD.get((*key, dy.dtype, dy.get_device(), dy.data_ptr() % 16))
-        if template is not None and dy.shape == y.shape:
+            and (s := y.shape) and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
+        template = _BACKWARD.get((len(s), s[-1], dim, config, y.dtype, y.get_device(), y.data_ptr() % 16,
+                                  dy.dtype, dy.get_device(), dy.data_ptr() % 16))  # fmt: skip
+        if template is not None and dy.shape == s:
             dx = torch.empty_like(y)
             template(y, dy, dx)
             return dx
@@ -226,8 +213,7 @@ def softmax_backward(
 
 def autotune_picks() -> dict:
     """Which configs launches get (configs.py): `committed` (autotune_picks.json), `tuned` (this
-    user's picks for this GPU and Triton) and `used`: the config of each (kernel, N, dtype) of
-    this process's tile launches, and its source."""
+    user's for this GPU and Triton) and `used`: each (kernel, N, dtype)'s here, and its source."""
     mode = f"interpreter: {configs.INTERPRETER_CONFIG.label()}" if INTERPRET else "tuned > committed > rule"
     gpu = torch.cuda.get_device_name() if not INTERPRET and torch.cuda.is_available() else None
     tuned = configs.read_user_picks(configs.user_picks_path(gpu), gpu) if gpu else []

@@ -1,10 +1,9 @@
 """python -m kernels_triton.tune: time every candidate config on this GPU and keep the fastest.
 
-It times forward and backward at each shape and dtype (triton.testing.do_bench), skipping the
-shapes the cluster kernels take, and merges the winners, a pick a (kernel, dtype, N, rows an SM),
-into this user's picks file for this GPU and Triton version (configs.user_picks_path), or with
---commit into this GPU's section of autotune_picks.json. Default shapes: SHORT_SHAPES in fp32,
-fp16, bf16; `lab bench`'s sweep in fp32 and bf16 (--sweep alone).
+Forward and backward at each shape and dtype the tile kernels take (triton.testing.do_bench); the
+winners, a pick a (kernel, dtype, N, rows an SM), go into this user's picks file for this GPU and
+Triton (configs.user_picks_path), or with --commit into this GPU's section of autotune_picks.json.
+Default shapes: SHORT_SHAPES in fp32, fp16, bf16; `lab bench`'s sweep in fp32 and bf16 (--sweep).
 
     python -m kernels_triton.tune [--sweep | --shape M N ...] [--dtype D ...] [--commit]
 """
@@ -125,9 +124,7 @@ def commit(picks: list[dict], gpu: str, path: Path = PICKS_FILE) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser("python -m kernels_triton.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", nargs=2, type=int, action="append", metavar=("M", "N"))
-    parser.add_argument(
-        "--dtype", action="append", choices=[dtype_name(d) for d in DTYPES], help="with --shape"
-    )
+    parser.add_argument("--dtype", action="append", choices=[*map(dtype_name, DTYPES)], help="with --shape")
     parser.add_argument("--sweep", action="store_true", help="the sweep's shapes alone, fp32 and bf16")
     parser.add_argument("--commit", action="store_true", help=f"into this GPU's section of {PICKS_FILE.name}")
     args = parser.parse_args(argv)
