@@ -463,4 +463,3 @@ def programs(m: int, n: int, itemsize: int, one_pass: bool, device: torch.device
     sms, l2 = _device_caps(device.index if device.index is not None else torch.cuda.current_device())
     in_flight = min(4 * sms, max(MIN_PROGRAMS_PER_SM * sms, l2 // (2 * n * itemsize)))
     return max(1, min(m, in_flight))
-

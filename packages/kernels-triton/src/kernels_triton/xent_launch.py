@@ -6,16 +6,18 @@ these kernels' two dozen arguments that is more host time than the rest of a cal
 a short call's device time. Here the compiled kernel is looked up by what Triton specialises it
 on (each tensor's dtype and 16-byte alignment; each integer's being 1, its divisibility by 16
 and its width; the constexprs; the warps) and launched through Triton's C launch
-(c_launch.launcher), which also makes the kernel's device current. Under the interpreter, or
-for a CPU tensor, Triton's own launch runs.
+(launch.launcher) on the current stream of the kernel's device, made current for the launch
+where it is not. Under the interpreter, or for a CPU tensor, Triton's own launch runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
-from kernels_triton import c_launch
 from kernels_triton.configs import INTERPRET
+from kernels_triton.launch import launcher
 
 MAX_LAUNCHERS = 1024  # compiled specialisations kept; past that the table starts again
 _LAUNCHERS: dict[tuple, tuple] = {}
@@ -48,6 +50,9 @@ def launch(kernel, grid: int, args: tuple, num_warps: int, **constexprs) -> None
         values = tuple(constexprs[name] for name in kernel.arg_names[len(args) :])
         if len(_LAUNCHERS) >= MAX_LAUNCHERS:
             _LAUNCHERS.clear()
-        entry = _LAUNCHERS[key] = c_launch.launcher(compiled, device), values
-    go, values = entry
-    go(grid, (*[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], *values))
+        entry = _LAUNCHERS[key] = (*launcher(compiled), values)
+    c, function, coop, pdl, meta, annotations, signature, values = entry
+    flat = (*[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], *values)
+    with contextlib.nullcontext() if torch._C._cuda_getDevice() == device else torch.cuda.device(device):
+        c(grid, 1, 1, torch._C._cuda_getCurrentRawStream(device), function, coop, pdl, meta,
+          None, None, None, None, None, annotations, signature, flat)  # fmt: skip
