@@ -187,15 +187,15 @@ def _forward_op(
     """(loss, per-row lse, the gradient of the loss (an empty tensor unless with_grad and the loss
     is reduced))."""
     x2, t = _rows(logits, target)
-    M, dtype = x2.shape[0], dtype_of(logits)
+    M, acc = x2.shape[0], acc_dtype(dtype_of(logits))
     grad2 = rows.new_output(x2.shape, x2) if with_grad and reduction != "none" else None
     if M == 0:  # (outputs of an op never alias each other)
-        loss, lse = _empty_loss(reduction, x2, target.shape, logits.dtype), x2.new_empty(0, dtype=acc_dtype(dtype))
+        loss, lse = _empty_loss(reduction, x2, target.shape, logits.dtype), x2.new_empty(0, dtype=acc)
     elif reduction == "none":
         loss_rows, lse, _ = run_forward(x2, t, ignore_index, label_smoothing)
         loss = loss_rows.to(logits.dtype).view(target.shape)
     else:
-        lse = torch.empty(M, dtype=acc_dtype(dtype), device=x2.device)
+        lse = x2.new_empty(M, dtype=acc)
         mean = reduction == "mean"
         loss, _ = run_reduced(x2, t, ignore_index, label_smoothing, mean, grad2=grad2, lse=lse)
     grad = logits.new_empty(0) if grad2 is None else rows.from_rows(grad2, logits.shape, class_dim(logits))
