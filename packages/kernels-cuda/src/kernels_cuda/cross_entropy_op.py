@@ -72,11 +72,11 @@ def check(logits, target, ignore_index, reduction, label_smoothing, fn: str = FN
         raise ValueError(f"{fn}: target is on {target.device}, logits on {logits.device}")
     if logits.dim() == 0:
         raise ValueError(f"{fn}: logits must have a class dim; got a 0-d tensor")
-    expected = tuple(logits.shape[:1] + logits.shape[2:]) if logits.dim() > 1 else ()
-    if tuple(target.shape) != expected:
+    expected = logits.shape[:1] + logits.shape[2:] if logits.dim() > 1 else ()
+    if target.shape != expected:
         raise ValueError(
             f"{fn}: target has shape {tuple(target.shape)}; logits of shape {tuple(logits.shape)} "
-            f"need {expected}"
+            f"need {tuple(expected)}"
         )
     if type(ignore_index) is not int:
         raise TypeError(f"{fn}: ignore_index must be an int, got {type(ignore_index).__name__}")

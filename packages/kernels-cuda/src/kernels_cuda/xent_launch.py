@@ -60,19 +60,23 @@ def new_grad(x2: torch.Tensor) -> torch.Tensor:
 _runs: dict[tuple, object] = {}
 
 
-def _cached(build, *key):
-    """build(*key), made once per key (the hot path: one tuple and one dict lookup)."""
+def _cached(build, *args):
+    """build(*args), made once per (build, args) (the hot path: one tuple and one dict lookup)."""
+    key = (build, *args)
     run = _runs.get(key)
     if run is None:
         if len(_runs) >= rk.MAX_CACHED_LAUNCHES:
             _runs.clear()
-        run = _runs[key] = build(*key)
+        run = _runs[key] = build(*args)
     return run
 
 
-def _forward_run(kernel, dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, entropy):
+def _forward_run(
+    kernel, dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, entropy, limit
+):
     """The packed forward (kernel "f"; grad_stride 0: no gradient) or backward ("b"); pointers
-    (x, grad, target, then the kernel's per-row arrays)."""
+    (x, grad, target, then the kernel's per-row arrays). limit: rk.STAGE_LIMIT, which the staged
+    part of a row depends on (a key: it may change between calls)."""
     cfg = rk.xent_config(N, dtype)
     args = ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, x_stride),
             (ctypes.c_int64, grad_stride), (ctypes.c_int64, ignore_index), (rk.acc_ctype(dtype), smoothing))  # fmt: skip
@@ -102,6 +106,20 @@ def _scalar_run(kernel, dtype, device_id, *args):
     return rk.packed(spec, device_id, 1, rk.REDUCE_THREADS, 0, pointers, scalars)
 
 
+def _reduced_runs(dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, mean, limit):
+    """run_reduced's packed launches (count: None unless the mean's gradient needs it first, before
+    the forward), and the workspace's element size."""
+    with_count = mean and grad_stride != 0
+    return (
+        _scalar_run("cross_entropy_count", dtype, device_id, M, ignore_index) if with_count else None,
+        _forward_run(
+            "f", dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, False, limit
+        ),
+        _scalar_run("cross_entropy_reduce", dtype, device_id, M, ignore_index),
+        8 if dtype == "float64" else 4,
+    )
+
+
 def _stream(device_id: int) -> int:
     return arrays.torch_stream_getter()(device_id)
 
@@ -116,7 +134,7 @@ def run_forward(x2, t, ignore_index, smoothing, *, entropy=False):
     M, N = x2.shape
     device_id = x2.get_device()
     run = _cached(_forward_run, "f", dtype, device_id, M, N, rows.row_stride(x2), 0, ignore_index,
-                  float(smoothing), entropy)  # fmt: skip
+                  float(smoothing), entropy, rk.STAGE_LIMIT)  # fmt: skip
     loss, lse = _acc_empty(M, x2, dtype), _acc_empty(M, x2, dtype)
     ent = _acc_empty(M, x2, dtype) if entropy else None
     run(_stream(device_id), x2.data_ptr(), 0, t.data_ptr(), loss.data_ptr(), lse.data_ptr(),
@@ -134,24 +152,20 @@ def run_reduced(x2, t, ignore_index, smoothing, mean, *, grad2=None, lse=None):
     M, N = x2.shape
     device_id = x2.get_device()
     gs = 0 if grad2 is None else rows.row_stride(grad2)
-    forward = _cached(_forward_run, "f", dtype, device_id, M, N, rows.row_stride(x2), gs, ignore_index,
-                      float(smoothing), False)  # fmt: skip
-    reduce = _cached(_scalar_run, "cross_entropy_reduce", dtype, device_id, M, ignore_index)
+    count_run, forward, reduce, size = _cached(_reduced_runs, dtype, device_id, M, N, rows.row_stride(x2), gs,
+                                               ignore_index, float(smoothing), mean, rk.STAGE_LIMIT)  # fmt: skip
     ws = _acc_empty(M + 3, x2, dtype)
     loss = rows.new_output((), x2)
     stream = _stream(device_id)
     w, tp = ws.data_ptr(), t.data_ptr()
-    count = applied = w + M * ws.element_size()
-    applied += ws.element_size()
-    if mean and grad2 is not None:  # the gradient's scale 1 / count before the forward
-        _cached(_scalar_run, "cross_entropy_count", dtype, device_id, M, ignore_index)(stream, tp, count)
-    elif not mean:
-        count = 0
+    count = w + M * size if mean else 0
+    if count_run is not None:  # the gradient's scale 1 / count, before the forward
+        count_run(stream, tp, count)
     forward(stream, x2.data_ptr(), 0 if grad2 is None else grad2.data_ptr(), tp, w,
             0 if lse is None else lse.data_ptr(), 0, 0 if grad2 is None else count)  # fmt: skip
     # without a gradient, the mean's count is taken by the reduce itself (from the targets)
     counted = mean and grad2 is None
-    reduce(stream, w, 0 if counted else count, tp if counted else 0, loss.data_ptr(), applied)
+    reduce(stream, w, 0 if counted else count, tp if counted else 0, loss.data_ptr(), w + (M + 1) * size)
     return loss, ws
 
 
@@ -161,7 +175,7 @@ def run_backward(x2, t, lse, g_loss, ignore_index, smoothing, entropy=None, g_en
     M, N = x2.shape
     device_id = x2.get_device()
     run = _cached(_forward_run, "b", dtype, device_id, M, N, rows.row_stride(x2), N, ignore_index,
-                  float(smoothing), False)  # fmt: skip
+                  float(smoothing), False, None)  # fmt: skip
     grad2 = new_grad(x2)
     run(_stream(device_id), x2.data_ptr(), grad2.data_ptr(), t.data_ptr(), lse.data_ptr(), g_loss.data_ptr(),
         0 if entropy is None else entropy.data_ptr(), 0 if g_entropy is None else g_entropy.data_ptr())  # fmt: skip
