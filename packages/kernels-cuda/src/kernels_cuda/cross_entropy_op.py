@@ -166,8 +166,9 @@ class _CrossEntropy(torch.autograd.Function):
             grad2 = ctx.grad2
             if grad2.numel():
                 ctx.k = run_scale(grad2, g, ctx.ws, ctx.k)
-        # 2-D logits: the rows are the gradient's own shape (no view made)
-        grad = grad2 if len(shape) == 2 else rows.from_rows(grad2, shape, d)
+        # 2-D logits: the rows are the gradient's own shape, no view needed, unless grad2 is the
+        # logits themselves (inplace_backward): a view of them, not the input tensor itself
+        grad = grad2 if len(shape) == 2 and not grad2.requires_grad else rows.from_rows(grad2, shape, d)
         return grad, None, None, None, None, None
 
 
