@@ -302,9 +302,9 @@ extern "C" __global__ void __launch_bounds__(RT)
 }
 
 // out[0] = sum of loss[0 .. M) in fp64, divided for the mean by count[0] (from cross_entropy_count),
-// or where count is 0 and target is not, by the count of target's rows not ignored, counted here;
-// NaN when that count is 0, as torch's 0 / 0. applied[0] = 1: the factor a fresh gradient carries
-// (cross_entropy_scale).
+// or, where count is null and target is not, by the rows of target not ignored, counted here; NaN
+// when that count is 0, as torch's 0 / 0; neither: the sum. applied[0] = 1 (where applied is not
+// null): the factor a fresh gradient carries (cross_entropy_scale).
 extern "C" __global__ void __launch_bounds__(RT)
     cross_entropy_reduce(const acc_t* __restrict__ loss, const acc_t* __restrict__ count,
                          const i64* __restrict__ target, elem_t* __restrict__ out, acc_t* __restrict__ applied,
@@ -316,7 +316,8 @@ extern "C" __global__ void __launch_bounds__(RT)
   if (count != nullptr) {
     n = static_cast<double>(*count);
   } else if (target != nullptr) {
-    n = static_cast<double>(count_rows(target, M, ignore_index, counted));
+    // as acc_t first, as cross_entropy_count stores it (and as torch divides): the same bits either way
+    n = static_cast<double>(static_cast<acc_t>(count_rows(target, M, ignore_index, counted)));
   }
   if (threadIdx.x == 0) {
     out[0] = from_acc(static_cast<acc_t>(sum / n));
