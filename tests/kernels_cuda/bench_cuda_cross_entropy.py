@@ -14,6 +14,7 @@ its Function still holds), as they do inside a network, where the logits are no 
 
     scripts/test-in-place tests/kernels_cuda/bench_cuda_cross_entropy.py --benchmark-only -s
     python tests/kernels_cuda/bench_cuda_cross_entropy.py          # the same table, as a script
+    python tests/kernels_cuda/bench_cuda_cross_entropy.py --host   # host time a call, 65536x600
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ SHAPES = [
 ]
 
 
-def _cuda_xent(x, t):
+def _cuda_xent(x, t, reduction="mean"):
     from kernels_cuda.cross_entropy_op import cross_entropy
 
-    return cross_entropy(x, t)
+    return cross_entropy(x, t, reduction=reduction)
 
 
 _compiled = None
@@ -136,6 +137,38 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def host_times(shape, dtype, calls: int = 300) -> str:
+    """Per call of forward + backward (autograd.grad of the summed loss), back to back as in
+    training: the host's time in the forward call and in autograd.grad (medians), and the wall
+    time per call (the whole loop to its end on the GPU, over calls). At short rows the host,
+    not the GPU, sets the pace."""
+    import statistics
+    import time
+
+    (x, t), lines = _inputs(shape, dtype, sets=1)[0], []
+    for name in ("kernels_cuda", "F.cross_entropy"):
+        fn = IMPLS[name]
+        fwd, bwd = [], []
+        for i in range(calls + 20):
+            if i == 20:  # warm: compiled, loaded, allocator primed
+                torch.cuda.synchronize()
+                fwd, bwd, start = [], [], time.perf_counter()
+            leaf = x.detach().requires_grad_()
+            t0 = time.perf_counter()
+            loss = fn(leaf, t, reduction="sum")
+            t1 = time.perf_counter()
+            torch.autograd.grad(loss, leaf)
+            fwd.append(t1 - t0)
+            bwd.append(time.perf_counter() - t1)
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - start) / calls
+        lines.append(
+            f"{shape[0]}x{shape[1]} {dtype} {name:<16} host forward {statistics.median(fwd) * 1e6:6.1f} us, "
+            f"autograd.grad {statistics.median(bwd) * 1e6:6.1f} us, wall {wall * 1e6:6.1f} us a call"
+        )
+    return "\n".join(lines)
+
+
 @pytest.fixture(scope="module")
 def copy_gbps() -> float:
     from labtools.ceilings import measure_copy
@@ -159,6 +192,11 @@ def test_forward_backward_of_the_mean_loss(benchmark, shape, dtype, copy_gbps):
 
 
 if __name__ == "__main__":
+    import sys
+
+    if "--host" in sys.argv:  # the host's time a call at MiniGPT's head
+        print(host_times((65536, 600), "float32"))
+        sys.exit()
     from labtools.ceilings import measure_copy
 
     bw = measure_copy()

@@ -18,6 +18,11 @@ gradient in place, a launch whose blocks all return at once when that gradient i
 reduction="none" the backward recomputes the gradient from the saved per-row log-sum-exp. The
 extra memory is the gradient and O(M) floats.
 
+The mean and the sum are reduced on the device, by one block in an order fixed by M
+(cross_entropy_reduce; the mean's count taken before the forward, whose gradient it scales): a
+call is its allocations and launches, no torch op between them and no host sync, which matters
+where the host sets the pace (short rows: an LM head's small vocabulary).
+
 Under torch.compile the forward and backward are the opaque ops kernels_cuda::cross_entropy_forward
 and kernels_cuda::cross_entropy_backward (the reduced loss's backward is one multiply there, and
 inplace_backward does not apply).
@@ -35,6 +40,8 @@ fp64 logits), from the same kernel, with their backward (ignored rows: log-proba
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from kernels_cuda import log_softmax_op as rows
@@ -45,8 +52,8 @@ from kernels_cuda.xent_launch import (
     new_grad,
     run_backward,
     run_forward,
+    run_reduced,
     run_scale,
-    unit_factor,
 )
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -70,11 +77,11 @@ def check(logits, target, ignore_index, reduction, label_smoothing, fn: str = FN
         raise ValueError(f"{fn}: target is on {target.device}, logits on {logits.device}")
     if logits.dim() == 0:
         raise ValueError(f"{fn}: logits must have a class dim; got a 0-d tensor")
-    expected = tuple(logits.shape[:1] + logits.shape[2:]) if logits.dim() > 1 else ()
-    if tuple(target.shape) != expected:
+    expected = logits.shape[:1] + logits.shape[2:] if logits.dim() > 1 else ()
+    if target.shape != expected:
         raise ValueError(
             f"{fn}: target has shape {tuple(target.shape)}; logits of shape {tuple(logits.shape)} "
-            f"need {expected}"
+            f"need {tuple(expected)}"
         )
     if type(ignore_index) is not int:
         raise TypeError(f"{fn}: ignore_index must be an int, got {type(ignore_index).__name__}")
@@ -98,22 +105,19 @@ def class_dim(logits: torch.Tensor) -> int:
 def _rows(logits: torch.Tensor, target: torch.Tensor):
     """logits as rows (M, N) for the kernels, and the targets as M contiguous int64."""
     # rows at any address (the kernels split each at its first 16-byte boundary): a view wherever
-    # logits' rows have their elements adjacent
-    return rows.rows_of(logits, class_dim(logits), 1), target.reshape(-1).to(torch.int64).contiguous()
+    # logits' rows have their elements adjacent; 2-D logits whose elements are adjacent are their
+    # own rows (no view made: each torch call costs the host)
+    x2 = logits if logits.dim() == 2 and logits.stride(1) == 1 else rows.rows_of(logits, class_dim(logits), 1)
+    if target.dtype is torch.int64 and target.dim() == 1 and target.is_contiguous():
+        return x2, target
+    return x2, target.reshape(-1).to(torch.int64).contiguous()
 
 
-def _count(t: torch.Tensor, ignore_index: int) -> torch.Tensor:
-    """Rows whose target is not ignored, as a one-element int64 tensor on the device (no sync)."""
-    return (t != ignore_index).sum().reshape(1)
-
-
-def _reduce(loss_rows, t, ignore_index, reduction, target_shape, dtype, count=None):
+def _empty_loss(reduction, x2, target_shape, dtype):
+    """The loss over no rows: none's empty rows, sum's 0, mean's NaN (0 / 0, as torch)."""
     if reduction == "none":
-        return loss_rows.to(dtype).view(target_shape)
-    if reduction == "sum":
-        return loss_rows.sum().to(dtype)
-    count = _count(t, ignore_index) if count is None else count
-    return (loss_rows.sum() / count[0]).to(dtype)  # every target ignored: 0 / 0 = NaN, as torch
+        return torch.empty(target_shape, dtype=dtype, device=x2.device)
+    return torch.full((), 0.0 if reduction == "sum" else math.nan, dtype=dtype, device=x2.device)
 
 
 def _grad_buffer(logits: torch.Tensor, x2: torch.Tensor, inplace: bool) -> torch.Tensor:
@@ -126,30 +130,28 @@ def _grad_buffer(logits: torch.Tensor, x2: torch.Tensor, inplace: bool) -> torch
 
 class _CrossEntropy(torch.autograd.Function):
     """Eager autograd: the gradient of a reduced loss is written by the forward (ctx.grad2) and
-    scaled in place by the backward to its upstream gradient (ctx.applied: the factor it carries,
-    so that a second backward through the graph rescales it). The tensor returned is ctx's own:
-    autograd.grad hands it over as is; AccumulateGrad into a leaf's .grad copies it first, as ctx
-    still holds it."""
+    scaled in place by the backward to its upstream gradient (ctx.ws, ctx.k: where the factor it
+    carries is kept on the device, so that a second backward through the graph rescales it). The
+    tensor returned is ctx's own: autograd.grad hands it over as is; AccumulateGrad into a leaf's
+    .grad copies it first, as ctx still holds it."""
 
     @staticmethod
     def forward(ctx, logits, target, ignore_index, reduction, smoothing, inplace):
-        ctx.meta = (ignore_index, reduction, smoothing, tuple(logits.shape), class_dim(logits))
+        shape = tuple(logits.shape)
+        ctx.meta = (ignore_index, reduction, smoothing, shape, class_dim(logits))
         x2, t = _rows(logits, target)
-        want_grad = ctx.needs_input_grad[0]
-        count = _count(t, ignore_index) if reduction == "mean" else None
         if x2.shape[0] == 0:
-            loss_rows = torch.empty(0, dtype=acc_dtype(dtype_of(logits)), device=logits.device)
-            ctx.grad2 = torch.zeros_like(x2) if want_grad else None
-            if want_grad and reduction == "none":
-                ctx.save_for_backward(x2, t, loss_rows)
-        elif reduction == "none" or not want_grad:
+            ctx.grad2 = torch.zeros_like(x2)
+            if reduction == "none":
+                ctx.save_for_backward(x2, t, torch.empty(0, dtype=acc_dtype(dtype_of(x2)), device=x2.device))
+            return _empty_loss(reduction, x2, target.shape, logits.dtype)
+        if reduction == "none":
             loss_rows, lse, _ = run_forward(x2, t, ignore_index, smoothing)
-            if want_grad:
-                ctx.save_for_backward(x2, t, lse)
-        else:
-            ctx.grad2, ctx.applied = _grad_buffer(logits, x2, inplace), None
-            loss_rows, _, _ = run_forward(x2, t, ignore_index, smoothing, grad2=ctx.grad2, count=count)
-        return _reduce(loss_rows, t, ignore_index, reduction, target.shape, logits.dtype, count)
+            ctx.save_for_backward(x2, t, lse)
+            return loss_rows.to(logits.dtype).view(target.shape)
+        ctx.grad2, ctx.k = _grad_buffer(logits, x2, inplace), 0
+        loss, ctx.ws = run_reduced(x2, t, ignore_index, smoothing, reduction == "mean", grad2=ctx.grad2)
+        return loss
 
     @staticmethod
     def backward(ctx, g):
@@ -163,13 +165,11 @@ class _CrossEntropy(torch.autograd.Function):
         else:
             grad2 = ctx.grad2
             if grad2.numel():
-                applied = (
-                    ctx.applied
-                    if ctx.applied is not None
-                    else unit_factor(grad2.device, acc_dtype(dtype_of(grad2)))
-                )
-                ctx.applied = run_scale(grad2, g, applied)
-        return rows.from_rows(grad2, shape, d), None, None, None, None, None
+                ctx.k = run_scale(grad2, g, ctx.ws, ctx.k)
+        # 2-D logits: the rows are the gradient's own shape, no view needed, unless grad2 is the
+        # logits themselves (inplace_backward): a view of them, not the input tensor itself
+        grad = grad2 if len(shape) == 2 and not grad2.requires_grad else rows.from_rows(grad2, shape, d)
+        return grad, None, None, None, None, None
 
 
 # torch.compile: the forward and backward as opaque ops, autograd through register_autograd.
@@ -193,14 +193,17 @@ def _forward_op(
     """(loss, per-row lse, the gradient of the loss (an empty tensor unless with_grad and the loss
     is reduced))."""
     x2, t = _rows(logits, target)
-    dtype = dtype_of(logits)
-    count = _count(t, ignore_index) if reduction == "mean" else None
+    M, acc = x2.shape[0], acc_dtype(dtype_of(logits))
     grad2 = rows.new_output(x2.shape, x2) if with_grad and reduction != "none" else None
-    if x2.shape[0] == 0:  # (outputs of an op never alias each other)
-        loss_rows, lse = (torch.empty(0, dtype=acc_dtype(dtype), device=logits.device) for _ in range(2))
+    if M == 0:  # (outputs of an op never alias each other)
+        loss, lse = _empty_loss(reduction, x2, target.shape, logits.dtype), x2.new_empty(0, dtype=acc)
+    elif reduction == "none":
+        loss_rows, lse, _ = run_forward(x2, t, ignore_index, label_smoothing)
+        loss = loss_rows.to(logits.dtype).view(target.shape)
     else:
-        loss_rows, lse, _ = run_forward(x2, t, ignore_index, label_smoothing, grad2=grad2, count=count)
-    loss = _reduce(loss_rows, t, ignore_index, reduction, target.shape, logits.dtype, count)
+        lse = x2.new_empty(M, dtype=acc)
+        mean = reduction == "mean"
+        loss, _ = run_reduced(x2, t, ignore_index, label_smoothing, mean, grad2=grad2, lse=lse)
     grad = logits.new_empty(0) if grad2 is None else rows.from_rows(grad2, logits.shape, class_dim(logits))
     return loss, lse, grad
 
@@ -285,10 +288,10 @@ def cross_entropy(
         )
     x2, t = _rows(logits, target)
     if x2.shape[0] == 0:
-        loss_rows = torch.empty(0, dtype=acc_dtype(dtype_of(logits)), device=logits.device)
-    else:
-        loss_rows, _, _ = run_forward(x2, t, ignore_index, label_smoothing)
-    return _reduce(loss_rows, t, ignore_index, reduction, target.shape, logits.dtype)
+        return _empty_loss(reduction, x2, target.shape, logits.dtype)
+    if reduction == "none":
+        return run_forward(x2, t, ignore_index, label_smoothing)[0].to(logits.dtype).view(target.shape)
+    return run_reduced(x2, t, ignore_index, label_smoothing, reduction == "mean")[0]
 
 
 # --- per-token log-probability and entropy --------------------------------------------------

@@ -186,11 +186,15 @@ def cross_entropy_spec(kernel: str, dtype: str, cfg: XentConfig, entropy: bool =
 
 def scale_config(dtype: str) -> XentConfig:
     """cross_entropy_scale's launch: a grid-stride multiply over the gradient in blocks of 256
-    threads (its other constants unused), SCALE_BLOCKS_PER_SM blocks an SM."""
+    threads (its other constants unused), SCALE_BLOCKS_PER_SM blocks an SM. cross_entropy_count
+    and cross_entropy_reduce come from the same build, one block of REDUCE_THREADS (their own
+    launch bounds)."""
     return XentConfig(256, 1, 1, PACK_BYTES // ITEMSIZE[dtype], False)
 
 
 SCALE_BLOCKS_PER_SM = 4
+REDUCE_THREADS = 1024  # 09's RT
+SCALAR_KERNELS = ("cross_entropy_scale", "cross_entropy_count", "cross_entropy_reduce")
 
 
 @codegen.register_specializations
@@ -203,7 +207,7 @@ def specializations() -> list[Spec]:
         for xcfg in every_xent_config(dtype):
             out += [cross_entropy_spec("cross_entropy_forward", dtype, xcfg, e) for e in (False, True)]
             out.append(cross_entropy_spec("cross_entropy_backward", dtype, xcfg))
-        out.append(cross_entropy_spec("cross_entropy_scale", dtype, scale_config(dtype)))
+        out += [cross_entropy_spec(k, dtype, scale_config(dtype)) for k in SCALAR_KERNELS]
     return out
 
 
@@ -232,15 +236,21 @@ def launch(
 ) -> None:
     """One launch of spec_ on the current torch stream of device_id: `pointers` (addresses, 0 for
     none) then `scalars` ((ctypes type, value) pairs), packed once per distinct scalars."""
-    key = (spec_, device_id, grid, block, shared, len(pointers), scalars)
+    run = packed(spec_, device_id, grid, block, shared, len(pointers), scalars)
+    run(arrays.torch_stream_getter()(device_id), *pointers)
+
+
+def packed(spec_: Spec, device_id: int, grid: int, block: int, shared: int, pointers: int, scalars: tuple):
+    """`launch`'s packed launch (`_driver.PackedLaunch`): call it with (stream, *pointers)."""
+    key = (spec_, device_id, grid, block, shared, pointers, scalars)
     run = _launches.get(key)
     if run is None:
         if len(_launches) >= MAX_CACHED_LAUNCHES:
             _launches.clear()
-        types = [ctypes.c_uint64] * len(pointers) + [t for t, _ in scalars]
-        values = [0] * len(pointers) + [v for _, v in scalars]
+        types = [ctypes.c_uint64] * pointers + [t for t, _ in scalars]
+        values = [0] * pointers + [v for _, v in scalars]
         run = _launches[key] = codegen.packed(spec_, device_id, grid, block, shared, types, values)
-    run(arrays.torch_stream_getter()(device_id), *pointers)
+    return run
 
 
 def acc_ctype(dtype: str):

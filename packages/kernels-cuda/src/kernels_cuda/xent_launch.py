@@ -1,13 +1,18 @@
 """The launches of cuda/09_cross_entropy.cu for cross_entropy_op.py: the forward (loss, lse, entropy
-and the gradient per row), the backward from the saved lse, and the in-place scale of a gradient
-the forward wrote; and where the gradient goes (`new_grad`: at the logits' rows' addresses mod 16,
-so that the kernels store it in 16-byte packs). Plans come from row_kernels.xent_config.
+and the gradient per row), the reduced loss (count, forward, sum: no torch op between them), the
+backward from the saved lse, and the in-place scale of a gradient the forward wrote; and where
+the gradient goes (`new_grad`: at the logits' rows' addresses mod 16, so that the kernels store
+it in 16-byte packs). Plans come from row_kernels.xent_config.
+
+A call costs the host a dict lookup of its packed launches (keyed by everything but the
+addresses: made once per shape, dtype, device and scalar arguments), the allocations and the
+launches themselves: the op is host-bound at short rows (an LM head's small vocabulary).
 """
 
 from __future__ import annotations
 
 import ctypes
-from functools import cache
+import math
 
 import torch
 
@@ -15,19 +20,22 @@ from kernels_cuda import arrays
 from kernels_cuda import log_softmax_op as rows
 from kernels_cuda import row_kernels as rk
 
+_NAMES = {getattr(torch, name): name for name in rk.DTYPES}
+_ACC = {name: torch.float64 if name == "float64" else torch.float32 for name in rk.DTYPES}
+
 
 def dtype_of(x: torch.Tensor) -> str:
-    return str(x.dtype).removeprefix("torch.")
+    return _NAMES[x.dtype]
 
 
 def acc_dtype(dtype: str) -> torch.dtype:
-    return torch.float64 if dtype == "float64" else torch.float32
+    return _ACC[dtype]
 
 
 def _acc_empty(n: int, like: torch.Tensor, dtype: str) -> torch.Tensor:
-    out = torch.empty(n, dtype=acc_dtype(dtype), device=like.device)
+    out = torch.empty(n, dtype=_ACC[dtype], device=like.device)
     if arrays._poison:
-        out.fill_(float("nan"))
+        out.fill_(math.nan)
     return out
 
 
@@ -42,74 +50,148 @@ def new_grad(x2: torch.Tensor) -> torch.Tensor:
     if rows.row_stride(x2) != N:
         return rows.new_output((M, N), x2)
     lead = x2.data_ptr() % rk.PACK_BYTES // x2.element_size()
+    if lead == 0:  # (a fresh buffer starts on a 16-byte boundary)
+        return rows.new_output((M, N), x2)
     return rows.new_output((M * N + lead,), x2)[lead:].view(M, N)
 
 
-def run_forward(x2, t, ignore_index, smoothing, *, grad2=None, count=None, entropy=False):
-    """The forward over rows x2 (M, N) with int64 targets t (M,): (loss or -logprob, lse,
-    entropy or None) per row, fp32 (fp64 for fp64); the gradient into grad2 if given (rows of
-    stride N, or x2 itself), scaled by 1 / count[0] if count is given."""
-    dtype = dtype_of(x2)
-    M, N = x2.shape
+# --- packed launches, made once per key -----------------------------------------------------------
+
+_runs: dict[tuple, object] = {}
+
+
+def _cached(build, *args):
+    """build(*args), made once per (build, args) (the hot path: one tuple and one dict lookup)."""
+    key = (build, *args)
+    run = _runs.get(key)
+    if run is None:
+        if len(_runs) >= rk.MAX_CACHED_LAUNCHES:
+            _runs.clear()
+        run = _runs[key] = build(*args)
+    return run
+
+
+def _forward_run(
+    kernel, dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, entropy, limit
+):
+    """The packed forward (kernel "f"; grad_stride 0: no gradient) or backward ("b"); pointers
+    (x, grad, target, then the kernel's per-row arrays). limit: rk.STAGE_LIMIT, which the staged
+    part of a row depends on (a key: it may change between calls)."""
     cfg = rk.xent_config(N, dtype)
+    args = ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, x_stride),
+            (ctypes.c_int64, grad_stride), (ctypes.c_int64, ignore_index), (rk.acc_ctype(dtype), smoothing))  # fmt: skip
+    if kernel == "b":
+        spec, staged = rk.cross_entropy_spec("cross_entropy_backward", dtype, cfg), 0
+    else:
+        spec = rk.cross_entropy_spec("cross_entropy_forward", dtype, cfg, entropy)
+        room = rk.stage_room(device_id)
+        staged = rk.xent_staged_packs(N, dtype, cfg, room) if grad_stride else 0
+        args += ((ctypes.c_int32, staged),)
+    return rk.packed(spec, device_id, _grid(M, cfg), cfg.threads, staged * rk.PACK_BYTES, 7, args)
+
+
+def _scalar_run(kernel, dtype, device_id, *args):
+    """cross_entropy_count (args M, ignore_index: pointers target, count), cross_entropy_reduce
+    (M, ignore_index: loss, count, target, out, applied) or cross_entropy_scale (numel, k: grad,
+    g, applied)."""
+    spec = rk.cross_entropy_spec(kernel, dtype, rk.scale_config(dtype))
+    if kernel == "cross_entropy_scale":
+        n, k = args
+        threads = rk.scale_config(dtype).threads
+        blocks = max(1, min(rk.sms(device_id) * rk.SCALE_BLOCKS_PER_SM, -(-n // threads)))
+        return rk.packed(spec, device_id, blocks, threads, 0, 3, ((ctypes.c_int32, k), (ctypes.c_int64, n)))
+    M, ignore_index = args
+    pointers = 2 if kernel == "cross_entropy_count" else 5
+    scalars = ((ctypes.c_int64, M), (ctypes.c_int64, ignore_index))
+    return rk.packed(spec, device_id, 1, rk.REDUCE_THREADS, 0, pointers, scalars)
+
+
+def _reduced_runs(dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, mean, limit):
+    """run_reduced's packed launches (count: None unless the mean's gradient needs it first, before
+    the forward), and the workspace's element size."""
+    with_count = mean and grad_stride != 0
+    return (
+        _scalar_run("cross_entropy_count", dtype, device_id, M, ignore_index) if with_count else None,
+        _forward_run(
+            "f", dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, False, limit
+        ),
+        _scalar_run("cross_entropy_reduce", dtype, device_id, M, ignore_index),
+        8 if dtype == "float64" else 4,
+    )
+
+
+def _stream(device_id: int) -> int:
+    return arrays.torch_stream_getter()(device_id)
+
+
+# --- the launches ---------------------------------------------------------------------------------
+
+
+def run_forward(x2, t, ignore_index, smoothing, *, entropy=False):
+    """The forward over rows x2 (M, N) with int64 targets t (M,): (loss or -logprob, lse,
+    entropy or None) per row, fp32 (fp64 for fp64)."""
+    dtype = _NAMES[x2.dtype]
+    M, N = x2.shape
+    device_id = x2.get_device()
+    run = _cached(_forward_run, "f", dtype, device_id, M, N, rows.row_stride(x2), 0, ignore_index,
+                  float(smoothing), entropy, rk.STAGE_LIMIT)  # fmt: skip
     loss, lse = _acc_empty(M, x2, dtype), _acc_empty(M, x2, dtype)
     ent = _acc_empty(M, x2, dtype) if entropy else None
-    device_id = x2.get_device()
-    staged = rk.xent_staged_packs(N, dtype, cfg, rk.stage_room(device_id)) if grad2 is not None else 0
-    rk.launch(
-        rk.cross_entropy_spec("cross_entropy_forward", dtype, cfg, entropy),
-        device_id,
-        _grid(M, cfg),
-        cfg.threads,
-        staged * rk.PACK_BYTES,
-        tuple(0 if a is None else a.data_ptr() for a in (x2, grad2, t, loss, lse, ent, count)),
-        ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, rows.row_stride(x2)),
-         (ctypes.c_int64, N if grad2 is None else rows.row_stride(grad2)), (ctypes.c_int64, ignore_index),
-         (rk.acc_ctype(dtype), float(smoothing)), (ctypes.c_int32, staged)),
-    )  # fmt: skip
+    run(_stream(device_id), x2.data_ptr(), 0, t.data_ptr(), loss.data_ptr(), lse.data_ptr(),
+        0 if ent is None else ent.data_ptr(), 0)  # fmt: skip
     return loss, lse, ent
+
+
+def run_reduced(x2, t, ignore_index, smoothing, mean, *, grad2=None, lse=None):
+    """The mean (mean=True) or summed loss over rows x2 (M > 0, N) with int64 targets t (M,), a
+    0-d tensor of x2's dtype, reduced on the device (no sync); the gradient of the loss into
+    grad2 if given (rows of stride N, or x2 itself), the rows' lse into lse if given. Returns
+    (loss, workspace): the workspace (M + 3 floats, fp64 for fp64) holds the rows' losses, the
+    count, and the factor the gradient carries at [M + 1] (1: `run_scale` reads it)."""
+    dtype = _NAMES[x2.dtype]
+    M, N = x2.shape
+    device_id = x2.get_device()
+    gs = 0 if grad2 is None else rows.row_stride(grad2)
+    count_run, forward, reduce, size = _cached(_reduced_runs, dtype, device_id, M, N, rows.row_stride(x2), gs,
+                                               ignore_index, float(smoothing), mean, rk.STAGE_LIMIT)  # fmt: skip
+    ws = _acc_empty(M + 3, x2, dtype)
+    loss = rows.new_output((), x2)
+    stream = _stream(device_id)
+    w, tp = ws.data_ptr(), t.data_ptr()
+    count = w + M * size if mean else 0
+    if count_run is not None:  # the gradient's scale 1 / count, before the forward
+        count_run(stream, tp, count)
+    forward(stream, x2.data_ptr(), 0 if grad2 is None else grad2.data_ptr(), tp, w,
+            0 if lse is None else lse.data_ptr(), 0, 0 if grad2 is None else count)  # fmt: skip
+    # without a gradient, the mean's count is taken by the reduce itself (from the targets)
+    counted = mean and grad2 is None
+    reduce(stream, w, 0 if counted else count, tp if counted else 0, loss.data_ptr(), w + (M + 1) * size)
+    return loss, ws
 
 
 def run_backward(x2, t, lse, g_loss, ignore_index, smoothing, entropy=None, g_entropy=None):
     """grad (M, N) = g_loss (p - (1 - eps) onehot - eps / N) [- g_entropy p (log p + H)]."""
-    dtype = dtype_of(x2)
+    dtype = _NAMES[x2.dtype]
     M, N = x2.shape
-    cfg = rk.xent_config(N, dtype)
+    device_id = x2.get_device()
+    run = _cached(_forward_run, "b", dtype, device_id, M, N, rows.row_stride(x2), N, ignore_index,
+                  float(smoothing), False, None)  # fmt: skip
     grad2 = new_grad(x2)
-    rk.launch(
-        rk.cross_entropy_spec("cross_entropy_backward", dtype, cfg),
-        x2.get_device(),
-        _grid(M, cfg),
-        cfg.threads,
-        0,
-        tuple(0 if a is None else a.data_ptr() for a in (x2, grad2, t, lse, g_loss, entropy, g_entropy)),
-        ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, rows.row_stride(x2)),
-         (ctypes.c_int64, N), (ctypes.c_int64, ignore_index), (rk.acc_ctype(dtype), float(smoothing))),
-    )  # fmt: skip
+    run(_stream(device_id), x2.data_ptr(), grad2.data_ptr(), t.data_ptr(), lse.data_ptr(), g_loss.data_ptr(),
+        0 if entropy is None else entropy.data_ptr(), 0 if g_entropy is None else g_entropy.data_ptr())  # fmt: skip
     return grad2
 
 
-def run_scale(grad: torch.Tensor, g: torch.Tensor, applied: torch.Tensor) -> torch.Tensor:
-    """grad *= g / applied in place (one-element tensors; applied: the factor grad already carries),
-    on the device: nothing is read when they are equal. Returns g as the factor grad now carries."""
-    dtype = dtype_of(grad)
-    g = g.detach().reshape(1).to(acc_dtype(dtype), copy=True)
+def run_scale(grad: torch.Tensor, g: torch.Tensor, ws: torch.Tensor, k: int) -> int:
+    """grad *= g / applied in place, on the device (nothing read when they are equal): g the
+    loss's upstream gradient (one element), applied the factor grad carries, slot k of the pair
+    at ws[M + 1] (`run_reduced`'s workspace), where g is recorded for the next call. Returns that
+    call's k."""
+    if g.dtype != grad.dtype:  # (autograd hands the loss's own dtype over)
+        g = g.to(grad.dtype)
+    dtype = _NAMES[grad.dtype]
     device_id = grad.get_device()
-    cfg = rk.scale_config(dtype)
-    blocks = max(1, min(rk.sms(device_id) * rk.SCALE_BLOCKS_PER_SM, -(-grad.numel() // cfg.threads)))
-    rk.launch(
-        rk.cross_entropy_spec("cross_entropy_scale", dtype, cfg),
-        device_id,
-        blocks,
-        cfg.threads,
-        0,
-        (grad.data_ptr(), g.data_ptr(), applied.data_ptr()),
-        ((ctypes.c_int64, grad.numel()),),
-    )
-    return g
-
-
-@cache
-def unit_factor(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """A constant 1 (never written): the factor a fresh gradient carries."""
-    return torch.ones(1, dtype=dtype, device=device)
+    run = _cached(_scalar_run, "cross_entropy_scale", dtype, device_id, grad.numel(), k)
+    applied = ws.data_ptr() + (ws.numel() - 2) * ws.element_size()
+    run(_stream(device_id), grad.data_ptr(), g.data_ptr(), applied)
+    return 1 - k

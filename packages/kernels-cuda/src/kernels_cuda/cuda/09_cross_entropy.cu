@@ -22,16 +22,22 @@
 //                                                    outside [0, N): torch raises, a kernel cannot)
 //   grad = (exp(x - lse) - eps / V - (1 - eps) [j == t]) * scale, 0 in ignored rows;
 //          scale = 1 / count[0] for the mean (count of rows not ignored, on the device: no sync), else 1
+//   the reduced loss = sum of the rows' losses (/ count for the mean), by one block in a fixed order
 // With ENTROPY, the forward also writes the row's entropy and writes -loss (the target's
 // log-probability) instead of the loss.
 //
 // Entry points:
-//   cross_entropy_forward   loss, lse (and entropy) per row; the gradient too where grad != 0
+//   cross_entropy_count     count[0] = the rows whose target is not ignore_index (for the mean's
+//                           gradient, before the forward)
+//   cross_entropy_forward   loss, lse (where lse_out != 0) (and entropy) per row; the gradient too
+//                           where grad != 0
 //                           (grad may be the logits themselves: inplace_backward; every address
 //                           of a row is read before it is written, by the thread that writes it,
 //                           so even a read-only-path load the compiler picks sees the logits)
 //   cross_entropy_backward  the gradient from the saved lse, for per-row upstream gradients
 //                           (reduction="none"; token log-probabilities and entropy)
+//   cross_entropy_reduce    the rows' losses summed (divided by the count for the mean) into the
+//                           loss in elem_t, by one block in an order fixed by M
 //   cross_entropy_scale     grad *= g[0] in place, every block returning at once when g[0] == 1
 //                           (see there for a second backward through one forward)
 // The gradient's row goes out in 16-byte stores where it lies at the logits' row's address mod 16
@@ -65,7 +71,7 @@ __device__ __forceinline__ void put_pack(elem_t* gr, int at, const Pack<VEC>& g,
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     cross_entropy_forward(const elem_t* x, elem_t* grad, const i64* __restrict__ target, acc_t* __restrict__ loss,
-                          acc_t* __restrict__ lse_out, acc_t* __restrict__ entropy_out, const i64* __restrict__ count,
+                          acc_t* __restrict__ lse_out, acc_t* __restrict__ entropy_out, const acc_t* __restrict__ count,
                           i64 M, int N, i64 x_stride, i64 grad_stride, i64 ignore_index, acc_t smoothing, int staged) {
   extern __shared__ uint4 stage_raw[];
   __shared__ RowStats scratch[RPB * (TPR / 32 + 1)];
@@ -132,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if (grad != nullptr && live) {
       elem_t* gr = grad + row * grad_stride;
       const bool packed = same_offset(gr, xr);
-      const acc_t scale = count != nullptr ? rcp(static_cast<acc_t>(*count)) : acc_t(1);
+      const acc_t scale = count != nullptr ? rcp(*count) : acc_t(1);
       const acc_t shift = safe_shift(st.m);
       const acc_t inv_s = rcp(st.s);
       const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
@@ -185,7 +191,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         l = valid ? lse - (acc_t(1) - smoothing) * xt - smooth : quiet_nan();
       }
       loss[row] = ENTROPY ? -l : l;
-      lse_out[row] = lse;
+      if (lse_out != nullptr) lse_out[row] = lse;
       if constexpr (ENTROPY) entropy_out[row] = log_s - st.u * rcp(st.s);
     }
 
@@ -257,15 +263,81 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   }
 }
 
-// grad[i] *= g[0] / applied[0] over n contiguous elements, where applied[0] is the factor an
-// earlier call through the same forward applied (1 at first): so a backward run again through one
-// graph (retain_graph, gradcheck) scales to its own upstream gradient, and the usual one, g == 1,
-// touches nothing at all (every block returns before any load of grad): the common backward costs
-// one small launch. The host records g as the new `applied` after this launch, in stream order.
+// --- the reduced loss: one block of RT threads, RU loads in flight a thread ---------------------
+constexpr int RT = 1024, RU = 8;
+
+// The sum over rows r < M of value(r) by one block: thread i adds rows i, i + RT, i + 2 RT, ... in
+// turn, then the threads' sums meet in a fixed tree. The order depends on M alone (the loss's
+// bits: on its rows' losses and M). Every thread of the block calls it; all get the sum.
+template <class T, class Value> __device__ __forceinline__ T block_sum(i64 M, Value value, T* part) {
+  T s = T(0);
+  for (i64 r0 = threadIdx.x; r0 < M; r0 += static_cast<i64>(RT) * RU) {
+    T v[RU];
+#pragma unroll
+    for (int u = 0; u < RU; ++u) v[u] = r0 + u * RT < M ? value(r0 + u * RT) : T(0);
+#pragma unroll
+    for (int u = 0; u < RU; ++u) s += v[u];
+  }
+  part[threadIdx.x] = s;
+  __syncthreads();
+#pragma unroll
+  for (int w = RT / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  return part[0];
+}
+
+__device__ __forceinline__ i64 count_rows(const i64* __restrict__ target, i64 M, i64 ignore_index, i64* part) {
+  return block_sum<i64>(M, [&](i64 r) { return i64(target[r] != ignore_index); }, part);
+}
+
+// count[0] = the rows whose target is not ignore_index (exact as an integer; then as acc_t, the
+// value the mean divides by).
+extern "C" __global__ void __launch_bounds__(RT)
+    cross_entropy_count(const i64* __restrict__ target, acc_t* __restrict__ count, i64 M, i64 ignore_index) {
+  __shared__ i64 part[RT];
+  const i64 n = count_rows(target, M, ignore_index, part);
+  if (threadIdx.x == 0) *count = static_cast<acc_t>(n);
+}
+
+// out[0] = sum of loss[0 .. M) in fp64, divided for the mean by count[0] (from cross_entropy_count),
+// or, where count is null and target is not, by the rows of target not ignored, counted here; NaN
+// when that count is 0, as torch's 0 / 0; neither: the sum. applied[0] = 1 (where applied is not
+// null): the factor a fresh gradient carries (cross_entropy_scale).
+extern "C" __global__ void __launch_bounds__(RT)
+    cross_entropy_reduce(const acc_t* __restrict__ loss, const acc_t* __restrict__ count,
+                         const i64* __restrict__ target, elem_t* __restrict__ out, acc_t* __restrict__ applied,
+                         i64 M, i64 ignore_index) {
+  __shared__ double part[RT];
+  __shared__ i64 counted[RT];
+  const double sum = block_sum<double>(M, [&](i64 r) { return static_cast<double>(loss[r]); }, part);
+  double n = 1.0;
+  if (count != nullptr) {
+    n = static_cast<double>(*count);
+  } else if (target != nullptr) {
+    // as acc_t first, as cross_entropy_count stores it (and as torch divides): the same bits either way
+    n = static_cast<double>(static_cast<acc_t>(count_rows(target, M, ignore_index, counted)));
+  }
+  if (threadIdx.x == 0) {
+    out[0] = from_acc(static_cast<acc_t>(sum / n));
+    if (applied != nullptr) applied[0] = acc_t(1);
+  }
+}
+
+// grad[i] *= g[0] / applied[k] over n contiguous elements, where applied[k] is the factor grad
+// carries: 1 from the forward, or g of an earlier call through the same forward (a backward run
+// again through one graph: retain_graph, gradcheck), so that grad ends up scaled to this call's
+// g. The usual call, g == 1 on a fresh gradient, touches nothing at all (every block returns before
+// any load of grad): the common backward costs one small launch. Block 0 records g in
+// applied[1 - k] for the next call (which the host makes with 1 - k): no block reads that slot in
+// this launch, so the record races with no read.
 extern "C" __global__ void __launch_bounds__(THREADS)
-    cross_entropy_scale(elem_t* __restrict__ grad, const acc_t* __restrict__ g, const acc_t* __restrict__ applied,
+    cross_entropy_scale(elem_t* __restrict__ grad, const elem_t* __restrict__ g, acc_t* __restrict__ applied, int k,
                         i64 n) {
-  const acc_t factor = *g / *applied;
+  const acc_t gv = to_acc(*g);
+  const acc_t factor = gv / applied[k];
+  if (blockIdx.x == 0 && threadIdx.x == 0) applied[1 - k] = gv;
   if (factor == acc_t(1)) return;
   for (i64 i = blockIdx.x * static_cast<i64>(THREADS) + threadIdx.x; i < n; i += static_cast<i64>(gridDim.x) * THREADS)
     grad[i] = from_acc(to_acc(grad[i]) * factor);

@@ -1,0 +1,214 @@
+"""kernels_cuda.cross_entropy's reduced loss on the device (cuda/09_cross_entropy.cu:
+cross_entropy_count, cross_entropy_reduce, and cross_entropy_scale reading the upstream gradient
+where it lies) and the host path around them.
+
+CPU: the three kernels compile with NVRTC for sm_90 and sm_80 in every dtype with no spill and
+no local memory; with the launches recorded instead of run (CPU tensors standing in for CUDA
+ones), a reduced loss's forward makes no torch op but its three allocations and launches count
+(for the mean), forward and reduce on one workspace, and its backward makes no torch op at all:
+one scale launch reading the forward's workspace, its slot alternating between calls.
+GPU (marked `gpu`): mean, sum and none against F.cross_entropy in float64 in fp32, bf16 and fp64,
+with and without a gradient, at M = 1 and at an M past several rounds of the reduce's block
+(not a multiple of it); every target ignored (mean NaN, sum 0); the same bits run to run; a bf16
+loss's gradient scaled by upstream gradients in its own dtype, backward after backward.
+Run: scripts/test-in-place tests/kernels_cuda/test_cuda_cross_entropy_reduce.py -m gpu
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from kernels_cuda import arrays, codegen
+from kernels_cuda import cross_entropy_op as ce
+from kernels_cuda import log_softmax_op as ls
+from kernels_cuda import row_kernels as rk
+from kernels_cuda import xent_launch as xl
+from labtools.ops import tolerance
+from torch.utils._python_dispatch import TorchDispatchMode
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float64": torch.float64}
+# rows past three rounds of the reduce's block (RT threads, RU = 8 loads each), not a multiple of it
+LARGE_M = 3 * rk.REDUCE_THREADS * 8 + 77
+
+
+# --- CPU ---------------------------------------------------------------------------------------
+
+
+def test_reduce_count_and_scale_compile_for_sm90_and_sm80_without_spills(tmp_path, monkeypatch):
+    monkeypatch.setenv(codegen.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(codegen, "_compiled", {})
+    specs = [rk.cross_entropy_spec(k, d, rk.scale_config(d)) for d in rk.DTYPES for k in rk.SCALAR_KERNELS]
+    assert set(specs) <= set(rk.specializations())
+    compiled = codegen.compile_all(("sm_90", "sm_80"), specs)
+    assert {(r.spec, r.arch) for r in compiled} == {(s, a) for s in specs for a in ("sm_90", "sm_80")}
+    for r in compiled:
+        what = f"{r.spec.name} {r.arch}"
+        assert r.resources is None or not (r.resources.spill_bytes or r.resources.stack_bytes), what
+        assert ".local" not in r.ptx_path.read_text(), what
+        if r.resources is not None and r.spec.kernel != "cross_entropy_scale":
+            assert r.resources.registers * rk.REDUCE_THREADS <= 65536, what
+
+
+class _Recorded:
+    """A packed launch that records (kernel, pointers) instead of launching."""
+
+    def __init__(self, spec, log):
+        self.kernel, self.log = spec.kernel, log
+
+    def __call__(self, stream, *pointers):
+        self.log.append((self.kernel, pointers))
+
+
+class _Ops(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """CPU tensors pass as CUDA ones; every launch is recorded in the returned list."""
+    log = []
+    monkeypatch.setattr(codegen, "packed", lambda spec, *a: _Recorded(spec, log))
+    monkeypatch.setattr(rk, "_launches", {})
+    monkeypatch.setattr(xl, "_runs", {})
+    monkeypatch.setattr(arrays, "_raw_stream", lambda device: 0)
+    monkeypatch.setattr(rk, "sms", lambda device: 132)
+    monkeypatch.setattr(rk, "max_shared", lambda device: 227 * 1024)
+    monkeypatch.setattr(ls, "check_tensor", lambda x, fn, what="x": ls.dtype_name(x, fn, what))
+    return log
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_a_reduced_loss_costs_the_host_allocations_and_launches_alone(recorded, reduction):
+    M, N = 37, 600
+    x = torch.randn(M, N).requires_grad_()
+    t = torch.randint(0, N, (M,))
+    g = torch.tensor(1.0)
+    for _ in range(2):  # the second call on launches made by the first
+        recorded.clear()
+        with _Ops() as ops:
+            loss = ce.cross_entropy(x, t, reduction=reduction)
+        assert loss.shape == () and loss.dtype == x.dtype
+        assert ops.names == ["empty.memory_format"] * 3, ops.names  # gradient, workspace, loss
+        kernels = [k for k, _ in recorded]
+        mean = reduction == "mean"
+        assert kernels == ["cross_entropy_count"] * mean + ["cross_entropy_forward", "cross_entropy_reduce"]
+        fwd = dict(recorded)["cross_entropy_forward"]
+        red = dict(recorded)["cross_entropy_reduce"]
+        w, size = fwd[3], 4  # the workspace: M rows' losses, count, the applied factor's two slots
+        assert fwd[2] == t.data_ptr() and fwd[4] == 0  # no lse kept for a reduced loss
+        assert red[0] == w and red[1] == fwd[6] == (w + M * size if mean else 0)
+        assert red[4] == w + (M + 1) * size
+        if mean:
+            assert dict(recorded)["cross_entropy_count"] == (t.data_ptr(), w + M * size)
+        for _ in range(2):  # a backward again through the graph uses the other slot
+            recorded.clear()
+            with _Ops() as ops:
+                (grad,) = torch.autograd.grad(loss, x, g, retain_graph=True)
+            assert ops.names == [], ops.names
+            assert recorded == [("cross_entropy_scale", (grad.data_ptr(), g.data_ptr(), red[4]))]
+        # the slot (a scalar of the packed launch) alternated: one packed launch each
+        assert {key[-1] for key in xl._runs if key[1:2] == ("cross_entropy_scale",)} == {0, 1}
+
+
+# --- GPU ---------------------------------------------------------------------------------------
+
+
+def _close(got, ref, dtype: str, what: str) -> None:
+    got, ref = got.detach().double().cpu(), ref.detach().double().cpu()
+    assert torch.equal(got.isnan(), ref.isnan()), f"{what}: NaN positions differ"
+    fin = ~ref.isnan()
+    tol = tolerance(dtype)
+    err = (got[fin] - ref[fin]).abs()
+    bound = tol["atol"] + tol["rtol"] * ref[fin].abs()
+    assert bool((err <= bound).all()), f"{what}: max error {float(err.max()):.3g}; tolerance {tol}"
+
+
+def _inputs(M, V, dtype, seed, ignored=0.2):
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(M, V, generator=g, dtype=torch.float64) * 3).to(DTYPES[dtype])
+    t = torch.randint(0, V, (M,), generator=g)
+    t[torch.rand(M, generator=g) < ignored] = -100
+    return x.cuda(), t.cuda()
+
+
+def _reference(x, t, reduction):
+    x64 = x.detach().double().cpu().requires_grad_()
+    loss = F.cross_entropy(x64, t.cpu(), reduction=reduction)
+    (grad,) = torch.autograd.grad(loss.sum(), x64)
+    return loss.detach(), grad
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("reduction", ce.REDUCTIONS)
+@pytest.mark.parametrize("M", [1, LARGE_M])
+@pytest.mark.parametrize("with_grad", [True, False])
+def test_reduced_loss_matches_float64_reference(dtype, reduction, M, with_grad):
+    V = 600 if M == 1 else 40
+    x, t = _inputs(M, V, dtype, seed=M + V, ignored=0.0 if M == 1 else 0.2)
+    ref_loss, ref_grad = _reference(x, t, reduction)
+    xg = x.clone().requires_grad_(with_grad)
+    with arrays.poison_outputs():
+        loss = ce.cross_entropy(xg, t, reduction=reduction)
+        if with_grad:
+            (grad,) = torch.autograd.grad(loss.sum(), xg)
+    assert loss.dtype == x.dtype and loss.shape == ref_loss.shape
+    _close(loss, ref_loss, dtype, f"loss {M}x{V} {reduction}")
+    if with_grad:
+        top = ref_grad.abs().max()
+        _close(grad / top, ref_grad / top, dtype, f"gradient {M}x{V} {reduction}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("with_grad", [True, False])
+def test_every_target_ignored_mean_is_nan_and_sum_zero(dtype, with_grad):
+    x, t = _inputs(LARGE_M, 40, dtype, seed=3, ignored=1.0)
+    for reduction in ("mean", "sum"):
+        xg = x.clone().requires_grad_(with_grad)
+        with arrays.poison_outputs():
+            loss = ce.cross_entropy(xg, t, reduction=reduction)
+            if with_grad:
+                (grad,) = torch.autograd.grad(loss, xg)
+                assert torch.equal(grad, torch.zeros_like(grad)), reduction
+        if reduction == "mean":
+            assert bool(loss.isnan()), "every target ignored: the mean is 0 / 0"
+        else:
+            assert float(loss) == 0.0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_the_reduced_loss_has_the_same_bits_run_to_run(dtype):
+    x, t = _inputs(LARGE_M, 600, dtype, seed=4)
+    for reduction in ("mean", "sum"):
+        xg = x.clone().requires_grad_()
+        first = ce.cross_entropy(xg, t, reduction=reduction)
+        (g1,) = torch.autograd.grad(first, xg)
+        g1 = g1.clone()
+        for _ in range(3):
+            again = ce.cross_entropy(xg, t, reduction=reduction)
+            (g2,) = torch.autograd.grad(again, xg)
+            assert torch.equal(again, first) and torch.equal(g2, g1), reduction
+        with torch.no_grad():
+            assert torch.equal(ce.cross_entropy(x, t, reduction=reduction), first), reduction
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_upstream_gradients_in_the_loss_dtype_scale_backward_after_backward(dtype):
+    x, t = _inputs(300, 600, dtype, seed=5)
+    _, ref = _reference(x, t, "mean")
+    top = ref.abs().max()
+    xg = x.clone().requires_grad_()
+    loss = ce.cross_entropy(xg, t)
+    for factor in (0.5, 3.0, 1.0, 1.0, 0.25):
+        (g,) = torch.autograd.grad(loss * factor, xg, retain_graph=True)
+        _close(g.double() / (factor * top), ref / top, dtype, f"gradient x {factor}")
