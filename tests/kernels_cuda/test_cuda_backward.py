@@ -195,8 +195,8 @@ def test_odd_rows_with_shared_offsets_get_one_cluster_plan_for_every_row_count(N
     assert all(launch == rows.launch(M) for launch, M in zip(plans, (1, 2, 7, 64, 512, 4096, 100_000)))
 
 
-def test_every_backward_spec_compiles_offline_without_spills(tmp_path, monkeypatch):
-    monkeypatch.setenv(codegen.CACHE_ENV, str(tmp_path))
+def test_every_backward_spec_compiles_offline_without_spills(offline_cache, monkeypatch):
+    monkeypatch.setenv(codegen.CACHE_ENV, str(offline_cache))
     specs = sorted(BACKWARD_SPECS, key=lambda s: s.name)
     results = codegen.compile_all(["sm_90", "sm_80"], specs=specs)
     assert {(r.spec, r.arch) for r in results} == {

@@ -35,10 +35,11 @@ def sm80_sample(specs) -> list:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """A fresh disk cache for this module: the first compile is a real NVRTC compile."""
+def cache(offline_cache):
+    """The session's offline disk cache (conftest.py), empty at its start: a spec no other file
+    compiled first is a real NVRTC compile here."""
     with pytest.MonkeyPatch.context() as mp:
-        folder = tmp_path_factory.mktemp("kernels-cuda-cache")
+        folder = offline_cache
         mp.setenv(codegen.CACHE_ENV, str(folder))
         mp.setattr(codegen, "_compiled", {})
         yield folder

@@ -45,9 +45,9 @@ DTYPES = {
 
 
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
+def compiled(offline_cache):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(codegen.CACHE_ENV, str(tmp_path_factory.mktemp("kernels-cuda-cache")))
+        mp.setenv(codegen.CACHE_ENV, str(offline_cache))
         mp.setattr(codegen, "_compiled", {})
         specs = [rk.cross_entropy_spec("cross_entropy_scale", d, rk.scale_config(d)) for d in DTYPES]
         for dtype in DTYPES:

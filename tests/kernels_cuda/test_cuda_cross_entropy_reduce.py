@@ -35,8 +35,8 @@ LARGE_M = 3 * rk.REDUCE_THREADS * 8 + 77
 # --- CPU ---------------------------------------------------------------------------------------
 
 
-def test_reduce_count_and_scale_compile_for_sm90_and_sm80_without_spills(tmp_path, monkeypatch):
-    monkeypatch.setenv(codegen.CACHE_ENV, str(tmp_path))
+def test_reduce_count_and_scale_compile_for_sm90_and_sm80_without_spills(offline_cache, monkeypatch):
+    monkeypatch.setenv(codegen.CACHE_ENV, str(offline_cache))
     monkeypatch.setattr(codegen, "_compiled", {})
     specs = [rk.cross_entropy_spec(k, d, rk.scale_config(d)) for d in rk.DTYPES for k in rk.SCALAR_KERNELS]
     assert set(specs) <= set(rk.specializations())

@@ -69,10 +69,10 @@ def test_stage_limit_caps_the_staged_packs_and_rejects_negative_sizes(monkeypatc
 
 
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
+def compiled(offline_cache):
     """One full-pack and one element-wide specialization of each kernel and dtype, both archs."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(codegen.CACHE_ENV, str(tmp_path_factory.mktemp("kernels-cuda-cache")))
+        mp.setenv(codegen.CACHE_ENV, str(offline_cache))
         mp.setattr(codegen, "_compiled", {})
         specs = [
             rk.log_softmax_spec(k, dtype, rk.row_config(n, dtype))
