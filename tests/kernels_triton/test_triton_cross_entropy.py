@@ -227,20 +227,23 @@ def test_batch_invariant(path, dtype, v):
 
 
 def test_splits_follow_the_first_tensors_16_byte_offsets():
-    """splits(): no split for rows of whole packs from 16-byte boundaries; else VEC elements a
+    """splits(): ALIGN as align(); no split for rows of whole packs from 16-byte boundaries; else VEC elements a
     pack, OFF the first tensor's base offset, LIKE where every tensor's rows sit as its do."""
     whole = torch.zeros(4, 64)
-    assert K.splits(64, [whole, whole]) == (0, {"VEC": 0, "LIKE": True})
+    assert K.splits(64, [whole, whole]) == (0, {"ALIGN": 4, "VEC": 0, "LIKE": True})
     odd = torch.zeros(4, 77, dtype=torch.bfloat16)
-    assert K.splits(77, [odd, torch.zeros_like(odd)]) == (0, {"VEC": 8, "LIKE": True})
+    assert K.splits(77, [odd, torch.zeros_like(odd)]) == (0, {"ALIGN": 1, "VEC": 8, "LIKE": True})
     shifted = placed(torch.zeros(4, 64), 3)  # whole packs, but the base 12 bytes past a boundary
-    assert K.splits(64, [shifted]) == (3, {"VEC": 4, "LIKE": True})
-    assert K.splits(64, [shifted, whole]) == (3, {"VEC": 4, "LIKE": False})
+    assert K.splits(64, [shifted]) == (3, {"ALIGN": 4, "VEC": 4, "LIKE": True})
+    assert K.splits(64, [shifted, whole]) == (3, {"ALIGN": 4, "VEC": 4, "LIKE": False})
     wide = placed(torch.zeros(4, 77), 0, stride=80)  # every row at a boundary, the grad's not
-    assert K.splits(77, [wide, torch.zeros(4, 77)]) == (0, {"VEC": 4, "LIKE": False})
+    assert K.splits(77, [wide, torch.zeros(4, 77)]) == (0, {"ALIGN": 1, "VEC": 4, "LIKE": False})
     assert K.splits(77, [wide, placed(torch.zeros(4, 77), 0, stride=84)])[1]["LIKE"]
     one = placed(torch.zeros(1, 77), 2)  # one row: its stride does not matter
-    assert K.splits(77, [one, placed(torch.zeros(1, 77), 2, stride=99)]) == (2, {"VEC": 4, "LIKE": True})
+    assert K.splits(77, [one, placed(torch.zeros(1, 77), 2, stride=99)]) == (
+        2,
+        {"ALIGN": 1, "VEC": 4, "LIKE": True},
+    )
 
 
 def odd_rows(m: int, v: int, dtype, seed: int = 0):
@@ -480,7 +483,7 @@ itemsize = dtype.itemsize
 rows = [torch.empty((4096, n), dtype=dtype, device="meta")] * 2  # contiguous logits and gradient
 off, split = K.splits(n, rows)
 block, one_pass, nrows, warps = ce_shape(n, itemsize)
-meta = dict(BLOCK=block, ALIGN=K.align(n, rows), **split, IS_FP64=False, SMOOTH=0.0, MEAN=True)
+meta = dict(BLOCK=block, **split, IS_FP64=False, SMOOTH=0.0, MEAN=True)
 if kernel == "fwd":
     fn = K.cross_entropy_fwd
     meta.update(ONE_PASS=one_pass, WRITE_GRAD=True, ROWS=nrows)

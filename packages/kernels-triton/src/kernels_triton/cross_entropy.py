@@ -136,7 +136,7 @@ def _forward(
             K.cross_entropy_fwd, grid,
             (x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
              0 if grad is None else grad.stride(0), off, ignore_index), warps,
-            BLOCK=block, ALIGN=K.align(n, tensors), **split, ONE_PASS=one_pass,
+            BLOCK=block, **split, ONE_PASS=one_pass,
             IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
             WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per,
         )  # fmt: skip
@@ -168,7 +168,7 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
     launch(
         K.cross_entropy_bwd, grid,
         (x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), off, ignore_index), warps,
-        BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
+        BLOCK=block, **split, IS_FP64=x.dtype == torch.float64, MEAN=reduction == "mean",
         SMOOTH=float(smooth), PER_ROW=reduction == "none",
     )  # fmt: skip
     return grad

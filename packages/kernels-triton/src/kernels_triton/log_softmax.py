@@ -49,18 +49,12 @@ def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
     off, split = K.splits(n, rows)
     launch(
         kernel, grid, (*rows, m, n, *(r.stride(0) for r in rows), off), warps,
-        BLOCK=block, ALIGN=K.align(n, rows), **split, ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64,
+        BLOCK=block, **split, ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64,
     )  # fmt: skip
 
 
 def _forward(x: torch.Tensor, dim: int, run: bool = True) -> torch.Tensor:
     """log_softmax(x, dim) of a checked x; run=False allocates the output only (the fake)."""
-    if _rows_already(x, dim):  # the usual call, without as_rows' views (a short call's host time)
-        n = x.shape[-1]
-        y = torch.empty(x.shape, dtype=x.dtype, device=x.device)  # not empty_like: tests poison empty
-        if run:
-            _launch(K.log_softmax_fwd, [x.view(-1, n), y.view(-1, n)], x.numel() // n, n)
-        return y
     x2 = as_rows(x, dim)
     y2 = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
     if x2.numel() and run:
@@ -70,21 +64,11 @@ def _forward(x: torch.Tensor, dim: int, run: bool = True) -> torch.Tensor:
 
 def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, run: bool = True) -> torch.Tensor:
     dy = dy if dy.dtype == y.dtype else dy.to(y.dtype)
-    if _rows_already(y, dim) and dy.is_contiguous():
-        n = y.shape[-1]
-        dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
-        if run:
-            _launch(K.log_softmax_bwd, [y.view(-1, n), dy.view(-1, n), dx.view(-1, n)], y.numel() // n, n)
-        return dx
     y2, dy2 = as_rows(y, dim), as_rows(dy, dim)
     dx2 = torch.empty(y2.shape, dtype=y.dtype, device=y.device)
     if y2.numel() and run:
         _launch(K.log_softmax_bwd, [y2, dy2, dx2], *y2.shape)
     return from_rows(dx2, y, dim)
-
-
-def _rows_already(x: torch.Tensor, dim: int) -> bool:
-    return dim == x.dim() - 1 and x.numel() > 0 and x.is_contiguous()
 
 
 @torch.library.custom_op("kernels_triton::log_softmax", mutates_args=())

@@ -1,11 +1,10 @@
 """softmax(x, dim) in Triton, forward and backward: the public op.
 
-Every input is viewed as (M, N) rows, N the softmax dim (a copy only when that dim is not the
-innermost, contiguous one), and handed to a launch template (launch.py). While torch.compile or
-torch.export traces, _Softmax calls two opaque custom ops with shape-only fakes; eager calls skip
-their dispatch, which costs as much host time as the launch, and a contiguous tensor along its
-last dim finds its template in a dict keyed on what its first call checked (not the row count).
-"""
+Inputs are viewed as (M, N) rows, N the softmax dim (a copy only where that dim is not the
+innermost, contiguous one), for a launch template (launch.py). Under torch.compile or export,
+_Softmax calls two opaque custom ops with shape-only fakes; eager calls skip their dispatch (as
+much host time as the launch), and contiguous rows find their template in a dict keyed on what
+the first call checked (not the row count)."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ from kernels_triton.configs import DTYPES, INTERPRET, SoftmaxConfig, dtype_name
 
 ACCEPTED = (*DTYPES, torch.float64)
 
-# The fast paths' test for tracing (one Python call where torch.compiler.is_compiling makes two);
-# other tracers pass tensor subclasses, which `type(x) is torch.Tensor` sends to the full path.
+# The fast paths' test for tracing (one call; other tracers' tensor subclasses fail `type(x) is Tensor`)
 _is_dynamo_compiling = torch.compiler.is_dynamo_compiling
 
 
@@ -52,6 +50,8 @@ def _check(x, dim, what: str) -> int:
 
 def as_rows(t: torch.Tensor, dim: int) -> torch.Tensor:
     """t with `dim` moved last, as a 2D (M, N) view (a copy where it must be) with unit column stride."""
+    if dim == t.dim() - 1 and t.numel() and t.is_contiguous():  # the usual call: one view
+        return t.view(-1, t.shape[-1])
     t = t.reshape(1) if t.dim() == 0 else t.movedim(dim, -1)
     rows = t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
     return rows if rows.stride(-1) == 1 else rows.contiguous()
@@ -59,7 +59,8 @@ def as_rows(t: torch.Tensor, dim: int) -> torch.Tensor:
 
 def from_rows(rows: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     """Inverse of as_rows: (M, N) back to `like`'s shape with the softmax dim in place."""
-    return rows.reshape(()) if like.dim() == 0 else rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
+    last = dim >= like.dim() - 1  # (a 0-d tensor's dim is 0)
+    return rows.view(like.shape) if last else rows.reshape(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
 _FORWARD: dict[tuple, launch.Template] = OrderedDict()  # bounded: launch.remember

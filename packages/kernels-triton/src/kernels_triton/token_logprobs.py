@@ -30,7 +30,7 @@ def _forward(x, target, ignore_index: int, run: bool = True):
         off, split = K.splits(n, [x])
         launch(
             K.token_stats_fwd, grid, (x, target, logp, ent, stats, m, n, x.stride(0), off, ignore_index), warps,
-            BLOCK=block, ALIGN=K.align(n, [x]), VEC=split["VEC"], ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
+            BLOCK=block, ALIGN=split["ALIGN"], VEC=split["VEC"], ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
         )  # fmt: skip
     return logp, ent, stats
 
@@ -48,7 +48,7 @@ def _backward(x, target, stats, ent, dlogp, dent, ignore_index: int, run: bool =
         launch(
             K.token_stats_bwd, grid,
             (x, target, stats, ent, dlogp, dent, grad, m, n, x.stride(0), grad.stride(0), off, ignore_index), warps,
-            BLOCK=block, ALIGN=K.align(n, [x, grad]), **split, IS_FP64=x.dtype == torch.float64,
+            BLOCK=block, **split, IS_FP64=x.dtype == torch.float64,
         )  # fmt: skip
     return grad
 

@@ -414,7 +414,7 @@ def align(n: int, rows: list[torch.Tensor]) -> int:
 
 
 def splits(n: int, rows: list[torch.Tensor]) -> tuple[int, dict]:
-    """(OFF, {"VEC", "LIKE"}): how the looped kernels split rows of n elements of `rows`
+    """(OFF, {"ALIGN", "VEC", "LIKE"}): align(n, rows), and how the looped kernels split rows of n elements of `rows`
     (xent_rows.split). The split follows the first tensor's rows; OFF: where its base sits past
     a 16-byte boundary, in elements. VEC: 0 where every row of every tensor is whole 16-byte
     packs from a boundary (Triton's specialisation proves it, with ALIGN), else the elements of
@@ -423,10 +423,11 @@ def splits(n: int, rows: list[torch.Tensor]) -> tuple[int, dict]:
     size = rows[0].element_size()
     vec = 16 // size
     offs = [t.data_ptr() % 16 // size for t in rows]
-    whole = not any(offs) and align(n, rows) == vec
+    aligned = align(n, rows)
+    whole = not any(offs) and aligned == vec
     m, stride = rows[0].shape[0], rows[0].stride(0)
     like = all(o == offs[0] and (m < 2 or (t.stride(0) - stride) % vec == 0) for o, t in zip(offs, rows))
-    return offs[0], {"VEC": 0 if whole else vec, "LIKE": like}
+    return offs[0], {"ALIGN": aligned, "VEC": 0 if whole else vec, "LIKE": like}
 
 
 @functools.cache

@@ -12,8 +12,6 @@ where it is not. Under the interpreter, or for a CPU tensor, Triton's own launch
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 
 from kernels_triton.configs import INTERPRET
@@ -53,6 +51,8 @@ def launch(kernel, grid: int, args: tuple, num_warps: int, **constexprs) -> None
         entry = _LAUNCHERS[key] = (*launcher(compiled), values)
     c, function, coop, pdl, meta, annotations, signature, values = entry
     flat = (*[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], *values)
-    with contextlib.nullcontext() if torch._C._cuda_getDevice() == device else torch.cuda.device(device):
-        c(grid, 1, 1, torch._C._cuda_getCurrentRawStream(device), function, coop, pdl, meta,
-          None, None, None, None, None, annotations, signature, flat)  # fmt: skip
+    if torch._C._cuda_getDevice() != device:  # a function handle belongs to its device's context
+        with torch.cuda.device(device):
+            return launch(kernel, grid, args, num_warps, **constexprs)
+    c(grid, 1, 1, torch._C._cuda_getCurrentRawStream(device), function, coop, pdl, meta,
+      None, None, None, None, None, annotations, signature, flat)  # fmt: skip
