@@ -9,6 +9,7 @@ cluster.kernel_for) and compiled by Triton for the target with its bundled ptxas
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -50,7 +51,37 @@ def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90):
     return _compile(fn, dtype, constexprs, integers, arch, options)
 
 
-def _compile(fn, dtype: torch.dtype, constexprs: dict, integers: dict, arch: int, options: dict):
+def compile_cluster_op(op: str, direction: str, N: int, dtype: torch.dtype, arch: int = 90):
+    """cluster.kernel_for(direction, N, dtype, VEC, op)'s kernel as log_softmax or cross_entropy
+    would launch it on contiguous, 16-byte aligned rows of N columns (cross-entropy: the
+    gradient of the mean written, int64 targets)."""
+    vec = cluster.packs([torch.empty((1, N), dtype=dtype, device="meta")])
+    pointers, extra = {}, {}
+    if op == "cross_entropy":  # xent_kernels.splits() of contiguous rows at a boundary
+        pack = 16 // dtype.itemsize
+        align = math.gcd(N, pack)
+        vec, extra = (
+            (0 if align == pack else pack),
+            {"ALIGN": align, "LIKE": True, "WRITE_GRAD": True, "MEAN": True},
+        )
+        pointers = {"t_ptr": "*i64", "loss_ptr": "*fp32", "stats_ptr": "*fp32", "count_ptr": "*i32"}
+    fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec, op)
+    constexprs = {**constexprs, **extra}
+    integers = {arg: N for arg in fn.arg_names if not arg.endswith("_ptr") and arg not in constexprs}
+    integers.update(slot_base=None, ignore_index=None, M=None, OFF=0)
+    options = {"num_warps": warps, "num_stages": 1} | ({} if maxnreg is None else {"maxnreg": maxnreg})
+    return _compile(fn, dtype, constexprs, integers, arch, options, pointers)
+
+
+def _compile(
+    fn,
+    dtype: torch.dtype,
+    constexprs: dict,
+    integers: dict,
+    arch: int,
+    options: dict,
+    pointers: dict | None = None,
+):
     """fn compiled for sm_`arch` as Triton's launcher specialises a launch on `dtype` tensors at
     16-byte aligned addresses: every *_ptr argument a `dtype` pointer divisible by 16, the
     `constexprs` by value, and each integer argument of `integers` marked divisible by 16 where
@@ -60,7 +91,7 @@ def _compile(fn, dtype: torch.dtype, constexprs: dict, integers: dict, arch: int
     signature, attrs = {}, {}
     for i, arg in enumerate(fn.arg_names):
         if arg.endswith("_ptr"):
-            signature[arg] = POINTER_TYPES[dtype]
+            signature[arg] = (pointers or {}).get(arg, POINTER_TYPES[dtype])
             attrs[(i,)] = [["tt.divisibility", 16]]
         elif arg in constexprs:
             signature[arg] = "constexpr"

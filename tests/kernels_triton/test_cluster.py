@@ -117,6 +117,33 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
             assert found[case]["barriers"] <= 3, (case, found[case])
 
 
+FAMILY_CASES = {  # name: (op, direction, N, dtype)
+    "cross_entropy 50257 fp32, head and tail": ("cross_entropy", "fwd", 50257, "float32"),
+    "cross_entropy 256000 bf16": ("cross_entropy", "fwd", 256000, "bfloat16"),
+    "log_softmax fwd 200000 fp32": ("log_softmax", "fwd", 200000, "float32"),
+}
+
+
+def test_the_family_kernels_hold_their_chunk_without_spilling(without_interpreter):
+    """log_softmax's and cross-entropy's cluster kernels (their own epilogues; past 131072
+    columns 16 warps, as x, not its exponentials, is held across the exchange), compiled for
+    sm_90: 16-byte vectors in and out, within 160 registers a thread, nothing spilled (the
+    cross-entropy reads x[t] as one scalar load, no reduction over the chunk)."""
+    code = (
+        "import json, torch\n"
+        "from sass_tools import compile_cluster_op, memory_instructions, resources, sass\n"
+        f"cases = {FAMILY_CASES!r}\n"
+        "found = {name: {**resources(c), **memory_instructions(sass(c))} for name, c in\n"
+        "         ((name, compile_cluster_op(op, d, n, getattr(torch, dt))) for name, (op, d, n, dt) in cases.items())}\n"
+        "print(json.dumps(found))\n"
+    )
+    found = without_interpreter(code)
+    assert found.keys() == FAMILY_CASES.keys()
+    for case, counts in found.items():
+        assert counts.get("LDG.E.128", 0) > 0 and counts.get("STG.E.128", 0) > 0, (case, counts)
+        assert counts["registers"] <= 160 and counts["stack"] == 0, (case, counts)
+
+
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
 @pytest.mark.parametrize("n", [65536, 200000])
 def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, direction, n):

@@ -708,6 +708,46 @@ def test_gpu_memory_is_the_gradient_and_o_of_m(dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("v", [16385, 32000, 50257, 131073])
+def test_gpu_long_rows_over_a_cluster(monkeypatch, v, dtype):
+    """Rows too long for one program's registers, without label smoothing, take the cluster
+    kernel on sm_90 (one read of the logits): against float64 with the special rows; a target
+    out of range gives NaN; a row's bits alone are its bits in the batch; the gradient the
+    forward writes is, bit for bit, the recompute's from the same statistics, and in place."""
+    from kernels_triton import cluster, xent_cluster
+
+    if not cluster.applies("fwd", 1, v, dtype, torch.device("cuda"), K.looped_from(dtype.itemsize)):
+        pytest.skip("the cluster kernels need sm_90")
+    module = importlib.import_module("kernels_triton.cross_entropy")
+    seen, launch = [], module.launch
+    monkeypatch.setattr(
+        module, "launch", lambda kernel, *a, **kw: (seen.append(kernel), launch(kernel, *a, **kw))[1]
+    )
+    x, t = logits_and_targets(67, v, dtype)
+    check(x, t, "mean", 0.0)
+    check(x, t, "sum", 0.0, dloss_scale=1.0)
+    assert xent_cluster.cluster_xent_kernel in seen
+    bad = t[6:7] + v
+    assert cross_entropy(x[6:7], bad, reduction="none").isnan().all()
+    x, t = logits_and_targets(67, v, dtype, seed=3, special=False)
+    batch = cross_entropy(x, t, reduction="none")
+    xa = x.clone().requires_grad_()
+    cross_entropy(xa, t, reduction="sum").backward()
+    for i in (0, 31, 66):
+        assert torch.equal(cross_entropy(x[i : i + 1], t[i : i + 1], reduction="none"), batch[i : i + 1])
+    _, stats, count = module._forward(x, t, IGNORE, "sum", 0.0, None)
+    one = torch.ones((), dtype=torch.float32, device=DEVICE)
+    assert torch.equal(module._backward(x, t, stats, count, one, IGNORE, "sum", 0.0), xa.grad)
+    xi = x.clone().requires_grad_()
+    loss = cross_entropy(xi, t, inplace_backward=True)
+    loss.backward()
+    xm = x.clone().requires_grad_()
+    cross_entropy(xm, t).backward()
+    assert torch.equal(xi.grad, xm.grad)
+
+
+@pytest.mark.gpu
 def test_gpu_torch_compile_inductor():
     x, t = logits_and_targets(512, 50257, torch.bfloat16, special=False)
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()

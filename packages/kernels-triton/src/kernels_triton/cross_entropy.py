@@ -8,9 +8,10 @@ not ignored: all ignored gives NaN, as in torch), label_smoothing as torch defin
 Traffic. The forward (xent_kernels.cross_entropy_fwd) reads each row once for the loss and
 keeps (max, sum of exp(x - max)) per row, O(M). When the logits need a gradient and the reduction is
 "sum" or "mean", it also writes the gradient of the loss for an upstream gradient of 1 in the
-same launch: from registers where the row fits, else from a second, back-to-front read that
-mostly hits L2. The backward then only scales it by the upstream gradient, in place, and on
-the device skips even that when the upstream gradient is 1 (loss.backward()); so forward and
+same launch: from registers where the row fits in a program's (or, on sm_90 and without
+label smoothing, in a cluster's: xent_cluster.py), else from a second, back-to-front read
+that mostly hits L2. The backward then only scales it by the upstream gradient, in place, and
+on the device skips even that when the upstream gradient is 1 (loss.backward()); so forward and
 backward together read the logits once (twice at most) and write the gradient once, and hold
 no copy of the logits. inplace_backward=True writes that gradient over the logits (as Liger
 and QuACK offer): no memory beyond O(M), and the logits are gone after the forward.
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels_triton import cluster
 from kernels_triton import xent_kernels as K
 from kernels_triton import xent_reduce as R
 from kernels_triton.configs import INTERPRET
@@ -127,7 +129,21 @@ def _forward(
     if not run:
         return (out.to(x.dtype) if reduction == "none" else out), stats, _count(target, ignore_index, False)
     count = _count(target, ignore_index, reduction != "none")
-    if m:
+    if (
+        m
+        and smooth == 0.0
+        and cluster.applies("fwd", m, n, x.dtype, x.device, K.looped_from(x.element_size()))
+    ):
+        g = x if grad is None else grad
+        off, split = K.splits(n, [x, g])
+        kernel, meta, warps, maxnreg = cluster.kernel_for("fwd", n, x.dtype, split["VEC"], "cross_entropy")
+        launch(
+            kernel, m,
+            (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index), warps,
+            cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, WRITE_GRAD=grad is not None,
+            MEAN=reduction == "mean",
+        )  # fmt: skip
+    elif m:
         block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
         grid = K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device)
         tensors = [x] if grad is None else [x, grad]

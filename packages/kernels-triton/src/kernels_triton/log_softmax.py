@@ -4,7 +4,9 @@ F.log_softmax's semantics: any dim and layout (the dim is moved last and the row
 stride, a copy only when they are not), fp32, fp16, bf16 and fp64, autograd, torch.compile.
 The kernels (xent_kernels.log_softmax_fwd / _bwd) reduce a row as the softmax does (max and
 sum of exponentials, online where the row loops) and end in another epilogue:
-y = (x - max) - log(sum), dx = dy - exp(y) * sum(dy).
+y = (x - max) - log(sum), dx = dy - exp(y) * sum(dy). A row too long for one program's
+registers takes, on sm_90, the softmax's cluster kernels with that epilogue (cluster.py, LOG):
+read once, not twice.
 
 One autograd path, _LogSoftmax. Eager calls launch the kernels directly; while torch.compile
 or torch.export traces, it calls the opaque custom ops kernels_triton::log_softmax and
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels_triton import cluster
 from kernels_triton import xent_kernels as K
 from kernels_triton.configs import INTERPRET
 from kernels_triton.softmax import SoftmaxDimError, as_rows, from_rows
@@ -43,7 +46,16 @@ def _check(x, dim, what: str) -> int:
 
 
 def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
-    """kernel over m rows of n elements; rows: the (m, n) tensors, output last."""
+    """kernel over m rows of n elements; rows: the (m, n) tensors, output last. Rows the softmax
+    takes over a cluster (cluster.applies) take its cluster kernels with the log epilogue."""
+    direction = "fwd" if kernel is K.log_softmax_fwd else "bwd"
+    if cluster.applies(direction, m, n, rows[0].dtype, rows[0].device, K.looped_from(rows[0].element_size())):
+        fn, meta, warps, maxnreg = cluster.kernel_for(
+            direction, n, rows[0].dtype, cluster.packs(rows), "log_softmax"
+        )
+        args = (*rows, n, *(r.stride(0) for r in rows))
+        launch(fn, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, **meta)
+        return
     block, one_pass, warps = K.choose(n, rows[0].element_size())
     grid = K.programs(m, n, rows[0].element_size(), one_pass, rows[0].device)
     off, split = K.splits(n, rows)

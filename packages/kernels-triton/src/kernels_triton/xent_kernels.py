@@ -66,6 +66,7 @@ from kernels_triton.xent_rows import (
     _tile_stats,
     body_col,
     body_ptr,
+    exp,
     row_stats,
     split,
 )
@@ -126,7 +127,7 @@ def log_softmax_bwd(
             valid = _in_row(cols, N, ALIGN)
             dy = _acc(tl.load(dy_row + cols, mask=valid, other=0.0), IS_FP64)
             y = _acc(tl.load(y_row + cols, mask=valid, other=float("-inf")), IS_FP64)
-            dx = dy - tl.exp(y) * tl.sum(dy, 0)
+            dx = dy - exp(y) * tl.sum(dy, 0)
             tl.store(dx_row + cols, dx.to(DX.dtype.element_ty), mask=valid)
         else:  # the split follows y's rows
             head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_y, N, VEC)
@@ -146,18 +147,18 @@ def log_softmax_bwd(
                 valid = _in_row(c, body, PACK)
                 dy = _acc(tl.load(dy_body + c, mask=valid, other=0.0), IS_FP64)
                 y = _acc(tl.load(y_body + c, mask=valid, other=float("-inf")), IS_FP64)
-                tl.store(dx_body + c, (dy - tl.exp(y) * total).to(DX.dtype.element_ty), mask=valid)
+                tl.store(dx_body + c, (dy - exp(y) * total).to(DX.dtype.element_ty), mask=valid)
             if VEC > 0:
                 dy = _acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
                 y = _acc(tl.load(y_row + edges, mask=in_edges, other=float("-inf")), IS_FP64)
-                tl.store(dx_row + edges, (dy - tl.exp(y) * total).to(DX.dtype.element_ty), mask=in_edges)
+                tl.store(dx_row + edges, (dy - exp(y) * total).to(DX.dtype.element_ty), mask=in_edges)
 
 
 # --- cross-entropy ----------------------------------------------------------------------
 
 
 @triton.jit
-def _ce_grad(p, c, t, smooth, N, scale):
+def ce_grad(p, c, t, smooth, N, scale):
     """(p - (1 - eps) onehot(t) - eps / N) * scale for the columns c of a row; p the softmax."""
     g = p - tl.where(c == t, 1.0 - smooth, 0.0) - smooth / N
     return g * scale
@@ -198,15 +199,16 @@ def cross_entropy_fwd(
             rows = blk * ROWS + tl.arange(0, ROWS)
             live = rows < M
             x_rows = _row(X, rows, stride_x, ALIGN)
+            valid = live[:, None] & _in_row(cols, N, ALIGN)[None, :]
+            x = _acc(tl.load(x_rows[:, None] + cols[None, :], mask=valid, other=float("-inf")), IS_FP64)
+            # the targets after the tile: their load, and x[t]'s that waits on it, overlap the tile's
             t = tl.load(T + rows, mask=live, other=ignore_index).to(tl.int64)
             counted = t != ignore_index
             in_row = (t >= 0) & (t < N)
             x_t = _acc(tl.load(x_rows + t, mask=live & counted & in_row, other=float("nan")), IS_FP64)
-            valid = live[:, None] & _in_row(cols, N, ALIGN)[None, :]
-            x = _acc(tl.load(x_rows[:, None] + cols[None, :], mask=valid, other=float("-inf")), IS_FP64)
             big = tl.max(x, 1)
             r = _ref(big)[:, None]
-            e = tl.exp(x - r)
+            e = exp(x - r)
             total = tl.sum(e, 1)
             sum_x = 0.0
             if SMOOTH != 0.0:
@@ -216,10 +218,18 @@ def cross_entropy_fwd(
             tl.store(STATS + rows, big.to(STATS.dtype.element_ty), mask=live)
             tl.store(STATS + M + rows, total.to(STATS.dtype.element_ty), mask=live)
             if WRITE_GRAD:
-                scale = tl.where(counted, scale_all, 0.0)[:, None]
-                g = _ce_grad(e * (1.0 / total)[:, None], cols[None, :], t[:, None], smooth, N, scale)
+                scale = tl.where(counted, scale_all, 0.0)
+                inv_total = 1.0 / total
                 g_rows = _row(G, rows, stride_g, ALIGN)
+                if SMOOTH == 0.0:  # p * scale, ce_grad's roundings where c != t; the targets' after
+                    g = (e * inv_total[:, None]) * scale[:, None]
+                else:
+                    g = ce_grad(e * inv_total[:, None], cols[None, :], t[:, None], smooth, N, scale[:, None])
                 tl.store(g_rows[:, None] + cols[None, :], g.to(G.dtype.element_ty), mask=valid)
+                if SMOOTH == 0.0:  # the targets' (p - 1) * scale over what the tile wrote there
+                    tl.debug_barrier()
+                    g_t = ce_grad(exp(x_t - _ref(big)) * inv_total, t, t, smooth, N, scale)
+                    tl.store(g_rows + t, g_t.to(G.dtype.element_ty), mask=live & counted & in_row)
     else:
         for row in range(tl.program_id(0), M, tl.num_programs(0)):
             x_row = _row(X, row, stride_x, ALIGN)
@@ -244,18 +254,18 @@ def cross_entropy_fwd(
                     valid = _in_row(c, body, PACK)
                     x = tl.load(x_body + c, mask=valid, other=0.0, eviction_policy="evict_first")
                     x = _acc(x, IS_FP64)
-                    g = _ce_grad(tl.exp(x - big) * inv_total, c, body_col(t, head, N), smooth, N, scale)
+                    g = ce_grad(exp(x - big) * inv_total, c, body_col(t, head, N), smooth, N, scale)
                     tl.store(g_body + c, g.to(G.dtype.element_ty), mask=valid, eviction_policy="evict_first")
                 if VEC > 0:  # the edges last: with G = X their logits are still there
                     x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
-                    g = _ce_grad(tl.exp(x - big) * inv_total, edges, t, smooth, N, scale)
+                    g = ce_grad(exp(x - big) * inv_total, edges, t, smooth, N, scale)
                     tl.store(g_row + edges, g.to(G.dtype.element_ty), mask=in_edges)
 
 
 @triton.jit
 def _ce_bwd_grad(x, c, t, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW: tl.constexpr):
     """cross_entropy_bwd's gradient of columns c, in G's dtype."""
-    g = _ce_grad(tl.exp(x - big) * inv_total, c, t, smooth, N, scale).to(G.dtype.element_ty)
+    g = ce_grad(exp(x - big) * inv_total, c, t, smooth, N, scale).to(G.dtype.element_ty)
     if not PER_ROW:
         if d != 1.0:
             g = (g.to(DLOSS.dtype.element_ty) * d).to(G.dtype.element_ty)
@@ -358,7 +368,7 @@ def token_stats_fwd(
 def _token_grad(x, c, t, big, log_total, dlogp, dent, ent):
     """dx of columns c: dlogp (onehot(t) - p) - dH p (log p + H)."""
     logp = (x - big) - log_total
-    p = tl.exp(logp)
+    p = exp(logp)
     return dlogp * (tl.where(c == t, 1.0, 0.0) - p) - dent * tl.where(p > 0, p * (logp + ent), 0.0)
 
 
@@ -440,6 +450,11 @@ def choose(n: int, itemsize: int) -> tuple[int, bool, int]:
     if width <= whole:
         return width, True, max(1, min(16, width * itemsize // 2048))
     return block, False, warps
+
+
+def looped_from(itemsize: int) -> int:
+    """The shortest row that choose() loops over: from here a cluster holds it on sm_90 (cluster.py)."""
+    return ROW_SHAPES[itemsize][0] + 1
 
 
 INTERPRETER_PROGRAMS = 3  # under the interpreter: few programs, so the persistent loop runs

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels_triton.cluster import slots
 from kernels_triton.configs import INTERPRET
 from kernels_triton.launch import launcher
 
@@ -31,28 +32,37 @@ def specialization(arg) -> object:
     return type(arg), arg if isinstance(arg, bool) else None
 
 
-def launch(kernel, grid: int, args: tuple, num_warps: int, **constexprs) -> None:
+def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, maxnreg: int | None = None,
+           **constexprs) -> None:  # fmt: skip
     """kernel[(grid,)](*args, num_warps=num_warps, **constexprs) on the device of args[0] (a
-    tensor); every parameter after args is one of constexprs."""
+    tensor); every parameter after args is one of constexprs. cluster = C > 0: a cluster.py
+    kernel, launched as `grid` clusters of C blocks (the launch metadata's num_ctas), whose last
+    argument, slot_base, is appended here."""
     first = args[0]
     if INTERPRET or not first.is_cuda:
         kernel[(grid,)](*args, num_warps=num_warps, **constexprs)
         return
     device = first.get_device()
-    key = (kernel, device, num_warps, *constexprs.items(), *map(specialization, args))
+    key = (kernel, device, num_warps, cluster, maxnreg, *constexprs.items(), *map(specialization, args))
     entry = _LAUNCHERS.get(key)
     if entry is None:
+        options = {"num_stages": 1, "maxnreg": maxnreg} if cluster else {}
         with torch.cuda.device(device):  # Triton compiles for, and loads into, the current device
-            compiled = kernel.warmup(*args, grid=(grid,), num_warps=num_warps, **constexprs)
+            compiled = kernel.warmup(*args, *((0,) if cluster else ()), grid=(grid,), num_warps=num_warps,
+                                     **{k: v for k, v in options.items() if v is not None}, **constexprs)  # fmt: skip
             compiled._init_handles()
-        values = tuple(constexprs[name] for name in kernel.arg_names[len(args) :])
+        values = tuple(constexprs[name] for name in kernel.arg_names[len(args) + bool(cluster) :])
+        packed = None
+        if cluster:  # the exchange's mbarrier and C pairs past Triton's shared memory (cluster.py)
+            base = slots(compiled)
+            values, packed = (base, *values), (num_warps, cluster, base + 8 + 8 * cluster)
         if len(_LAUNCHERS) >= MAX_LAUNCHERS:
             _LAUNCHERS.clear()
-        entry = _LAUNCHERS[key] = (*launcher(compiled), values)
+        entry = _LAUNCHERS[key] = (*launcher(compiled, packed), values)
     c, function, coop, pdl, meta, annotations, signature, values = entry
     flat = (*[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], *values)
     if torch._C._cuda_getDevice() != device:  # a function handle belongs to its device's context
         with torch.cuda.device(device):
-            return launch(kernel, grid, args, num_warps, **constexprs)
+            return launch(kernel, grid, args, num_warps, cluster, maxnreg, **constexprs)
     c(grid, 1, 1, torch._C._cuda_getCurrentRawStream(device), function, coop, pdl, meta,
       None, None, None, None, None, annotations, signature, flat)  # fmt: skip

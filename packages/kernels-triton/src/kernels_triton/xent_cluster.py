@@ -1,0 +1,108 @@
+"""The cross-entropy forward over a thread-block cluster (sm_90): cluster.py's form for rows too
+long for one program's registers, with the loss, the row's statistics and the gradient as its
+epilogue. cluster.kernel_for("fwd", N, dtype, VEC, "cross_entropy") sizes it; cross_entropy.py
+launches it (xent_launch.launch with cluster=C) where there is no label smoothing.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kernels_triton.dsmem import exchange, pair, partial, row_sum, shift, split_row, widen
+from kernels_triton.kernels import LOG2E
+from kernels_triton.xent_kernels import ce_grad
+from kernels_triton.xent_reduce import count_total
+from kernels_triton.xent_rows import exp
+
+
+@triton.jit(do_not_specialize=["slot_base"])
+def cluster_xent_kernel(
+    x_ptr, t_ptr, loss_ptr, stats_ptr, g_ptr, count_ptr, M, N, x_row_stride, g_row_stride, OFF, ignore_index,
+    slot_base,
+    C: tl.constexpr, CHUNK: tl.constexpr, NEEDS_MASK: tl.constexpr, COMPENSATED: tl.constexpr, VEC: tl.constexpr,
+    THREADS: tl.constexpr,
+    ALIGN: tl.constexpr, LIKE: tl.constexpr,  # xent_kernels.splits(): the split follows x's rows
+    WRITE_GRAD: tl.constexpr,  # also the gradient of the summed (MEAN: averaged) loss for dloss = 1
+    MEAN: tl.constexpr,
+):  # fmt: skip
+    """xent_kernels.cross_entropy_fwd without label smoothing, a row over a cluster: the row is
+    read once and the gradient written from registers. The block holding column t reads x[t]
+    and writes the loss (block 0 where t is ignored or out of range); block 0 writes STATS
+    (max, S). The gradient is computed with cross_entropy_bwd's very operations from the row's
+    (M, S): the same bits as its recompute. G may be X: a block writes only its own chunk, after
+    reading it. COMPENSATED (fp32) applies to the merge of the C partials only: a chunk's sum is
+    a plain one, so that x alone is held across the exchange. A row off 16-byte boundaries (VEC
+    > 0) splits by x's offset, OFF + row * stride, as the looped kernels' rows do (xent_rows),
+    with the body's address hinted, so a row alone at its batch offset keeps its bits."""
+    pid = tl.program_id(0)
+    row = (pid // C).to(tl.int64)
+    rank = pid % C
+    x_row = x_ptr + tl.multiple_of(row * x_row_stride, ALIGN)
+    g_row = g_ptr + tl.multiple_of(row * g_row_stride, ALIGN)
+    t = tl.load(t_ptr + row).to(tl.int64)
+    counted = t != ignore_index
+    t_col = tl.where((t >= 0) & (t < N), t, -1).to(tl.int32)  # -1: no column
+    lanes = tl.arange(0, CHUNK)
+    if VEC > 0:
+        head, in_chunk, edge_cols, in_edges = split_row(row, x_row_stride, OFF, rank, N, C, CHUNK, VEC)
+        first = head.to(tl.int32) + rank * CHUNK  # the column of lane 0
+        x = tl.load(tl.multiple_of(x_row + first, 16) + lanes, mask=in_chunk, other=float("-inf"))
+        x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
+        in_body = (t_col >= head) & (t_col < head + (N - head) // VEC * VEC)
+        here = tl.where(in_body, (t_col - first >= 0) & (t_col - first < CHUNK), rank == C - 1)
+    else:
+        first = rank * CHUNK
+        in_chunk = first + lanes < N
+        if NEEDS_MASK:
+            x = tl.load(x_row + first + lanes, mask=in_chunk, other=float("-inf"))
+        else:
+            x = tl.load(x_row + first + lanes)
+        here = (t_col - first >= 0) & (t_col - first < CHUNK)
+    # the block that writes the loss, and x[t] (a scalar load: no reduction over the chunk)
+    writer = tl.where(counted & (t_col >= 0), here, rank == 0)
+    x_t = tl.load(x_row + t_col, mask=writer & counted & (t_col >= 0), other=0.0).to(tl.float32)
+    if COMPENSATED:  # fp32: the max, then the sum of exponentials, not held
+        m = tl.max(x, axis=0)
+        if VEC > 0:
+            m = tl.maximum(m, tl.max(x_edges, axis=0))
+        s = tl.sum(tl.exp2((x - shift(m)) * LOG2E), axis=0)
+        if VEC > 0:
+            s += tl.sum(tl.exp2((x_edges - shift(m)) * LOG2E), axis=0)
+    else:  # 16 bits: one reduction of pairs over the packed chunk
+        m, s = partial(x, THREADS)
+        if VEC > 0:
+            m_edges = tl.max(x_edges, axis=0)
+            m, s = pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - shift(m_edges)) * LOG2E), axis=0))
+    m_all, s_all = exchange(m, s, slot_base, rank, C)
+    m_row = tl.max(m_all, axis=0)  # the row's (M, S), merged as cluster_fwd_kernel merges them
+    s_row = row_sum(tl.where(m_all == float("-inf"), s_all, s_all * tl.exp2((shift(m_all) - m_row) * LOG2E)),
+                    COMPENSATED)  # fmt: skip
+    loss = tl.where(t_col >= 0, tl.log(s_row) + (m_row - x_t), float("nan"))
+    tl.store(loss_ptr + row, tl.where(counted, loss, 0.0).to(loss_ptr.dtype.element_ty), mask=writer)
+    tl.store(stats_ptr + row, m_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
+    tl.store(stats_ptr + M + row, s_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
+    if WRITE_GRAD:
+        scale_all = 1.0
+        if MEAN:
+            scale_all = 1.0 / count_total(count_ptr).to(tl.float32)
+        scale = tl.where(counted, scale_all, 0.0)
+        inv_total = 1.0 / s_row
+        # p * scale at every column; the target's (p - 1) * scale is stored over it below. These are
+        # ce_grad's roundings without smoothing (p - 0 - 0 / N is p), so the recompute's bits.
+        g = (exp(widen(x) - m_row) * inv_total) * scale
+        if VEC > 0:
+            if LIKE:  # G's rows sit at x's offsets: its body starts on a boundary too
+                g_body = tl.multiple_of(g_row + first, 16) + lanes
+            else:
+                g_body = g_row + first + lanes
+            tl.store(g_body, g.to(g_ptr.dtype.element_ty), mask=in_chunk)
+            g_edges = (exp(x_edges - m_row) * inv_total) * scale
+            tl.store(g_row + edge_cols, g_edges.to(g_ptr.dtype.element_ty), mask=in_edges)
+        elif NEEDS_MASK:
+            tl.store(g_row + first + lanes, g.to(g_ptr.dtype.element_ty), mask=in_chunk)
+        else:
+            tl.store(g_row + first + lanes, g.to(g_ptr.dtype.element_ty))
+        tl.debug_barrier()  # the block's stores above come before the target's, in the same place
+        g_t = ce_grad(exp(x_t - m_row) * inv_total, t_col, t_col, 0.0, N, scale)
+        tl.store(g_row + t_col, g_t.to(g_ptr.dtype.element_ty), mask=writer & counted & (t_col >= 0))
