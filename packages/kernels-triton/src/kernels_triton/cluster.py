@@ -26,18 +26,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels_triton import dsmem as D
 from kernels_triton.configs import DTYPES, INTERPRET
-from kernels_triton.dsmem import (
-    exchange,
-    maximum,
-    normalized,
-    pair,
-    partial,
-    row_sum,
-    shift,
-    split_row,
-    widen,
-)
 from kernels_triton.kernels import LOG2E
 from kernels_triton.xent_cluster import cluster_xent_kernel
 from kernels_triton.xent_rows import exp
@@ -148,7 +138,7 @@ def cluster_fwd_kernel(
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride
     if VEC > 0:  # the body in whole packs, the head and tail (x_edges) an element at a time
-        head, in_body, edge_cols, in_edges = split_row(row, x_row_stride, 0, rank, N, C, CHUNK, VEC)
+        head, in_body, edge_cols, in_edges = D.split_row(row, x_row_stride, 0, rank, N, C, CHUNK, VEC)
         x_body = x_ptr + tl.multiple_of(row * x_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
         x = tl.load(x_body, mask=in_body, other=float("-inf"))
         x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
@@ -158,31 +148,31 @@ def cluster_fwd_kernel(
         x = tl.load(x_row + cols)
     # The chunk's partial (m, s); a chunk of all -inf: m = -inf, s = 0. x stays in its dtype.
     if HOLD_EXPS:  # exponentials relative to the chunk's max, held: the max, then their sum
-        m = tl.reduce(x, 0, maximum).to(tl.float32)
+        m = tl.reduce(x, 0, D.maximum).to(tl.float32)
         if VEC > 0:
             m = tl.maximum(m, tl.max(x_edges, axis=0))
-        e = tl.exp2((x.to(tl.float32) - shift(m)) * LOG2E)
-        s = row_sum(e, COMPENSATED)
+        e = tl.exp2((x.to(tl.float32) - D.shift(m)) * LOG2E)
+        s = D.row_sum(e, COMPENSATED)
         if VEC > 0:
-            s += row_sum(tl.exp2((x_edges - shift(m)) * LOG2E), COMPENSATED)
+            s += D.row_sum(tl.exp2((x_edges - D.shift(m)) * LOG2E), COMPENSATED)
     else:  # 16 bits, or LOG: x is taken again after the exchange, so one reduction of pairs
-        m, s = partial(x, THREADS)
+        m, s = D.partial(x, THREADS)
         if VEC > 0:
             m_edges = tl.max(x_edges, axis=0)
-            m, s = pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - shift(m_edges)) * LOG2E), axis=0))
-    m_all, s_all = exchange(m, s, slot_base, rank, C)
+            m, s = D.pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - D.shift(m_edges)) * LOG2E), axis=0))
+    m_all, s_all = D.exchange(m, s, slot_base, rank, C)
     # The row's (M, S): a chunk with m = -inf adds its s unscaled (0, or NaN where it holds a NaN
     # beside nothing but -inf, which must still make the row NaN).
     m_row = tl.max(m_all, axis=0)
-    weight = tl.exp2((shift(m_all) - m_row) * LOG2E)
-    s_row = row_sum(tl.where(m_all == float("-inf"), s_all, s_all * weight), COMPENSATED)
+    weight = tl.exp2((D.shift(m_all) - m_row) * LOG2E)
+    s_row = D.row_sum(tl.where(m_all == float("-inf"), s_all, s_all * weight), COMPENSATED)
     # A row of all -inf (M = -inf) writes NaN, and a +inf or NaN makes S NaN: torch's results.
     if LOG:
-        y = (widen(x) - m_row) - tl.log(s_row)
+        y = (D.widen(x) - m_row) - tl.log(s_row)
     elif HOLD_EXPS:  # y = exp(x - m) * (exp(m - M) / S): a chunk of all -inf gives 0 * 0
         y = e * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
     else:  # y = exp(x - M) / S from the packed x, as in F.softmax
-        y = normalized(x, m_row, 1.0 / s_row)
+        y = D.normalized(x, m_row, 1.0 / s_row)
     if VEC > 0:
         y_body = y_ptr + tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
         tl.store(y_body, y.to(y_ptr.dtype.element_ty), mask=in_body)
@@ -219,7 +209,7 @@ def cluster_bwd_kernel(
     row = (pid // C).to(tl.int64)
     rank = pid % C
     if VEC > 0:  # equal row strides (packs): one offset serves y, dy and dx
-        head, in_body, edge_cols, in_edges = split_row(row, y_row_stride, 0, rank, N, C, CHUNK, VEC)
+        head, in_body, edge_cols, in_edges = D.split_row(row, y_row_stride, 0, rank, N, C, CHUNK, VEC)
         body = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
         y = tl.load(y_ptr + body, mask=in_body, other=0.0)
         dy = tl.load(dy_ptr + body, mask=in_body, other=0.0)
@@ -241,11 +231,11 @@ def cluster_bwd_kernel(
             d = _packed_sum(dy.to(tl.float32), THREADS, 128 // dy.dtype.primitive_bitwidth)
         else:
             d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
-    d_all, _ = exchange(d, 0.0, slot_base, rank, C)
+    d_all, _ = D.exchange(d, 0.0, slot_base, rank, C)
     if LOG:
-        dx = widen(dy) - exp(widen(y)) * tl.sum(d_all, axis=0)
+        dx = D.widen(dy) - exp(D.widen(y)) * tl.sum(d_all, axis=0)
     else:
-        dx = widen(y) * (widen(dy) - tl.sum(d_all, axis=0))
+        dx = D.widen(y) * (D.widen(dy) - tl.sum(d_all, axis=0))
     if VEC > 0:
         tl.store(dx_ptr + body, dx.to(dx_ptr.dtype.element_ty), mask=in_body)
         if LOG:
