@@ -543,6 +543,7 @@ import json, torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from kernels_triton import xent_kernels as K
+from kernels_triton import token_logprobs as T
 from sass_tools import memory_instructions, sass
 ty = "{ty}"
 dtype = dict(bf16=torch.bfloat16, fp32=torch.float32)[ty]
@@ -552,7 +553,7 @@ kernels = ["log_softmax_fwd", "log_softmax_bwd", "cross_entropy_fwd", "cross_ent
 stats = ("LOSS", "STATS", "DLOSS", "LOGP", "ENT", "DLOGP", "DENT")
 got = {{}}
 for name in kernels:
-    fn = getattr(K, name)
+    fn = getattr(K, name, None) or getattr(T, name)
     for like in (True, False) if "LIKE" in fn.arg_names else (True,):
         meta = dict(BLOCK=block, ALIGN=1, VEC=16 // dtype.itemsize, LIKE=like, ONE_PASS=False, IS_FP64=False,
                     SMOOTH=0.1, MEAN=True, WRITE_GRAD=True, ROWS=1, PER_ROW=False)

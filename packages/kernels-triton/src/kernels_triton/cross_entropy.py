@@ -199,7 +199,7 @@ def _scale_unless_one(grad: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
     if INTERPRET or not grad.is_cuda:
         grid = 1
     else:
-        grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * K._device_caps(grad.device.index)[0])
+        grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * K.device_caps(grad.device.index)[0])
     align = K.align(numel, [grad.view(1, numel)]) if numel else 1
     launch(K.scale_unless_one, max(1, grid), (grad, dloss, numel), 4, BLOCK=_SCALE_BLOCK, ALIGN=align)
     return grad

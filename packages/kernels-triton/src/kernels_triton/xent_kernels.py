@@ -58,17 +58,17 @@ import triton.language as tl
 from kernels_triton.configs import INTERPRET
 from kernels_triton.xent_reduce import count_total
 from kernels_triton.xent_rows import (
-    _acc,
-    _const,
-    _in_row,
-    _ref,
-    _row,
-    _tile_stats,
+    acc_const,
     body_col,
     body_ptr,
     exp,
+    exp_ref,
+    lanes_in_row,
+    row_start,
     row_stats,
     split,
+    tile_stats,
+    to_acc,
 )
 
 # --- log_softmax ------------------------------------------------------------------------
@@ -84,12 +84,12 @@ def log_softmax_fwd(
     cols = tl.arange(0, BLOCK)
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = _row(X, row, stride_x, ALIGN)
-        y_row = _row(Y, row, stride_y, ALIGN)
+        x_row = row_start(X, row, stride_x, ALIGN)
+        y_row = row_start(Y, row, stride_y, ALIGN)
         if ONE_PASS:
-            valid = _in_row(cols, N, ALIGN)
-            x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
-            big, _, total, _, _ = _tile_stats(x, valid, False, False)
+            valid = lanes_in_row(cols, N, ALIGN)
+            x = to_acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
+            big, _, total, _, _ = tile_stats(x, valid, False, False)
             y = (x - big) - tl.log(total)
             tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=valid)
         else:
@@ -101,12 +101,12 @@ def log_softmax_fwd(
             log_total = tl.log(total)
             for i in range(0, tl.cdiv(body, BLOCK)):
                 c = (tl.cdiv(body, BLOCK) - 1 - i) * BLOCK + cols  # back to front: L2's freshest first
-                valid = _in_row(c, body, PACK)
-                x = _acc(tl.load(x_body + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64)
+                valid = lanes_in_row(c, body, PACK)
+                x = to_acc(tl.load(x_body + c, mask=valid, other=0.0, eviction_policy="evict_first"), IS_FP64)
                 y = (x - big) - log_total
                 tl.store(y_body + c, y.to(Y.dtype.element_ty), mask=valid, eviction_policy="evict_first")
             if VEC > 0:
-                x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                x = to_acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
                 tl.store(y_row + edges, ((x - big) - log_total).to(Y.dtype.element_ty), mask=in_edges)
 
 
@@ -120,13 +120,13 @@ def log_softmax_bwd(
     cols = tl.arange(0, BLOCK)
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        y_row = _row(Y, row, stride_y, ALIGN)
-        dy_row = _row(DY, row, stride_dy, ALIGN)
-        dx_row = _row(DX, row, stride_dx, ALIGN)
+        y_row = row_start(Y, row, stride_y, ALIGN)
+        dy_row = row_start(DY, row, stride_dy, ALIGN)
+        dx_row = row_start(DX, row, stride_dx, ALIGN)
         if ONE_PASS:
-            valid = _in_row(cols, N, ALIGN)
-            dy = _acc(tl.load(dy_row + cols, mask=valid, other=0.0), IS_FP64)
-            y = _acc(tl.load(y_row + cols, mask=valid, other=float("-inf")), IS_FP64)
+            valid = lanes_in_row(cols, N, ALIGN)
+            dy = to_acc(tl.load(dy_row + cols, mask=valid, other=0.0), IS_FP64)
+            y = to_acc(tl.load(y_row + cols, mask=valid, other=float("-inf")), IS_FP64)
             dx = dy - exp(y) * tl.sum(dy, 0)
             tl.store(dx_row + cols, dx.to(DX.dtype.element_ty), mask=valid)
         else:  # the split follows y's rows
@@ -134,23 +134,23 @@ def log_softmax_bwd(
             y_body = body_ptr(Y, row, stride_y, head, ALIGN, VEC, True)
             dy_body = body_ptr(DY, row, stride_dy, head, ALIGN, VEC, LIKE)
             dx_body = body_ptr(DX, row, stride_dx, head, ALIGN, VEC, LIKE)
-            acc = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
+            acc = to_acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
             if VEC > 0:  # head and tail in lane 0
-                dy_edges = _acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                dy_edges = to_acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
                 acc = tl.where(cols == 0, tl.sum(dy_edges, 0), acc)
             for start in range(0, body, BLOCK):
                 c = start + cols
-                acc += _acc(tl.load(dy_body + c, mask=_in_row(c, body, PACK), other=0.0), IS_FP64)
+                acc += to_acc(tl.load(dy_body + c, mask=lanes_in_row(c, body, PACK), other=0.0), IS_FP64)
             total = tl.sum(acc, 0)
             for i in range(0, tl.cdiv(body, BLOCK)):
                 c = (tl.cdiv(body, BLOCK) - 1 - i) * BLOCK + cols
-                valid = _in_row(c, body, PACK)
-                dy = _acc(tl.load(dy_body + c, mask=valid, other=0.0), IS_FP64)
-                y = _acc(tl.load(y_body + c, mask=valid, other=float("-inf")), IS_FP64)
+                valid = lanes_in_row(c, body, PACK)
+                dy = to_acc(tl.load(dy_body + c, mask=valid, other=0.0), IS_FP64)
+                y = to_acc(tl.load(y_body + c, mask=valid, other=float("-inf")), IS_FP64)
                 tl.store(dx_body + c, (dy - exp(y) * total).to(DX.dtype.element_ty), mask=valid)
             if VEC > 0:
-                dy = _acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
-                y = _acc(tl.load(y_row + edges, mask=in_edges, other=float("-inf")), IS_FP64)
+                dy = to_acc(tl.load(dy_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                y = to_acc(tl.load(y_row + edges, mask=in_edges, other=float("-inf")), IS_FP64)
                 tl.store(dx_row + edges, (dy - exp(y) * total).to(DX.dtype.element_ty), mask=in_edges)
 
 
@@ -190,24 +190,24 @@ def cross_entropy_fwd(
     Looped: the row split as X's rows sit (VEC, OFF; G's body hinted where LIKE)."""
     cols = tl.arange(0, BLOCK)
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
-    smooth = _const(SMOOTH, IS_FP64)
+    smooth = acc_const(SMOOTH, IS_FP64)
     scale_all = 1.0
     if WRITE_GRAD and MEAN:
-        scale_all = 1.0 / _acc(count_total(COUNT), IS_FP64)
+        scale_all = 1.0 / to_acc(count_total(COUNT), IS_FP64)
     if ONE_PASS:
         for blk in range(tl.program_id(0), tl.cdiv(M, ROWS), tl.num_programs(0)):
             rows = blk * ROWS + tl.arange(0, ROWS)
             live = rows < M
-            x_rows = _row(X, rows, stride_x, ALIGN)
-            valid = live[:, None] & _in_row(cols, N, ALIGN)[None, :]
-            x = _acc(tl.load(x_rows[:, None] + cols[None, :], mask=valid, other=float("-inf")), IS_FP64)
+            x_rows = row_start(X, rows, stride_x, ALIGN)
+            valid = live[:, None] & lanes_in_row(cols, N, ALIGN)[None, :]
+            x = to_acc(tl.load(x_rows[:, None] + cols[None, :], mask=valid, other=float("-inf")), IS_FP64)
             # the targets after the tile: their load, and x[t]'s that waits on it, overlap the tile's
             t = tl.load(T + rows, mask=live, other=ignore_index).to(tl.int64)
             counted = t != ignore_index
             in_row = (t >= 0) & (t < N)
-            x_t = _acc(tl.load(x_rows + t, mask=live & counted & in_row, other=float("nan")), IS_FP64)
+            x_t = to_acc(tl.load(x_rows + t, mask=live & counted & in_row, other=float("nan")), IS_FP64)
             big = tl.max(x, 1)
-            r = _ref(big)[:, None]
+            r = exp_ref(big)[:, None]
             e = exp(x - r)
             total = tl.sum(e, 1)
             sum_x = 0.0
@@ -220,7 +220,7 @@ def cross_entropy_fwd(
             if WRITE_GRAD:
                 scale = tl.where(counted, scale_all, 0.0)
                 inv_total = 1.0 / total
-                g_rows = _row(G, rows, stride_g, ALIGN)
+                g_rows = row_start(G, rows, stride_g, ALIGN)
                 if SMOOTH == 0.0:  # p * scale, ce_grad's roundings where c != t; the targets' after
                     g = (e * inv_total[:, None]) * scale[:, None]
                 else:
@@ -228,14 +228,14 @@ def cross_entropy_fwd(
                 tl.store(g_rows[:, None] + cols[None, :], g.to(G.dtype.element_ty), mask=valid)
                 if SMOOTH == 0.0:  # the targets' (p - 1) * scale over what the tile wrote there
                     tl.debug_barrier()
-                    g_t = ce_grad(exp(x_t - _ref(big)) * inv_total, t, t, smooth, N, scale)
+                    g_t = ce_grad(exp(x_t - exp_ref(big)) * inv_total, t, t, smooth, N, scale)
                     tl.store(g_rows + t, g_t.to(G.dtype.element_ty), mask=live & counted & in_row)
     else:
         for row in range(tl.program_id(0), M, tl.num_programs(0)):
-            x_row = _row(X, row, stride_x, ALIGN)
+            x_row = row_start(X, row, stride_x, ALIGN)
             t = tl.load(T + row).to(tl.int64)
             counted = t != ignore_index
-            x_t = _acc(tl.load(x_row + t, mask=counted & (t >= 0) & (t < N), other=float("nan")), IS_FP64)
+            x_t = to_acc(tl.load(x_row + t, mask=counted & (t >= 0) & (t < N), other=float("nan")), IS_FP64)
             head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
             x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
             big, total, sum_x, _ = row_stats(x_row, x_body, body, edges, in_edges, N, BLOCK, PACK, VEC, IS_FP64,
@@ -245,19 +245,19 @@ def cross_entropy_fwd(
             tl.store(STATS + row, big.to(STATS.dtype.element_ty))
             tl.store(STATS + M + row, total.to(STATS.dtype.element_ty))
             if WRITE_GRAD:
-                g_row = _row(G, row, stride_g, ALIGN)
+                g_row = row_start(G, row, stride_g, ALIGN)
                 g_body = body_ptr(G, row, stride_g, head, ALIGN, VEC, LIKE)
                 scale = tl.where(counted, scale_all, 0.0)
                 inv_total = 1.0 / total
                 for i in range(0, tl.cdiv(body, BLOCK)):
                     c = (tl.cdiv(body, BLOCK) - 1 - i) * BLOCK + cols
-                    valid = _in_row(c, body, PACK)
+                    valid = lanes_in_row(c, body, PACK)
                     x = tl.load(x_body + c, mask=valid, other=0.0, eviction_policy="evict_first")
-                    x = _acc(x, IS_FP64)
+                    x = to_acc(x, IS_FP64)
                     g = ce_grad(exp(x - big) * inv_total, c, body_col(t, head, N), smooth, N, scale)
                     tl.store(g_body + c, g.to(G.dtype.element_ty), mask=valid, eviction_policy="evict_first")
                 if VEC > 0:  # the edges last: with G = X their logits are still there
-                    x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
+                    x = to_acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
                     g = ce_grad(exp(x - big) * inv_total, edges, t, smooth, N, scale)
                     tl.store(g_row + edges, g.to(G.dtype.element_ty), mask=in_edges)
 
@@ -286,20 +286,20 @@ def cross_entropy_bwd(
     the row's statistics alone, however the row is split)."""
     cols = tl.arange(0, BLOCK)
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
-    smooth = _const(SMOOTH, IS_FP64)
+    smooth = acc_const(SMOOTH, IS_FP64)
     scale_all = 1.0
     if MEAN:
-        scale_all = 1.0 / _acc(count_total(COUNT), IS_FP64)
+        scale_all = 1.0 / to_acc(count_total(COUNT), IS_FP64)
     d = tl.load(DLOSS)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = _row(X, row, stride_x, ALIGN)
-        g_row = _row(G, row, stride_g, ALIGN)
+        x_row = row_start(X, row, stride_x, ALIGN)
+        g_row = row_start(G, row, stride_g, ALIGN)
         head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
         x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
         g_body = body_ptr(G, row, stride_g, head, ALIGN, VEC, LIKE)
         t = tl.load(T + row).to(tl.int64)
         if PER_ROW:
-            scale = _acc(tl.load(DLOSS + row), IS_FP64)
+            scale = to_acc(tl.load(DLOSS + row), IS_FP64)
         else:
             scale = scale_all
         scale = tl.where(t != ignore_index, scale, 0.0)
@@ -308,12 +308,12 @@ def cross_entropy_bwd(
         t_body = body_col(t, head, N)
         for start in range(0, body, BLOCK):
             c = start + cols
-            valid = _in_row(c, body, PACK)
-            x = _acc(tl.load(x_body + c, mask=valid, other=0.0), IS_FP64)
+            valid = lanes_in_row(c, body, PACK)
+            x = to_acc(tl.load(x_body + c, mask=valid, other=0.0), IS_FP64)
             g = _ce_bwd_grad(x, c, t_body, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW)
             tl.store(g_body + c, g, mask=valid)
         if VEC > 0:
-            x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
+            x = to_acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
             g = _ce_bwd_grad(x, edges, t, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW)
             tl.store(g_row + edges, g, mask=in_edges)
 
@@ -326,83 +326,9 @@ def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
     if d != 1.0:
         offs = tl.arange(0, BLOCK).to(tl.int64)
         for start in range(tl.program_id(0).to(tl.int64) * BLOCK, numel, tl.num_programs(0) * BLOCK):
-            mask = _in_row(start + offs, numel, ALIGN)
+            mask = lanes_in_row(start + offs, numel, ALIGN)
             g = tl.load(G + start + offs, mask=mask, other=0.0).to(DOUT.dtype.element_ty)
             tl.store(G + start + offs, (g * d).to(G.dtype.element_ty), mask=mask)
-
-
-# --- per-token log-probability and entropy ----------------------------------------------
-
-
-@triton.jit
-def token_stats_fwd(
-    X, T, LOGP, ENT, STATS, M, N, stride_x, OFF, ignore_index,
-    BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, ONE_PASS: tl.constexpr, IS_FP64: tl.constexpr,
-):  # fmt: skip
-    """Per row: log p[t] = (x[t] - max) - log S (0 where t == ignore_index) and the entropy
-    H = -sum p log p = log S - sum exp(x - max)(x - max) / S; STATS keeps (max, log S)."""
-    cols = tl.arange(0, BLOCK)
-    PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
-    for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = _row(X, row, stride_x, ALIGN)
-        t = tl.load(T + row).to(tl.int64)
-        counted = t != ignore_index
-        x_t = _acc(tl.load(x_row + t, mask=counted & (t >= 0) & (t < N), other=float("nan")), IS_FP64)
-        if ONE_PASS:
-            valid = _in_row(cols, N, ALIGN)
-            x = _acc(tl.load(x_row + cols, mask=valid, other=float("-inf")), IS_FP64)
-            big, _, total, _, sum_xe = _tile_stats(x, valid, False, True)
-        else:
-            head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
-            x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
-            big, total, _, sum_xe = row_stats(x_row, x_body, body, edges, in_edges, N, BLOCK, PACK, VEC, IS_FP64,
-                                              False, True)  # fmt: skip
-        log_total = tl.log(total)
-        tl.store(LOGP + row, tl.where(counted, (x_t - big) - log_total, 0.0).to(LOGP.dtype.element_ty))
-        tl.store(ENT + row, (log_total - sum_xe / total).to(ENT.dtype.element_ty))
-        tl.store(STATS + row, big.to(STATS.dtype.element_ty))
-        tl.store(STATS + M + row, log_total.to(STATS.dtype.element_ty))
-
-
-@triton.jit
-def _token_grad(x, c, t, big, log_total, dlogp, dent, ent):
-    """dx of columns c: dlogp (onehot(t) - p) - dH p (log p + H)."""
-    logp = (x - big) - log_total
-    p = exp(logp)
-    return dlogp * (tl.where(c == t, 1.0, 0.0) - p) - dent * tl.where(p > 0, p * (logp + ent), 0.0)
-
-
-@triton.jit
-def token_stats_bwd(
-    X, T, STATS, ENT, DLOGP, DENT, G, M, N, stride_x, stride_g, OFF, ignore_index,
-    BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, LIKE: tl.constexpr, IS_FP64: tl.constexpr,
-):  # fmt: skip
-    """dx = dlogp (onehot(t) - p) - dH p (log p + H), one read of the row and one write;
-    p log p is 0 where p is (x = -inf)."""
-    cols = tl.arange(0, BLOCK)
-    PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
-    for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = _row(X, row, stride_x, ALIGN)
-        g_row = _row(G, row, stride_g, ALIGN)
-        head, body, edges, in_edges = split(OFF + tl.cast(row, tl.int64) * stride_x, N, VEC)
-        x_body = body_ptr(X, row, stride_x, head, ALIGN, VEC, True)
-        g_body = body_ptr(G, row, stride_g, head, ALIGN, VEC, LIKE)
-        t = tl.load(T + row).to(tl.int64)
-        dlogp = tl.where(t != ignore_index, _acc(tl.load(DLOGP + row), IS_FP64), 0.0)
-        dent = _acc(tl.load(DENT + row), IS_FP64)
-        ent = _acc(tl.load(ENT + row), IS_FP64)
-        big = tl.load(STATS + row)
-        log_total = tl.load(STATS + M + row)
-        for start in range(0, body, BLOCK):
-            c = start + cols
-            valid = _in_row(c, body, PACK)
-            x = _acc(tl.load(x_body + c, mask=valid, other=0.0), IS_FP64)
-            g = _token_grad(x, c, body_col(t, head, N), big, log_total, dlogp, dent, ent)
-            tl.store(g_body + c, g.to(G.dtype.element_ty), mask=valid)
-        if VEC > 0:
-            x = _acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
-            g = _token_grad(x, edges, t, big, log_total, dlogp, dent, ent)
-            tl.store(g_row + edges, g.to(G.dtype.element_ty), mask=in_edges)
 
 
 # --- launch shapes ----------------------------------------------------------------------
@@ -462,7 +388,7 @@ MIN_PROGRAMS_PER_SM = 2
 
 
 @functools.cache
-def _device_caps(index: int) -> tuple[int, int]:
+def device_caps(index: int) -> tuple[int, int]:
     props = torch.cuda.get_device_properties(index)
     return props.multi_processor_count, props.L2_cache_size
 
@@ -476,6 +402,6 @@ def programs(m: int, n: int, itemsize: int, one_pass: bool, device: torch.device
         return max(1, min(m, INTERPRETER_PROGRAMS))
     if one_pass:
         return max(1, m)
-    sms, l2 = _device_caps(device.index if device.index is not None else torch.cuda.current_device())
+    sms, l2 = device_caps(device.index if device.index is not None else torch.cuda.current_device())
     in_flight = min(4 * sms, max(MIN_PROGRAMS_PER_SM * sms, l2 // (2 * n * itemsize)))
     return max(1, min(m, in_flight))

@@ -50,7 +50,7 @@ def exp(x):
 
 
 @triton.jit
-def _acc(x, IS_FP64: tl.constexpr):
+def to_acc(x, IS_FP64: tl.constexpr):
     """x widened to the accumulator type."""
     if IS_FP64:
         return x.to(tl.float64)
@@ -59,27 +59,27 @@ def _acc(x, IS_FP64: tl.constexpr):
 
 
 @triton.jit
-def _row(ptr, row, stride, ALIGN: tl.constexpr):
+def row_start(ptr, row, stride, ALIGN: tl.constexpr):
     """Pointer to the start of row `row` (int64 offsets: M * stride may pass 2**31). ALIGN
     divides every row stride (align()): the hint lets the compiler use 16-byte vectors."""
     return ptr + tl.multiple_of(tl.cast(row, tl.int64) * stride, ALIGN)
 
 
 @triton.jit
-def _in_row(cols, N, ALIGN: tl.constexpr):
+def lanes_in_row(cols, N, ALIGN: tl.constexpr):
     """cols < N, written so that the compiler sees the mask constant over runs of ALIGN lanes
     (ALIGN divides N): masked loads and stores stay vectors."""
     return cols // ALIGN < N // ALIGN
 
 
 @triton.jit
-def _ref(m):
+def exp_ref(m):
     """The reference point for exponentials: the max, or 0 while the max is -inf."""
     return tl.where(m == NEG_INF, 0.0, m)
 
 
 @triton.jit
-def _const(value: tl.constexpr, IS_FP64: tl.constexpr):
+def acc_const(value: tl.constexpr, IS_FP64: tl.constexpr):
     """A Python float in the accumulator type, not rounded through fp32 on the way."""
     if IS_FP64:
         return tl.full([], value, tl.float64)
@@ -122,18 +122,18 @@ def body_ptr(ptr, row, stride, head, ALIGN: tl.constexpr, VEC: tl.constexpr, HIN
     another register layout, and its row sums (tl.sum's order follows the layout) would differ
     in the last bit from the same row in an aligned batch."""
     if VEC > 0 and HINT:
-        return tl.multiple_of(_row(ptr, row, stride, ALIGN) + head, 16)
+        return tl.multiple_of(row_start(ptr, row, stride, ALIGN) + head, 16)
     else:
-        return _row(ptr, row, stride, ALIGN) + head
+        return row_start(ptr, row, stride, ALIGN) + head
 
 
 @triton.jit
-def _tile_stats(x, valid, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
+def tile_stats(x, valid, SUM_X: tl.constexpr, SUM_XE: tl.constexpr):
     """A row held whole in registers (x; -inf where not valid): (max, e = exp(x - R),
-    S = sum e, sum (x - R) over valid entries, sum e (x - R)), R = _ref(max). e is returned
+    S = sum e, sum (x - R) over valid entries, sum e (x - R)), R = exp_ref(max). e is returned
     for the epilogue (the softmax is e / S): one exponential an element."""
     big = tl.max(x, 0)
-    r = _ref(big)
+    r = exp_ref(big)
     e = exp(x - r)
     total = tl.sum(e, 0)
     sum_x = 0.0
@@ -151,7 +151,7 @@ def row_stats(
     BLOCK: tl.constexpr, PACK: tl.constexpr, VEC: tl.constexpr, IS_FP64: tl.constexpr,
     SUM_X: tl.constexpr, SUM_XE: tl.constexpr,
 ):  # fmt: skip
-    """Pass 1 of the looped path: _tile_stats' (max, S, sum (x - R), sum e (x - R)) from one
+    """Pass 1 of the looped path: tile_stats' (max, S, sum (x - R), sum e (x - R)) from one
     read of the row: head and tail first (VEC > 0; split), their sums in lane 0, then the
     body (x_body: `body` elements, a multiple of PACK) in BLOCK-wide tiles. The running max is
     the row's so far (one max across the program a tile); every lane's sums are relative to
@@ -160,16 +160,16 @@ def row_stats(
     elements already seen (the edges', then every full body tile before this one) moves by
     their count times the change."""
     cols = tl.arange(0, BLOCK)
-    zero = _acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
+    zero = to_acc(tl.zeros([BLOCK], tl.float32), IS_FP64)
     s = zero
     sx = zero
     w = zero
-    big = _const(float("-inf"), IS_FP64)
-    shift = _const(0.0, IS_FP64)
+    big = acc_const(float("-inf"), IS_FP64)
+    shift = acc_const(0.0, IS_FP64)
     seen = 0
     if VEC > 0:
         xe = tl.load(x_row + edges, mask=in_edges, other=float("-inf"), eviction_policy="evict_last")
-        big, _, s_edges, sx_edges, w_edges = _tile_stats(_acc(xe, IS_FP64), in_edges, SUM_X, SUM_XE)
+        big, _, s_edges, sx_edges, w_edges = tile_stats(to_acc(xe, IS_FP64), in_edges, SUM_X, SUM_XE)
         s = tl.where(cols == 0, s_edges, zero)
         if SUM_X:
             sx = tl.where(cols == 0, sx_edges, zero)
@@ -178,11 +178,13 @@ def row_stats(
             w = tl.where(cols == 0, w_edges, zero)
     for start in range(0, body, BLOCK):
         c = start + cols
-        valid = _in_row(c, body, PACK)
-        x = _acc(tl.load(x_body + c, mask=valid, other=float("-inf"), eviction_policy="evict_last"), IS_FP64)
+        valid = lanes_in_row(c, body, PACK)
+        x = to_acc(
+            tl.load(x_body + c, mask=valid, other=float("-inf"), eviction_policy="evict_last"), IS_FP64
+        )
         new = tl.maximum(big, tl.max(x, 0))
-        r_old = _ref(big)
-        r_new = _ref(new)
+        r_old = exp_ref(big)
+        r_new = exp_ref(new)
         scale = exp(big - r_new)
         e = exp(x - r_new)
         if SUM_XE:
