@@ -8,7 +8,8 @@ row's result is the same bits whatever batch it is in (rows.cuh says why): `row_
 rows (a block a row), `xent_config` for 09's (a group of threads a row, several rows a block for
 short rows, 16-byte packs from each row's first 16-byte boundary, so 09's bits also depend on the
 row's address mod 16). Where the row is kept between the kernels' two passes (shared memory, as
-much as fits) changes no arithmetic.
+much as fits) changes no arithmetic. `xent_cluster`: the forward of 09's long rows over a
+thread-block cluster instead (cuda/11_cross_entropy_cluster.cu, sm_90), also from (N, dtype).
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@
 // dtype and the row's address mod 16, never the rest of the batch; every block merges the C pairs
 // in the same order (the same bits in each). grad may be x itself (inplace): every element is read
 // (the target's twice) by the thread that later writes it, before it writes anything, and no
-// thread reads an element another thread writes, so the read-only loads of common.cuh see the
-// logits. The gradient goes out in 16-byte stores where its row lies at x's row's address mod 16
-// (the host allocates it so), else an element at a time: the same values either way.
+// thread reads an element another thread writes (through the coherent path: load_x). The gradient
+// goes out in 16-byte stores where its row lies at x's row's address mod 16 (the host allocates
+// it so), else an element at a time: the same values either way.
 //
 // Constants: KL_CLUSTER (blocks a cluster, compiled in with __cluster_dims__), KL_THREADS,
 // KL_VEC (elements of a 16-byte pack), KL_ITEMS (packs a thread holds: ITEMS * THREADS >= chunk).
@@ -43,6 +43,23 @@ constexpr int WARPS = THREADS / 32;
 static_assert(C <= 32, "warp 0 pushes and merges one block's pair a lane");
 static_assert(sizeof(Pack<VEC>) == 16, "the body moves in 16-byte packs");
 static_assert(2 * (VEC - 1) <= THREADS, "one thread an element of the head and the tail");
+
+// A pack of x (or one element) through the coherent path, ld.global, not common.cuh's read-only
+// ld.global.nc: grad may be x itself, and the compiler may take a read-only load's memory as never
+// written, free to move the load past the stores that write over it.
+template <int V> __device__ __forceinline__ Pack<V> load_x(const elem_t* p) {
+  Pack<V> v;
+  if constexpr (Pack<V>::BYTES == 16) {
+    const uint4 w = *reinterpret_cast<const uint4*>(p);
+    v.w[0] = w.x, v.w[1] = w.y, v.w[2] = w.z, v.w[3] = w.w;
+  } else if constexpr (Pack<V>::BYTES == 4) {
+    v.w[0] = *reinterpret_cast<const unsigned*>(p);
+  } else {
+    static_assert(V == 1 && sizeof(elem_t) == 2, "a 16-byte pack or one element");
+    v.w[0] = *p;
+  }
+  return v;
+}
 
 // The gradient's pack at gr (a pack of x's body): one 16-byte store where the gradient's row lies
 // at x's row's offset (`packed`), else VEC element stores.
@@ -86,11 +103,11 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     const int p = i * THREADS + tid;
-    v[i] = p < packs ? load_pack<VEC>(xr + head + (first_pack + p) * VEC) : neg_inf_pack<VEC>();
+    v[i] = p < packs ? load_x<VEC>(xr + head + (first_pack + p) * VEC) : neg_inf_pack<VEC>();
   }
   const bool has_edge = rank == C - 1 && tid < head + tail;  // the last block: head and tail
   const int edge_col = parts.edge_col(tid, N);
-  const Pack<1> edge = has_edge ? load_pack<1>(xr + edge_col) : neg_inf_pack<1>();
+  const Pack<1> edge = has_edge ? load_x<1>(xr + edge_col) : neg_inf_pack<1>();
 
   const i64 t = target[row];
   const bool ignored = t == ignore_index;
@@ -107,7 +124,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       owner = rank == C - 1 && tid == (tc < head ? tc : head + tc - body_end);
     }
   }
-  const float xt = owner ? elem(load_pack<1>(xr + t), 0) : 0.f;
+  const float xt = owner ? elem(load_x<1>(xr + t), 0) : 0.f;
   const float scale = count != nullptr ? __frcp_rn(*count) : 1.f;
 
   // The thread's max, then its sum against it: one ex2 an element, the exponentials kept.
@@ -130,7 +147,8 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
 
   if (grad != nullptr) {
     elem_t* gr = grad + row * grad_stride;
-    const bool packed = ((reinterpret_cast<unsigned long long>(gr) ^ reinterpret_cast<unsigned long long>(xr)) & 15) == 0;
+    const auto address = [](const void* p) { return reinterpret_cast<unsigned long long>(p); };
+    const bool packed = (address(gr) ^ address(xr)) % 16 == 0;
     // valid: scale; ignored: 0 (exact zeros, whatever the row holds); out of range: NaN
     const float row_scale = ignored ? 0.f : valid ? scale : __int_as_float(0x7fc00000);
     // held exponentials, from this thread's max to the row's (0 for a thread that saw only -inf;
@@ -150,8 +168,12 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       }
     }
     if (has_edge) store_pack<1>(gr + edge_col, make_pack<1>([&](int) { return g_of(edge_e); }));
-    // the target's element again, by the thread that just wrote it (program order: this store lands last)
-    if (owner) store_pack<1>(gr + t, make_pack<1>([&](int) { return (exp_shifted(xt, shift) * inv_s - 1.f) * scale; }));
+    // the target's element again, by the thread that just wrote it (program order: this store
+    // lands last)
+    if (owner) {
+      const float g_t = (exp_shifted(xt, shift) * inv_s - 1.f) * scale;
+      store_pack<1>(gr + t, make_pack<1>([&](int) { return g_t; }));
+    }
   }
   // The row's outputs after the gradient (logf's registers are free by then).
   if (owner || (rank == 0 && threadIdx.x == 0)) {
