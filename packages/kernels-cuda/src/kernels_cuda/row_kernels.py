@@ -208,12 +208,11 @@ class XentCluster:
 
 # The forward of a row 09 takes in steps (a block a row, kept in shared memory) goes over a cluster
 # of the first XENT_CLUSTER_SIZES entry whose blocks hold it, without label smoothing or entropy
-# (09's alone), on a device with clusters. A block holds 8192 elements at most: 32 fp32 values a
-# thread (an fp32 chunk's exponentials in place, a 16-bit one's beside its packs), so that four
-# blocks share an SM; 16 blocks (a non-portable size, which H100 and H200 allow) hold 131072.
+# (09's alone), on a device with clusters. A block holds XENT_CLUSTER_ITEMS 16-byte packs a thread
+# (32 KB a block: 32 registers of packs a thread, so that four blocks share an SM); 16 blocks (a
+# non-portable size, which H100 and H200 allow) hold 131072 fp32 or 262144 16-bit elements.
 XENT_CLUSTER_SIZES = (2, 4, 8, 16)
-XENT_CLUSTER_THREADS = 256
-XENT_CLUSTER_ITEMS = {4: 8, 2: 4}  # packs a thread by element size
+XENT_CLUSTER_THREADS, XENT_CLUSTER_ITEMS = 256, 8
 
 
 def xent_cluster(
@@ -223,7 +222,7 @@ def xent_cluster(
     device with clusters (the offline listing)."""
     if dtype == "float64" or smoothing or entropy or not xent_config(N, dtype).steps:
         return None
-    vec, items = PACK_BYTES // ITEMSIZE[dtype], XENT_CLUSTER_ITEMS[ITEMSIZE[dtype]]
+    vec, items = PACK_BYTES // ITEMSIZE[dtype], XENT_CLUSTER_ITEMS
     packs = N // vec  # the body's packs at most (fewer where the row has a head)
     for c in XENT_CLUSTER_SIZES:
         chunk = -(-packs // c)
@@ -239,7 +238,7 @@ def every_xent_cluster_spec(dtype: str) -> list[Spec]:
     last row of each cluster size."""
     if dtype == "float64":
         return []
-    cap = XENT_CLUSTER_ITEMS[ITEMSIZE[dtype]] * XENT_CLUSTER_THREADS * (PACK_BYTES // ITEMSIZE[dtype])
+    cap = XENT_CLUSTER_ITEMS * XENT_CLUSTER_THREADS * (PACK_BYTES // ITEMSIZE[dtype])
     ns = [n for c in XENT_CLUSTER_SIZES for n in (c * cap // 2 + 1, c * cap)]
     return list(dict.fromkeys(p.spec(dtype) for n in ns if (p := xent_cluster(n, dtype)) is not None))
 

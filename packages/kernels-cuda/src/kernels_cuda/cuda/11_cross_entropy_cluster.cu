@@ -2,17 +2,17 @@
 // a row over the C blocks of a thread-block cluster, held in registers.
 //
 // 09 takes such a row with one block (KL_STEPS = 1): the block reads the whole row, keeping it in
-// shared memory, and writes the gradient from there. One row's chain (read, block reduction,
-// write) is on one SM, with at most two rows an SM in flight, and 1024 threads' worth of loads
-// cannot keep a 100-500 KB row streaming at the memory system's speed. Here the row is split as 04
-// splits it (the register-held form, KL_ITEMS > 0): block `rank` holds chunk `rank` of the row's
-// 16-byte packs in its threads' registers, loaded all at once; each thread takes its max, then its
-// sum of exponentials against it, keeping the exponentials (an fp32 chunk's in place, a 16-bit
-// one's in fp32 beside); the block's pair (max, sum) goes to every block of the cluster through
-// distributed shared memory (exchange_stats, cluster.cuh); every block merges the same C pairs in
-// the same order and writes its chunk's gradient from registers. What it buys over 09: the logits
-// read once from DRAM and the gradient written once, the row spread over C SMs, several rows an SM
-// in flight, no shared-memory copy of the row and no second pass over it.
+// shared memory, and writes the gradient from there; a row's whole chain (read, block reduction,
+// write) runs on one SM, at most two rows an SM. Here the row is split as 04 splits it (its
+// register-held form, KL_ITEMS > 0): block `rank` holds chunk `rank` of the row's 16-byte packs in
+// its threads' registers, loaded all at once; each thread takes its max, then its sum of
+// exponentials against it (an fp32 chunk's exponentials kept in place of x; a 16-bit chunk keeps
+// x, and takes the exponentials again at the store, so that its registers hold as many packs as
+// fp32's); the block's pair (max, sum) goes to every block of the cluster through distributed
+// shared memory (exchange_stats, cluster.cuh); every block merges the same C pairs in the same
+// order and writes its chunk's gradient from registers. What it buys over 09: the logits read once
+// from DRAM and the gradient written once, the row spread over C SMs, several rows an SM in
+// flight, no shared-memory copy of the row and no second pass over it.
 //
 // Row `row`, target t (04's split: the head, the elements before the row's first 16-byte
 // boundary, and the tail, after its last whole pack, fewer than VEC each, go to the last block,
@@ -127,12 +127,10 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   const float xt = owner ? elem(load_x<1>(xr + t), 0) : 0.f;
   const float scale = count != nullptr ? __frcp_rn(*count) : 1.f;
 
-  // The thread's max, then its sum against it: one ex2 an element, the exponentials kept.
-  float e[EXP_IN_PLACE ? 1 : ITEMS][VEC];  // 16-bit: exp(x - thread_max) (fp32: in v)
+  // The thread's max, then its sum against it (fp32: each x becoming its exponential, in place).
   const float thread_max = held_max(pack_max<1>(KL_NEG_INF, edge), v);
   const float edge_e = has_edge ? exp_shifted(elem(edge, 0), safe_shift(thread_max)) : 0.f;
-  Stats st = {thread_max, held_exp_sum<THREADS>(v, safe_shift(thread_max), tid, packs, edge_e,
-                                                EXP_IN_PLACE ? nullptr : e)};
+  Stats st = {thread_max, held_exp_sum<THREADS>(v, safe_shift(thread_max), tid, packs, edge_e)};
 
   // The block's pair -> every block; the C pairs merged in every block alike.
   st = block_merge_to_warp0<WARPS>(st, warp_stats);
@@ -151,23 +149,27 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     const bool packed = (address(gr) ^ address(xr)) % 16 == 0;
     // valid: scale; ignored: 0 (exact zeros, whatever the row holds); out of range: NaN
     const float row_scale = ignored ? 0.f : valid ? scale : __int_as_float(0x7fc00000);
-    // held exponentials, from this thread's max to the row's (0 for a thread that saw only -inf;
-    // NaN throughout a row that is all -inf, as torch)
-    const float factor = exp_shifted(thread_max, shift) * inv_s * row_scale;
-    auto g_of = [&](float held) { return ignored ? 0.f : held * factor; };
+    // p * scale = exp(x - m) * p_scale. fp32 holds exp(x - thread_max): rescaled by held_scale
+    // (0 for a thread that saw only -inf; NaN throughout a row that is all -inf, as torch); 16-bit
+    // holds x, its exponential taken again (held beside x, the exponentials would take twice the
+    // packs' registers: half the blocks an SM).
+    const float p_scale = inv_s * row_scale, held_scale = exp_shifted(thread_max, shift) * p_scale;
+    auto g_of = [&](float held) {
+      if (ignored) return 0.f;
+      return EXP_IN_PLACE ? held * held_scale : exp_shifted(held, shift) * p_scale;
+    };
     elem_t* gb = gr + head + first_pack * VEC;
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const int p = i * THREADS + tid;
       if (p < packs) {
-        put_pack(gb + p * VEC, make_pack<VEC>([&](int k) {
-                   if constexpr (EXP_IN_PLACE) return g_of(elem(v[i], k));
-                   else return g_of(e[i][k]);
-                 }),
-                 packed);
+        put_pack(gb + p * VEC, make_pack<VEC>([&](int k) { return g_of(elem(v[i], k)); }), packed);
       }
     }
-    if (has_edge) store_pack<1>(gr + edge_col, make_pack<1>([&](int) { return g_of(edge_e); }));
+    if (has_edge) {
+      const float g = g_of(EXP_IN_PLACE ? edge_e : elem(edge, 0));
+      store_pack<1>(gr + edge_col, make_pack<1>([&](int) { return g; }));
+    }
     // the target's element again, by the thread that just wrote it (program order: this store
     // lands last)
     if (owner) {
