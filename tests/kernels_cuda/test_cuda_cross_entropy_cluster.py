@@ -44,7 +44,7 @@ SHAPES = {
 # --- CPU ---------------------------------------------------------------------------------------
 
 
-def test_the_plan_holds_every_row_it_takes_and_depends_on_n_and_dtype_alone():
+def test_the_cluster_plan_holds_every_row_it_takes():
     every = set(rk.specializations())
     for dtype in ("float32", "bfloat16"):
         vec = 16 // rk.ITEMSIZE[dtype]
