@@ -119,7 +119,11 @@ def test_cluster_kernels_exchange_a_row_without_a_release_barrier(offline):
     receiver's mbarrier, awaited with acquire at cluster scope). No cluster barrier with release
     semantics: its GPU-scope fence would wait for the block's stores to global memory every row."""
     clusters = [r for r in offline if r.spec.cluster]
-    assert {r.spec.kernel for r in clusters} == {"softmax_cluster", "softmax_backward_cluster"}
+    assert {r.spec.kernel for r in clusters} == {
+        "softmax_cluster",
+        "softmax_backward_cluster",
+        "cross_entropy_cluster_forward",
+    }
     for r in clusters:
         ops = _ptx_ops(r)
         assert "mapa.shared::cluster.u32" in ops, r.spec.name

@@ -28,7 +28,8 @@ and kernels_cuda::cross_entropy_backward (the reduced loss's backward is one mul
 inplace_backward does not apply).
 
 The launches (and where a fresh gradient is put) are in xent_launch.py, the plans in
-row_kernels.py.
+row_kernels.py. On sm_90, the forward of rows too long for one block's registers, without label
+smoothing, runs over a thread-block cluster (cuda/11_cross_entropy_cluster.cu), the same outputs.
 
 `kernels_cuda.cross_entropy` and `kernels_cuda.token_logprobs_and_entropy` are the functions
 below (the package exports them; this module's name differs from theirs, so importing it never

@@ -8,7 +8,8 @@ row's result is the same bits whatever batch it is in (rows.cuh says why): `row_
 rows (a block a row), `xent_config` for 09's (a group of threads a row, several rows a block for
 short rows, 16-byte packs from each row's first 16-byte boundary, so 09's bits also depend on the
 row's address mod 16). Where the row is kept between the kernels' two passes (shared memory, as
-much as fits) changes no arithmetic.
+much as fits) changes no arithmetic. `xent_cluster`: the forward of 09's long rows over a
+thread-block cluster instead (cuda/11_cross_entropy_cluster.cu, sm_90), also from (N, dtype).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kernels_cuda.codegen import Spec
 
 LOG_SOFTMAX_SOURCE = "10_log_softmax.cu"
 CROSS_ENTROPY_SOURCE = "09_cross_entropy.cu"
+CROSS_ENTROPY_CLUSTER_SOURCE = "11_cross_entropy_cluster.cu"
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 PACK_BYTES = 16
@@ -184,6 +186,63 @@ def cross_entropy_spec(kernel: str, dtype: str, cfg: XentConfig, entropy: bool =
     return Spec(CROSS_ENTROPY_SOURCE, kernel, dtype, cfg.constants() + (("ENTROPY", int(entropy)),))
 
 
+# --- the cross-entropy's long rows over a cluster (11, sm_90) ------------------------------------
+
+
+@dataclass(frozen=True)
+class XentCluster:
+    """11's split of a row of N (from (N, dtype) only): `cluster` blocks of XENT_CLUSTER_THREADS
+    threads, block b holding packs [b chunk, (b + 1) chunk) of the row's body in registers,
+    `items` packs a thread."""
+
+    cluster: int
+    chunk: int
+    items: int
+    vec: int
+
+    def spec(self, dtype: str) -> Spec:
+        constants = (("CLUSTER", self.cluster), ("THREADS", XENT_CLUSTER_THREADS), ("VEC", self.vec),
+                     ("ITEMS", self.items))  # fmt: skip
+        return Spec(CROSS_ENTROPY_CLUSTER_SOURCE, "cross_entropy_cluster_forward", dtype, constants)
+
+
+# The forward of a row 09 takes in steps (a block a row, kept in shared memory) goes over a cluster
+# of the first XENT_CLUSTER_SIZES entry whose blocks hold it, without label smoothing or entropy
+# (09's alone), on a device with clusters. A block holds XENT_CLUSTER_ITEMS 16-byte packs a thread
+# (32 KB a block: 32 registers of packs a thread, so that four blocks share an SM); 16 blocks (a
+# non-portable size, which H100 and H200 allow) hold 131072 fp32 or 262144 16-bit elements.
+XENT_CLUSTER_SIZES = (2, 4, 8, 16)
+XENT_CLUSTER_THREADS, XENT_CLUSTER_ITEMS = 256, 8
+
+
+def xent_cluster(
+    N: int, dtype: str, smoothing: float = 0.0, entropy: bool = False, device_id: int | None = None
+) -> XentCluster | None:
+    """11's split for the forward of rows of N, or None where 09 takes them. device_id None: any
+    device with clusters (the offline listing)."""
+    if dtype == "float64" or smoothing or entropy or not xent_config(N, dtype).steps:
+        return None
+    vec, items = PACK_BYTES // ITEMSIZE[dtype], XENT_CLUSTER_ITEMS
+    packs = N // vec  # the body's packs at most (fewer where the row has a head)
+    for c in XENT_CLUSTER_SIZES:
+        chunk = -(-packs // c)
+        if chunk <= items * XENT_CLUSTER_THREADS:
+            if device_id is not None and codegen.arch_cc(codegen.device_arch(device_id)) < 90:
+                return None
+            return XentCluster(c, chunk, items, vec)
+    return None
+
+
+def every_xent_cluster_spec(dtype: str) -> list[Spec]:
+    """Every Spec `xent_cluster` can give for dtype (for the offline compile): the first and the
+    last row of each cluster size."""
+    if dtype == "float64":
+        return []
+    cap = XENT_CLUSTER_ITEMS * XENT_CLUSTER_THREADS * (PACK_BYTES // ITEMSIZE[dtype])
+    ns = [n for c in XENT_CLUSTER_SIZES for n in (c * cap // 2 + 1, c * cap)]
+    return list(dict.fromkeys(p.spec(dtype) for n in ns if (p := xent_cluster(n, dtype)) is not None))
+
+
 def scale_config(dtype: str) -> XentConfig:
     """cross_entropy_scale's launch: a grid-stride multiply over the gradient in blocks of 256
     threads (its other constants unused), SCALE_BLOCKS_PER_SM blocks an SM. cross_entropy_count
@@ -208,6 +267,7 @@ def specializations() -> list[Spec]:
             out += [cross_entropy_spec("cross_entropy_forward", dtype, xcfg, e) for e in (False, True)]
             out.append(cross_entropy_spec("cross_entropy_backward", dtype, xcfg))
         out += [cross_entropy_spec(k, dtype, scale_config(dtype)) for k in SCALAR_KERNELS]
+        out += every_xent_cluster_spec(dtype)
     return out
 
 

@@ -2,7 +2,8 @@
 and the gradient per row), the reduced loss (count, forward, sum: no torch op between them), the
 backward from the saved lse, and the in-place scale of a gradient the forward wrote; and where
 the gradient goes (`new_grad`: at the logits' rows' addresses mod 16, so that the kernels store
-it in 16-byte packs). Plans come from row_kernels.xent_config.
+it in 16-byte packs). Plans come from row_kernels.xent_config (and xent_cluster: the forward of
+long rows over a cluster, cuda/11_cross_entropy_cluster.cu).
 
 A call costs the host a dict lookup of its packed launches (keyed by everything but the
 addresses: made once per shape, dtype, device and scalar arguments), the allocations and the
@@ -76,10 +77,19 @@ def _forward_run(
 ):
     """The packed forward (kernel "f"; grad_stride 0: no gradient) or backward ("b"); pointers
     (x, grad, target, then the kernel's per-row arrays). limit: rk.STAGE_LIMIT, which the staged
-    part of a row depends on (a key: it may change between calls)."""
-    cfg = rk.xent_config(N, dtype)
+    part of a row depends on (a key: it may change between calls). The forward of a long row
+    without smoothing or entropy goes over a cluster (11, rk.xent_cluster): a cluster a row, the
+    same pointers."""
     args = ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, x_stride),
-            (ctypes.c_int64, grad_stride), (ctypes.c_int64, ignore_index), (rk.acc_ctype(dtype), smoothing))  # fmt: skip
+            (ctypes.c_int64, grad_stride), (ctypes.c_int64, ignore_index))  # fmt: skip
+    cluster = rk.xent_cluster(N, dtype, smoothing, entropy, device_id) if kernel == "f" else None
+    if cluster is not None:  # (M * cluster blocks: within the grid's limit for any M that fits in memory)
+        args += ((ctypes.c_int32, cluster.chunk),)
+        return rk.packed(
+            cluster.spec(dtype), device_id, M * cluster.cluster, rk.XENT_CLUSTER_THREADS, 0, 7, args
+        )
+    cfg = rk.xent_config(N, dtype)
+    args += ((rk.acc_ctype(dtype), smoothing),)
     if kernel == "b":
         spec, staged = rk.cross_entropy_spec("cross_entropy_backward", dtype, cfg), 0
     else:

@@ -127,11 +127,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
       first_row = false;
     }
     if (threadIdx.x < 32) {
-      if (threadIdx.x == 0) mbarrier_expect(&inbox_full[slot], C * sizeof(Stats));
-      if (threadIdx.x < C) push_stats(&inbox[slot][rank], t, &inbox_full[slot], threadIdx.x);
-      mbarrier_wait<Acquire::cluster>(&inbox_full[slot], inbox_parity >> slot & 1);
-      Stats r = threadIdx.x < C ? inbox[slot][threadIdx.x] : stats_empty();
-      r = warp_merge<32>(r);
+      const Stats r = exchange_stats<C>(t, inbox[slot], &inbox_full[slot], inbox_parity >> slot & 1, rank);
       if (threadIdx.x == 0) row_stats = r;
     }
     inbox_parity ^= 1u << slot;

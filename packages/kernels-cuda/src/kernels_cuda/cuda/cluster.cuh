@@ -1,4 +1,4 @@
-// cluster.cuh: what the cluster kernels (04, 07) share on top of common.cuh: thread-block
+// cluster.cuh: what the cluster kernels (04, 07, 11) share on top of common.cuh: thread-block
 // clusters and distributed shared memory, bulk copies completing on an mbarrier, rows split into
 // head, aligned body and tail, and one value a block exchanged across a cluster (sm_90).
 //
@@ -101,7 +101,7 @@ __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned 
     }
   } while (!done);
 }
-// ---- rows moved in bulk: head, aligned body, tail (04, 07) -------------------------------------
+// ---- rows moved in bulk: head, aligned body, tail (04, 07, 11) ---------------------------------
 // A row of N elements that starts anywhere: its head (the elements before its first 16-byte
 // boundary), its body of whole 16-byte packs, and its tail (what is left), the head and the tail
 // fewer than VEC elements each. Bulk copies move the body; the head and the tail go one element a
@@ -120,7 +120,7 @@ template <int VEC> __device__ __forceinline__ RowParts<VEC> row_parts(const elem
   return {head, body_packs, N - head - body_packs * VEC};
 }
 
-// ---- one value a block, exchanged across a cluster without a cluster barrier (04, 07) ----------
+// ---- one value a block, exchanged across a cluster without a cluster barrier (04, 07, 11) ------
 // Every block pushes its value into its own slot of every block's inbox with st.async, which counts
 // the bytes it delivers on the receiving block's mbarrier; a block reads its inbox once that
 // mbarrier's phase has completed, i.e. once every block's value has landed. A cluster barrier with
@@ -140,6 +140,18 @@ __device__ __forceinline__ void push_stats(const Stats* slot, Stats t, unsigned 
                    dsmem_address(slot, rank)),
                "f"(t.m), "f"(t.s), "r"(dsmem_address(bar, rank))
                : "memory");
+}
+// One row's exchange, by warp 0 of every block (t: the block's pair, in every lane of warp 0, as
+// block_merge_to_warp0 leaves it): push t into slot `rank` of every block's inbox, wait for the
+// phase `parity` of this block's `full`, merge the C pairs in lane order. Every block merges the
+// same pairs in the same order: the same bits in each. The result is in every lane of warp 0.
+template <int C>
+__device__ __forceinline__ Stats exchange_stats(Stats t, const Stats (&inbox)[C], unsigned long long* full,
+                                                unsigned parity, unsigned rank) {
+  if (threadIdx.x == 0) mbarrier_expect(full, C * sizeof(Stats));
+  if (threadIdx.x < C) push_stats(&inbox[rank], t, full, threadIdx.x);
+  mbarrier_wait<Acquire::cluster>(full, parity);
+  return warp_merge<32>(threadIdx.x < C ? inbox[threadIdx.x] : stats_empty());
 }
 __device__ __forceinline__ void push_f32(const float* slot, float v, unsigned long long* bar, unsigned rank) {
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];" ::"r"(
