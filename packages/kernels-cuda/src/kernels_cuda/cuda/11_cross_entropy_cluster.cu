@@ -18,7 +18,7 @@
 // boundary, and the tail, after its last whole pack, fewer than VEC each, go to the last block,
 // one element a thread):
 //   lse  = m + log s, (m, s) the row's max and sum of exp(x - m)   (written by block 0)
-//   loss = lse - x[t]    (0 where t == ignore_index; NaN where t is outside [0, N); written by the
+//   loss = (m - x[t]) + log s   (0 where t == ignore_index; NaN where t is outside [0, N); written by the
 //                         thread holding column t, else by block 0)
 //   grad = (p - [j == t]) * scale, p = exp(x - m) / s; 0 in ignored rows, NaN throughout where t
 //          is out of range; scale = 1 / count[0] for the mean (count null: 1)
@@ -179,8 +179,11 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   }
   // The row's outputs after the gradient (logf's registers are free by then).
   if (owner || (rank == 0 && threadIdx.x == 0)) {
-    const float lse = m + logf(s);
-    if (owner) loss[row] = lse - xt;
+    const float log_s = logf(s);
+    const float lse = m + log_s;
+    // (m - x[t]) first: exact for logits near each other, where lse - x[t] would lose the digits
+    // that lse's rounding at the logits' magnitude (1e4: a 1e-3 step) drops
+    if (owner) loss[row] = (m - xt) + log_s;
     if (rank == 0 && threadIdx.x == 0) {
       if (!valid) loss[row] = ignored ? 0.f : __int_as_float(0x7fc00000);
       if (lse_out != nullptr) lse_out[row] = lse;
