@@ -122,7 +122,7 @@ def _cross_entropy(x):
 # labtools' op table has the op (labtools.ops.OPS), so this plugin loads with or without them.
 FAMILY = (
     ("log_softmax", "cuda.log_softmax", _log_softmax, "CUDA log_softmax", "10: a block a row, one read"),
-    ("cross_entropy", "cuda.cross_entropy", _cross_entropy, "CUDA xent", "09: loss and gradient, one read"),
+    ("cross_entropy", "cuda.cross_entropy", _cross_entropy, "CUDA xent", "09, 11: one read"),
 )
 
 
