@@ -26,7 +26,6 @@ import pytest
 import torch
 from kernels_cuda import arrays, codegen
 from kernels_cuda import cross_entropy_op as ce
-from kernels_cuda import log_softmax_op as ls
 from kernels_cuda import row_kernels as rk
 from kernels_cuda import xent_launch as xl
 from test_cuda_cross_entropy import _at_offset, _close, _inputs, _ours, _reference
@@ -84,26 +83,6 @@ def test_the_cluster_kernels_compile_for_sm90_without_spills_within_four_blocks_
         assert not re.search(r"barrier\.cluster\.arrive\.release|ld\.shared::cluster", ptx), name
 
 
-@pytest.fixture
-def recorded(monkeypatch):
-    """CPU tensors pass as CUDA ones on an sm_90 device; every launch's (kernel, spec, grid,
-    block) is recorded instead of run."""
-    log = []
-
-    def packed(spec, device_id, grid, block, *rest):
-        log.append((spec.kernel, spec, grid, block))
-        return lambda stream, *pointers: None
-
-    monkeypatch.setattr(rk, "packed", packed)
-    monkeypatch.setattr(codegen, "device_arch", lambda device_id: "sm_90")
-    monkeypatch.setattr(xl, "_runs", {})
-    monkeypatch.setattr(arrays, "_raw_stream", lambda device: 0)
-    monkeypatch.setattr(rk, "sms", lambda device: 132)
-    monkeypatch.setattr(rk, "max_shared", lambda device: 227 * 1024)
-    monkeypatch.setattr(ls, "check_tensor", lambda x, fn, what="x": ls.dtype_name(x, fn, what))
-    return log
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_long_rows_without_smoothing_take_the_cluster_kernel_on_sm90(recorded, dtype, monkeypatch):
     M = 5
@@ -114,8 +93,8 @@ def test_long_rows_without_smoothing_take_the_cluster_kernel_on_sm90(recorded, d
             recorded.clear()
             ce.cross_entropy(x, t, reduction=reduction)
             forward = [r for r in recorded if "forward" in r[0]]
-            assert [(k, g, b) for k, _, g, b in forward] == [("cross_entropy_cluster_forward", M * c, 256)]
-            assert forward[0][1] == rk.xent_cluster(N, dtype).spec(dtype)
+            assert [(k, g, b) for k, _, _, g, b in forward] == [("cross_entropy_cluster_forward", M * c, 256)]
+            assert forward[0].spec == rk.xent_cluster(N, dtype).spec(dtype)
         # label smoothing and the entropy stay on 09
         for smoothing, entropy in ((0.1, False), (0.0, True)):
             recorded.clear()

@@ -21,7 +21,6 @@ import torch
 import torch.nn.functional as F
 from kernels_cuda import arrays, codegen
 from kernels_cuda import cross_entropy_op as ce
-from kernels_cuda import log_softmax_op as ls
 from kernels_cuda import row_kernels as rk
 from kernels_cuda import xent_launch as xl
 from labtools.ops import tolerance
@@ -50,16 +49,6 @@ def test_reduce_count_and_scale_compile_for_sm90_and_sm80_without_spills(offline
             assert r.resources.registers * rk.REDUCE_THREADS <= 65536, what
 
 
-class _Recorded:
-    """A packed launch that records (kernel, pointers) instead of launching."""
-
-    def __init__(self, spec, log):
-        self.kernel, self.log = spec.kernel, log
-
-    def __call__(self, stream, *pointers):
-        self.log.append((self.kernel, pointers))
-
-
 class _Ops(TorchDispatchMode):
     def __init__(self):
         super().__init__()
@@ -68,20 +57,6 @@ class _Ops(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.names.append(func.__name__)
         return func(*args, **(kwargs or {}))
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    """CPU tensors pass as CUDA ones; every launch is recorded in the returned list."""
-    log = []
-    monkeypatch.setattr(codegen, "packed", lambda spec, *a: _Recorded(spec, log))
-    monkeypatch.setattr(rk, "_launches", {})
-    monkeypatch.setattr(xl, "_runs", {})
-    monkeypatch.setattr(arrays, "_raw_stream", lambda device: 0)
-    monkeypatch.setattr(rk, "sms", lambda device: 132)
-    monkeypatch.setattr(rk, "max_shared", lambda device: 227 * 1024)
-    monkeypatch.setattr(ls, "check_tensor", lambda x, fn, what="x": ls.dtype_name(x, fn, what))
-    return log
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
@@ -96,23 +71,25 @@ def test_a_reduced_loss_costs_the_host_allocations_and_launches_alone(recorded, 
             loss = ce.cross_entropy(x, t, reduction=reduction)
         assert loss.shape == () and loss.dtype == x.dtype
         assert ops.names == ["empty.memory_format"] * 3, ops.names  # gradient, workspace, loss
-        kernels = [k for k, _ in recorded]
+        kernels = [k for k, *_ in recorded]
         mean = reduction == "mean"
         assert kernels == ["cross_entropy_count"] * mean + ["cross_entropy_forward", "cross_entropy_reduce"]
-        fwd = dict(recorded)["cross_entropy_forward"]
-        red = dict(recorded)["cross_entropy_reduce"]
+        pointers = {k: p for k, p, *_ in recorded}
+        fwd, red = pointers["cross_entropy_forward"], pointers["cross_entropy_reduce"]
         w, size = fwd[3], 4  # the workspace: M rows' losses, count, the applied factor's two slots
         assert fwd[2] == t.data_ptr() and fwd[4] == 0  # no lse kept for a reduced loss
         assert red[0] == w and red[1] == fwd[6] == (w + M * size if mean else 0)
         assert red[4] == w + (M + 1) * size
         if mean:
-            assert dict(recorded)["cross_entropy_count"] == (t.data_ptr(), w + M * size)
+            assert pointers["cross_entropy_count"] == (t.data_ptr(), w + M * size)
         for _ in range(2):  # a backward again through the graph uses the other slot
             recorded.clear()
             with _Ops() as ops:
                 (grad,) = torch.autograd.grad(loss, x, g, retain_graph=True)
             assert ops.names == [], ops.names
-            assert recorded == [("cross_entropy_scale", (grad.data_ptr(), g.data_ptr(), red[4]))]
+            assert [(k, p) for k, p, *_ in recorded] == [
+                ("cross_entropy_scale", (grad.data_ptr(), g.data_ptr(), red[4]))
+            ]
         # the slot (a scalar of the packed launch) alternated: one packed launch each
         assert {key[-1] for key in xl._runs if key[1:2] == ("cross_entropy_scale",)} == {0, 1}
 
