@@ -100,24 +100,25 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     return cluster_fwd_kernel, constexprs, warps, maxnreg
 
 
-def compiled_launch(direction: str, tensors: list[torch.Tensor], op: str = "softmax"):
-    """The kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for `tensors`' layout (2-D,
-    unit column stride), its launch metadata (num_ctas = C; shared memory for the exchange past
-    Triton's own) and the arguments after the data pointers."""
+def compiled_launch(direction: str, tensors: list[torch.Tensor]):
+    """The softmax kernel of `direction` ("fwd": x, y; "bwd": y, dy, dx) compiled for `tensors'`
+    layout (2-D, unit column stride), its launch metadata and the arguments after the pointers."""
     n, strides = tensors[0].shape[1], tuple(t.stride(0) for t in tensors)
-    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, tensors[0].dtype, packs(tensors), op)
+    kernel, constexprs, warps, maxnreg = kernel_for(direction, n, tensors[0].dtype, packs(tensors))
     cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     compiled = kernel.warmup(*tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps,
                              num_stages=1, **cap)  # fmt: skip
     compiled._init_handles()
-    slot_base = slots(compiled)
-    packed = (warps, constexprs["C"], slot_base + 8 + 8 * constexprs["C"])  # the mbarrier, C pairs
+    slot_base, packed = exchange_metadata(compiled, warps, constexprs["C"])
     return compiled, packed, (n, *strides, slot_base, *constexprs.values())
 
 
-def slots(compiled) -> int:
-    """Where the exchange starts in a block's shared memory: past Triton's own, 16-byte aligned."""
-    return -(-compiled.metadata.shared // 16) * 16
+def exchange_metadata(compiled, warps: int, c: int) -> tuple[int, tuple]:
+    """(slot_base, launch metadata) of a compiled cluster kernel: the exchange starts past
+    Triton's shared memory, 16-byte aligned, and takes an mbarrier and C pairs; the metadata asks
+    for clusters of C blocks (num_ctas), which Triton's own launcher would not pass."""
+    slot_base = -(-compiled.metadata.shared // 16) * 16
+    return slot_base, (warps, c, slot_base + 8 + 8 * c)
 
 
 @triton.jit(do_not_specialize=["slot_base"])

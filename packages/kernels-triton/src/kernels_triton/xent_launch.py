@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels_triton.cluster import slots
+from kernels_triton.cluster import exchange_metadata
 from kernels_triton.configs import INTERPRET
 from kernels_triton.launch import launcher
 
@@ -46,16 +46,18 @@ def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, max
     key = (kernel, device, num_warps, cluster, maxnreg, *constexprs.items(), *map(specialization, args))
     entry = _LAUNCHERS.get(key)
     if entry is None:
-        options = {"num_stages": 1, "maxnreg": maxnreg} if cluster else {}
+        options = {"num_stages": 1} if cluster else {}
+        if maxnreg is not None:
+            options["maxnreg"] = maxnreg
         with torch.cuda.device(device):  # Triton compiles for, and loads into, the current device
             compiled = kernel.warmup(*args, *((0,) if cluster else ()), grid=(grid,), num_warps=num_warps,
-                                     **{k: v for k, v in options.items() if v is not None}, **constexprs)  # fmt: skip
+                                     **options, **constexprs)  # fmt: skip
             compiled._init_handles()
         values = tuple(constexprs[name] for name in kernel.arg_names[len(args) + bool(cluster) :])
         packed = None
-        if cluster:  # the exchange's mbarrier and C pairs past Triton's shared memory (cluster.py)
-            base = slots(compiled)
-            values, packed = (base, *values), (num_warps, cluster, base + 8 + 8 * cluster)
+        if cluster:
+            slot_base, packed = exchange_metadata(compiled, num_warps, cluster)
+            values = (slot_base, *values)
         if len(_LAUNCHERS) >= MAX_LAUNCHERS:
             _LAUNCHERS.clear()
         entry = _LAUNCHERS[key] = (*launcher(compiled, packed), values)
