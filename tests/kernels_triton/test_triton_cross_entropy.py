@@ -374,6 +374,36 @@ def test_hypothesis_random_shapes(m, v, scale, eps, reduction, seed):
     check(x, t, reduction, eps)
 
 
+@pytest.mark.parametrize(
+    "dtype,v", [(torch.float32, 128), (torch.float32, 600), (torch.float32, 1024), (torch.bfloat16, 256),
+                (torch.bfloat16, 600), (torch.bfloat16, 2048)],
+)  # fmt: skip
+def test_short_rows_of_whole_packs_a_warp_a_row(monkeypatch, dtype, v):
+    """Rows of whole 16-byte packs, 1 to 8 packs of 32 lanes a row, take the warp-rows kernel
+    (xent_warp_rows): against float64 with the special rows, label smoothing and every
+    reduction, an odd row count (the last program half past M); the gradient the forward
+    writes is, bit for bit, the recompute's from the same statistics; a row's bits alone are
+    its bits in the batch."""
+    from kernels_triton import xent_warp_rows as W
+
+    module = importlib.import_module("kernels_triton.cross_entropy")
+    seen, launch = [], module.launch
+    monkeypatch.setattr(module, "launch", lambda kernel, *a, **kw: (seen.append(kernel), launch(kernel, *a, **kw))[1])
+    x, t = logits_and_targets(7, v, dtype)
+    for reduction, eps in (("mean", 0.0), ("sum", 0.1), ("none", 0.0)):
+        check(x, t, reduction, eps)
+    assert W.cross_entropy_warp_rows in seen and K.cross_entropy_fwd not in seen
+    x, t = logits_and_targets(7, v, dtype, seed=3, special=False)
+    xa = x.clone().requires_grad_()
+    cross_entropy(xa, t, reduction="sum").backward()
+    _, stats, count = module._forward(x, t, IGNORE, "sum", 0.0, None)
+    one = torch.ones((), dtype=torch.float32, device=DEVICE)
+    assert torch.equal(module._backward(x, t, stats, count, one, IGNORE, "sum", 0.0), xa.grad)
+    batch = cross_entropy(x, t, reduction="none")
+    for i in (0, 6):
+        assert torch.equal(cross_entropy(x[i : i + 1], t[i : i + 1], reduction="none"), batch[i : i + 1])
+
+
 def test_one_row_logits_and_bad_arguments():
     x = torch.randn(20, dtype=torch.float64, device=DEVICE)
     t = torch.tensor(4, device=DEVICE)
@@ -597,11 +627,45 @@ def test_compiled_every_looped_kernel_on_odd_rows(without_interpreter, ty):
 @pytest.mark.parametrize("n", [128, 600])
 @pytest.mark.parametrize("itemsize,ty", [(2, "bf16"), (4, "fp32")])
 def test_compiled_short_rows_load_16_byte_vectors(without_interpreter, itemsize, ty, n):
-    """Rows of 128, several a program ([ROWS, BLOCK] tiles), and of 600, one a program, load
-    and store 16-byte vectors and spill nothing."""
+    """The one-pass tile (short rows that are not whole 16-byte packs, or shorter than 32 of
+    them): rows of 128, several a program ([ROWS, BLOCK] tiles), and of 600, one a program,
+    load and store 16-byte vectors and spill nothing."""
     got = without_interpreter(COMPILE.format(n=n, ty=ty, kernel="fwd"))
     assert got["one_pass"] is True and (got["rows"] > 1) == (n == 128) and got["stack"] == 0, got
     assert got.get("LDG.E.128") and got.get("STG.E.128"), got
+
+
+COMPILE_WARP_ROWS = """
+import json, torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from kernels_triton import xent_warp_rows as W
+from sass_tools import memory_instructions, resources, sass
+n, ty = {n}, "{ty}"
+width, packs, full, rows = W.shape(n, dict(bf16=2, fp32=4)[ty])
+fn = W.cross_entropy_warp_rows
+meta = dict(WIDTH=width, PACKS=packs, FULL=full, ROWS=rows, ALIGN=16 // dict(bf16=2, fp32=4)[ty], SMOOTH=0.0,
+            WRITE_GRAD=True, MEAN=True)
+ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i32")
+ints = dict(M=4096, N=n, stride_x=n, stride_g=n, ignore_index=-100)
+sig = {{a: ptrs.get(a, "constexpr" if a in meta else "i32") for a in fn.arg_names}}
+attrs = {{(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
+          if a in ptrs or (a in ints and ints[a] % 16 == 0)}}
+c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                   options={{"num_warps": rows}})
+print(json.dumps({{"packs": packs, **resources(c), **memory_instructions(sass(c))}}))
+"""
+
+
+@pytest.mark.parametrize("n,ty", [(600, "bf16"), (600, "fp32"), (2048, "bf16")])
+def test_compiled_warp_rows_move_16_byte_vectors(without_interpreter, n, ty):
+    """The warp-rows kernel compiled for sm_90: every pack, the last one (partly past the row)
+    too, is one 16-byte load and one store a lane (its mask is constant over runs of a pack:
+    ALIGN), and nothing spills at 8 packs a lane."""
+    got = without_interpreter(COMPILE_WARP_ROWS.format(n=n, ty=ty))
+    assert got["stack"] == 0, got
+    # a 16-byte load and store a pack (the other accesses are scalars: targets, x[t], the row's stats)
+    assert got.get("LDG.E.128") == got["packs"] and got.get("STG.E.128") == got["packs"], got
 
 
 COMPILE_REDUCE = """

@@ -39,6 +39,7 @@ import torch
 from kernels_triton import cluster
 from kernels_triton import xent_kernels as K
 from kernels_triton import xent_reduce as R
+from kernels_triton import xent_warp_rows as W
 from kernels_triton.configs import INTERPRET
 from kernels_triton.xent_launch import launch
 
@@ -142,6 +143,15 @@ def _forward(
             (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index), warps,
             cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, WRITE_GRAD=grad is not None,
             MEAN=reduction == "mean",
+        )  # fmt: skip
+    elif m and (warp_rows := W.shape(n, x.element_size())) is not None:
+        width, packs, full, rows_per = warp_rows
+        launch(
+            W.cross_entropy_warp_rows, _cdiv(m, rows_per),
+            (x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
+             0 if grad is None else grad.stride(0), ignore_index), rows_per,
+            WIDTH=width, PACKS=packs, FULL=full, ROWS=rows_per, ALIGN=K.align(n, [x] if grad is None else [x, grad]),
+            SMOOTH=float(smooth), WRITE_GRAD=grad is not None, MEAN=reduction == "mean",
         )  # fmt: skip
     elif m:
         block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
