@@ -161,8 +161,9 @@ def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, dir
     monkeypatch.setattr(kernel, "warmup", lambda *args, **kwargs: Compiled())
     tensors = [torch.zeros((2, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
     _, packed, rest = cluster.compiled_launch(direction, tensors)
-    c = constexprs["C"]
-    assert packed == (warps, c, 48 + 8 + 8 * c) and rest[-len(constexprs) :] == tuple(constexprs.values())
+    c, slots = constexprs["C"], constexprs["SLOTS"]
+    assert slots >= c and slots & (slots - 1) == 0  # tl.arange(0, SLOTS)
+    assert packed == (warps, c, 48 + 8 + 8 * slots) and rest[-len(constexprs) :] == tuple(constexprs.values())
     assert warps == (8 if direction == "bwd" and n > 131072 else 4)  # bf16 (fp32 backward: 16)
 
 
