@@ -161,9 +161,26 @@ def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, dir
     monkeypatch.setattr(kernel, "warmup", lambda *args, **kwargs: Compiled())
     tensors = [torch.zeros((2, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
     _, packed, rest = cluster.compiled_launch(direction, tensors)
-    c = constexprs["C"]
-    assert packed == (warps, c, 48 + 8 + 8 * c) and rest[-len(constexprs) :] == tuple(constexprs.values())
+    c, slots = constexprs["C"], constexprs["SLOTS"]
+    assert slots >= c and slots & (slots - 1) == 0  # tl.arange(0, SLOTS)
+    assert packed == (warps, c, 48 + 8 + 8 * slots) and rest[-len(constexprs) :] == tuple(constexprs.values())
     assert warps == (8 if direction == "bwd" and n > 131072 else 4)  # bf16 (fp32 backward: 16)
+
+
+@pytest.mark.parametrize(
+    "n, chunk, c",
+    [(8193, 4096, 3), (32000, 8192, 4), (32768, 8192, 4), (40000, 8192, 5), (50257, 4096, 13), (98309, 8192, 13),
+     (131072, 8192, 16), (131073, 16384, 9), (262144, 16384, 16)],
+)
+def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
+    """C = ceil(N / chunk) blocks, any count up to 16 (not rounded up to a power of two: a block
+    past the row's end computes as much as any), and of the chunks of 8192 and 4096 the one that
+    leaves fewer lanes past the row; the exchange reads SLOTS, C rounded up to a power of two."""
+    for op in ("softmax", "log_softmax", "cross_entropy"):
+        for direction in ("fwd", "bwd"):
+            meta = cluster.kernel_for(direction, n, torch.float32, 0, op)[1]
+            assert (meta["CHUNK"], meta["C"]) == (chunk, c), (op, direction, meta)
+            assert meta["SLOTS"] == 1 << (c - 1).bit_length()
 
 
 def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():
@@ -315,12 +332,12 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
 @pytest.mark.parametrize("n", [131073, 200000, 262144])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_past_131072_in_blocks_of_16384(dtype, n):
-    """Rows of 131073 to 262144 columns, both directions: 16 blocks of 16384 elements with capped
-    registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others over 8), the last blocks partly or
-    wholly past the row's end; rows off 16-byte boundaries (131073) included."""
+    """Rows of 131073 to 262144 columns, both directions: ceil(N / 16384) blocks of 16384 elements
+    with capped registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others
+    over 8), the last one partly past the row's end; rows off 16-byte boundaries (131073) included."""
     warps = 4 if dtype != torch.float32 else 8
     block, c = cluster._block(n, "fwd", dtype)[:2], cluster.kernel_for("fwd", n, dtype)[1]["C"]
-    assert (block, c) == ((16384, warps), 16)
+    assert (block, c) == ((16384, warps), -(-n // 16384))
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
     np.testing.assert_allclose(

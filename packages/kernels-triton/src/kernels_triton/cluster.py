@@ -12,8 +12,8 @@ statistics and gradient) from the first row too long for one program's registers
 
 Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and
 launched with num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C.
-C = ceil(N / chunk) rounded up to a power of two (a block past the row's end adds nothing; 16-block
-clusters are a non-portable size, which H100 and H200 allow). A row's split (chunks; head, body and
+C = ceil(N / chunk), any size up to 16 (clusters of more than 8 blocks are a non-portable size,
+which H100 and H200 allow); the exchange's slots are C rounded up to a power of two, SLOTS. A row's split (chunks; head, body and
 tail, dsmem.split_row) follows N, the dtype and the row's address mod 16: a row keeps its bits in
 any batch that puts it at the same alignment.
 """
@@ -43,11 +43,15 @@ def _capable(device_index: int) -> bool:
 
 
 def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
-    """(chunk, warps, register cap) of a block: past 8192 * MAX_CLUSTER columns, registers capped
-    so that blocks share an SM and none spills (the offline SASS test holds the counts): fp32
-    forward 3 blocks an SM, fp32 backward 64 values (y and dy) a thread, 16-bit forward 5 an SM."""
+    """(chunk, warps, register cap) of a block. Every lane of a chunk computes, in the row or not:
+    of the chunks of 8192 and 4096 elements whose C = ceil(N / chunk) blocks fit a cluster, the one
+    with the fewest lanes past the row's end (8192 on a tie: fewer partials). Past 8192 *
+    MAX_CLUSTER columns, registers capped so that blocks share an SM and none spills (the offline
+    SASS test holds the counts): fp32 forward 3 blocks an SM, fp32 backward 64 values (y and dy)
+    a thread, 16-bit forward 5 an SM."""
     if n_cols <= 8192 * MAX_CLUSTER:
-        return 8192, 4, None
+        fits = [chunk for chunk in (8192, 4096) if triton.cdiv(n_cols, chunk) <= MAX_CLUSTER]
+        return min(fits, key=lambda chunk: triton.cdiv(n_cols, chunk) * chunk), 4, None
     if direction == "bwd":
         return (16384, 16, 128) if dtype == torch.float32 else (16384, 8, 128)
     return (16384, 8, 80) if dtype == torch.float32 else (16384, 4, 96)
@@ -83,17 +87,13 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     chunk, warps, maxnreg = _block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
     if op != "softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
         warps, maxnreg = 16, 128
-    c = triton.next_power_of_2(triton.cdiv(n_cols, chunk))  # tl.arange(0, C): powers of two
+    c = triton.cdiv(n_cols, chunk)
+    sizes = {"C": c, "SLOTS": triton.next_power_of_2(c), "CHUNK": chunk}
     log = op == "log_softmax"
     if direction == "bwd":
-        return (
-            cluster_bwd_kernel,
-            {"C": c, "CHUNK": chunk, "VEC": vec, "LOG": log, "THREADS": 32 * warps},
-            warps,
-            maxnreg,
-        )
+        return cluster_bwd_kernel, {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps}, warps, maxnreg
     fp32 = dtype == torch.float32
-    constexprs = {"C": c, "CHUNK": chunk, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
+    constexprs = {**sizes, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
     if op == "cross_entropy":
         return cluster_xent_kernel, {**constexprs, "THREADS": 32 * warps}, warps, maxnreg
     constexprs |= {"HOLD_EXPS": fp32 and not log, "THREADS": 32 * warps, "LOG": log}
@@ -115,16 +115,17 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
 
 def exchange_metadata(compiled, warps: int, c: int) -> tuple[int, tuple]:
     """(slot_base, launch metadata) of a compiled cluster kernel: the exchange starts past
-    Triton's shared memory, 16-byte aligned, and takes an mbarrier and C pairs; the metadata asks
-    for clusters of C blocks (num_ctas), which Triton's own launcher would not pass."""
+    Triton's shared memory, 16-byte aligned, and takes an mbarrier and SLOTS pairs (C rounded up
+    to a power of two: the slots dsmem.exchange reads); the metadata asks for clusters of C blocks
+    (num_ctas), which Triton's own launcher would not pass."""
     slot_base = -(-compiled.metadata.shared // 16) * 16
-    return slot_base, (warps, c, slot_base + 8 + 8 * c)
+    return slot_base, (warps, c, slot_base + 8 + 8 * triton.next_power_of_2(c))
 
 
 @triton.jit(do_not_specialize=["slot_base"])
 def cluster_fwd_kernel(
     x_ptr, y_ptr, N, x_row_stride, y_row_stride, slot_base,
-    C: tl.constexpr, CHUNK: tl.constexpr,
+    C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr,
     NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
     COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (row_sum)
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (split_row)
@@ -161,7 +162,7 @@ def cluster_fwd_kernel(
         if VEC > 0:
             m_edges = tl.max(x_edges, axis=0)
             m, s = D.pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - D.shift(m_edges)) * LOG2E), axis=0))
-    m_all, s_all = D.exchange(m, s, slot_base, rank, C)
+    m_all, s_all = D.exchange(m, s, slot_base, rank, C, SLOTS)
     # The row's (M, S): a chunk with m = -inf adds its s unscaled (0, or NaN where it holds a NaN
     # beside nothing but -inf, which must still make the row NaN).
     m_row = tl.max(m_all, axis=0)
@@ -201,7 +202,7 @@ def _packed_sum(v, THREADS: tl.constexpr, PACK: tl.constexpr):
 @triton.jit(do_not_specialize=["slot_base"])
 def cluster_bwd_kernel(
     y_ptr, dy_ptr, dx_ptr, N, y_row_stride, dy_row_stride, dx_row_stride, slot_base,
-    C: tl.constexpr, CHUNK: tl.constexpr,
+    C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr,
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (split_row)
     LOG: tl.constexpr,  # log_softmax's: dx = dy - exp(y) * sum(dy) (softmax's: y * (dy - sum(y * dy)))
     THREADS: tl.constexpr,  # 32 * the launch's warps (LOG's sum)
@@ -232,7 +233,7 @@ def cluster_bwd_kernel(
             d = _packed_sum(dy.to(tl.float32), THREADS, 128 // dy.dtype.primitive_bitwidth)
         else:
             d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
-    d_all, _ = D.exchange(d, 0.0, slot_base, rank, C)
+    _, d_all = D.exchange(0.0, d, slot_base, rank, C, SLOTS)  # the sums as s: unused slots add 0
     if LOG:
         dx = D.widen(dy) - exp(D.widen(y)) * tl.sum(d_all, axis=0)
     else:

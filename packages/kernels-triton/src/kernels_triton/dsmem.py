@@ -128,8 +128,9 @@ def row_sum(v, COMPENSATED: tl.constexpr):
 # only after every push into its shared memory has landed. Each asm runs once a thread; the 0 or 1
 # it returns goes into the next step's operands, which keeps the steps in order.
 @triton.jit
-def exchange(m, s, slot_base, rank, C: tl.constexpr):
-    """Every block's (m, s) of this row, two [C] tensors in rank order."""
+def exchange(m, s, slot_base, rank, C: tl.constexpr, SLOTS: tl.constexpr):
+    """Every block's (m, s) of this row, two [SLOTS] tensors in rank order (SLOTS: C rounded up
+    to a power of two, for tl.arange; the slots past C read as (-inf, 0), a chunk of nothing)."""
     opened = tl.inline_asm_elementwise(  # thread 0 initialises the mbarrier: one arrival, its own
         asm="""{ .reg .u32 t, bar; .reg .pred first;
         mov.u32 t, %tid.x; setp.eq.u32 first, t, 0; mov.u32 bar, global_smem; add.u32 bar, bar, $1;
@@ -159,12 +160,16 @@ def exchange(m, s, slot_base, rank, C: tl.constexpr):
         @!done bra wait_${:uid}; mov.u32 $0, 1; }""",
         constraints="=r,r", args=[slot_base + pushed], dtype=tl.int32, is_pure=False, pack=1,
     )  # fmt: skip
-    return tl.inline_asm_elementwise(  # slot r of the inbox: the pair at base + 8 + 8 * r
+    m_all, s_all = tl.inline_asm_elementwise(  # slot r of the inbox: the pair at base + 8 + 8 * r
         asm="""{ .reg .u32 a; mov.u32 a, global_smem; add.u32 a, a, $3; mad.lo.u32 a, $2, 8, a;
         ld.shared.v2.f32 {$0, $1}, [a+8]; }""",
-        constraints="=f,=f,r,r", args=[tl.arange(0, C), tl.broadcast_to(slot_base + full - 1, [C])],
+        constraints="=f,=f,r,r", args=[tl.arange(0, SLOTS), tl.broadcast_to(slot_base + full - 1, [SLOTS])],
         dtype=(tl.float32, tl.float32), is_pure=False, pack=1,
     )  # fmt: skip
+    if SLOTS > C:  # slots no block pushes into: never written
+        pushed_into = tl.arange(0, SLOTS) < C
+        m_all, s_all = tl.where(pushed_into, m_all, float("-inf")), tl.where(pushed_into, s_all, 0.0)
+    return m_all, s_all
 
 
 @triton.jit

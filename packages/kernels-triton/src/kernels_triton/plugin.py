@@ -107,5 +107,5 @@ def register() -> None:
     _add(_log_softmax, "log_softmax", "triton.log_softmax", "Triton",
          "softmax's reduction with a log epilogue (xent_kernels.py)")  # fmt: skip
     _add(_cross_entropy, "cross_entropy", "triton.cross_entropy", "Triton",
-         "loss and gradient in one launch (the row in registers up to 16384 16-bit / 8192 fp32 elements, else "
-         "read twice, the second time back to front from L2); the backward scales in place only if dloss != 1")  # fmt: skip
+         "loss and gradient in one launch (the row in registers up to 16384 16-bit / 8192 fp32 elements, past "
+         "that over a thread-block cluster on sm_90, else read twice); the backward scales only if dloss != 1")  # fmt: skip

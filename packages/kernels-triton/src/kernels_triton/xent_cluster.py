@@ -20,7 +20,7 @@ from kernels_triton.xent_rows import exp
 def cluster_xent_kernel(
     x_ptr, t_ptr, loss_ptr, stats_ptr, g_ptr, count_ptr, M, N, x_row_stride, g_row_stride, OFF, ignore_index,
     slot_base,
-    C: tl.constexpr, CHUNK: tl.constexpr, NEEDS_MASK: tl.constexpr, COMPENSATED: tl.constexpr, VEC: tl.constexpr,
+    C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr, NEEDS_MASK: tl.constexpr, COMPENSATED: tl.constexpr, VEC: tl.constexpr,
     THREADS: tl.constexpr,
     ALIGN: tl.constexpr, LIKE: tl.constexpr,  # xent_kernels.splits(): the split follows x's rows
     WRITE_GRAD: tl.constexpr,  # also the gradient of the summed (MEAN: averaged) loss for dloss = 1
@@ -74,7 +74,7 @@ def cluster_xent_kernel(
         if VEC > 0:
             m_edges = tl.max(x_edges, axis=0)
             m, s = pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - shift(m_edges)) * LOG2E), axis=0))
-    m_all, s_all = exchange(m, s, slot_base, rank, C)
+    m_all, s_all = exchange(m, s, slot_base, rank, C, SLOTS)
     m_row = tl.max(m_all, axis=0)  # the row's (M, S), merged as cluster_fwd_kernel merges them
     s_row = row_sum(tl.where(m_all == float("-inf"), s_all, s_all * tl.exp2((shift(m_all) - m_row) * LOG2E)),
                     COMPENSATED)  # fmt: skip
