@@ -169,13 +169,14 @@ def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, dir
 
 @pytest.mark.parametrize(
     "n, chunk, c",
-    [(8193, 4096, 3), (32000, 8192, 4), (32768, 8192, 4), (40000, 8192, 5), (50257, 4096, 13), (98309, 8192, 13),
-     (131072, 8192, 16), (131073, 16384, 9), (262144, 16384, 16)],
+    [(8193, 4096, 3), (32000, 8192, 4), (32768, 8192, 4), (32776, 8192, 5), (40000, 8192, 5), (50257, 8192, 7),
+     (65537, 8192, 16), (98309, 8192, 16), (131072, 8192, 16), (131073, 16384, 16), (262144, 16384, 16)],
 )
 def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
-    """C = ceil(N / chunk) blocks, any count up to 16 (not rounded up to a power of two: a block
-    past the row's end computes as much as any), and of the chunks of 8192 and 4096 the one that
-    leaves fewer lanes past the row; the exchange reads SLOTS, C rounded up to a power of two."""
+    """C = ceil(N / chunk) blocks up to 8 (not rounded up to a power of two: a block past the
+    row's end computes as much as any), else 16 (the H200 launches no cluster of 9 to 15), and
+    of the chunks of 8192 and 4096 the one that leaves fewer lanes past the row; the exchange
+    reads SLOTS, C rounded up to a power of two."""
     for op in ("softmax", "log_softmax", "cross_entropy"):
         for direction in ("fwd", "bwd"):
             meta = cluster.kernel_for(direction, n, torch.float32, 0, op)[1]
@@ -332,12 +333,12 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
 @pytest.mark.parametrize("n", [131073, 200000, 262144])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_past_131072_in_blocks_of_16384(dtype, n):
-    """Rows of 131073 to 262144 columns, both directions: ceil(N / 16384) blocks of 16384 elements
-    with capped registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others
-    over 8), the last one partly past the row's end; rows off 16-byte boundaries (131073) included."""
+    """Rows of 131073 to 262144 columns, both directions: 16 blocks of 16384 elements with capped
+    registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others over 8), the
+    last blocks partly or wholly past the row's end; rows off 16-byte boundaries (131073) included."""
     warps = 4 if dtype != torch.float32 else 8
     block, c = cluster._block(n, "fwd", dtype)[:2], cluster.kernel_for("fwd", n, dtype)[1]["C"]
-    assert (block, c) == ((16384, warps), -(-n // 16384))
+    assert (block, c) == ((16384, warps), 16)
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
     np.testing.assert_allclose(

@@ -12,8 +12,9 @@ statistics and gradient) from the first row too long for one program's registers
 
 Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and
 launched with num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C.
-C = ceil(N / chunk), any size up to 16 (clusters of more than 8 blocks are a non-portable size,
-which H100 and H200 allow); the exchange's slots are C rounded up to a power of two, SLOTS. A row's split (chunks; head, body and
+C = ceil(N / chunk) up to 8 blocks, else 16 (clusters of more than 8 blocks are a non-portable
+size: the H200 launches 16, not 9 to 15; blocks()); the exchange's slots are C rounded up to a
+power of two, SLOTS. A row's split (chunks; head, body and
 tail, dsmem.split_row) follows N, the dtype and the row's address mod 16: a row keeps its bits in
 any batch that puts it at the same alignment.
 """
@@ -51,10 +52,17 @@ def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, i
     a thread, 16-bit forward 5 an SM."""
     if n_cols <= 8192 * MAX_CLUSTER:
         fits = [chunk for chunk in (8192, 4096) if triton.cdiv(n_cols, chunk) <= MAX_CLUSTER]
-        return min(fits, key=lambda chunk: triton.cdiv(n_cols, chunk) * chunk), 4, None
+        return min(fits, key=lambda chunk: blocks(n_cols, chunk) * chunk), 4, None
     if direction == "bwd":
         return (16384, 16, 128) if dtype == torch.float32 else (16384, 8, 128)
     return (16384, 8, 80) if dtype == torch.float32 else (16384, 4, 96)
+
+
+def blocks(n_cols: int, chunk: int) -> int:
+    """C, the blocks of a row's cluster: ceil(N / chunk), any count up to 8 (the portable sizes);
+    past 8, 16 (the H200 refuses to launch clusters of 9 to 15 blocks of these kernels)."""
+    c = triton.cdiv(n_cols, chunk)
+    return c if c <= 8 else MAX_CLUSTER
 
 
 def applies(
@@ -87,7 +95,7 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     chunk, warps, maxnreg = _block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
     if op != "softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
         warps, maxnreg = 16, 128
-    c = triton.cdiv(n_cols, chunk)
+    c = blocks(n_cols, chunk)
     sizes = {"C": c, "SLOTS": triton.next_power_of_2(c), "CHUNK": chunk}
     log = op == "log_softmax"
     if direction == "bwd":
