@@ -48,6 +48,7 @@ import torch
 from kernels_cuda import log_softmax_op as rows
 from kernels_cuda import row_kernels as rk
 from kernels_cuda.xent_launch import (
+    LSE_DTYPE,
     acc_dtype,
     dtype_of,
     new_grad,
@@ -144,7 +145,7 @@ class _CrossEntropy(torch.autograd.Function):
         if x2.shape[0] == 0:
             ctx.grad2 = torch.zeros_like(x2)
             if reduction == "none":
-                ctx.save_for_backward(x2, t, torch.empty(0, dtype=acc_dtype(dtype_of(x2)), device=x2.device))
+                ctx.save_for_backward(x2, t, torch.empty(0, dtype=LSE_DTYPE, device=x2.device))
             return _empty_loss(reduction, x2, target.shape, logits.dtype)
         if reduction == "none":
             loss_rows, lse, _ = run_forward(x2, t, ignore_index, smoothing)
@@ -161,7 +162,7 @@ class _CrossEntropy(torch.autograd.Function):
             x2, t, lse = ctx.saved_tensors
             if x2.shape[0] == 0:
                 return torch.zeros(shape, dtype=x2.dtype, device=x2.device), None, None, None, None, None
-            g_rows = g.reshape(-1).to(lse.dtype).contiguous()
+            g_rows = g.reshape(-1).to(acc_dtype(dtype_of(x2))).contiguous()
             grad2 = run_backward(x2, t, lse, g_rows, ignore_index, smoothing)
         else:
             grad2 = ctx.grad2
@@ -197,12 +198,12 @@ def _forward_op(
     M, acc = x2.shape[0], acc_dtype(dtype_of(logits))
     grad2 = rows.new_output(x2.shape, x2) if with_grad and reduction != "none" else None
     if M == 0:  # (outputs of an op never alias each other)
-        loss, lse = _empty_loss(reduction, x2, target.shape, logits.dtype), x2.new_empty(0, dtype=acc)
+        loss, lse = _empty_loss(reduction, x2, target.shape, logits.dtype), x2.new_empty(0, dtype=LSE_DTYPE)
     elif reduction == "none":
         loss_rows, lse, _ = run_forward(x2, t, ignore_index, label_smoothing)
         loss = loss_rows.to(logits.dtype).view(target.shape)
     else:
-        lse = x2.new_empty(M, dtype=acc)
+        lse = x2.new_empty(M, dtype=LSE_DTYPE)
         mean = reduction == "mean"
         loss, _ = run_reduced(x2, t, ignore_index, label_smoothing, mean, grad2=grad2, lse=lse)
     grad = logits.new_empty(0) if grad2 is None else rows.from_rows(grad2, logits.shape, class_dim(logits))
@@ -215,7 +216,7 @@ def _(logits, target, ignore_index, reduction, label_smoothing, with_grad):
     M = target.numel()
     loss = logits.new_empty(tuple(target.shape) if reduction == "none" else ())
     grad = _fake_grad(logits) if with_grad and reduction != "none" else logits.new_empty(0)
-    return loss, logits.new_empty(M, dtype=acc_dtype(dtype)), grad
+    return loss, logits.new_empty(M, dtype=LSE_DTYPE), grad
 
 
 @torch.library.custom_op("kernels_cuda::cross_entropy_backward", mutates_args=())
@@ -235,7 +236,7 @@ def _backward_op(
         return torch.zeros_like(logits)
 
     def flat(v):
-        return None if v is None else v.reshape(-1).to(lse.dtype).contiguous()
+        return None if v is None else v.reshape(-1).to(acc_dtype(dtype_of(logits))).contiguous()
 
     grad2 = run_backward(
         x2, t, lse, flat(g_loss), ignore_index, label_smoothing, flat(entropy), flat(g_entropy)
@@ -306,7 +307,7 @@ def _token_op(
     x2, t = _rows(logits, target)
     if x2.shape[0] == 0:  # (outputs of an op never alias each other)
         lp, ent, lse = (
-            torch.empty(0, dtype=acc_dtype(dtype_of(logits)), device=logits.device) for _ in range(3)
+            torch.empty(0, dtype=d, device=logits.device) for d in (*[acc_dtype(dtype_of(logits))] * 2, LSE_DTYPE)
         )
         return lp.view(target.shape), ent.view(target.shape), lse
     logprob, lse, ent = run_forward(x2, t, ignore_index, 0.0, entropy=True)
@@ -321,7 +322,7 @@ def _(logits, target, ignore_index):
     return (
         logits.new_empty(shape, dtype=acc),
         logits.new_empty(shape, dtype=acc),
-        logits.new_empty(target.numel(), dtype=acc),
+        logits.new_empty(target.numel(), dtype=LSE_DTYPE),
     )
 
 

@@ -33,8 +33,11 @@ def acc_dtype(dtype: str) -> torch.dtype:
     return _ACC[dtype]
 
 
+LSE_DTYPE = torch.float64  # the rows' saved lse: max + log s, exactly (09's header says why)
+
+
 def _acc_empty(n: int, like: torch.Tensor, dtype: str) -> torch.Tensor:
-    out = torch.empty(n, dtype=_ACC[dtype], device=like.device)
+    out = torch.empty(n, dtype=LSE_DTYPE if dtype == "lse" else _ACC[dtype], device=like.device)
     if arrays._poison:
         out.fill_(math.nan)
     return out
@@ -145,7 +148,7 @@ def run_forward(x2, t, ignore_index, smoothing, *, entropy=False):
     device_id = x2.get_device()
     run = _cached(_forward_run, "f", dtype, device_id, M, N, rows.row_stride(x2), 0, ignore_index,
                   float(smoothing), entropy, rk.STAGE_LIMIT)  # fmt: skip
-    loss, lse = _acc_empty(M, x2, dtype), _acc_empty(M, x2, dtype)
+    loss, lse = _acc_empty(M, x2, dtype), _acc_empty(M, x2, "lse")
     ent = _acc_empty(M, x2, dtype) if entropy else None
     run(_stream(device_id), x2.data_ptr(), 0, t.data_ptr(), loss.data_ptr(), lse.data_ptr(),
         0 if ent is None else ent.data_ptr(), 0)  # fmt: skip

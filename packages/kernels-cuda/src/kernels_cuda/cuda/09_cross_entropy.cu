@@ -35,7 +35,10 @@
 //                           of a row is read before it is written, by the thread that writes it,
 //                           so even a read-only-path load the compiler picks sees the logits)
 //   cross_entropy_backward  the gradient from the saved lse, for per-row upstream gradients
-//                           (reduction="none"; token log-probabilities and entropy)
+//                           (reduction="none"; token log-probabilities and entropy). lse is saved
+//                           in fp64, max + log s exactly, and x - lse taken in fp64: in fp32 its
+//                           rounding at the logits' magnitude (1e3: a 6e-5 step) would move p by
+//                           as much, relative
 //   cross_entropy_reduce    the rows' losses summed (divided by the count for the mean) into the
 //                           loss in elem_t, by one block in an order fixed by M
 //   cross_entropy_scale     grad *= g[0] in place, every block returning at once when g[0] == 1
@@ -71,7 +74,7 @@ __device__ __forceinline__ void put_pack(elem_t* gr, int at, const Pack<VEC>& g,
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     cross_entropy_forward(const elem_t* x, elem_t* grad, const i64* __restrict__ target, acc_t* __restrict__ loss,
-                          acc_t* __restrict__ lse_out, acc_t* __restrict__ entropy_out, const acc_t* __restrict__ count,
+                          double* __restrict__ lse_out, acc_t* __restrict__ entropy_out, const acc_t* __restrict__ count,
                           i64 M, int N, i64 x_stride, i64 grad_stride, i64 ignore_index, acc_t smoothing, int staged) {
   extern __shared__ uint4 stage_raw[];
   __shared__ RowStats scratch[RPB * (TPR / 32 + 1)];
@@ -191,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         l = valid ? lse - (acc_t(1) - smoothing) * xt - smooth : quiet_nan();
       }
       loss[row] = ENTROPY ? -l : l;
-      if (lse_out != nullptr) lse_out[row] = lse;
+      if (lse_out != nullptr) lse_out[row] = static_cast<double>(st.m) + static_cast<double>(log_s);  // exact
       if constexpr (ENTROPY) entropy_out[row] = log_s - st.u * rcp(st.s);
     }
 
@@ -208,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 // builds to 64 registers, with a spill.)
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     cross_entropy_backward(const elem_t* __restrict__ x, elem_t* __restrict__ grad, const i64* __restrict__ target,
-                           const acc_t* __restrict__ lse, const acc_t* __restrict__ g_loss,
+                           const double* __restrict__ lse, const acc_t* __restrict__ g_loss,
                            const acc_t* __restrict__ entropy, const acc_t* __restrict__ g_entropy, i64 M, int N,
                            i64 x_stride, i64 grad_stride, i64 ignore_index, acc_t smoothing) {
   const int lane = threadIdx.x % TPR;
@@ -224,14 +227,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const i64 t = target[row];
     const bool ignored = t == ignore_index;
     const bool valid = !ignored && t >= 0 && t < N;
-    const acc_t r_lse = lse[row];
+    const double r_lse = lse[row];
     const acc_t gl = ignored ? acc_t(0) : valid ? g_loss[row] : quiet_nan();
     const bool with_entropy = entropy != nullptr;
     const acc_t ge = with_entropy ? g_entropy[row] : acc_t(0);
     const acc_t h = with_entropy ? entropy[row] : acc_t(0);
     const int tj = valid ? static_cast<int>(t) : -1;  // the target as a row index (32 bits)
     auto d_of = [&](elem_t xv, int j) {
-      const acc_t logp = to_acc(xv) - r_lse;
+      const acc_t logp = static_cast<acc_t>(static_cast<double>(to_acc(xv)) - r_lse);
       const acc_t prob = exp_acc(logp);
       const acc_t one_hot = j == tj ? hit : acc_t(0);
       acc_t d = ignored ? acc_t(0) : gl * (prob - off - one_hot);

@@ -74,7 +74,7 @@ __device__ __forceinline__ void put_pack(elem_t* gr, const Pack<VEC>& g, bool pa
 
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     cross_entropy_cluster_forward(const elem_t* x, elem_t* grad, const i64* __restrict__ target,
-                                  float* __restrict__ loss, float* __restrict__ lse_out,
+                                  float* __restrict__ loss, double* __restrict__ lse_out,
                                   const float* __restrict__ entropy_out, const float* __restrict__ count, i64 M,
                                   int N, i64 x_stride, i64 grad_stride, i64 ignore_index, int chunk) {
   __shared__ Stats warp_stats[WARPS];
@@ -180,13 +180,12 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
   // The row's outputs after the gradient (logf's registers are free by then).
   if (owner || (rank == 0 && threadIdx.x == 0)) {
     const float log_s = logf(s);
-    const float lse = m + log_s;
     // (m - x[t]) first: exact for logits near each other, where lse - x[t] would lose the digits
     // that lse's rounding at the logits' magnitude (1e4: a 1e-3 step) drops
     if (owner) loss[row] = (m - xt) + log_s;
     if (rank == 0 && threadIdx.x == 0) {
       if (!valid) loss[row] = ignored ? 0.f : __int_as_float(0x7fc00000);
-      if (lse_out != nullptr) lse_out[row] = lse;
+      if (lse_out != nullptr) lse_out[row] = static_cast<double>(m) + static_cast<double>(log_s);  // exact
     }
   }
   cluster_wait();  // no block exits while a push into its shared memory may still be in flight
