@@ -147,7 +147,9 @@ def test_fake_impls_give_shapes_and_dtypes():
                     assert loss.dtype == dtype and loss.shape == (t.shape if reduction == "none" else ())
                     assert lse.shape == (t.numel(),) and lse.dtype == torch.float64  # max + log s exactly
                     assert grad.shape == (x.shape if reduction != "none" else (0,)) and grad.dtype == dtype
-                g = torch.ops.kernels_cuda.cross_entropy_backward(x, t, lse, lse.to(acc), None, None, -100, 0.0)
+                g = torch.ops.kernels_cuda.cross_entropy_backward(
+                    x, t, lse, lse.to(acc), None, None, -100, 0.0
+                )
                 assert g.shape == x.shape and g.dtype == dtype
                 lp, h, lse = torch.ops.kernels_cuda.token_logprobs_and_entropy(x, t, -100)
                 assert lp.shape == h.shape == t.shape and lp.dtype == h.dtype == acc

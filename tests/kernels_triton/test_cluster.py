@@ -169,8 +169,19 @@ def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, dir
 
 @pytest.mark.parametrize(
     "n, chunk, c",
-    [(8193, 4096, 3), (32000, 8192, 4), (32768, 8192, 4), (32776, 8192, 5), (40000, 8192, 5), (50257, 8192, 7),
-     (65537, 8192, 16), (98309, 8192, 16), (131072, 8192, 16), (131073, 16384, 16), (262144, 16384, 16)],
+    [
+        (8193, 4096, 3),
+        (32000, 8192, 4),
+        (32768, 8192, 4),
+        (32776, 8192, 5),
+        (40000, 8192, 5),
+        (50257, 8192, 7),
+        (65537, 8192, 16),
+        (98309, 8192, 16),
+        (131072, 8192, 16),
+        (131073, 16384, 16),
+        (262144, 16384, 16),
+    ],
 )
 def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
     """C = ceil(N / chunk) blocks up to 8 (not rounded up to a power of two: a block past the

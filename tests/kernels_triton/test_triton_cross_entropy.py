@@ -388,7 +388,9 @@ def test_short_rows_of_whole_packs_a_warp_a_row(monkeypatch, dtype, v):
 
     module = importlib.import_module("kernels_triton.cross_entropy")
     seen, launch = [], module.launch
-    monkeypatch.setattr(module, "launch", lambda kernel, *a, **kw: (seen.append(kernel), launch(kernel, *a, **kw))[1])
+    monkeypatch.setattr(
+        module, "launch", lambda kernel, *a, **kw: (seen.append(kernel), launch(kernel, *a, **kw))[1]
+    )
     x, t = logits_and_targets(7, v, dtype)
     for reduction, eps in (("mean", 0.0), ("sum", 0.1), ("none", 0.0)):
         check(x, t, reduction, eps)

@@ -195,7 +195,7 @@ def _forward_op(
     """(loss, per-row lse, the gradient of the loss (an empty tensor unless with_grad and the loss
     is reduced))."""
     x2, t = _rows(logits, target)
-    M, acc = x2.shape[0], acc_dtype(dtype_of(logits))
+    M = x2.shape[0]
     grad2 = rows.new_output(x2.shape, x2) if with_grad and reduction != "none" else None
     if M == 0:  # (outputs of an op never alias each other)
         loss, lse = _empty_loss(reduction, x2, target.shape, logits.dtype), x2.new_empty(0, dtype=LSE_DTYPE)
@@ -212,7 +212,7 @@ def _forward_op(
 
 @_forward_op.register_fake
 def _(logits, target, ignore_index, reduction, label_smoothing, with_grad):
-    dtype = check(logits, target, ignore_index, reduction, label_smoothing)
+    check(logits, target, ignore_index, reduction, label_smoothing)
     M = target.numel()
     loss = logits.new_empty(tuple(target.shape) if reduction == "none" else ())
     grad = _fake_grad(logits) if with_grad and reduction != "none" else logits.new_empty(0)
@@ -307,7 +307,8 @@ def _token_op(
     x2, t = _rows(logits, target)
     if x2.shape[0] == 0:  # (outputs of an op never alias each other)
         lp, ent, lse = (
-            torch.empty(0, dtype=d, device=logits.device) for d in (*[acc_dtype(dtype_of(logits))] * 2, LSE_DTYPE)
+            torch.empty(0, dtype=d, device=logits.device)
+            for d in (*[acc_dtype(dtype_of(logits))] * 2, LSE_DTYPE)
         )
         return lp.view(target.shape), ent.view(target.shape), lse
     logprob, lse, ent = run_forward(x2, t, ignore_index, 0.0, entropy=True)
