@@ -8,8 +8,9 @@ not ignored: all ignored gives NaN, as in torch), label_smoothing as torch defin
 Traffic. The forward (xent_kernels.cross_entropy_fwd) reads each row once for the loss and
 keeps (max, sum of exp(x - max)) per row, O(M). When the logits need a gradient and the reduction is
 "sum" or "mean", it also writes the gradient of the loss for an upstream gradient of 1 in the
-same launch: from registers where the row fits in a program's (or, on sm_90 and without
-label smoothing, in a cluster's: xent_cluster.py), else from a second, back-to-front read
+same launch: from registers where the row fits in a program's (a short row of whole 16-byte
+packs a warp's: xent_warp_rows.py; on sm_90 and without label smoothing, a long row a
+cluster's: xent_cluster.py), else from a second, back-to-front read
 that mostly hits L2. The backward then only scales it by the upstream gradient, in place, and
 on the device skips even that when the upstream gradient is 1 (loss.backward()); so forward and
 backward together read the logits once (twice at most) and write the gradient once, and hold
