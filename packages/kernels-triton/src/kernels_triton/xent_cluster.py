@@ -12,7 +12,7 @@ import triton.language as tl
 from kernels_triton.dsmem import exchange, pair, partial, row_sum, shift, split_row, widen
 from kernels_triton.kernels import LOG2E
 from kernels_triton.xent_kernels import ce_grad
-from kernels_triton.xent_reduce import count_total
+from kernels_triton.xent_reduce import grad_scale
 from kernels_triton.xent_rows import exp
 
 
@@ -83,10 +83,7 @@ def cluster_xent_kernel(
     tl.store(stats_ptr + row, m_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     tl.store(stats_ptr + M + row, s_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     if WRITE_GRAD:
-        scale_all = 1.0
-        if MEAN:
-            scale_all = 1.0 / count_total(count_ptr).to(tl.float32)
-        scale = tl.where(counted, scale_all, 0.0)
+        scale = tl.where(counted, grad_scale(count_ptr, MEAN, False), 0.0)
         inv_total = 1.0 / s_row
         # p * scale at every column; the target's (p - 1) * scale is stored over it below. These are
         # ce_grad's roundings without smoothing (p - 0 - 0 / N is p), so the recompute's bits.

@@ -56,7 +56,7 @@ import triton
 import triton.language as tl
 
 from kernels_triton.configs import INTERPRET
-from kernels_triton.xent_reduce import count_total
+from kernels_triton.xent_reduce import grad_scale
 from kernels_triton.xent_rows import (
     acc_const,
     body_col,
@@ -192,8 +192,8 @@ def cross_entropy_fwd(
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     smooth = acc_const(SMOOTH, IS_FP64)
     scale_all = 1.0
-    if WRITE_GRAD and MEAN:
-        scale_all = 1.0 / to_acc(count_total(COUNT), IS_FP64)
+    if WRITE_GRAD:
+        scale_all = grad_scale(COUNT, MEAN, IS_FP64)
     if ONE_PASS:
         for blk in range(tl.program_id(0), tl.cdiv(M, ROWS), tl.num_programs(0)):
             rows = blk * ROWS + tl.arange(0, ROWS)
@@ -287,9 +287,7 @@ def cross_entropy_bwd(
     cols = tl.arange(0, BLOCK)
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     smooth = acc_const(SMOOTH, IS_FP64)
-    scale_all = 1.0
-    if MEAN:
-        scale_all = 1.0 / to_acc(count_total(COUNT), IS_FP64)
+    scale_all = grad_scale(COUNT, MEAN, IS_FP64)
     d = tl.load(DLOSS)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = row_start(X, row, stride_x, ALIGN)

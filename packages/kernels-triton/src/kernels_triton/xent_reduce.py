@@ -36,6 +36,19 @@ def count_total(COUNT):
 
 
 @triton.jit
+def grad_scale(COUNT, MEAN: tl.constexpr, IS_FP64: tl.constexpr):
+    """The factor of the loss's gradient for an upstream gradient of 1, in the accumulator type:
+    1 for the sum, 1 / count_total for the mean."""
+    scale = 1.0
+    if MEAN:
+        if IS_FP64:
+            scale = 1.0 / count_total(COUNT).to(tl.float64)
+        else:
+            scale = 1.0 / count_total(COUNT).to(tl.float32)
+    return scale
+
+
+@triton.jit
 def count_targets(T, COUNT, M, ignore_index, BLOCK: tl.constexpr):
     """COUNT[p] = the targets != ignore_index of program p's chunk; COUNT[PARTS] = 0.
     Launched on PARTS programs."""

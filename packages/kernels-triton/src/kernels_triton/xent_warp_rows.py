@@ -15,17 +15,20 @@ any batch. cross_entropy.py takes it where `shape` gives one.
 
 from __future__ import annotations
 
+import functools
+
 import triton
 import triton.language as tl
 
 from kernels_triton.configs import warp_row_packs, warp_rows_fit
 from kernels_triton.xent_kernels import ce_grad
-from kernels_triton.xent_reduce import count_total
+from kernels_triton.xent_reduce import grad_scale
 from kernels_triton.xent_rows import acc_const, exp, exp_ref, lanes_in_row, row_start
 
 ROWS = 2  # rows (warps) a program
 
 
+@functools.cache  # on the call path
 def shape(n: int, itemsize: int) -> tuple[int, int, int, int] | None:
     """(WIDTH, PACKS, FULL, ROWS) for rows of n elements of `itemsize` bytes, or None where the
     form does not apply (fp64; a row shorter than a pack, longer than 8 packs, or not whole
@@ -91,10 +94,7 @@ def cross_entropy_warp_rows(
     tl.store(STATS + rows, big.to(STATS.dtype.element_ty), mask=live)
     tl.store(STATS + M + rows, total.to(STATS.dtype.element_ty), mask=live)
     if WRITE_GRAD:
-        scale_all = 1.0
-        if MEAN:
-            scale_all = 1.0 / count_total(COUNT).to(tl.float32)
-        scale = tl.where(counted, scale_all, 0.0)
+        scale = tl.where(counted, grad_scale(COUNT, MEAN, False), 0.0)
         inv_total = 1.0 / total
         g_rows = row_start(G, rows, stride_g, ALIGN)
         for p in tl.static_range(PACKS):
