@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from kernels_triton import dsmem as D
-from kernels_triton.configs import DTYPES, INTERPRET
+from kernels_triton.configs import DTYPES, INTERPRET, next_pow2
 from kernels_triton.kernels import LOG2E
 from kernels_triton.xent_cluster import cluster_xent_kernel
 from kernels_triton.xent_rows import exp
@@ -43,6 +43,7 @@ def _capable(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index)[0] == 9
 
 
+@functools.cache  # on the family's call path: kernel_for runs every launch
 def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
     """(chunk, warps, register cap) of a block. Every lane of a chunk computes, in the row or not:
     of the chunks of 8192 and 4096 elements whose C = ceil(N / chunk) blocks fit a cluster, the one
@@ -51,7 +52,7 @@ def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, i
     SASS test holds the counts): fp32 forward 3 blocks an SM, fp32 backward 64 values (y and dy)
     a thread, 16-bit forward 5 an SM."""
     if n_cols <= 8192 * MAX_CLUSTER:
-        fits = [chunk for chunk in (8192, 4096) if triton.cdiv(n_cols, chunk) <= MAX_CLUSTER]
+        fits = [chunk for chunk in (8192, 4096) if -(-n_cols // chunk) <= MAX_CLUSTER]
         return min(fits, key=lambda chunk: blocks(n_cols, chunk) * chunk), 4, None
     if direction == "bwd":
         return (16384, 16, 128) if dtype == torch.float32 else (16384, 8, 128)
@@ -61,7 +62,7 @@ def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, i
 def blocks(n_cols: int, chunk: int) -> int:
     """C, the blocks of a row's cluster: ceil(N / chunk), any count up to 8 (the portable sizes);
     past 8, 16 (the H200 refuses to launch clusters of 9 to 15 blocks of these kernels)."""
-    c = triton.cdiv(n_cols, chunk)
+    c = -(-n_cols // chunk)
     return c if c <= 8 else MAX_CLUSTER
 
 
@@ -96,7 +97,7 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     if op != "softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
         warps, maxnreg = 16, 128
     c = blocks(n_cols, chunk)
-    sizes = {"C": c, "SLOTS": triton.next_power_of_2(c), "CHUNK": chunk}
+    sizes = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk}
     log = op == "log_softmax"
     if direction == "bwd":
         return cluster_bwd_kernel, {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps}, warps, maxnreg
@@ -127,7 +128,7 @@ def exchange_metadata(compiled, warps: int, c: int) -> tuple[int, tuple]:
     to a power of two: the slots dsmem.exchange reads); the metadata asks for clusters of C blocks
     (num_ctas), which Triton's own launcher would not pass."""
     slot_base = -(-compiled.metadata.shared // 16) * 16
-    return slot_base, (warps, c, slot_base + 8 + 8 * triton.next_power_of_2(c))
+    return slot_base, (warps, c, slot_base + 8 + 8 * next_pow2(c))
 
 
 @triton.jit(do_not_specialize=["slot_base"])
