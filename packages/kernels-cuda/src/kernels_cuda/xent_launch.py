@@ -36,8 +36,8 @@ def acc_dtype(dtype: str) -> torch.dtype:
 LSE_DTYPE = torch.float64  # the rows' saved lse: max + log s, exactly (09's header says why)
 
 
-def _acc_empty(n: int, like: torch.Tensor, dtype: str) -> torch.Tensor:
-    out = torch.empty(n, dtype=LSE_DTYPE if dtype == "lse" else _ACC[dtype], device=like.device)
+def _empty(n: int, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    out = torch.empty(n, dtype=dtype, device=like.device)
     if arrays._poison:
         out.fill_(math.nan)
     return out
@@ -148,8 +148,8 @@ def run_forward(x2, t, ignore_index, smoothing, *, entropy=False):
     device_id = x2.get_device()
     run = _cached(_forward_run, "f", dtype, device_id, M, N, rows.row_stride(x2), 0, ignore_index,
                   float(smoothing), entropy, rk.STAGE_LIMIT)  # fmt: skip
-    loss, lse = _acc_empty(M, x2, dtype), _acc_empty(M, x2, "lse")
-    ent = _acc_empty(M, x2, dtype) if entropy else None
+    loss, lse = _empty(M, x2, _ACC[dtype]), _empty(M, x2, LSE_DTYPE)
+    ent = _empty(M, x2, _ACC[dtype]) if entropy else None
     run(_stream(device_id), x2.data_ptr(), 0, t.data_ptr(), loss.data_ptr(), lse.data_ptr(),
         0 if ent is None else ent.data_ptr(), 0)  # fmt: skip
     return loss, lse, ent
@@ -167,7 +167,7 @@ def run_reduced(x2, t, ignore_index, smoothing, mean, *, grad2=None, lse=None):
     gs = 0 if grad2 is None else rows.row_stride(grad2)
     count_run, forward, reduce, size = _cached(_reduced_runs, dtype, device_id, M, N, rows.row_stride(x2), gs,
                                                ignore_index, float(smoothing), mean, rk.STAGE_LIMIT)  # fmt: skip
-    ws = _acc_empty(M + 3, x2, dtype)
+    ws = _empty(M + 3, x2, _ACC[dtype])
     loss = rows.new_output((), x2)
     stream = _stream(device_id)
     w, tp = ws.data_ptr(), t.data_ptr()
