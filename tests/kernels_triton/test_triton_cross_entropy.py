@@ -374,6 +374,27 @@ def test_hypothesis_random_shapes(m, v, scale, eps, reduction, seed):
     check(x, t, reduction, eps)
 
 
+def launched_kernels(monkeypatch) -> list:
+    """The kernels cross_entropy.py launches from here on, in order."""
+    module = importlib.import_module("kernels_triton.cross_entropy")
+    seen, launch = [], module.launch
+    monkeypatch.setattr(
+        module, "launch", lambda kernel, *a, **kw: (seen.append(kernel), launch(kernel, *a, **kw))[1]
+    )
+    return seen
+
+
+def assert_forward_gradient_is_the_recompute(x, t) -> None:
+    """The gradient the forward writes (the summed loss, upstream gradient 1) is, bit for bit,
+    the backward kernel's recompute from the forward's statistics."""
+    module = importlib.import_module("kernels_triton.cross_entropy")
+    xa = x.clone().requires_grad_()
+    cross_entropy(xa, t, reduction="sum").backward()
+    _, stats, count = module._forward(x, t, IGNORE, "sum", 0.0, None)
+    one = torch.ones((), dtype=torch.float32, device=DEVICE)
+    assert torch.equal(module._backward(x, t, stats, count, one, IGNORE, "sum", 0.0), xa.grad)
+
+
 @pytest.mark.parametrize(
     "dtype,v", [(torch.float32, 128), (torch.float32, 600), (torch.float32, 1024), (torch.bfloat16, 256),
                 (torch.bfloat16, 600), (torch.bfloat16, 2048)],
@@ -386,21 +407,13 @@ def test_short_rows_of_whole_packs_a_warp_a_row(monkeypatch, dtype, v):
     its bits in the batch."""
     from kernels_triton import xent_warp_rows as W
 
-    module = importlib.import_module("kernels_triton.cross_entropy")
-    seen, launch = [], module.launch
-    monkeypatch.setattr(
-        module, "launch", lambda kernel, *a, **kw: (seen.append(kernel), launch(kernel, *a, **kw))[1]
-    )
+    seen = launched_kernels(monkeypatch)
     x, t = logits_and_targets(7, v, dtype)
     for reduction, eps in (("mean", 0.0), ("sum", 0.1), ("none", 0.0)):
         check(x, t, reduction, eps)
     assert W.cross_entropy_warp_rows in seen and K.cross_entropy_fwd not in seen
     x, t = logits_and_targets(7, v, dtype, seed=3, special=False)
-    xa = x.clone().requires_grad_()
-    cross_entropy(xa, t, reduction="sum").backward()
-    _, stats, count = module._forward(x, t, IGNORE, "sum", 0.0, None)
-    one = torch.ones((), dtype=torch.float32, device=DEVICE)
-    assert torch.equal(module._backward(x, t, stats, count, one, IGNORE, "sum", 0.0), xa.grad)
+    assert_forward_gradient_is_the_recompute(x, t)
     batch = cross_entropy(x, t, reduction="none")
     for i in (0, 6):
         assert torch.equal(cross_entropy(x[i : i + 1], t[i : i + 1], reduction="none"), batch[i : i + 1])
@@ -786,11 +799,7 @@ def test_gpu_long_rows_over_a_cluster(monkeypatch, v, dtype):
 
     if not cluster.applies("fwd", 1, v, dtype, torch.device("cuda"), K.looped_from(dtype.itemsize)):
         pytest.skip("the cluster kernels need sm_90")
-    module = importlib.import_module("kernels_triton.cross_entropy")
-    seen, launch = [], module.launch
-    monkeypatch.setattr(
-        module, "launch", lambda kernel, *a, **kw: (seen.append(kernel), launch(kernel, *a, **kw))[1]
-    )
+    seen = launched_kernels(monkeypatch)
     x, t = logits_and_targets(67, v, dtype)
     check(x, t, "mean", 0.0)
     check(x, t, "sum", 0.0, dloss_scale=1.0)
@@ -799,13 +808,9 @@ def test_gpu_long_rows_over_a_cluster(monkeypatch, v, dtype):
     assert cross_entropy(x[6:7], bad, reduction="none").isnan().all()
     x, t = logits_and_targets(67, v, dtype, seed=3, special=False)
     batch = cross_entropy(x, t, reduction="none")
-    xa = x.clone().requires_grad_()
-    cross_entropy(xa, t, reduction="sum").backward()
     for i in (0, 31, 66):
         assert torch.equal(cross_entropy(x[i : i + 1], t[i : i + 1], reduction="none"), batch[i : i + 1])
-    _, stats, count = module._forward(x, t, IGNORE, "sum", 0.0, None)
-    one = torch.ones((), dtype=torch.float32, device=DEVICE)
-    assert torch.equal(module._backward(x, t, stats, count, one, IGNORE, "sum", 0.0), xa.grad)
+    assert_forward_gradient_is_the_recompute(x, t)
     xi = x.clone().requires_grad_()
     loss = cross_entropy(xi, t, inplace_backward=True)
     loss.backward()
