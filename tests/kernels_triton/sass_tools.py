@@ -62,7 +62,7 @@ def compile_cluster_op(op: str, direction: str, N: int, dtype: torch.dtype, arch
         align = math.gcd(N, pack)
         vec, extra = (
             (0 if align == pack else pack),
-            {"ALIGN": align, "LIKE": True, "WRITE_GRAD": True, "MEAN": True},
+            {"ALIGN": align, "LIKE": True, "WRITE_GRAD": True, "MEAN": True, "ZERO_TICKET": False},
         )
         pointers = {"t_ptr": "*i64", "loss_ptr": "*fp32", "stats_ptr": "*fp32", "count_ptr": "*i32"}
     fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec, op)

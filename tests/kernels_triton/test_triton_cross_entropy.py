@@ -531,7 +531,7 @@ block, one_pass, nrows, warps = ce_shape(n, itemsize)
 meta = dict(BLOCK=block, **split, IS_FP64=False, SMOOTH=0.0, MEAN=True)
 if kernel == "fwd":
     fn = K.cross_entropy_fwd
-    meta.update(ONE_PASS=one_pass, WRITE_GRAD=True, ROWS=nrows)
+    meta.update(ONE_PASS=one_pass, WRITE_GRAD=True, ROWS=nrows, ZERO_TICKET=False)
 else:  # the recompute, as cross_entropy._backward launches it
     fn = K.cross_entropy_bwd
     meta.update(BLOCK=min(block, K.ROW_SHAPES[itemsize][1]), PER_ROW=False)
@@ -601,7 +601,7 @@ for name in kernels:
     fn = getattr(K, name, None) or getattr(T, name)
     for like in (True, False) if "LIKE" in fn.arg_names else (True,):
         meta = dict(BLOCK=block, ALIGN=1, VEC=16 // dtype.itemsize, LIKE=like, ONE_PASS=False, IS_FP64=False,
-                    SMOOTH=0.1, MEAN=True, WRITE_GRAD=True, ROWS=1, PER_ROW=False)
+                    SMOOTH=0.1, MEAN=True, WRITE_GRAD=True, ROWS=1, PER_ROW=False, ZERO_TICKET=False)
         meta = {{a: v for a, v in meta.items() if a in fn.arg_names}}
         sig, attrs = {{}}, {{}}
         for i, a in enumerate(fn.arg_names):  # the first tensor based off a 16-byte boundary (OFF = 3)
@@ -660,7 +660,7 @@ n, ty = {n}, "{ty}"
 width, packs, full, rows = W.shape(n, dict(bf16=2, fp32=4)[ty])
 fn = W.cross_entropy_warp_rows
 meta = dict(WIDTH=width, PACKS=packs, FULL=full, ROWS=rows, ALIGN=16 // dict(bf16=2, fp32=4)[ty], SMOOTH=0.0,
-            WRITE_GRAD=True, MEAN=True)
+            WRITE_GRAD=True, MEAN=True, ZERO_TICKET=False)
 ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i32")
 ints = dict(M=4096, N=n, stride_x=n, stride_g=n, ignore_index=-100)
 sig = {{a: ptrs.get(a, "constexpr" if a in meta else "i32") for a in fn.arg_names}}

@@ -17,9 +17,9 @@ backward together read the logits once (twice at most) and write the gradient on
 no copy of the logits. inplace_backward=True writes that gradient over the logits (as Liger
 and QuACK offer): no memory beyond O(M), and the logits are gone after the forward.
 With reduction="none" the upstream gradient differs by row, so the backward recomputes the
-gradient from the saved statistics: one read of the logits, one write. "sum" and "mean" take
-two more launches, xent_reduce's, before and after the forward: the targets counted (the mean's
-divisor, which the gradient needs) and the row losses summed, each over many programs.
+gradient from the saved statistics: one read of the logits, one write. xent_reduce's launches
+around the forward, each over many programs: "mean" first counts the targets (the divisor the
+gradient needs); "sum" and "mean" then sum the row losses.
 
 A long row that is not whole 16-byte packs (GPT-2's V = 50257) is read and written as a head,
 a body of 16-byte vectors and a tail, split by the row's offset from a 16-byte boundary
@@ -130,7 +130,8 @@ def _forward(
     out = rows if reduction == "none" else torch.empty((), dtype=x.dtype, device=x.device)
     if not run:
         return (out.to(x.dtype) if reduction == "none" else out), stats, _count(target, ignore_index, False)
-    count = _count(target, ignore_index, reduction != "none")
+    # the mean's divisor, and the ticket of an empty sum; a sum's forward zeroes the ticket itself
+    count = _count(target, ignore_index, reduction == "mean" or (reduction == "sum" and not m))
     if (
         m
         and smooth == 0.0
@@ -143,7 +144,7 @@ def _forward(
             kernel, m,
             (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index), warps,
             cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, WRITE_GRAD=grad is not None,
-            MEAN=reduction == "mean",
+            MEAN=reduction == "mean", ZERO_TICKET=reduction == "sum",
         )  # fmt: skip
     elif m and (warp_rows := W.shape(n, x.element_size())) is not None:
         width, packs, full, rows_per = warp_rows
@@ -153,6 +154,7 @@ def _forward(
              0 if grad is None else grad.stride(0), ignore_index), rows_per,
             WIDTH=width, PACKS=packs, FULL=full, ROWS=rows_per, ALIGN=K.align(n, [x] if grad is None else [x, grad]),
             SMOOTH=float(smooth), WRITE_GRAD=grad is not None, MEAN=reduction == "mean",
+            ZERO_TICKET=reduction == "sum",
         )  # fmt: skip
     elif m:
         block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
@@ -165,7 +167,7 @@ def _forward(
              0 if grad is None else grad.stride(0), off, ignore_index), warps,
             BLOCK=block, **split, ONE_PASS=one_pass,
             IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
-            WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per,
+            WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per, ZERO_TICKET=reduction == "sum",
         )  # fmt: skip
     if reduction == "none":
         return rows.to(x.dtype), stats, count
@@ -205,14 +207,15 @@ def _scale_unless_one(grad: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
     """grad *= dloss in place (dloss 0-d), on the device and only when dloss != 1."""
     if not grad.is_contiguous():  # written over strided logits: not one flat run of elements
         return grad.copy_(grad.to(_stat_dtype(grad)) * dloss.to(_stat_dtype(grad)))
-    dloss = dloss.reshape(1).to(_stat_dtype(grad))
+    dloss = dloss.reshape(1)
     numel = grad.numel()
     if INTERPRET or not grad.is_cuda:
         grid = 1
     else:
         grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * K.device_caps(grad.device.index)[0])
     align = K.align(numel, [grad.view(1, numel)]) if numel else 1
-    launch(K.scale_unless_one, max(1, grid), (grad, dloss, numel), 4, BLOCK=_SCALE_BLOCK, ALIGN=align)
+    launch(K.scale_unless_one, max(1, grid), (grad, dloss, numel), 4, BLOCK=_SCALE_BLOCK, ALIGN=align,
+           IS_FP64=grad.dtype == torch.float64)  # fmt: skip
     return grad
 
 

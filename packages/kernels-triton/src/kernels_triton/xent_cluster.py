@@ -12,7 +12,7 @@ import triton.language as tl
 from kernels_triton.dsmem import exchange, pair, partial, row_sum, shift, split_row, widen
 from kernels_triton.kernels import LOG2E
 from kernels_triton.xent_kernels import ce_grad
-from kernels_triton.xent_reduce import grad_scale
+from kernels_triton.xent_reduce import grad_scale, zero_ticket
 from kernels_triton.xent_rows import exp
 
 
@@ -25,6 +25,7 @@ def cluster_xent_kernel(
     ALIGN: tl.constexpr, LIKE: tl.constexpr,  # xent_kernels.splits(): the split follows x's rows
     WRITE_GRAD: tl.constexpr,  # also the gradient of the summed (MEAN: averaged) loss for dloss = 1
     MEAN: tl.constexpr,
+    ZERO_TICKET: tl.constexpr,  # the sum: zero reduce_loss's ticket (xent_reduce.zero_ticket)
 ):  # fmt: skip
     """xent_kernels.cross_entropy_fwd without label smoothing, a row over a cluster: the row is
     read once and the gradient written from registers. The block holding column t reads x[t]
@@ -35,6 +36,7 @@ def cluster_xent_kernel(
     a plain one, so that x alone is held across the exchange. A row off 16-byte boundaries (VEC
     > 0) splits by x's offset, OFF + row * stride, as the looped kernels' rows do (xent_rows),
     with the body's address hinted, so a row alone at its batch offset keeps its bits."""
+    zero_ticket(count_ptr, ZERO_TICKET)
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)
     rank = pid % C
@@ -85,21 +87,22 @@ def cluster_xent_kernel(
     if WRITE_GRAD:
         scale = tl.where(counted, grad_scale(count_ptr, MEAN, False), 0.0)
         inv_total = 1.0 / s_row
-        # p * scale at every column; the target's (p - 1) * scale is stored over it below. These are
-        # ce_grad's roundings without smoothing (p - 0 - 0 / N is p), so the recompute's bits.
-        g = (exp(widen(x) - m_row) * inv_total) * scale
+        # ce_grad's off-target gradient at every column (the recompute's bits); the target's
+        # (p - 1) * scale is stored over it below
+        factor = inv_total * scale
+        g = exp(widen(x) - m_row) * factor
         if VEC > 0:
             if LIKE:  # G's rows sit at x's offsets: its body starts on a boundary too
                 g_body = tl.multiple_of(g_row + first, 16) + lanes
             else:
                 g_body = g_row + first + lanes
             tl.store(g_body, g.to(g_ptr.dtype.element_ty), mask=in_chunk)
-            g_edges = (exp(x_edges - m_row) * inv_total) * scale
+            g_edges = exp(x_edges - m_row) * factor
             tl.store(g_row + edge_cols, g_edges.to(g_ptr.dtype.element_ty), mask=in_edges)
         elif NEEDS_MASK:
             tl.store(g_row + first + lanes, g.to(g_ptr.dtype.element_ty), mask=in_chunk)
         else:
             tl.store(g_row + first + lanes, g.to(g_ptr.dtype.element_ty))
         tl.debug_barrier()  # the block's stores above come before the target's, in the same place
-        g_t = ce_grad(exp(x_t - m_row) * inv_total, t_col, t_col, 0.0, N, scale)
+        g_t = ce_grad(exp(x_t - m_row), inv_total, t_col, t_col, 0.0, N, scale, 0.0)
         tl.store(g_row + t_col, g_t.to(g_ptr.dtype.element_ty), mask=writer & counted & (t_col >= 0))

@@ -56,7 +56,7 @@ import triton
 import triton.language as tl
 
 from kernels_triton.configs import INTERPRET
-from kernels_triton.xent_reduce import grad_scale
+from kernels_triton.xent_reduce import grad_scale, zero_ticket
 from kernels_triton.xent_rows import (
     acc_const,
     body_col,
@@ -158,10 +158,13 @@ def log_softmax_bwd(
 
 
 @triton.jit
-def ce_grad(p, c, t, smooth, N, scale):
-    """(p - (1 - eps) onehot(t) - eps / N) * scale for the columns c of a row; p the softmax."""
-    g = p - tl.where(c == t, 1.0 - smooth, 0.0) - smooth / N
-    return g * scale
+def ce_grad(e, inv_total, c, t, smooth, N, scale, SMOOTH: tl.constexpr):
+    """(p - (1 - eps) onehot(t) - eps / N) * scale at the columns c of a row, p = e * inv_total the
+    softmax. Without smoothing a column other than t is e * (inv_total * scale), one multiply an
+    element: the bits of the kernels that write every column so and then store the target's over it."""
+    if SMOOTH == 0.0:
+        return tl.where(c == t, (e * inv_total - 1.0) * scale, e * (inv_total * scale))
+    return (e * inv_total - tl.where(c == t, 1.0 - smooth, 0.0) - smooth / N) * scale
 
 
 @triton.jit
@@ -178,6 +181,7 @@ def cross_entropy_fwd(
     X, T, LOSS, STATS, G, COUNT, M, N, stride_x, stride_g, OFF, ignore_index,
     BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, LIKE: tl.constexpr, ONE_PASS: tl.constexpr,
     IS_FP64: tl.constexpr, SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr, ROWS: tl.constexpr,
+    ZERO_TICKET: tl.constexpr,  # the sum: zero reduce_loss's ticket (xent_reduce.zero_ticket)
 ):  # fmt: skip
     """Per row: loss = log S + (1 - eps)(max - x[t]) - eps * sum(x - max) / N, where
     S = sum exp(x - max); 0 where t == ignore_index, NaN where t is out of range. STATS
@@ -188,6 +192,7 @@ def cross_entropy_fwd(
     SMOOTH: the label smoothing eps, a constexpr so that fp64 rows get it unrounded.
     ONE_PASS: ROWS whole rows at a time, a [ROWS, BLOCK] tile (cross_entropy.ce_shape).
     Looped: the row split as X's rows sit (VEC, OFF; G's body hinted where LIKE)."""
+    zero_ticket(COUNT, ZERO_TICKET)
     cols = tl.arange(0, BLOCK)
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     smooth = acc_const(SMOOTH, IS_FP64)
@@ -221,14 +226,16 @@ def cross_entropy_fwd(
                 scale = tl.where(counted, scale_all, 0.0)
                 inv_total = 1.0 / total
                 g_rows = row_start(G, rows, stride_g, ALIGN)
-                if SMOOTH == 0.0:  # p * scale, ce_grad's roundings where c != t; the targets' after
-                    g = (e * inv_total[:, None]) * scale[:, None]
+                if SMOOTH == 0.0:  # ce_grad where c != t; the targets' after
+                    g = e * (inv_total * scale)[:, None]
                 else:
-                    g = ce_grad(e * inv_total[:, None], cols[None, :], t[:, None], smooth, N, scale[:, None])
+                    g = ce_grad(
+                        e, inv_total[:, None], cols[None, :], t[:, None], smooth, N, scale[:, None], SMOOTH
+                    )
                 tl.store(g_rows[:, None] + cols[None, :], g.to(G.dtype.element_ty), mask=valid)
                 if SMOOTH == 0.0:  # the targets' (p - 1) * scale over what the tile wrote there
                     tl.debug_barrier()
-                    g_t = ce_grad(exp(x_t - exp_ref(big)) * inv_total, t, t, smooth, N, scale)
+                    g_t = ce_grad(exp(x_t - exp_ref(big)), inv_total, t, t, smooth, N, scale, SMOOTH)
                     tl.store(g_rows + t, g_t.to(G.dtype.element_ty), mask=live & counted & in_row)
     else:
         for row in range(tl.program_id(0), M, tl.num_programs(0)):
@@ -254,18 +261,19 @@ def cross_entropy_fwd(
                     valid = lanes_in_row(c, body, PACK)
                     x = tl.load(x_body + c, mask=valid, other=0.0, eviction_policy="evict_first")
                     x = to_acc(x, IS_FP64)
-                    g = ce_grad(exp(x - big) * inv_total, c, body_col(t, head, N), smooth, N, scale)
+                    g = ce_grad(exp(x - big), inv_total, c, body_col(t, head, N), smooth, N, scale, SMOOTH)
                     tl.store(g_body + c, g.to(G.dtype.element_ty), mask=valid, eviction_policy="evict_first")
                 if VEC > 0:  # the edges last: with G = X their logits are still there
                     x = to_acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
-                    g = ce_grad(exp(x - big) * inv_total, edges, t, smooth, N, scale)
+                    g = ce_grad(exp(x - big), inv_total, edges, t, smooth, N, scale, SMOOTH)
                     tl.store(g_row + edges, g.to(G.dtype.element_ty), mask=in_edges)
 
 
 @triton.jit
-def _ce_bwd_grad(x, c, t, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW: tl.constexpr):
+def _ce_bwd_grad(x, c, t, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW: tl.constexpr,
+                 SMOOTH: tl.constexpr):  # fmt: skip
     """cross_entropy_bwd's gradient of columns c, in G's dtype."""
-    g = ce_grad(exp(x - big) * inv_total, c, t, smooth, N, scale).to(G.dtype.element_ty)
+    g = ce_grad(exp(x - big), inv_total, c, t, smooth, N, scale, SMOOTH).to(G.dtype.element_ty)
     if not PER_ROW:
         if d != 1.0:
             g = (g.to(DLOSS.dtype.element_ty) * d).to(G.dtype.element_ty)
@@ -308,24 +316,25 @@ def cross_entropy_bwd(
             c = start + cols
             valid = lanes_in_row(c, body, PACK)
             x = to_acc(tl.load(x_body + c, mask=valid, other=0.0), IS_FP64)
-            g = _ce_bwd_grad(x, c, t_body, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW)
+            g = _ce_bwd_grad(x, c, t_body, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW, SMOOTH)
             tl.store(g_body + c, g, mask=valid)
         if VEC > 0:
             x = to_acc(tl.load(x_row + edges, mask=in_edges, other=0.0), IS_FP64)
-            g = _ce_bwd_grad(x, edges, t, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW)
+            g = _ce_bwd_grad(x, edges, t, big, inv_total, smooth, N, scale, d, G, DLOSS, PER_ROW, SMOOTH)
             tl.store(g_row + edges, g, mask=in_edges)
 
 
 @triton.jit
-def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
-    """G *= DOUT[0] (DOUT fp32, fp64 for fp64 G), skipped (no read, no write) when DOUT[0] == 1,
-    the usual loss.backward(). The test is on the device, so the host never waits for it."""
-    d = tl.load(DOUT)
+def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr, ALIGN: tl.constexpr, IS_FP64: tl.constexpr):
+    """G *= DOUT[0] in fp32 (fp64 for fp64 G), skipped (no read, no write) when DOUT[0] == 1, the
+    usual loss.backward(). The test is on the device, so the host never waits for it; DOUT is
+    read in its own dtype (the loss's), so no conversion is launched before."""
+    d = to_acc(tl.load(DOUT), IS_FP64)
     if d != 1.0:
         offs = tl.arange(0, BLOCK).to(tl.int64)
         for start in range(tl.program_id(0).to(tl.int64) * BLOCK, numel, tl.num_programs(0) * BLOCK):
             mask = lanes_in_row(start + offs, numel, ALIGN)
-            g = tl.load(G + start + offs, mask=mask, other=0.0).to(DOUT.dtype.element_ty)
+            g = to_acc(tl.load(G + start + offs, mask=mask, other=0.0), IS_FP64)
             tl.store(G + start + offs, (g * d).to(G.dtype.element_ty), mask=mask)
 
 

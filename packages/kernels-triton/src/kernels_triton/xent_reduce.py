@@ -49,6 +49,15 @@ def grad_scale(COUNT, MEAN: tl.constexpr, IS_FP64: tl.constexpr):
 
 
 @triton.jit
+def zero_ticket(COUNT, ZERO: tl.constexpr):
+    """COUNT[PARTS] = 0 from program 0 of a forward, where count_targets, which zeroes it, does not
+    run (the sum): reduce_loss, launched after the forward, finds it zeroed."""
+    if ZERO:
+        if tl.program_id(0) == 0:
+            tl.store(COUNT + PARTS, 0)
+
+
+@triton.jit
 def count_targets(T, COUNT, M, ignore_index, BLOCK: tl.constexpr):
     """COUNT[p] = the targets != ignore_index of program p's chunk; COUNT[PARTS] = 0.
     Launched on PARTS programs."""

@@ -22,7 +22,7 @@ import triton.language as tl
 
 from kernels_triton.configs import warp_row_packs, warp_rows_fit
 from kernels_triton.xent_kernels import ce_grad
-from kernels_triton.xent_reduce import grad_scale
+from kernels_triton.xent_reduce import grad_scale, zero_ticket
 from kernels_triton.xent_rows import acc_const, exp, exp_ref, lanes_in_row, row_start
 
 ROWS = 2  # rows (warps) a program
@@ -53,10 +53,11 @@ def _pack_cols(p: tl.constexpr, N, live, WIDTH: tl.constexpr, FULL: tl.constexpr
 def cross_entropy_warp_rows(
     X, T, LOSS, STATS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
     WIDTH: tl.constexpr, PACKS: tl.constexpr, FULL: tl.constexpr, ROWS: tl.constexpr, ALIGN: tl.constexpr,
-    SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
+    SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr, ZERO_TICKET: tl.constexpr,
 ):  # fmt: skip
     """xent_kernels.cross_entropy_fwd's one pass (its arguments but OFF; fp32 accumulators),
     a warp a row."""
+    zero_ticket(COUNT, ZERO_TICKET)
     smooth = acc_const(SMOOTH, False)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     live = rows < M
@@ -99,12 +100,12 @@ def cross_entropy_warp_rows(
         g_rows = row_start(G, rows, stride_g, ALIGN)
         for p in tl.static_range(PACKS):
             cols, mask = _pack_cols(p, N, live[:, None], WIDTH, FULL, ALIGN)
-            if SMOOTH == 0.0:  # p * scale, ce_grad's roundings where c != t; the targets' after
-                g = (es[p] * inv_total[:, None]) * scale[:, None]
+            if SMOOTH == 0.0:  # ce_grad where c != t; the targets' after
+                g = es[p] * (inv_total * scale)[:, None]
             else:
-                g = ce_grad(es[p] * inv_total[:, None], cols, t[:, None], smooth, N, scale[:, None])
+                g = ce_grad(es[p], inv_total[:, None], cols, t[:, None], smooth, N, scale[:, None], SMOOTH)
             tl.store(g_rows[:, None] + cols, g.to(G.dtype.element_ty), mask=mask)
         if SMOOTH == 0.0:  # the targets' (p - 1) * scale over what the packs wrote there
             tl.debug_barrier()
-            g_t = ce_grad(exp(x_t - exp_ref(big)) * inv_total, t, t, smooth, N, scale)
+            g_t = ce_grad(exp(x_t - exp_ref(big)), inv_total, t, t, smooth, N, scale, SMOOTH)
             tl.store(g_rows + t, g_t.to(G.dtype.element_ty), mask=live & counted & in_row)
