@@ -110,8 +110,9 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     assert found["fwd 131072 bf16"]["registers"] <= 64, found["fwd 131072 bf16"]
     assert found["bwd 131072 bf16"]["registers"] <= 128, found["bwd 131072 bf16"]
     assert found["bwd 262144 fp32"]["registers"] <= 128 and found["bwd 262144 fp32"]["stack"] == 0
-    for case in ("fwd 131072 fp32", "fwd 200000 fp32"):
-        assert 64 <= found[case]["ex2"] <= 80, (case, found[case])
+    for case in ("fwd 131072 fp32", "fwd 200000 fp32"):  # one an element a thread, and the merge's
+        meta = cluster.kernel_for("fwd", OFFLINE_CASES[case][1], torch.float32)[1]
+        assert 0 <= found[case]["ex2"] - meta["CHUNK"] // meta["THREADS"] <= 16, (case, found[case])
     for case, (direction, _, dtype) in OFFLINE_CASES.items():
         if direction == "fwd" and dtype != "float32":
             assert found[case]["barriers"] <= 3, (case, found[case])

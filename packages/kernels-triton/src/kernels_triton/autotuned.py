@@ -1,15 +1,10 @@
-"""The Triton ladder's first rung: the plain row softmax, its launch left to `@triton.autotune`.
-
-One program a row walks it in BLOCK-wide chunks twice: an online softmax, the lanes folded into
-the row's max M and sum S; then exp(x - M) / S written. The autotuner times every (BLOCK,
-num_warps) in CONFIGS the first time it meets a row length and keeps the fastest.
-
-What it buys: the whole algorithm in about thirty lines, correct at every N, no heuristic to
-maintain. What it leaves: two reads of a row (the forms that hold a row in registers read it
-once), idle SMs at few long rows (the cluster form shares a row between blocks), twelve timed
-launches at each new N, and the host time of Triton's launch path a call (launch.py's is less).
-torch.softmax(x, -1) of 2-D x with contiguous rows, accumulated in fp32 (+inf or NaN: a NaN row).
-"""
+"""The Triton ladder's first rung: the plain row softmax, its launch left to `@triton.autotune`;
+torch.softmax(x, -1) of 2-D x with contiguous rows, accumulated in fp32 (+inf or NaN: a NaN row). One
+program a row walks it in BLOCK-wide chunks twice: an online softmax into the row's max M and sum S, then
+exp(x - M) / S written; the autotuner times every (BLOCK, num_warps) in CONFIGS at each new N and keeps the
+fastest: the whole algorithm in about thirty lines, correct at every N, no heuristic. It leaves two reads of
+a row, idle SMs at few long rows (the cluster form shares a row between blocks), twelve timed launches at
+each new N, and the host time of Triton's launch path (launch.py's is less)."""
 
 from __future__ import annotations
 
@@ -22,9 +17,8 @@ import triton.language as tl
 from kernels_triton.configs import INTERPRET
 
 _FULL = [triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 512, 1024, 2048) for w in (2, 4, 8)]
-# Under the CPU interpreter every config would run at each new N (about a second each at
-# 2048 lanes), and Triton's benchmarker needs a GPU driver: two configs, timed by the wall
-# clock, keep the autotune path exercised without either.
+# Under the CPU interpreter every config would run at each new N (about a second each at 2048 lanes), and
+# Triton's benchmarker needs a GPU driver: two configs, timed by the wall clock, exercise the autotune path.
 CONFIGS = _FULL[:1] + _FULL[-1:] if INTERPRET else _FULL
 
 

@@ -1,23 +1,14 @@
-"""The cluster form (sm_90) of kernels.py's forward and backward, and of the softmax family's
-long rows: a row of up to 262144 columns over the C blocks of a thread-block cluster, its partials
-exchanged through distributed shared memory (dsmem.py).
+"""The cluster form (sm_90) of kernels.py's forward and backward, and of the softmax family's long rows: a
+row of up to MAX_COLS columns over the C blocks (blocks()) of a thread-block cluster, where one program a
+row would read it twice and leave SMs idle at few rows. The blocks, scheduled together, each read and
+write their chunk once, push their partial (forward: the chunk's max m and sum of exp(x - m); backward:
+its sum of y * dy, or of dy for log_softmax) into every block's shared memory (dsmem.exchange) and merge
+the C partials: no scratch buffer, no polling. Which rows take it: applies().
 
-What it buys: one program a row reads a row this long twice and leaves SMs idle at few rows. The
-C blocks of a cluster, scheduled together, each read and write their chunk once (the least traffic
-there is), push their partial (forward: the chunk's max m and sum of exp(x - m); backward: its sum
-of y * dy, or of dy for log_softmax) into every block's shared memory (dsmem.exchange) and merge
-the C partials. No scratch buffer, no polling. The softmax takes it from 32768 columns
-(MIN_COLS); log_softmax (LOG: another epilogue) and the cross-entropy (cluster_xent_kernel: loss,
-statistics and gradient) from the first row too long for one program's registers.
-
-Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and
-launched with num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C.
-C = ceil(N / chunk) up to 8 blocks, else 16 (clusters of more than 8 blocks are a non-portable
-size: the H200 launches 16, not 9 to 15; blocks()); the exchange's slots are C rounded up to a
-power of two, SLOTS. A row's split (chunks; head, body and
-tail, dsmem.split_row) follows N, the dtype and the row's address mod 16: a row keeps its bits in
-any batch that puts it at the same alignment.
-"""
+Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and launched with
+num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C. A row's split (chunks;
+head, body and tail: dsmem.split_row) follows N, the dtype and the row's address mod 16: a row keeps its
+bits in any batch that puts it at the same alignment."""
 
 from __future__ import annotations
 
@@ -45,12 +36,11 @@ def _capable(device_index: int) -> bool:
 
 @functools.cache  # on the family's call path: kernel_for runs every launch
 def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
-    """(chunk, warps, register cap) of a block. Every lane of a chunk computes, in the row or not:
-    of the chunks of 8192 and 4096 elements whose C = ceil(N / chunk) blocks fit a cluster, the one
-    with the fewest lanes past the row's end (8192 on a tie: fewer partials). Past 8192 *
-    MAX_CLUSTER columns, registers capped so that blocks share an SM and none spills (the offline
-    SASS test holds the counts): fp32 forward 3 blocks an SM, fp32 backward 64 values (y and dy)
-    a thread, 16-bit forward 5 an SM."""
+    """(chunk, warps, register cap) of a block. Every lane of a chunk computes, in the row or not: of the
+    chunks of 8192 and 4096 elements whose C = ceil(N / chunk) blocks fit a cluster, the one with the fewest
+    lanes past the row's end (8192 on a tie: fewer partials). Past 8192 * MAX_CLUSTER columns, registers
+    capped so that blocks share an SM and none spills (the offline SASS test holds the counts): fp32
+    forward 3 blocks an SM, fp32 backward 64 values (y and dy) a thread, 16-bit forward 5 an SM."""
     if n_cols <= 8192 * MAX_CLUSTER:
         fits = [chunk for chunk in (8192, 4096) if -(-n_cols // chunk) <= MAX_CLUSTER]
         return min(fits, key=lambda chunk: blocks(n_cols, chunk) * chunk), 4, None
@@ -66,9 +56,8 @@ def blocks(n_cols: int, chunk: int) -> int:
     return c if c <= 8 else MAX_CLUSTER
 
 
-def applies(
-    direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device, min_cols: int = MIN_COLS
-) -> bool:  # fmt: skip
+def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device,
+            min_cols: int = MIN_COLS) -> bool:  # fmt: skip
     """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90.
     min_cols: the softmax's MIN_COLS; log_softmax and cross-entropy, the first row too long to
     hold in one program's registers (xent_kernels.choose), which they would otherwise read twice."""
@@ -83,11 +72,9 @@ def packs(tensors: list[torch.Tensor]) -> int:
     specializes N and strides on divisibility by 16) but every tensor's rows sit at one offset from
     a 16-byte boundary (aligned bases, equal strides): rows split into head, body and tail; else 0."""
     stride = tensors[0].stride(0)
-    if stride % 16 == 0 and tensors[0].shape[1] % 16 == 0:
-        return 0
-    if all(t.data_ptr() % 16 == 0 and t.stride(0) == stride for t in tensors):
-        return 16 // tensors[0].element_size()
-    return 0
+    triton_sees = stride % 16 == 0 and tensors[0].shape[1] % 16 == 0
+    one_offset = all(t.data_ptr() % 16 == 0 and t.stride(0) == stride for t in tensors)
+    return 16 // tensors[0].element_size() if one_offset and not triton_sees else 0
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
@@ -96,15 +83,16 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     chunk, warps, maxnreg = _block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
     if op != "softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
         warps, maxnreg = 16, 128
-    c = blocks(n_cols, chunk)
+    c, log = blocks(n_cols, chunk), op == "log_softmax"
     sizes = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk}
-    log = op == "log_softmax"
     if direction == "bwd":
         return cluster_bwd_kernel, {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps}, warps, maxnreg
     fp32 = dtype == torch.float32
     constexprs = {**sizes, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
     if op == "cross_entropy":
         return cluster_xent_kernel, {**constexprs, "THREADS": 32 * warps}, warps, maxnreg
+    if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
+        warps = 8  # the warps cover the loads' latency where few rows' clusters fill the card
     constexprs |= {"HOLD_EXPS": fp32 and not log, "THREADS": 32 * warps, "LOG": log}
     return cluster_fwd_kernel, constexprs, warps, maxnreg
 
@@ -123,10 +111,9 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
 
 
 def exchange_metadata(compiled, warps: int, c: int) -> tuple[int, tuple]:
-    """(slot_base, launch metadata) of a compiled cluster kernel: the exchange starts past
-    Triton's shared memory, 16-byte aligned, and takes an mbarrier and SLOTS pairs (C rounded up
-    to a power of two: the slots dsmem.exchange reads); the metadata asks for clusters of C blocks
-    (num_ctas), which Triton's own launcher would not pass."""
+    """(slot_base, launch metadata) of a compiled cluster kernel: the exchange (an mbarrier and SLOTS pairs,
+    dsmem.exchange) starts past Triton's shared memory, 16-byte aligned; the metadata asks for clusters of C
+    blocks, which Triton's launcher would not pass."""
     slot_base = -(-compiled.metadata.shared // 16) * 16
     return slot_base, (warps, c, slot_base + 8 + 8 * next_pow2(c))
 
@@ -172,8 +159,7 @@ def cluster_fwd_kernel(
             m_edges = tl.max(x_edges, axis=0)
             m, s = D.pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - D.shift(m_edges)) * LOG2E), axis=0))
     m_all, s_all = D.exchange(m, s, slot_base, rank, C, SLOTS)
-    # The row's (M, S): a chunk with m = -inf adds its s unscaled (0, or NaN where it holds a NaN
-    # beside nothing but -inf, which must still make the row NaN).
+    # The row's (M, S): a chunk with m = -inf adds its s unscaled (0, or NaN: a NaN among -infs must make the row NaN).
     m_row = tl.max(m_all, axis=0)
     weight = tl.exp2((D.shift(m_all) - m_row) * LOG2E)
     s_row = D.row_sum(tl.where(m_all == float("-inf"), s_all, s_all * weight), COMPENSATED)
@@ -200,10 +186,8 @@ def cluster_fwd_kernel(
 
 @triton.jit
 def _packed_sum(v, THREADS: tl.constexpr, PACK: tl.constexpr):
-    """The sum of a chunk held R packs a thread, THREADS packs apart (the loads' layout, as
-    dsmem.partial reads it): a pack, then the R packs in the thread, then across threads, so
-    that no thread adds its R * PACK values in one sequence (the sum of dy in the log backward
-    would be no more accurate than torch's). PACK: elements of 16 bytes of the loaded dtype."""
+    """A chunk's sum in dsmem.partial's layout: a pack, the thread's R packs, then across threads, so no thread
+    adds its R * PACK values in one sequence (the log backward's sum of dy would be no better than torch's)."""
     v3 = tl.reshape(v, [v.shape[0] // (THREADS * PACK), THREADS, PACK])
     return tl.sum(tl.sum(tl.sum(v3, 2), 0), 0)
 

@@ -1,10 +1,8 @@
 """Which config a tile launch gets (choose): the config space, the picks, the rule for a card without.
 
-A config orders a row's reductions (kernels.py), so it follows from N, the dtype and the card alone,
-never the row count (batch invariance), and nothing is timed on the call path: the caller's
-("given"), else the user's picks ("tuned", tune.py), else this GPU's in autotune_picks.json
-("committed"), else rule(), from the device's properties ("rule").
-"""
+A config orders a row's reductions (kernels.py), so it follows from N, the dtype and the card alone, never
+the row count (batch invariance), and nothing is timed on the call path: the caller's ("given"), else the
+user's picks ("tuned", tune.py), else this GPU's in autotune_picks.json ("committed"), else rule()."""
 
 from __future__ import annotations
 
@@ -29,9 +27,8 @@ LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows; for short rows, up to 8 
 # The looped path with L2 hints: the block and warp counts at which it was fastest in the tune.
 HINTED = ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
 WARP_ROWS_MAX_PACKS, WARP_ROWS_WARPS = 8, 4  # a warp a row: packs of 16 bytes a lane at most; rows a program
-# Little's law: an SM keeps bandwidth x FLIGHT_S / SMs bytes of loads in flight to stream at the
-# memory's rate. FLIGHT_S is what the looped grid's 32 KB an SM, tuned on an H100 (132 SMs, HBM3
-# at 2619 MHz on 5120 bits: 3.35 TB/s), implies; another card scales by its own bandwidth and SMs.
+# Little's law: an SM keeps bandwidth x FLIGHT_S / SMs bytes of loads in flight to stream at the memory's
+# rate. FLIGHT_S: what the looped grid's 32 KB an SM, tuned on an H100 (132 SMs, 3.35 TB/s HBM3), implies.
 FLIGHT_S = 32 * 1024 * 132 / (2 * 2619e6 * 5120 / 8)
 
 
@@ -86,8 +83,7 @@ class SoftmaxConfig:
         return cls(pick["block"], pick["num_warps"], bool(pick.get("l2_hints")), bool(pick.get("warp_rows")))
 
 
-# The interpreter's one config: the CPU tests' coverage of both paths is predictable (rows > 1024 loop).
-INTERPRETER_CONFIG = SoftmaxConfig(block=1024, num_warps=4)
+INTERPRETER_CONFIG = SoftmaxConfig(block=1024, num_warps=4)  # predictable CPU test coverage: rows > 1024 loop
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -131,22 +127,19 @@ def candidates(streams: int, n: int, itemsize: int = 4) -> list[SoftmaxConfig]:
     Many rows a program, or a warp a row, keep more bytes in flight an SM: more bandwidth needs it."""
 
     def keep(c: SoftmaxConfig) -> bool:
+        fits = fits_in_registers(c.block, c.num_warps, streams if c.block >= n else 3)
         if c.l2_hints:
-            return c.block < n and fits_in_registers(c.block, c.num_warps, 3)
-        return c.block in SHORT_BLOCKS or (
-            c.block <= max(8192, next_pow2(n))
-            and fits_in_registers(c.block, c.num_warps, streams if c.block >= n else 3)
-        )
+            return c.block < n and fits
+        return c.block in SHORT_BLOCKS or (c.block <= max(8192, next_pow2(n)) and fits)
 
     warp_rows = [SoftmaxConfig(w * next_pow2(n), w, warp_rows=True) for w in (2, 4, 8)]
     return [c for c in SPACE if keep(c)] + warp_rows * warp_rows_fit(n, itemsize)
 
 
 def rule(streams: int, n: int, dtype: torch.dtype = torch.float32, gpu: str | None = None) -> SoftmaxConfig:
-    """The config for rows of N on a card with no picks, from its properties: a warp a row where
-    rows are whole 16-byte packs, 1 to 8 a lane (4 rows a program, padded to a pack, not a power of
-    two: more bytes in flight); else one pass, about 32 values a thread, where `streams` tiles fit
-    in registers; else looped, the widest hinted tile that fits (its grid: launch.py)."""
+    """The config for rows of N on a card with no picks: a warp a row where rows are whole 16-byte packs, 1 to 8 a
+    lane (4 rows a program, padded to a pack, not a power of two: more bytes in flight); else one pass, about 32
+    values a thread, where `streams` tiles fit in its registers; else looped, the widest hinted tile that fits."""
     if warp_rows_fit(n, dtype.itemsize):
         return SoftmaxConfig(WARP_ROWS_WARPS * next_pow2(n), WARP_ROWS_WARPS, warp_rows=True)
     block, registers = max(1024, next_pow2(n)), registers_per_sm(gpu)
@@ -239,9 +232,8 @@ def forget() -> None:
 
 
 def choose(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None):
-    """(config, source) for kernel `name` on rows of N on the GPU named `gpu` (None: the
-    interpreter), whatever the row count: the pick of N's bucket at the nearest N tuned, in
-    `dtype` or else another of its size (fp16 takes bf16's: the same bytes, fp32 arithmetic)."""
+    """(config, source) for kernel `name`, rows of N, GPU `gpu` (None: the interpreter), whatever M: the pick
+    of N's bucket at the nearest N tuned, in `dtype` or one of its size (fp16 takes bf16's: same bytes, fp32 math)."""
     if gpu is None:
         return INTERPRETER_CONFIG, "interpreter"
     for source, idx in _indexes(gpu):

@@ -1,10 +1,6 @@
-"""A row over the blocks of a thread-block cluster (sm_90): the pieces cluster.py's kernels share.
-
-The exchange of each block's partial through distributed shared memory (exchange), the split of
-a row off 16-byte boundaries into the chunks' body and an edge of single elements (split_row), a
-chunk's partial (max, sum of exponentials) in one reduction of pairs (partial, pair), and the
-16-bit chunks held packed two a register across the exchange (widen, normalized, maximum).
-"""
+"""A row over the blocks of a thread-block cluster (sm_90), the pieces cluster.py's kernels share: the
+exchange of partials through distributed shared memory, the split of a row off 16-byte boundaries, a
+chunk's partial in one reduction of pairs, and 16-bit chunks held packed two a register."""
 
 from __future__ import annotations
 
@@ -38,10 +34,8 @@ def _normalized_asm(kind: str) -> str:
     }}"""
 
 
-WIDEN_BF16 = tl.constexpr(WIDEN_PAIR["bf16"].format(lo="$0", hi="$1", x="$2"))
-WIDEN_FP16 = tl.constexpr(WIDEN_PAIR["f16"].format(lo="$0", hi="$1", x="$2"))
-NORMALIZED_BF16 = tl.constexpr(_normalized_asm("bf16"))
-NORMALIZED_FP16 = tl.constexpr(_normalized_asm("f16"))
+WIDEN_BF16, WIDEN_FP16 = (tl.constexpr(WIDEN_PAIR[k].format(lo="$0", hi="$1", x="$2")) for k in WIDEN_PAIR)
+NORMALIZED_BF16, NORMALIZED_FP16 = (tl.constexpr(_normalized_asm(k)) for k in WIDEN_PAIR)
 
 
 @triton.jit
@@ -91,10 +85,9 @@ def pair(m1, s1, m2, s2):
 
 @triton.jit
 def partial(x, THREADS: tl.constexpr):
-    """The chunk's partial (m, s) by one reduction of (max, sum) pairs across threads: half the
-    block barriers of a max and then a sum. A thread holds R packs of 16 bytes THREADS packs apart
-    (Triton's layout of the loads): the reshape to [R, THREADS, PACK] moves nothing and the
-    reductions over axes 2 and 0 stay in the thread."""
+    """The chunk's partial (m, s) in one reduction of (max, sum) pairs across threads: half the block
+    barriers of a max then a sum. A thread holds R packs of 16 bytes THREADS packs apart (the loads'
+    layout): the reshape to [R, THREADS, PACK] moves nothing; the reductions over axes 2 and 0 stay in it."""
     PACK: tl.constexpr = 128 // x.dtype.primitive_bitwidth
     x3 = tl.reshape(x, [x.shape[0] // (THREADS * PACK), THREADS, PACK])
     m_t = tl.reduce(tl.reduce(x3, 2, maximum), 0, maximum).to(tl.float32)  # [THREADS]
@@ -174,12 +167,11 @@ def exchange(m, s, slot_base, rank, C: tl.constexpr, SLOTS: tl.constexpr):
 
 @triton.jit
 def split_row(row, row_stride, off, rank, N, C: tl.constexpr, CHUNK: tl.constexpr, VEC: tl.constexpr):
-    """A row off 16-byte boundaries (cluster.packs(); off: where the tensor's base sits past a
-    boundary, in elements) as its head, up to the first boundary, its body of whole packs of VEC
-    elements, which the chunks cover (a block's starts at row * row_stride + head + rank * CHUNK),
-    and its tail. Returns the head's length, which of the chunk's lanes are
-    in the body, and the head's and tail's columns as 2 * VEC lanes with which of them the last
-    block takes, an element at a time (the other blocks none)."""
+    """A row off 16-byte boundaries (cluster.packs(); off: the tensor base's offset past one, in elements) as
+    its head up to the first boundary, its body of whole packs of VEC elements that the chunks cover (a
+    block's from row * row_stride + head + rank * CHUNK), and its tail. Returns the head's length, the chunk's
+    lanes in the body, and the head's and tail's columns as 2 * VEC lanes with those the last block takes,
+    an element at a time (the other blocks none)."""
     head = (VEC - (off + row * row_stride) % VEC) % VEC
     body = tl.multiple_of((N - head) // VEC * VEC, VEC)
     in_body = rank * CHUNK + tl.arange(0, CHUNK) < body

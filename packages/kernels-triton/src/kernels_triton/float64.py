@@ -1,8 +1,6 @@
-"""The float64 form, forward and backward: right, not fast (for gradcheck and scientific users).
-
-What it buys: the fp32 kernels' exp2 of an fp32-rounded product and fp32 sums cap the accuracy near
-1e-7; here every exponential and sum is float64's. One program a row walks it in tiles of BLOCK, from N.
-"""
+"""The float64 form, forward and backward: right, not fast (for gradcheck and scientific users). The fp32
+kernels' exp2 of an fp32-rounded product and fp32 sums cap the accuracy near 1e-7; here every exponential
+and sum is float64's. One program a row walks it in tiles of BLOCK, from N."""
 
 from __future__ import annotations
 

@@ -1,24 +1,20 @@
-"""The tile kernels of the row softmax, y = softmax(x), and its backward, dx = y * (dy - sum(y * dy))
-from the saved y: every row the cluster form (sm_90, cluster.py) does not take. (M, N) tensors
-with unit column stride and any row stride, fp32 / fp16 / bf16 in and out, all arithmetic in fp32.
-BLOCK, the elements a program holds (configs.py; launch.tile_meta derives the other constexprs):
+"""The tile kernels of the row softmax, y = softmax(x), and its backward, dx = y * (dy - sum(y * dy)) from
+the saved y, for every row the cluster form (cluster.py) does not take: (M, N) tensors with unit column
+stride, any row stride, fp32 / fp16 / bf16 in and out, all arithmetic in fp32. BLOCK, the elements a
+program holds (configs.py; launch.tile_meta derives the other constexprs):
 
-  BLOCK >= N  one pass: the row (or BLOCK // next_pow2(N) short rows, a [ROWS, BLOCK_N] tile) is
-              loaded into registers once, reduced and written: the least traffic there is. A warp
-              a row (PACKS > 0): packs of 32 lanes x 16 bytes, so a row's max and sum are warp
-              shuffles alone, no block barrier (a [BLOCK_N] tile crosses warps through shared memory).
-  BLOCK <  N  looped: a persistent grid (launch.py) walks each row twice: pass 1 keeps each lane's
-              running max and sum of exponentials (the online softmax), then merges the lanes';
-              pass 2 reads again, back to front (the tiles pass 1 read last are the likeliest in
-              L2), and writes. L2_HINTS: pass 1 asks L2 to keep what it reads, pass 2 to drop it.
+  BLOCK >= N  one pass: the row (or BLOCK // next_pow2(N) short rows, a [ROWS, BLOCK_N] tile) is read into
+              registers once: the least traffic there is. A warp a row (PACKS > 0): packs of 32 lanes x 16
+              bytes, a row's max and sum warp shuffles alone (a [BLOCK_N] tile crosses warps in shared memory).
+  BLOCK <  N  looped: a persistent grid (launch.py) walks each row twice: pass 1 keeps each lane's running
+              max and sum of exponentials (the online softmax) and merges the lanes'; pass 2 writes, back to
+              front (the tiles pass 1 read last are the likeliest in L2; L2_HINTS asks L2 to keep them).
 
-Accuracy: every exponential is exp2((x - max) * log2 e), the max subtracted first (x = 3e38
-gives 0, not inf - inf); the normalisation multiplies by 1 / sum, an IEEE division once a row.
-The looped lanes' sums are compensated (Kahan) and merged in fp64: the error does not grow with
-the number of tiles. Non-finite inputs give torch's answers (NaN or +inf: a NaN row; -inf weighs
-nothing; a row of -inf: NaN). Every constexpr is passed explicitly: some Triton versions do not
-make a defaulted helper parameter a constexpr.
-"""
+Accuracy: every exponential is exp2((x - max) * log2 e), the max subtracted first (x = 3e38 gives 0, not
+inf - inf); the normalisation multiplies by 1 / sum, an IEEE division once a row. The looped lanes' sums are
+compensated (Kahan) and merged in fp64: the error does not grow with the number of tiles. Non-finite inputs
+give torch's answers (NaN or +inf: a NaN row; -inf weighs nothing; a row of -inf: NaN). Every constexpr is
+passed explicitly: some Triton versions do not make a defaulted helper parameter a constexpr."""
 
 from __future__ import annotations
 
@@ -61,9 +57,8 @@ def _store(ptrs, value, mask, NEEDS_MASK: tl.constexpr, POLICY: tl.constexpr):
 
 @triton.jit
 def _online_max_sum(m, d, c, x):
-    """One step of the online softmax, lane by lane: m the running max, d the running sum of
-    exp(x - m), compensated (Kahan: c holds what d's roundings lost), rescaled when the max
-    grows. The reference is 0 while a lane has seen only -inf (d stays 0, not NaN)."""
+    """One online-softmax step, lane by lane: m the running max, d the running sum of exp(x - m), compensated
+    (Kahan: c holds what d's roundings lost); reference 0 while a lane saw only -inf (d stays 0, not NaN)."""
     m_new = tl.maximum(m, x)
     ref = tl.where(m_new == float("-inf"), 0.0, m_new)
     scale = tl.exp2((m - ref) * LOG2E)
@@ -184,9 +179,8 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
             if NEEDS_MASK:
                 x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP)
                 m, d, c = _online_max_sum(m, d, c, x)
-            # merge the lanes' sums rescaled to the row's max: a lane that saw only -inf adds 0
-            # (a row of -inf: the scale is NaN, and so is the row, as in torch). In fp64: BLOCK
-            # sums of very different sizes (one lane may hold the max).
+            # merge the lanes' sums rescaled to the row's max (a lane that saw only -inf adds 0; a row of -inf:
+            # the scale is NaN, so is the row, as in torch), in fp64: BLOCK sums of very different sizes.
             m_row = tl.max(m, axis=0)
             row_sum = tl.sum(((d - c) * tl.exp2((m - m_row) * LOG2E)).to(tl.float64), axis=0)
             inv_sum = (1.0 / row_sum).to(tl.float32)

@@ -1,10 +1,8 @@
 """Launches: the form and config a launch gets (plan_form), and a template a layout that runs it.
 
-At short shapes the host's work a call is what a user waits for, and Triton's `kernel[grid](...)`
-binds, specialises and hashes the arguments in Python on every call: a template calls Triton's C
-launch itself. Batch invariance: the form and the config, all that orders a row's reductions,
-never come from M.
-"""
+At short shapes the host's work a call is what a user waits for, and Triton's `kernel[grid](...)` binds,
+specialises and hashes the arguments in Python on every call: a template calls Triton's C launch itself.
+Batch invariance: the form and the config, all that orders a row's reductions, never come from M."""
 
 from __future__ import annotations
 
@@ -23,13 +21,10 @@ from kernels_triton.configs import INTERPRET, SoftmaxConfig, dtype_name, next_po
 from kernels_triton.kernels import KERNELS, STREAMS
 
 MAX_PLANS, MAX_TEMPLATES = 4096, 1024  # entries of a cache (remember: the oldest goes first); layouts
-
 Template = Callable[..., None]  # template(*tensors): launch on their M = numel // N rows of the layout
-# OrderedDicts: dropping the oldest entry is O(1). PLAN_CACHES: every dict of templates.
-_TEMPLATES: dict[tuple, Template] = OrderedDict()
-PLAN_CACHES: list[dict] = [_TEMPLATES]
-# (kernel, N, dtype name) -> the config of its last tile template and its source, for autotune_picks()
-USED: dict[tuple, dict] = OrderedDict()
+_TEMPLATES: dict[tuple, Template] = OrderedDict()  # OrderedDicts: dropping the oldest entry is O(1)
+PLAN_CACHES: list[dict] = [_TEMPLATES]  # every dict of templates
+USED: dict[tuple, dict] = OrderedDict()  # (kernel, N, dtype name) -> its last tile config and source
 
 
 def remember(cache: OrderedDict, key, value, limit: int = MAX_PLANS) -> None:
@@ -62,8 +57,7 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
     align = math.gcd(n, 16 // itemsize, *row_strides)
     block_n = min(config.block, next_pow2(n))  # one pass: [ROWS, BLOCK_N] tiles; looped: [BLOCK]
     rows, one_pass, packs, full = config.block // block_n, block_n >= n, 0, 0
-    # masks cost instructions and registers: only for ragged rows or a ragged last tile
-    needs_mask = n % block_n != 0 or (one_pass and m % rows != 0)
+    needs_mask = n % block_n != 0 or (one_pass and m % rows != 0)  # masks cost instructions and registers
     if config.warp_rows:  # BLOCK_N: the width of a pack across a warp, whose packs mask the row's end
         if config.block != config.num_warps * next_pow2(n):
             raise ValueError(f"{config.label()}: warp_rows needs block = num_warps x next_pow2(N), N = {n}")
@@ -72,18 +66,15 @@ def tile_meta(config: SoftmaxConfig, m: int, n: int, row_strides, itemsize: int)
             "ALIGN": align, "L2_HINTS": config.l2_hints, "PACKS": packs, "FULL": full}  # fmt: skip
 
 
-def launch(
-    name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None = None,
-    form: str | None = None,
-) -> Template:  # fmt: skip
+def launch(name: str, tensors: list[torch.Tensor], m: int, n: int, config: SoftmaxConfig | None = None,
+           form: str | None = None) -> Template:  # fmt: skip
     """Launch kernel `name` on 2D (M, N) tensors with unit column stride, the output last (in
     place: one of the inputs); returns the template. form: instead of route()'s (timed alone)."""
     x, out = tensors[0], tensors[-1].data_ptr()
     # the row strides and the bases' 16-byte alignment: what cluster.packs() reads
     key = (name, n, config, form, x.dtype, x.get_device(), *[t.stride(0) for t in tensors],
            *[t.data_ptr() % 16 == 0 for t in tensors], any(t.data_ptr() == out for t in tensors[:-1]))  # fmt: skip
-    template = _TEMPLATES.get(key)
-    if template is None:
+    if (template := _TEMPLATES.get(key)) is None:
         planned, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
         with torch.cuda.device(x.get_device()):  # Triton compiles on the current device (-1: none)
             if planned == "cluster":
@@ -97,10 +88,8 @@ def launch(
     return template
 
 
-def plan_form(
-    name: str, m: int, n: int, dtype: torch.dtype, device: torch.device,
-    config: SoftmaxConfig | None = None, form: str | None = None,
-) -> tuple[str, SoftmaxConfig | None, str]:  # fmt: skip
+def plan_form(name: str, m: int, n: int, dtype: torch.dtype, device: torch.device, config: SoftmaxConfig | None = None,
+              form: str | None = None) -> tuple[str, SoftmaxConfig | None, str]:  # fmt: skip
     """(form, config, source: where the config came from) of a launch, none of it from M."""
     if dtype == torch.float64:
         return "float64", SoftmaxConfig(float64.block(n), float64.NUM_WARPS), "float64"
@@ -114,10 +103,9 @@ def plan_form(
 
 
 def template(n: int, device_index: int, arity: int, bind: Callable) -> Template:
-    """template(a, b) or template(a, b, c): a launch on M = a.numel() // N rows with what bind(M,
-    tensors) gives, (grid x, *launcher's, the arguments after the pointers), kept for the last M
-    alone (one tuple, read once a call: threads never mix two M's; memory stays flat). Another
-    device than the current one is made current (a function handle belongs to its context)."""
+    """template(a, b) or template(a, b, c): a launch on M = a.numel() // N rows with bind(M, tensors)'s (grid
+    x, *launcher's, the arguments after the pointers), kept for the last M alone (one tuple read once a call:
+    threads never mix two M's; memory stays flat), its device made current (a function handle is its context's)."""
     stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
     several, last = torch.cuda.device_count() > 1, (-1, *[None] * 9)  # last: (numel, *bind's)
 
@@ -155,20 +143,14 @@ def tiles_template(name: str, tensors: list[torch.Tensor], n: int, config: Softm
     device_index, strides, itemsize = x.get_device(), tuple(t.stride(0) for t in tensors), x.element_size()
     fp64 = x.dtype == torch.float64
     kernel = (float64.KERNELS if fp64 else KERNELS)[name]
-
-    def meta_of(m: int) -> dict:
-        return {"BLOCK": config.block} if fp64 else tile_meta(config, m, n, strides, itemsize)
-
+    meta_of = lambda m: {"BLOCK": config.block} if fp64 else tile_meta(config, m, n, strides, itemsize)
     first = meta_of(1)
     rows, one_pass = first.get("ROWS", 1), first.get("ONE_PASS", True)
     # looped: a persistent grid of about the card's bytes in flight an SM of tiles, enough to cover
     # memory latency, few enough rows in flight for L2 to keep them
     in_flight = configs.bytes_in_flight_per_sm(device_index)
     max_programs = num_sms(device_index) * max(1, in_flight // (config.block * itemsize * STREAMS[name]))
-
-    def programs(m: int) -> int:
-        return (m + rows - 1) // rows if one_pass else min(m, max_programs)
-
+    programs = lambda m: (m + rows - 1) // rows if one_pass else min(m, max_programs)
     if INTERPRET:  # no compiled kernel: the kernel's Python runs on the tensors
 
         def interpret(*ts: torch.Tensor) -> None:
@@ -209,12 +191,11 @@ C_LAUNCH_LAYOUTS = {
 
 
 def launcher(compiled, packed_metadata: tuple | None = None) -> tuple:
-    """(c, function, cooperative, pdl, metadata, annotations, signature) of `compiled`, a triton
-    CompiledKernel, for c(gx, 1, 1, stream, function, cooperative, pdl, metadata, None x 5,
-    annotations, signature, args): Triton 3.9's C launch itself where this Triton's launcher is one
-    it was written against (its Python __call__ costs as much host time as the rest of a call),
-    else an adapter. packed_metadata: instead of the kernel's own (cluster.py's), which Triton's
-    runner would not pass; without it, while a profiler's hook is installed, c calls the runner."""
+    """(c, function, cooperative, pdl, metadata, annotations, signature) of `compiled`, as template()'s runs
+    call c: Triton 3.9's C launch itself where this Triton's launcher is one it was written against (its
+    Python __call__ costs as much host time as the rest of a call), else an adapter. packed_metadata:
+    cluster.py's, which Triton's runner would not pass; without it, c calls the runner while a profiler's
+    hook is installed."""
     hooked = _launch_hooks_installed()
     run = getattr(compiled, "run", None)
     version = None if hooked else c_launch_layout(run)
@@ -252,9 +233,7 @@ def c_launch_layout(run, version: str | None = None) -> str | None:
             flags += (run.arg_annotations, run.kernel_signature)
     except (AttributeError, TypeError, ValueError):
         return None
-    if params != C_LAUNCH_LAYOUTS.get(version) or adds or not callable(flags[0]):
-        return None
-    return version
+    return version if params == C_LAUNCH_LAYOUTS.get(version) and not adds and callable(flags[0]) else None
 
 
 def _launch_hooks_installed() -> bool:

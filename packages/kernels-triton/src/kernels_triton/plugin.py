@@ -1,7 +1,7 @@
-"""labtools plugin (the `labtools.plugins` entry point): the Triton softmax (the public op, each
-form alone, the autotuned first rung), log_softmax and the fused cross-entropy.
-"""
+"""labtools plugin (the `labtools.plugins` entry point): the Triton softmax (the public op, each form alone,
+the autotuned first rung), log_softmax and the fused cross-entropy."""
 
+import functools
 import importlib
 
 from labtools.registry import Implementation
@@ -13,15 +13,8 @@ DTYPES = ("float32", "float16", "bfloat16")
 def _lazy(module: str, name: str, *args):
     """kernels_triton.<module>.<name>(*tensors, *args), imported at its first call (registering
     imports no Triton) and kept: import_module on every call is host time `lab bench` would count."""
-    fn = None
-
-    def call(*tensors):
-        nonlocal fn
-        if fn is None:
-            fn = getattr(importlib.import_module(f"kernels_triton.{module}"), name)
-        return fn(*tensors, *args)
-
-    return call
+    load = functools.cache(lambda: getattr(importlib.import_module(f"kernels_triton.{module}"), name))
+    return lambda *tensors: load()(*tensors, *args)
 
 
 _forward, _backward = _lazy("softmax", "softmax", -1), _lazy("softmax", "softmax_backward", -1)
@@ -60,13 +53,10 @@ def _form_config(form: str, n: int):
     if form == "looped":  # tiles of half the row's power of two, at most 8192, with L2 hints
         block = min(8192, max(64, next_pow2(n) // 2))
         return SoftmaxConfig(block, min(32, max(2, block // 256)), l2_hints=block < n)
-    if form == "warp_rows":
-        return SoftmaxConfig(4 * next_pow2(n), 4, warp_rows=True)
-    return None
+    return SoftmaxConfig(4 * next_pow2(n), 4, warp_rows=True) if form == "warp_rows" else None
 
 
-# name -> (launch.route's form, what the form takes: (shape, dtype) -> bool)
-FORMS = {
+FORMS = {  # name -> (launch.route's form, what the form takes: (shape, dtype) -> bool)
     "one_pass": ("tiles", lambda shape, dtype: shape[-1] <= 65536),
     "looped": ("tiles", lambda shape, dtype: shape[-1] >= 2),
     "warp_rows": ("tiles", lambda shape, dtype: shape[-1] <= 8 * 512 // {"float32": 4}.get(dtype, 2)),

@@ -1,10 +1,9 @@
 """softmax(x, dim) in Triton, forward and backward: the public op.
 
-Inputs are viewed as (M, N) rows, N the softmax dim (a copy only where that dim is not the
-innermost, contiguous one), for a launch template (launch.py). Under torch.compile or export,
-_Softmax calls two opaque custom ops with shape-only fakes; eager calls skip their dispatch (as
-much host time as the launch), and contiguous rows find their template in a dict keyed on what
-the first call checked (not the row count)."""
+Inputs are viewed as (M, N) rows, N the softmax dim (a copy only where that dim is not the innermost,
+contiguous one), for a launch template (launch.py). Under torch.compile or export, _Softmax calls two opaque
+custom ops with shape-only fakes; eager calls skip their dispatch (as much host time as the launch), and
+contiguous rows find their template in a dict keyed on what the first call checked (not M)."""
 
 from __future__ import annotations
 
@@ -17,6 +16,7 @@ from kernels_triton import configs, launch
 from kernels_triton.configs import DTYPES, INTERPRET, SoftmaxConfig, dtype_name
 
 ACCEPTED = (*DTYPES, torch.float64)
+ACCEPTED_NAMES = ", ".join(map(dtype_name, ACCEPTED))
 
 # The fast paths' test for tracing (one call; other tracers' tensor subclasses fail `type(x) is Tensor`)
 _is_dynamo_compiling = torch.compiler.is_dynamo_compiling
@@ -30,21 +30,16 @@ def _check(x, dim, what: str) -> int:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in ACCEPTED:
-        raise TypeError(
-            f"{what} has dtype {x.dtype}; Triton softmax takes {', '.join(map(dtype_name, ACCEPTED))}"
-        )
+        raise TypeError(f"{what} has dtype {x.dtype}; Triton softmax takes {ACCEPTED_NAMES}")
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
     ndim = max(x.dim(), 1)  # a 0-d tensor is softmaxed as one element, dim 0 or -1, like torch
     if not -ndim <= dim < ndim:
-        raise SoftmaxDimError(
-            f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})"
-        )
+        raise SoftmaxDimError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], "
+                              f"but got {dim})")  # fmt: skip
     if not x.is_cuda and not INTERPRET:
-        raise ValueError(
-            f"{what} is on {x.device}, and Triton kernels run on CUDA devices. To run them on the CPU "
-            "under Triton's interpreter, set TRITON_INTERPRET=1 before triton is imported."
-        )
+        raise ValueError(f"{what} is on {x.device}, and Triton kernels run on CUDA devices. To run them on the CPU "
+                         "under Triton's interpreter, set TRITON_INTERPRET=1 before triton is imported.")  # fmt: skip
     return dim % ndim
 
 
@@ -146,13 +141,11 @@ class _Softmax(torch.autograd.Function):
 def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
     """softmax(x, dim) with Triton kernels forward and backward (autograd works).
 
-    x: fp32, fp16, bf16 or fp64, any shape and layout, on a CUDA device (or the CPU under
-    TRITON_INTERPRET=1); the result has x's dtype and shape. Rows of all -inf give NaN, as in torch.
-    `config` forces one launch configuration (both directions, eager calls) instead of the picks or
-    the rule. Under torch.compile or torch.export it is one opaque op, kernels_triton::softmax, with
-    its backward. Batch invariant: a row's result, forward and backward, is the same bits whatever
-    the rest of the batch, for a row at the same 16-byte alignment (the README says more).
-    """
+    x: fp32, fp16, bf16 or fp64, any shape and layout, on a CUDA device (or the CPU under TRITON_INTERPRET=1); the
+    result has x's dtype and shape, NaN in rows of all -inf (as torch). `config` forces one launch configuration
+    (both directions, eager calls) instead of the picks or the rule. Under torch.compile or torch.export it is one
+    opaque op, kernels_triton::softmax, with its backward. Batch invariant: a row's result, forward and backward,
+    is the same bits whatever the rest of the batch, for a row at the same 16-byte alignment (see the README)."""
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
         # _apply's key, written out: a call costs as much as the dict lookup
         template = _FORWARD.get((len(s), s[-1], dim, config, x.dtype, x.get_device(), x.data_ptr() % 16))
@@ -169,12 +162,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
 
 
 def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None) -> torch.Tensor:
-    """softmax in place: x <- softmax(x, dim); returns x.
-
-    For a tensor nobody reads again, such as an LM head's logits while sampling: no output to
-    allocate, a good part of a short call's host time. Not differentiable (x must not require
-    grad); the same bits as softmax. Other layouts are computed out of place and copied back.
-    """
+    """softmax in place: x <- softmax(x, dim); returns x. For a tensor nobody reads again (an LM head's logits
+    while sampling): no output to allocate, a good part of a short call's host time. Not differentiable (x
+    must not require grad); the same bits as softmax. Other layouts are computed out of place, copied back."""
     if type(x) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling() and (s := x.shape):
         template = _IN_PLACE.get((len(s), s[-1], dim, config, x.dtype, x.get_device(), x.data_ptr() % 16))
         if template is not None and x.is_contiguous() and not x.requires_grad:  # passed the checks below
@@ -188,11 +178,9 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
     return _apply("softmax_fwd", [x], dim, config, _IN_PLACE, out=x)
 
 
-def softmax_backward(
-    y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = None
-) -> torch.Tensor:
-    """The backward alone: dx = y * (dy - sum(y * dy, dim)) from the forward's output y;
-    batch invariant as softmax."""
+def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
+                     config: SoftmaxConfig | None = None) -> torch.Tensor:  # fmt: skip
+    """The backward alone: dx = y * (dy - sum(y * dy, dim)), y the forward's output; batch invariant as softmax."""
     if (type(y) is torch.Tensor and type(dy) is torch.Tensor and type(dim) is int and not _is_dynamo_compiling()
             and (s := y.shape) and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
         template = _BACKWARD.get((len(s), s[-1], dim, config, y.dtype, y.get_device(), y.data_ptr() % 16,

@@ -1,12 +1,10 @@
 """python -m kernels_triton.tune: time every candidate config on this GPU and keep the fastest.
 
-Forward and backward at each shape and dtype the tile kernels take (triton.testing.do_bench); the
-winners, a pick a (kernel, dtype, N, rows an SM), go into this user's picks file for this GPU and
-Triton (configs.user_picks_path), or with --commit into this GPU's section of autotune_picks.json.
-Default shapes: SHORT_SHAPES in fp32, fp16, bf16; `lab bench`'s sweep in fp32 and bf16 (--sweep).
+Forward and backward at each shape and dtype the tile kernels take; the winners, a pick a (kernel, dtype, N,
+rows an SM), go into this user's picks file for this GPU and Triton, or with --commit into this GPU's section
+of autotune_picks.json. Default shapes: SHORT_SHAPES in every dtype, `lab bench`'s sweep in fp32 and bf16.
 
-    python -m kernels_triton.tune [--sweep | --shape M N ...] [--dtype D ...] [--commit]
-"""
+    python -m kernels_triton.tune [--sweep | --shape M N ...] [--dtype D ...] [--commit]"""
 
 from __future__ import annotations
 
@@ -52,8 +50,7 @@ def _compile_ahead(job: tuple) -> None:
 
 
 def tune(tasks) -> list[dict]:
-    """Time every candidate config of both kernels at each task the tile kernels run, one task a
-    pick key; return the winners with every config's time."""
+    """Time every candidate config of both kernels at each tile task (one a pick key); the winners, all times."""
     device = torch.cuda.current_device()
     sms, where = launch.num_sms(device), torch.device("cuda", device)
     rows_per_sm = lambda m: min(64, next_pow2(-(-m // sms)))  # noqa: E731 - picks are tuned at up to 64 rows an SM
@@ -64,8 +61,7 @@ def tune(tasks) -> list[dict]:
     print(f"tune: compiling {len(jobs)} configs for {len(unique)} shapes", file=sys.stderr, flush=True)
     workers = min(len(jobs), os.cpu_count() or 1, 16)
     if workers >= 2:  # Triton compiles one kernel at a time a process
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             list(pool.map(_compile_ahead, jobs, chunksize=4))
     picks, start = [], time.perf_counter()
     for i, (m, n, dtype) in enumerate(unique):
