@@ -419,6 +419,33 @@ def test_short_rows_of_whole_packs_a_warp_a_row(monkeypatch, dtype, v):
         assert torch.equal(cross_entropy(x[i : i + 1], t[i : i + 1], reduction="none"), batch[i : i + 1])
 
 
+@pytest.mark.parametrize("reduction,m", [("mean", 5), ("sum", 5), ("sum", 0), ("none", 5)])
+def test_launches_a_call_makes(monkeypatch, reduction, m):
+    """count_targets runs where its count is read, the mean's divisor, and for an empty sum, whose
+    forward does not run to zero reduce_loss's ticket (a sum's forward zeroes it). The backward of
+    a 16-bit loss hands scale_unless_one dloss in the loss's own dtype: no conversion first."""
+    module = importlib.import_module("kernels_triton.cross_entropy")
+    x = torch.randn(m, 600, dtype=torch.bfloat16, device=DEVICE, requires_grad=True)
+    t = torch.randint(0, 600, (m,), device=DEVICE)
+    seen, launch = [], module.launch
+
+    def spy(kernel, grid, args, *rest, **constexprs):
+        seen.append((kernel, args))
+        launch(kernel, grid, args, *rest, **constexprs)
+
+    monkeypatch.setattr(module, "launch", spy)
+    loss = cross_entropy(x, t, reduction=reduction)
+    kernels = [k for k, _ in seen]
+    assert (R.count_targets in kernels) == (reduction == "mean" or not m), kernels
+    torch.testing.assert_close(loss.float(), F.cross_entropy(x.detach().float(), t, reduction=reduction),
+                               rtol=1e-2, atol=1e-2, equal_nan=True)  # fmt: skip
+    if reduction != "none" and m:
+        seen.clear()
+        loss.backward()
+        (dloss,) = [args[1] for k, args in seen if k is K.scale_unless_one]
+        assert dloss.dtype == torch.bfloat16 and [k for k, _ in seen] == [K.scale_unless_one]
+
+
 def test_one_row_logits_and_bad_arguments():
     x = torch.randn(20, dtype=torch.float64, device=DEVICE)
     t = torch.tensor(4, device=DEVICE)
