@@ -1,10 +1,11 @@
-"""The Triton ladder's first rung: the plain row softmax, its launch left to `@triton.autotune`;
+"""The Triton ladder's first rung: the plain row softmax, its launch left to `@triton.autotune`.
+
 torch.softmax(x, -1) of 2-D x with contiguous rows, accumulated in fp32 (+inf or NaN: a NaN row). One
 program a row walks it in BLOCK-wide chunks twice: an online softmax into the row's max M and sum S, then
-exp(x - M) / S written; the autotuner times every (BLOCK, num_warps) in CONFIGS at each new N and keeps the
-fastest: the whole algorithm in about thirty lines, correct at every N, no heuristic. It leaves two reads of
-a row, idle SMs at few long rows (the cluster form shares a row between blocks), twelve timed launches at
-each new N, and the host time of Triton's launch path (launch.py's is less)."""
+exp(x - M) / S written; the autotuner times every (BLOCK, num_warps) in CONFIGS at each new N.
+What it buys: the whole algorithm in about thirty lines, correct at every N, no heuristic. What it leaves:
+two reads of a row, idle SMs at few long rows (the cluster form shares a row between blocks), twelve timed
+launches at each new N, and the host time of Triton's launch path (launch.py's is less)."""
 
 from __future__ import annotations
 
