@@ -132,42 +132,38 @@ def _forward(
         return (out.to(x.dtype) if reduction == "none" else out), stats, _count(target, ignore_index, False)
     # the mean's divisor, and the ticket of an empty sum; a sum's forward zeroes the ticket itself
     count = _count(target, ignore_index, reduction == "mean" or (reduction == "sum" and not m))
+    # where no gradient is written, G is x with row stride 0 (the kernels never store through it)
+    g, stride_g, tensors = (x, 0, [x]) if grad is None else (grad, grad.stride(0), [x, grad])
+    flags = dict(WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ZERO_TICKET=reduction == "sum")
     if (
         m
         and smooth == 0.0
         and cluster.applies("fwd", m, n, x.dtype, x.device, K.looped_from(x.element_size()))
     ):
-        g = x if grad is None else grad
         off, split = K.splits(n, [x, g])
         kernel, meta, warps, maxnreg = cluster.kernel_for("fwd", n, x.dtype, split["VEC"], "cross_entropy")
         launch(
             kernel, m,
             (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index), warps,
-            cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, WRITE_GRAD=grad is not None,
-            MEAN=reduction == "mean", ZERO_TICKET=reduction == "sum",
+            cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, **flags,
         )  # fmt: skip
     elif m and (warp_rows := W.shape(n, x.element_size())) is not None:
         width, packs, full, rows_per = warp_rows
         launch(
             W.cross_entropy_warp_rows, _cdiv(m, rows_per),
-            (x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
-             0 if grad is None else grad.stride(0), ignore_index), rows_per,
-            WIDTH=width, PACKS=packs, FULL=full, ROWS=rows_per, ALIGN=K.align(n, [x] if grad is None else [x, grad]),
-            SMOOTH=float(smooth), WRITE_GRAD=grad is not None, MEAN=reduction == "mean",
-            ZERO_TICKET=reduction == "sum",
+            (x, target, rows, stats, g, count, m, n, x.stride(0), stride_g, ignore_index), rows_per,
+            WIDTH=width, PACKS=packs, FULL=full, ROWS=rows_per, ALIGN=K.align(n, tensors), SMOOTH=float(smooth),
+            **flags,
         )  # fmt: skip
     elif m:
         block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
         grid = K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device)
-        tensors = [x] if grad is None else [x, grad]
         off, split = K.splits(n, tensors)
         launch(
             K.cross_entropy_fwd, grid,
-            (x, target, rows, stats, x if grad is None else grad, count, m, n, x.stride(0),
-             0 if grad is None else grad.stride(0), off, ignore_index), warps,
-            BLOCK=block, **split, ONE_PASS=one_pass,
-            IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
-            WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ROWS=rows_per, ZERO_TICKET=reduction == "sum",
+            (x, target, rows, stats, g, count, m, n, x.stride(0), stride_g, off, ignore_index), warps,
+            BLOCK=block, **split, ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
+            ROWS=rows_per, **flags,
         )  # fmt: skip
     if reduction == "none":
         return rows.to(x.dtype), stats, count
