@@ -137,17 +137,19 @@ class XentConfig:
 
 
 # Rows in registers: the first (threads a row, packs a thread) of XENT_LADDER that holds the row's
-# packs, rows sharing blocks of 64 threads (128 from 64 threads a row) where they need fewer: part
-# of a warp for tiny rows, a warp of up to 8 packs a lane (many rows an SM in flight, no barrier),
-# then more warps. Every lane computes its ITEMS packs, in the row or not, so the ladder's steps
-# are close (600 columns: 75 bf16 packs on 16 lanes x 5, 150 fp32 packs on 32 x 5), and small
-# blocks keep the SM's row groups many. Longer rows: a block of XENT_STEPS[0] threads a row (XENT_F64_TPR for fp64,
-# whose registers are doubled), XENT_STEP_ITEMS packs a step, kept in shared memory. (A row held
-# in the registers of 512 threads takes over 64 registers a thread: one block an SM, whose reads,
-# reduction and writes then take turns; in shared memory two blocks share an SM.) Rows of up to
-# XENT_TWO_BLOCKS_BYTES, two of which fit in an SM's shared memory, get 512 threads; longer ones,
-# one block an SM whatever its width, 1024, for twice the loads in flight.
+# packs, rows sharing blocks of XENT_BLOCK_THREADS (XENT_WIDE_BLOCK_THREADS for rows wider than a
+# warp) where they need fewer: part of a warp for tiny rows, a warp of up to 8 packs a lane (many
+# rows an SM in flight, no barrier), then more warps. Every lane computes its ITEMS packs, in the
+# row or not, so the ladder's steps are close (600 columns: 75 bf16 packs on 16 lanes x 5, 150 fp32
+# packs on 32 x 5), and small blocks keep the SM's row groups many. Longer rows: a block of
+# XENT_STEPS[0] threads a row (XENT_F64_TPR for fp64, whose registers are doubled), XENT_STEP_ITEMS
+# packs a step, kept in shared memory. (A row held in the registers of 512 threads takes over 64
+# registers a thread: one block an SM, whose reads, reduction and writes then take turns; in shared
+# memory two blocks share an SM.) Rows of up to XENT_TWO_BLOCKS_BYTES, two of which fit in an SM's
+# shared memory, get 512 threads; longer ones, one block an SM whatever its width, 1024, for twice
+# the loads in flight.
 XENT_LADDER = ((8, 2), (8, 4), (16, 5), (32, 4), (32, 5), (32, 8), (64, 8), (128, 8), (256, 8))
+XENT_BLOCK_THREADS, XENT_WIDE_BLOCK_THREADS = 64, 128
 XENT_TWO_BLOCKS_BYTES = 112 * 1024
 XENT_STEP_ITEMS, XENT_F64_TPR = 4, 256
 
@@ -158,7 +160,8 @@ def xent_config(N: int, dtype: str) -> XentConfig:
     packs = N // vec  # the body's packs at most (fewer where the row has a head)
     for tpr, items in XENT_LADDER:
         if tpr * items >= packs:
-            return XentConfig(tpr, max(1, (64 if tpr <= 32 else 128) // tpr), items, vec, False)
+            block = XENT_BLOCK_THREADS if tpr <= 32 else XENT_WIDE_BLOCK_THREADS
+            return XentConfig(tpr, max(1, block // tpr), items, vec, False)
     if dtype == "float64":
         tpr = XENT_F64_TPR
     else:

@@ -5,8 +5,9 @@ kernels run PARTS programs, program p taking the p-th chunk of cdiv(M, PARTS) ro
 chunks short or empty). COUNT, (PARTS + 1,) int32, holds the count of each chunk (a chunk's
 count fits an int32; the total is summed in int64 by count_total, a few hundred bytes from L2
 for every program that reads it); COUNT[PARTS] is reduce_loss's ticket, zeroed by
-count_targets (the mean) or by the forward (zero_ticket: the sum counts nothing). A chunk's rows and the order of their sums depend only on M, so the loss is the
-same bits for the same input on every run.
+count_targets (the mean) or by the forward (zero_ticket: the sum counts nothing). A chunk's rows
+and the order of their sums depend only on M, so the loss is the same bits for the same input on
+every run.
 """
 
 from __future__ import annotations
