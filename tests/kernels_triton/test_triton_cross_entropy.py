@@ -1,7 +1,7 @@
 """kernels_triton.cross_entropy and token_logprobs_and_entropy against torch on float64.
 
 Without a GPU these run under Triton's interpreter on small vocabularies, on both paths (row
-held whole; looped, forced by shrinking xent_kernels.ROW_SHAPES). Outputs come from
+held whole; looped, forced by shrinking xent_launch.ROW_SHAPES). Outputs come from
 NaN-poisoned memory (torch.empty patched). The `gpu` tests run GPT-2's and Llama 3's
 vocabularies in bf16 and fp32, and check the memory the op holds.
 """
@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kernels_triton import cross_entropy, token_logprobs_and_entropy
 from kernels_triton import xent_kernels as K
+from kernels_triton import xent_launch as L
 from kernels_triton import xent_reduce as R
 from kernels_triton.cross_entropy import _count
 
@@ -33,8 +34,10 @@ IGNORE = -100
 @pytest.fixture(params=["one_pass", "looped"])
 def path(request, monkeypatch):
     whole = 1 if request.param == "looped" else 4096
-    monkeypatch.setattr(K, "ROW_SHAPES", {k: (whole, 32, 4) for k in (2, 4, 8)})
-    return request.param
+    monkeypatch.setattr(L, "ROW_SHAPES", {k: (whole, 32, 4) for k in (2, 4, 8)})
+    L.choose.cache_clear()  # choose() caches by (n, dtype): the shapes just set must be the ones read
+    yield request.param
+    L.choose.cache_clear()
 
 
 @pytest.fixture(autouse=True)
@@ -230,17 +233,17 @@ def test_splits_follow_the_first_tensors_16_byte_offsets():
     """splits(): ALIGN as align(); no split for rows of whole packs from 16-byte boundaries; else VEC elements a
     pack, OFF the first tensor's base offset, LIKE where every tensor's rows sit as its do."""
     whole = torch.zeros(4, 64)
-    assert K.splits(64, [whole, whole]) == (0, {"ALIGN": 4, "VEC": 0, "LIKE": True})
+    assert L.splits(64, [whole, whole]) == (0, {"ALIGN": 4, "VEC": 0, "LIKE": True})
     odd = torch.zeros(4, 77, dtype=torch.bfloat16)
-    assert K.splits(77, [odd, torch.zeros_like(odd)]) == (0, {"ALIGN": 1, "VEC": 8, "LIKE": True})
+    assert L.splits(77, [odd, torch.zeros_like(odd)]) == (0, {"ALIGN": 1, "VEC": 8, "LIKE": True})
     shifted = placed(torch.zeros(4, 64), 3)  # whole packs, but the base 12 bytes past a boundary
-    assert K.splits(64, [shifted]) == (3, {"ALIGN": 4, "VEC": 4, "LIKE": True})
-    assert K.splits(64, [shifted, whole]) == (3, {"ALIGN": 4, "VEC": 4, "LIKE": False})
+    assert L.splits(64, [shifted]) == (3, {"ALIGN": 4, "VEC": 4, "LIKE": True})
+    assert L.splits(64, [shifted, whole]) == (3, {"ALIGN": 4, "VEC": 4, "LIKE": False})
     wide = placed(torch.zeros(4, 77), 0, stride=80)  # every row at a boundary, the grad's not
-    assert K.splits(77, [wide, torch.zeros(4, 77)]) == (0, {"ALIGN": 1, "VEC": 4, "LIKE": False})
-    assert K.splits(77, [wide, placed(torch.zeros(4, 77), 0, stride=84)])[1]["LIKE"]
+    assert L.splits(77, [wide, torch.zeros(4, 77)]) == (0, {"ALIGN": 1, "VEC": 4, "LIKE": False})
+    assert L.splits(77, [wide, placed(torch.zeros(4, 77), 0, stride=84)])[1]["LIKE"]
     one = placed(torch.zeros(1, 77), 2)  # one row: its stride does not matter
-    assert K.splits(77, [one, placed(torch.zeros(1, 77), 2, stride=99)]) == (
+    assert L.splits(77, [one, placed(torch.zeros(1, 77), 2, stride=99)]) == (
         2,
         {"ALIGN": 1, "VEC": 4, "LIKE": True},
     )
@@ -323,7 +326,7 @@ def test_a_row_at_a_boundary_splits_as_the_plain_tiles(path, dtype):
     x, t = logits_and_targets(9, 64, dtype, special=False)
     plain = cross_entropy(x, t, reduction="none", label_smoothing=0.1)
     split = placed(x, 0, stride=65)  # row i at offset i mod 16 bytes' elements
-    assert K.splits(64, [split])[1]["VEC"] > 0 and K.splits(64, [x])[1]["VEC"] == 0
+    assert L.splits(64, [split])[1]["VEC"] > 0 and L.splits(64, [x])[1]["VEC"] == 0
     got = cross_entropy(split, t, reduction="none", label_smoothing=0.1)
     vec = 16 // x.element_size()
     assert torch.equal(got[::vec], plain[::vec])
@@ -547,13 +550,14 @@ import json, torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from kernels_triton import xent_kernels as K
+from kernels_triton import xent_launch as L
 from kernels_triton.cross_entropy import ce_shape
 from sass_tools import memory_instructions, resources, sass
 n, ty, kernel = {n}, "{ty}", "{kernel}"
 dtype = dict(bf16=torch.bfloat16, fp32=torch.float32)[ty]
 itemsize = dtype.itemsize
 rows = [torch.empty((4096, n), dtype=dtype, device="meta")] * 2  # contiguous logits and gradient
-off, split = K.splits(n, rows)
+off, split = L.splits(n, rows)
 block, one_pass, nrows, warps = ce_shape(n, itemsize)
 meta = dict(BLOCK=block, **split, IS_FP64=False, SMOOTH=0.0, MEAN=True)
 if kernel == "fwd":
@@ -561,7 +565,7 @@ if kernel == "fwd":
     meta.update(ONE_PASS=one_pass, WRITE_GRAD=True, ROWS=nrows, ZERO_TICKET=False)
 else:  # the recompute, as cross_entropy._backward launches it
     fn = K.cross_entropy_bwd
-    meta.update(BLOCK=min(block, K.ROW_SHAPES[itemsize][1]), PER_ROW=False)
+    meta.update(BLOCK=min(block, L.ROW_SHAPES[itemsize][1]), PER_ROW=False)
 ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i32", DLOSS="*fp32")
 ints = dict(M=4096, N=n, stride_x=n, stride_g=n, OFF=off, ignore_index=-100)
 sig, attrs = {{}}, {{}}
@@ -615,11 +619,12 @@ import json, torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from kernels_triton import xent_kernels as K
+from kernels_triton import xent_launch as L
 from kernels_triton import token_logprobs as T
 from sass_tools import memory_instructions, sass
 ty = "{ty}"
 dtype = dict(bf16=torch.bfloat16, fp32=torch.float32)[ty]
-_, block, warps = K.ROW_SHAPES[dtype.itemsize]
+_, block, warps = L.ROW_SHAPES[dtype.itemsize]
 kernels = ["log_softmax_fwd", "log_softmax_bwd", "cross_entropy_fwd", "cross_entropy_bwd", "token_stats_fwd",
            "token_stats_bwd"]
 stats = ("LOSS", "STATS", "DLOSS", "LOGP", "ENT", "DLOGP", "DENT")
@@ -824,7 +829,7 @@ def test_gpu_long_rows_over_a_cluster(monkeypatch, v, dtype):
     forward writes is, bit for bit, the recompute's from the same statistics, and in place."""
     from kernels_triton import cluster, xent_cluster
 
-    if not cluster.applies("fwd", 1, v, dtype, torch.device("cuda"), K.looped_from(dtype.itemsize)):
+    if not cluster.applies("fwd", 1, v, dtype, torch.device("cuda"), L.looped_from(dtype.itemsize)):
         pytest.skip("the cluster kernels need sm_90")
     seen = launched_kernels(monkeypatch)
     x, t = logits_and_targets(67, v, dtype)

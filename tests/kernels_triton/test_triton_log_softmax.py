@@ -1,7 +1,7 @@
 """kernels_triton.log_softmax against F.log_softmax on float64, forward and backward.
 
 Without a GPU these run under Triton's interpreter on small rows, on both paths (the row held
-whole, and the looped online pass, forced by shrinking xent_kernels.ROW_SHAPES). Outputs are
+whole, and the looped online pass, forced by shrinking xent_launch.ROW_SHAPES). Outputs are
 allocated from NaN-poisoned memory (torch.empty patched), so an element a kernel does not
 write fails the comparison. The `gpu` tests add the long rows and bf16 at real sizes.
 """
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 from kernels_triton import SoftmaxDimError, log_softmax, log_softmax_backward
-from kernels_triton import xent_kernels as K
+from kernels_triton import xent_launch as L
 from labtools.ops import softmax_stress_rows, tolerance
 
 pytestmark = pytest.mark.filterwarnings(
@@ -25,16 +25,15 @@ pytestmark = pytest.mark.filterwarnings(
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
-SMALL_ROWS = {2: (64, 32, 4), 4: (64, 32, 4), 8: (64, 32, 4)}  # one pass up to 64, else 32-wide tiles
 
 
 @pytest.fixture(params=["one_pass", "looped"])
 def path(request, monkeypatch):
-    if request.param == "looped":
-        monkeypatch.setattr(K, "ROW_SHAPES", {k: (1, 32, 4) for k in SMALL_ROWS})
-    else:
-        monkeypatch.setattr(K, "ROW_SHAPES", {k: (4096, 32, 4) for k in SMALL_ROWS})
-    return request.param
+    whole = 1 if request.param == "looped" else 4096
+    monkeypatch.setattr(L, "ROW_SHAPES", {k: (whole, 32, 4) for k in (2, 4, 8)})  # looped: 32-wide tiles
+    L.choose.cache_clear()  # choose() caches by (n, dtype): the shapes just set must be the ones read
+    yield request.param
+    L.choose.cache_clear()
 
 
 @pytest.fixture(autouse=True)

@@ -42,7 +42,16 @@ from kernels_triton import xent_kernels as K
 from kernels_triton import xent_reduce as R
 from kernels_triton import xent_warp_rows as W
 from kernels_triton.configs import INTERPRET
-from kernels_triton.xent_launch import launch
+from kernels_triton.xent_launch import (
+    align,
+    choose,
+    device_caps,
+    launch,
+    looped_from,
+    programs,
+    splits,
+    streamed,
+)
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
@@ -60,7 +69,7 @@ def ce_shape(n: int, itemsize: int) -> tuple[int, bool, int, int]:
     """(BLOCK, ONE_PASS, ROWS, num_warps) of cross_entropy_fwd, from (n, dtype) alone as choose():
     one pass, a tile of up to 2 KB is one warp's (its reductions in shuffles), a larger one has
     a warp a KB (the loss and the gradient hold more registers an element than log_softmax)."""
-    block, one_pass, warps = K.choose(n, itemsize)
+    block, one_pass, warps = choose(n, itemsize)
     if not one_pass:
         return block, False, 1, warps
     rows = max(1, ROW_TILE // block)
@@ -135,12 +144,8 @@ def _forward(
     # where no gradient is written, G is x with row stride 0 (the kernels never store through it)
     g, stride_g, tensors = (x, 0, [x]) if grad is None else (grad, grad.stride(0), [x, grad])
     flags = dict(WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ZERO_TICKET=reduction == "sum")
-    if (
-        m
-        and smooth == 0.0
-        and cluster.applies("fwd", m, n, x.dtype, x.device, K.looped_from(x.element_size()))
-    ):
-        off, split = K.splits(n, [x, g])
+    if m and smooth == 0.0 and cluster.applies("fwd", m, n, x.dtype, x.device, looped_from(x.element_size())):
+        off, split = splits(n, [x, g])
         kernel, meta, warps, maxnreg = cluster.kernel_for("fwd", n, x.dtype, split["VEC"], "cross_entropy")
         launch(
             kernel, m,
@@ -152,13 +157,13 @@ def _forward(
         launch(
             W.cross_entropy_warp_rows, _cdiv(m, rows_per),
             (x, target, rows, stats, g, count, m, n, x.stride(0), stride_g, ignore_index), rows_per,
-            WIDTH=width, PACKS=packs, FULL=full, ROWS=rows_per, ALIGN=K.align(n, tensors), SMOOTH=float(smooth),
+            WIDTH=width, PACKS=packs, FULL=full, ROWS=rows_per, ALIGN=align(n, tensors), SMOOTH=float(smooth),
             **flags,
         )  # fmt: skip
     elif m:
         block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
-        grid = K.programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device)
-        off, split = K.splits(n, tensors)
+        grid = programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device)
+        off, split = splits(n, tensors)
         launch(
             K.cross_entropy_fwd, grid,
             (x, target, rows, stats, g, count, m, n, x.stride(0), stride_g, off, ignore_index), warps,
@@ -186,10 +191,9 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
         return grad
     m, n = x.shape
     dloss = dloss.to(_stat_dtype(x)).contiguous()
-    block, _, warps = K.choose(n, x.element_size())
-    block = min(block, K.ROW_SHAPES[x.element_size()][1])  # one read a row: the looped tile is enough
-    grid = K.programs(m, n, x.element_size(), False, x.device)
-    off, split = K.splits(n, [x, grad])
+    block, warps = streamed(n, x.element_size())
+    grid = programs(m, n, x.element_size(), False, x.device)
+    off, split = splits(n, [x, grad])
     launch(
         K.cross_entropy_bwd, grid,
         (x, target, stats, dloss, grad, count, m, n, x.stride(0), grad.stride(0), off, ignore_index), warps,
@@ -208,9 +212,9 @@ def _scale_unless_one(grad: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
     if INTERPRET or not grad.is_cuda:
         grid = 1
     else:
-        grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * K.device_caps(grad.device.index)[0])
-    align = K.align(numel, [grad.view(1, numel)]) if numel else 1
-    launch(K.scale_unless_one, max(1, grid), (grad, dloss, numel), 4, BLOCK=_SCALE_BLOCK, ALIGN=align,
+        grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * device_caps(grad.device.index)[0])
+    aligned = align(numel, [grad.view(1, numel)]) if numel else 1
+    launch(K.scale_unless_one, max(1, grid), (grad, dloss, numel), 4, BLOCK=_SCALE_BLOCK, ALIGN=aligned,
            IS_FP64=grad.dtype == torch.float64)  # fmt: skip
     return grad
 

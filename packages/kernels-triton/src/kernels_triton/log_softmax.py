@@ -21,7 +21,7 @@ from kernels_triton import cluster
 from kernels_triton import xent_kernels as K
 from kernels_triton.configs import INTERPRET
 from kernels_triton.softmax import SoftmaxDimError, as_rows, from_rows
-from kernels_triton.xent_launch import launch
+from kernels_triton.xent_launch import choose, launch, looped_from, programs, splits
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
@@ -49,16 +49,16 @@ def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
     """kernel over m rows of n elements; rows: the (m, n) tensors, output last. Rows the softmax
     takes over a cluster (cluster.applies) take its cluster kernels with the log epilogue."""
     direction = "fwd" if kernel is K.log_softmax_fwd else "bwd"
-    if cluster.applies(direction, m, n, rows[0].dtype, rows[0].device, K.looped_from(rows[0].element_size())):
+    if cluster.applies(direction, m, n, rows[0].dtype, rows[0].device, looped_from(rows[0].element_size())):
         fn, meta, warps, maxnreg = cluster.kernel_for(
             direction, n, rows[0].dtype, cluster.packs(rows), "log_softmax"
         )
         args = (*rows, n, *(r.stride(0) for r in rows))
         launch(fn, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, **meta)
         return
-    block, one_pass, warps = K.choose(n, rows[0].element_size())
-    grid = K.programs(m, n, rows[0].element_size(), one_pass, rows[0].device)
-    off, split = K.splits(n, rows)
+    block, one_pass, warps = choose(n, rows[0].element_size())
+    grid = programs(m, n, rows[0].element_size(), one_pass, rows[0].device)
+    off, split = splits(n, rows)
     launch(
         kernel, grid, (*rows, m, n, *(r.stride(0) for r in rows), off), warps,
         BLOCK=block, **split, ONE_PASS=one_pass, IS_FP64=rows[0].dtype == torch.float64,

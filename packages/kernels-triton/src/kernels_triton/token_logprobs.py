@@ -16,9 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels_triton import xent_kernels as K
 from kernels_triton.cross_entropy import _check, _stat_dtype
-from kernels_triton.xent_launch import launch
+from kernels_triton.xent_launch import choose, launch, programs, splits, streamed
 from kernels_triton.xent_rows import (
     body_col,
     body_ptr,
@@ -109,9 +108,9 @@ def _forward(x, target, ignore_index: int, run: bool = True):
     ent = torch.empty(m, dtype=_stat_dtype(x), device=x.device)
     stats = torch.empty(2, m, dtype=_stat_dtype(x), device=x.device)
     if run and m:
-        block, one_pass, warps = K.choose(n, x.element_size())
-        grid = K.programs(m, n, x.element_size(), one_pass, x.device)
-        off, split = K.splits(n, [x])
+        block, one_pass, warps = choose(n, x.element_size())
+        grid = programs(m, n, x.element_size(), one_pass, x.device)
+        off, split = splits(n, [x])
         launch(
             token_stats_fwd, grid, (x, target, logp, ent, stats, m, n, x.stride(0), off, ignore_index), warps,
             BLOCK=block, ALIGN=split["ALIGN"], VEC=split["VEC"], ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64,
@@ -123,12 +122,11 @@ def _backward(x, target, stats, ent, dlogp, dent, ignore_index: int, run: bool =
     grad = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if run and grad.numel():
         m, n = x.shape
-        block, _, warps = K.choose(n, x.element_size())
-        block = min(block, K.ROW_SHAPES[x.element_size()][1])
-        grid = K.programs(m, n, x.element_size(), False, x.device)
+        block, warps = streamed(n, x.element_size())
+        grid = programs(m, n, x.element_size(), False, x.device)
         dlogp = dlogp.to(_stat_dtype(x)).contiguous()
         dent = dent.to(_stat_dtype(x)).contiguous()
-        off, split = K.splits(n, [x, grad])
+        off, split = splits(n, [x, grad])
         launch(
             token_stats_bwd, grid,
             (x, target, stats, ent, dlogp, dent, grad, m, n, x.stride(0), grad.stride(0), off, ignore_index), warps,

@@ -48,14 +48,9 @@ Invariants:
 
 from __future__ import annotations
 
-import functools
-import math
-
-import torch
 import triton
 import triton.language as tl
 
-from kernels_triton.configs import INTERPRET
 from kernels_triton.xent_reduce import grad_scale, zero_ticket
 from kernels_triton.xent_rows import (
     acc_const,
@@ -336,79 +331,3 @@ def scale_unless_one(G, DOUT, numel, BLOCK: tl.constexpr, ALIGN: tl.constexpr, I
             mask = lanes_in_row(start + offs, numel, ALIGN)
             g = to_acc(tl.load(G + start + offs, mask=mask, other=0.0), IS_FP64)
             tl.store(G + start + offs, (g * d).to(G.dtype.element_ty), mask=mask)
-
-
-# --- launch shapes ----------------------------------------------------------------------
-
-# (largest row held whole in registers, looped BLOCK, num_warps of the looped path) by storage
-# bytes per element. A row in registers costs next_pow2(N) fp32 values over the program's
-# threads; past these it would spill. The looped BLOCK reads 16 KB of the row per step.
-ROW_SHAPES = {2: (16384, 8192, 16), 4: (8192, 4096, 16), 8: (4096, 2048, 16)}
-
-
-def align(n: int, rows: list[torch.Tensor]) -> int:
-    """The largest power of two, at most 16 bytes of elements, dividing n and every row stride
-    of `rows`: the ALIGN the kernels' vector hints rely on (1 for an odd n, as GPT-2's 50257)."""
-    a = math.gcd(n, 16 // rows[0].element_size())
-    for t in rows:
-        if a > 1 and t.shape[0] > 1:
-            a = math.gcd(a, t.stride(0))
-    return a
-
-
-def splits(n: int, rows: list[torch.Tensor]) -> tuple[int, dict]:
-    """(OFF, {"ALIGN", "VEC", "LIKE"}): align(n, rows), and how the looped kernels split rows of n elements of `rows`
-    (xent_rows.split). The split follows the first tensor's rows; OFF: where its base sits past
-    a 16-byte boundary, in elements. VEC: 0 where every row of every tensor is whole 16-byte
-    packs from a boundary (Triton's specialisation proves it, with ALIGN), else the elements of
-    a pack. LIKE: every tensor's rows sit at the first's offsets from a boundary, so that their
-    bodies may be hinted 16-byte aligned too."""
-    size = rows[0].element_size()
-    vec = 16 // size
-    offs = [t.data_ptr() % 16 // size for t in rows]
-    aligned = align(n, rows)
-    whole = not any(offs) and aligned == vec
-    m, stride = rows[0].shape[0], rows[0].stride(0)
-    like = all(o == offs[0] and (m < 2 or (t.stride(0) - stride) % vec == 0) for o, t in zip(offs, rows))
-    return offs[0], {"ALIGN": aligned, "VEC": 0 if whole else vec, "LIKE": like}
-
-
-@functools.cache
-def choose(n: int, itemsize: int) -> tuple[int, bool, int]:
-    """(BLOCK, ONE_PASS, num_warps) for rows of n elements of `itemsize` bytes: (n, dtype) only.
-    One pass: 64 bytes of the row a thread, so a short row is one warp's (its reductions stay
-    in shuffles, with no exchange through shared memory)."""
-    whole, block, warps = ROW_SHAPES[itemsize]
-    width = 1 << max(n - 1, 0).bit_length()
-    if width <= whole:
-        return width, True, max(1, min(16, width * itemsize // 2048))
-    return block, False, warps
-
-
-def looped_from(itemsize: int) -> int:
-    """The shortest row that choose() loops over: from here a cluster holds it on sm_90 (cluster.py)."""
-    return ROW_SHAPES[itemsize][0] + 1
-
-
-INTERPRETER_PROGRAMS = 3  # under the interpreter: few programs, so the persistent loop runs
-MIN_PROGRAMS_PER_SM = 2
-
-
-@functools.cache
-def device_caps(index: int) -> tuple[int, int]:
-    props = torch.cuda.get_device_properties(index)
-    return props.multi_processor_count, props.L2_cache_size
-
-
-def programs(m: int, n: int, itemsize: int, one_pass: bool, device: torch.device) -> int:
-    """Grid size for m rows. A looped row is read twice, and the second read should find it in
-    L2: so the rows in flight are held to about half the L2, but to no fewer than
-    MIN_PROGRAMS_PER_SM a SM (one program's tile, 16 KB, is too few bytes in flight to cover
-    memory latency alone) and no more than four."""
-    if INTERPRET or device.type != "cuda":
-        return max(1, min(m, INTERPRETER_PROGRAMS))
-    if one_pass:
-        return max(1, m)
-    sms, l2 = device_caps(device.index if device.index is not None else torch.cuda.current_device())
-    in_flight = min(4 * sms, max(MIN_PROGRAMS_PER_SM * sms, l2 // (2 * n * itemsize)))
-    return max(1, min(m, in_flight))
