@@ -32,6 +32,7 @@ def path(request, monkeypatch):
     whole = 1 if request.param == "looped" else 4096
     monkeypatch.setattr(L, "ROW_SHAPES", {k: (whole, 32, 4) for k in (2, 4, 8)})  # looped: 32-wide tiles
     L.choose.cache_clear()  # choose() caches by (n, dtype): the shapes just set must be the ones read
+    assert L.choose(64, 4)[1] == (request.param == "one_pass")
     yield request.param
     L.choose.cache_clear()
 
