@@ -13,6 +13,7 @@ compiled for sm_90 there instead, which checks their inline PTX and the register
 are sized by.
 """
 
+import importlib
 import math
 
 import numpy as np
@@ -338,6 +339,21 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
     np.testing.assert_allclose(
         y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
     )
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_log_softmax_passes_each_cluster_kernel_its_parameters(monkeypatch, direction):
+    """log_softmax's cluster launches (the clusters' inline PTX needs sm_90: the launch is caught)
+    hand each kernel every parameter once."""
+    L = importlib.import_module("kernels_triton.log_softmax")  # the package's log_softmax is the function
+    seen = []
+    monkeypatch.setattr(L.cluster, "applies", lambda *a, **k: True)
+    monkeypatch.setattr(L, "launch", lambda fn, grid, args, warps, **kw: seen.append((fn, args, kw)))
+    x = torch.zeros((3, 200000))
+    L._forward(x, -1) if direction == "fwd" else L._backward(x, x, -1)
+    fn, args, kw = seen[0]
+    constexprs = {k: v for k, v in kw.items() if k not in ("cluster", "maxnreg")}
+    assert len(args) + 1 + len(constexprs) == len(fn.arg_names)  # + slot_base, which launch appends
 
 
 @pytest.mark.gpu
