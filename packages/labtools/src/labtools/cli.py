@@ -141,22 +141,27 @@ def one_shape(text: str) -> tuple[int, int]:
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 
-def dtypes(text: str) -> tuple[str, ...]:
-    """Comma-separated storage dtypes, each one of DTYPES."""
-    got = tuple(d.strip() for d in text.split(",") if d.strip())
-    bad = [d for d in got if d not in DTYPES]
+def choices(text: str, allowed: tuple[str, ...], what: str, one: bool = False) -> tuple[str, ...]:
+    """Comma-separated values, each one of `allowed` (one: exactly one); else argparse's type error,
+    which names `what` (a plural noun) and what is allowed."""
+    got = tuple(v.strip() for v in text.split(",") if v.strip())
+    bad = [v for v in got if v not in allowed]
     if bad or not got:
         raise argparse.ArgumentTypeError(
-            f"unknown dtype(s) {', '.join(bad) or '(none given)'}; allowed: {', '.join(DTYPES)}"
+            f"unknown {what} {', '.join(bad) or '(none given)'}; allowed: {', '.join(allowed)}"
         )
+    if one and len(got) != 1:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(allowed)}, got {text!r}")
     return got
 
 
+def dtypes(text: str) -> tuple[str, ...]:
+    """Comma-separated storage dtypes, each one of DTYPES."""
+    return choices(text, DTYPES, "dtype(s)")
+
+
 def dtype(text: str) -> str:
-    got = dtypes(text)
-    if len(got) != 1:
-        raise argparse.ArgumentTypeError(f"expected one dtype of {', '.join(DTYPES)}, got {text!r}")
-    return got[0]
+    return choices(text, DTYPES, "dtype(s)", one=True)[0]
 
 
 def input_file(text: str) -> Path:

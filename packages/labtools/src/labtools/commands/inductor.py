@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from labtools.cli import UsageError
+from labtools.cli import UsageError, choices
 
 # A first torch.compile in a process, on a 2-core machine: tens of seconds (the heartbeat's
 # estimate only; nothing depends on it).
@@ -26,20 +26,11 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 
 
 def modes(text: str) -> list[str]:
-    got = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in got if m not in MODES]
-    if bad or not got:
-        raise argparse.ArgumentTypeError(
-            f"unknown torch.compile mode(s) {', '.join(bad) or '(none given)'}; allowed: {', '.join(MODES)}"
-        )
-    return got
+    return list(choices(text, MODES, "torch.compile mode(s)"))
 
 
 def one_mode(text: str) -> str:
-    got = modes(text)
-    if len(got) != 1:
-        raise argparse.ArgumentTypeError(f"expected one mode of {', '.join(MODES)}, got {text!r}")
-    return got[0]
+    return choices(text, MODES, "torch.compile mode(s)", one=True)[0]
 
 
 def existing_folder(text: str) -> Path:
