@@ -78,23 +78,27 @@ def device_arg(text: str) -> str:
     return text
 
 
-def check_softmax_choice(args) -> None:
-    """--lm-head-softmax triton must be able to run where the model runs."""
-    if args.lm_head_softmax != "triton":
-        return
+def check_triton_choice(argument: str, value: str, device: str) -> None:
+    """`argument` set to `value`, which runs kernels_triton, must be able to run on `device`."""
     import torch
 
-    if torch.device(args.device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+    if torch.device(device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError(
-            "argument --lm-head-softmax: triton runs on the CPU only under Triton's interpreter "
-            "(TRITON_INTERPRET=1); use --device cuda or --lm-head-softmax torch"
+            f"argument {argument}: {value} runs on the CPU only under Triton's interpreter "
+            f"(TRITON_INTERPRET=1); use --device cuda or {argument} torch"
         )
     try:
         import kernels_triton  # noqa: F401
     except ImportError as exc:
         raise ValueError(
-            f"argument --lm-head-softmax: triton needs kernels_triton, which is not importable ({exc})"
+            f"argument {argument}: {value} needs kernels_triton, which is not importable ({exc})"
         ) from None
+
+
+def check_softmax_choice(args) -> None:
+    """--lm-head-softmax triton must be able to run where the model runs."""
+    if args.lm_head_softmax == "triton":
+        check_triton_choice("--lm-head-softmax", "triton", args.device)
 
 
 def softmax_in_use(args) -> str:
@@ -126,21 +130,8 @@ def load_torch(args) -> tuple[TorchLM, object]:
 
 def check_loss_choice(args) -> None:
     """--loss fused must be able to run where training runs."""
-    if args.loss != "fused":
-        return
-    import torch
-
-    if torch.device(args.device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(
-            "argument --loss: fused runs on the CPU only under Triton's interpreter (TRITON_INTERPRET=1); "
-            "use --device cuda or --loss torch"
-        )
-    try:
-        import kernels_triton  # noqa: F401
-    except ImportError as exc:
-        raise ValueError(
-            f"argument --loss: fused needs kernels_triton, which is not importable ({exc})"
-        ) from None
+    if args.loss == "fused":
+        check_triton_choice("--loss", "fused", args.device)
 
 
 def cmd_train(args) -> int:
