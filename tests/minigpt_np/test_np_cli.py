@@ -184,3 +184,31 @@ def test_a_cleanup_error_raised_while_a_signal_unwinds_still_exits_as_the_signal
     parser.set_defaults(fn=stopped_mid_write, debug=False)
     assert cli.run(parser, []) == 130
     assert capsys.readouterr().err.strip() == "minigpt-np: interrupted"
+
+
+@pytest.mark.parametrize("when", ["as the handler goes in", "as the handler comes out"])
+def test_a_sigterm_while_its_handler_is_swapped_still_exits_143(monkeypatch, capsys, when):
+    """A SIGTERM that lands as run() installs or restores its handler (the command itself done,
+    or not yet begun) is reported as any other: "terminated", exit 128 + 15, and the handler
+    that was there before is back (the kill test met the restore's window as an exit status of 1)."""
+    import signal
+
+    from minigpt_np import cli
+
+    real_signal, calls = signal.signal, []
+
+    def signal_raising_once(signum, handler):
+        calls.append(handler)
+        first_swap = len(calls) == (1 if when == "as the handler goes in" else 2)
+        result = real_signal(signum, handler)
+        if first_swap and signum == signal.SIGTERM:
+            cli._raise_terminated(signum, None)  # the Python-level handler, run at this bytecode
+        return result
+
+    before = signal.getsignal(signal.SIGTERM)
+    parser = argparse.ArgumentParser(prog="minigpt-np")
+    parser.set_defaults(fn=lambda args: 0)
+    monkeypatch.setattr(cli.signal, "signal", signal_raising_once)
+    assert cli.run(parser, []) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.strip() == "minigpt-np: terminated"
+    assert signal.getsignal(signal.SIGTERM) == before

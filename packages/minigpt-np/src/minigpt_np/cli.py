@@ -220,12 +220,28 @@ def _interrupted_by(exc: BaseException) -> tuple[str, int] | None:
 
 def run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     """Parse and dispatch. A user's mistake is one line on stderr and exit 2; with --debug
-    (or MINIGPT_DEBUG=1) the exception propagates with its traceback."""
+    (or MINIGPT_DEBUG=1) the exception propagates with its traceback. In the main thread a
+    SIGTERM raises Terminated (see there) from the moment its handler is in until it is out."""
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     args.argv = argv
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
+    if threading.current_thread() is not threading.main_thread():
+        return _dispatch(parser, args)
+    previous = signal.getsignal(signal.SIGTERM)
+    previous = signal.SIG_DFL if previous is None else previous  # a handler not set from Python
+    try:  # a SIGTERM as the handler goes in or out, past the command's own handling
+        try:
+            signal.signal(signal.SIGTERM, _raise_terminated)
+            return _dispatch(parser, args)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    except Terminated:
+        signal.signal(signal.SIGTERM, previous)
+        print(f"{parser.prog}: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+
+
+def _dispatch(parser: argparse.ArgumentParser, args) -> int:
     try:
         return args.fn(args)
     except USER_ERRORS as exc:
@@ -246,9 +262,6 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     except Terminated:
         print(f"{parser.prog}: terminated", file=sys.stderr)
         return 128 + signal.SIGTERM
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
 
 
 # --- minigpt-np ----------------------------------------------------------------------
