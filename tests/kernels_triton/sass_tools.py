@@ -57,7 +57,7 @@ def compile_cluster_op(op: str, direction: str, N: int, dtype: torch.dtype, arch
     gradient of the mean written, int64 targets)."""
     vec = cluster.packs([torch.empty((1, N), dtype=dtype, device="meta")])
     pointers, extra = {}, {}
-    if op == "cross_entropy":  # xent_kernels.splits() of contiguous rows at a boundary
+    if op == "cross_entropy":  # xent_launch.splits() of contiguous rows at a boundary
         pack = 16 // dtype.itemsize
         align = math.gcd(N, pack)
         vec, extra = (

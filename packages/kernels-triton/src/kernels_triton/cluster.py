@@ -60,7 +60,7 @@ def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device
             min_cols: int = MIN_COLS) -> bool:  # fmt: skip
     """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90.
     min_cols: the softmax's MIN_COLS; log_softmax and cross-entropy, the first row too long to
-    hold in one program's registers (xent_kernels.choose), which they would otherwise read twice."""
+    hold in one program's registers (xent_launch.choose), which they would otherwise read twice."""
     if INTERPRET or device.type != "cuda" or dtype not in DTYPES or n_rows < 1:
         return False
     index = device.index if device.index is not None else torch.cuda.current_device()

@@ -22,7 +22,7 @@ def cluster_xent_kernel(
     slot_base,
     C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr, NEEDS_MASK: tl.constexpr, COMPENSATED: tl.constexpr, VEC: tl.constexpr,
     THREADS: tl.constexpr,
-    ALIGN: tl.constexpr, LIKE: tl.constexpr,  # xent_kernels.splits(): the split follows x's rows
+    ALIGN: tl.constexpr, LIKE: tl.constexpr,  # xent_launch.splits(): the split follows x's rows
     WRITE_GRAD: tl.constexpr,  # also the gradient of the summed (MEAN: averaged) loss for dloss = 1
     MEAN: tl.constexpr,
     ZERO_TICKET: tl.constexpr,  # the sum: zero reduce_loss's ticket (xent_reduce.zero_ticket)

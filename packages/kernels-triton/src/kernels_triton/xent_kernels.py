@@ -4,9 +4,9 @@ Every kernel sees its tensors as (M, N) matrices with unit column stride and any
 one row is one distribution over N classes. A program takes one row at a time (the one-pass
 cross-entropy forward: ROWS rows, a [ROWS, BLOCK] tile) in a persistent grid (row = pid,
 pid + programs, ...), so that the rows in flight, and so the bytes the second pass over a
-row hopes to find in L2, are bounded (programs()).
+row hopes to find in L2, are bounded (xent_launch.programs()).
 
-A row is covered in one of two ways, by one constexpr, ONE_PASS (choose() decides it):
+A row is covered in one of two ways, by one constexpr, ONE_PASS (xent_launch.choose() decides it):
 
   ONE_PASS   the row is loaded into registers once, reduced, and the epilogue (log-softmax,
              loss and gradient) is computed from those registers: N read, N written.
@@ -19,7 +19,7 @@ A row is covered in one of two ways, by one constexpr, ONE_PASS (choose() decide
              evict_last, pass 2 reads and writes with evict_first). A row that is not whole
              16-byte packs from a 16-byte boundary (VEC > 0: GPT-2's 50257) is split into a
              head, a body of whole packs that the tiles move as 16-byte vectors, and a tail,
-             by the row's offset from a boundary (xent_rows.split, splits()); the
+             by the row's offset from a boundary (xent_rows.split, xent_launch.splits()); the
              recomputing backward kernels split their rows the same way.
 
 One exponential an element a pass: a tile max costs a reduction across the program, but a
@@ -29,7 +29,7 @@ throughput.
 
 Invariants:
 - A row's arithmetic depends only on (N, dtype, BLOCK, ROWS), which come from (N, dtype)
-  alone (choose(), cross_entropy.ce_shape), never from M, and is the same in each of a
+  alone (xent_launch.choose(), cross_entropy.ce_shape), never from M, and is the same in each of a
   tile's ROWS slots; looped, also on the row's offset from a 16-byte boundary (its split; the
   first tensor's, x or y: never the other tensors' layouts). A row gives the same bits alone
   or in any batch that puts it at the same offset mod 16 bytes: contiguous rows of whole
