@@ -87,8 +87,9 @@ def cluster_xent_kernel(
     if WRITE_GRAD:
         scale = tl.where(counted, grad_scale(count_ptr, MEAN, False), 0.0)
         inv_total = 1.0 / s_row
-        # ce_grad's off-target gradient at every column (the recompute's bits); the target's
-        # (p - 1) * scale is stored over it below
+        # xent_kernels.ce_grad_off_target at every column, its operations in order (the recompute's
+        # bits; written out, the factor once for the body and the edges); the target's (p - 1) * scale
+        # is stored over it below
         factor = inv_total * scale
         g = exp(widen(x) - m_row) * factor
         if VEC > 0:

@@ -153,12 +153,18 @@ def log_softmax_bwd(
 
 
 @triton.jit
+def ce_grad_off_target(e, inv_total, scale):
+    """ce_grad without smoothing at a column other than the target: one multiply an element. The
+    kernels that write every column so and then store the target's over it call it too."""
+    return e * (inv_total * scale)
+
+
+@triton.jit
 def ce_grad(e, inv_total, c, t, smooth, N, scale, SMOOTH: tl.constexpr):
     """(p - (1 - eps) onehot(t) - eps / N) * scale at the columns c of a row, p = e * inv_total the
-    softmax. Without smoothing a column other than t is e * (inv_total * scale), one multiply an
-    element: the bits of the kernels that write every column so and then store the target's over it."""
+    softmax."""
     if SMOOTH == 0.0:
-        return tl.where(c == t, (e * inv_total - 1.0) * scale, e * (inv_total * scale))
+        return tl.where(c == t, (e * inv_total - 1.0) * scale, ce_grad_off_target(e, inv_total, scale))
     return (e * inv_total - tl.where(c == t, 1.0 - smooth, 0.0) - smooth / N) * scale
 
 
@@ -221,8 +227,8 @@ def cross_entropy_fwd(
                 scale = tl.where(counted, scale_all, 0.0)
                 inv_total = 1.0 / total
                 g_rows = row_start(G, rows, stride_g, ALIGN)
-                if SMOOTH == 0.0:  # ce_grad where c != t; the targets' after
-                    g = e * (inv_total * scale)[:, None]
+                if SMOOTH == 0.0:  # the targets' after
+                    g = ce_grad_off_target(e, inv_total[:, None], scale[:, None])
                 else:
                     g = ce_grad(
                         e, inv_total[:, None], cols[None, :], t[:, None], smooth, N, scale[:, None], SMOOTH

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from kernels_triton.configs import warp_row_packs, warp_rows_fit
-from kernels_triton.xent_kernels import ce_grad
+from kernels_triton.xent_kernels import ce_grad, ce_grad_off_target
 from kernels_triton.xent_reduce import grad_scale, zero_ticket
 from kernels_triton.xent_rows import acc_const, exp, exp_ref, lanes_in_row, row_start
 
@@ -100,8 +100,8 @@ def cross_entropy_warp_rows(
         g_rows = row_start(G, rows, stride_g, ALIGN)
         for p in tl.static_range(PACKS):
             cols, mask = _pack_cols(p, N, live[:, None], WIDTH, FULL, ALIGN)
-            if SMOOTH == 0.0:  # ce_grad where c != t; the targets' after
-                g = es[p] * (inv_total * scale)[:, None]
+            if SMOOTH == 0.0:  # the targets' after
+                g = ce_grad_off_target(es[p], inv_total[:, None], scale[:, None])
             else:
                 g = ce_grad(es[p], inv_total[:, None], cols, t[:, None], smooth, N, scale[:, None], SMOOTH)
             tl.store(g_rows[:, None] + cols, g.to(G.dtype.element_ty), mask=mask)
