@@ -4,12 +4,12 @@ entropy, a row held in the registers of a cluster of up to 16 blocks.
 
 CPU: the plan (rk.xent_cluster) from (N, dtype) alone, holding every row it takes, None where
 09 keeps the row; every cluster kernel compiles with NVRTC for sm_90 with no spill and no local
-memory, within four blocks an SM's registers, 16-byte (coherent) loads and stores, the pairs exchanged by
+memory, within four blocks an SM's registers (two for the longest rows), 16-byte (coherent) loads and stores, the pairs exchanged by
 st.async on an mbarrier and no release cluster barrier; with launches recorded instead of run
 (CPU tensors standing in for CUDA ones), the routing: 11 on sm_90 for long rows without smoothing
 or entropy, 09 elsewhere.
 GPU (marked `gpu`): against F.cross_entropy in float64 at the route's first row, 32000, 50257,
-128256 and its last row, fp32 and bf16, every reduction; adversarial rows (+inf, -inf entries, the
+128256, the last row of 16 blocks of 8 packs a thread, the first and last of 16 blocks of 16, fp32 and bf16, every reduction; adversarial rows (+inf, -inf entries, the
 target at -inf, logits near 1e4, a NaN row, a row all -inf, an ignored target); targets out of
 range (NaN); targets on the chunks', the head's and the tail's edges at every offset mod 16, the
 gradient's rows lined up with the logits' or not; inplace_backward; a row alone gives the bits it
@@ -32,7 +32,9 @@ from test_cuda_cross_entropy import _at_offset, _close, _inputs, _ours, _referen
 
 DTYPES = ("float32", "float16", "bfloat16")
 FIRST = {"float32": 2049 * 4, "bfloat16": 2049 * 8}  # the first row 09 takes in steps
-LAST = {"float32": 16 * 2048 * 4 + 3, "bfloat16": 16 * 2048 * 8 + 7}  # the last a 16-block cluster holds
+# the last row 16 blocks of 8 packs a thread hold, and of 16 packs
+LAST = {"float32": 16 * 2048 * 4 + 3, "bfloat16": 16 * 2048 * 8 + 7}
+LONGEST = {"float32": 16 * 4096 * 4 + 3, "bfloat16": 16 * 4096 * 8 + 7}
 # (N, cluster size) at the bench's shapes
 SHAPES = {
     "float32": ((32000, 4), (50257, 8), (128256, 16)),
@@ -50,13 +52,16 @@ def test_the_cluster_plan_holds_every_row_it_takes():
         assert rk.xent_cluster(FIRST[dtype] - vec, dtype) is None  # one block's registers: 09
         assert rk.xent_cluster(FIRST[dtype], dtype).cluster == 2
         assert rk.xent_cluster(LAST[dtype], dtype).cluster == 16
-        assert rk.xent_cluster(LAST[dtype] + 1, dtype) is None  # past 16 blocks: 09
+        longer = rk.xent_cluster(LAST[dtype] + 1, dtype)  # past 16 blocks: 16 of twice the packs
+        assert (longer.cluster, longer.items) == (16, 16)
+        assert rk.xent_cluster(LONGEST[dtype], dtype).items == 16
+        assert rk.xent_cluster(LONGEST[dtype] + 1, dtype) is None  # past those: 09
         for N, c in SHAPES[dtype]:
             plan = rk.xent_cluster(N, dtype)
             assert plan.cluster == c and plan.vec == vec, (N, dtype)
             assert rk.xent_cluster(N, dtype, smoothing=0.1) is None
             assert rk.xent_cluster(N, dtype, entropy=True) is None
-        for N in range(FIRST[dtype], LAST[dtype] + 1, 997):
+        for N in range(FIRST[dtype], LONGEST[dtype] + 1, 997):
             plan = rk.xent_cluster(N, dtype)
             assert plan.cluster * plan.chunk >= N // vec  # every pack of the body has a block
             assert plan.chunk <= plan.items * rk.XENT_CLUSTER_THREADS  # and fits its registers
@@ -70,11 +75,13 @@ def test_the_cluster_kernels_compile_for_sm90_without_spills_within_four_blocks_
     monkeypatch.setenv(codegen.CACHE_ENV, str(offline_cache))
     monkeypatch.setattr(codegen, "_compiled", {})
     specs = [s for d in DTYPES for s in rk.every_xent_cluster_spec(d)]
-    assert {dict(s.constants)["CLUSTER"] for s in specs} == set(rk.XENT_CLUSTER_SIZES)
+    splits = {(dict(s.constants)["CLUSTER"], dict(s.constants)["ITEMS"]) for s in specs}
+    assert splits == set(rk.XENT_CLUSTER_SPLITS)
     for r in codegen.compile_all(("sm_90",), specs):
         name, ptx = r.spec.name, r.ptx_path.read_text()
         assert r.resources is None or not (r.resources.spill_bytes or r.resources.stack_bytes), name
-        assert r.resources is None or r.resources.registers * rk.XENT_CLUSTER_THREADS * 4 <= 65536, name
+        per_sm = 4 if dict(r.spec.constants)["ITEMS"] == 8 else 2  # blocks sharing an SM's 64K registers
+        assert r.resources is None or r.resources.registers * rk.XENT_CLUSTER_THREADS * per_sm <= 65536, name
         assert ".local" not in ptx and "st.global.v4.b32" in ptx, name
         # x through the coherent path, 16 bytes a load: grad may be x itself (inplace)
         assert "ld.global.v4.u32" in ptx and "ld.global.nc.v4" not in ptx, name
@@ -117,7 +124,7 @@ def test_long_rows_without_smoothing_take_the_cluster_kernel_on_sm90(recorded, d
 
 
 def _routes(dtype: str) -> list[int]:
-    return [FIRST[dtype], 32000, 50257, 128256, LAST[dtype]]
+    return [FIRST[dtype], 32000, 50257, 128256, LAST[dtype], LAST[dtype] + 1, LONGEST[dtype]]
 
 
 @pytest.mark.gpu

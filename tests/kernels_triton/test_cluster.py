@@ -123,14 +123,19 @@ FAMILY_CASES = {  # name: (op, direction, N, dtype)
     "cross_entropy 50257 fp32, head and tail": ("cross_entropy", "fwd", 50257, "float32"),
     "cross_entropy 256000 bf16": ("cross_entropy", "fwd", 256000, "bfloat16"),
     "log_softmax fwd 200000 fp32": ("log_softmax", "fwd", 200000, "float32"),
+    "cross_entropy 140000 fp32": ("cross_entropy", "fwd", 140000, "float32"),
+    "log_softmax fwd 262144 bf16": ("log_softmax", "fwd", 262144, "bfloat16"),
+    "cross_entropy 200000 fp16": ("cross_entropy", "fwd", 200000, "float16"),
 }
 
 
 def test_the_family_kernels_hold_their_chunk_without_spilling(without_interpreter):
     """log_softmax's and cross-entropy's cluster kernels (their own epilogues; past 131072
-    columns 16 warps, as x, not its exponentials, is held across the exchange), compiled for
-    sm_90: 16-byte vectors in and out, within 160 registers a thread, nothing spilled (the
-    cross-entropy reads x[t] as one scalar load, no reduction over the chunk)."""
+    columns x, not its exponentials, is held across the exchange), compiled for sm_90: 16-byte
+    vectors in and out, within 160 registers a thread, nothing spilled (the cross-entropy reads
+    x[t] as one scalar load, no reduction over the chunk); past 131072 columns blocks share an
+    SM's 64K registers, fp32 two and 16-bit three (one block an SM left the loads waiting on
+    the exchange: the row's bytes moved at half the copy's rate)."""
     code = (
         "import json, torch\n"
         "from sass_tools import compile_cluster_op, memory_instructions, resources, sass\n"
@@ -144,6 +149,11 @@ def test_the_family_kernels_hold_their_chunk_without_spilling(without_interprete
     for case, counts in found.items():
         assert counts.get("LDG.E.128", 0) > 0 and counts.get("STG.E.128", 0) > 0, (case, counts)
         assert counts["registers"] <= 160 and counts["stack"] == 0, (case, counts)
+    for case, (op, direction, n, dtype) in FAMILY_CASES.items():
+        if n > 131072:
+            threads = cluster.kernel_for(direction, n, getattr(torch, dtype), 0, op)[1]["THREADS"]
+            per_sm = 2 if dtype == "float32" else 3
+            assert found[case]["registers"] * threads * per_sm <= 65536, (case, found[case], threads)
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])

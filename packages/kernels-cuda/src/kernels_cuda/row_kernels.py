@@ -210,13 +210,14 @@ class XentCluster:
         return Spec(CROSS_ENTROPY_CLUSTER_SOURCE, "cross_entropy_cluster_forward", dtype, constants)
 
 
-# The forward of a row 09 takes in steps (a block a row, kept in shared memory) goes over a cluster
-# of the first XENT_CLUSTER_SIZES entry whose blocks hold it, without label smoothing or entropy
-# (09's alone), on a device with clusters. A block holds XENT_CLUSTER_ITEMS 16-byte packs a thread
-# (32 KB a block: 32 registers of packs a thread, so that four blocks share an SM); 16 blocks (a
-# non-portable size, which H100 and H200 allow) hold 131072 fp32 or 262144 16-bit elements.
-XENT_CLUSTER_SIZES = (2, 4, 8, 16)
-XENT_CLUSTER_THREADS, XENT_CLUSTER_ITEMS = 256, 8
+# The forward of a row 09 takes in steps (a block a row, kept in shared memory) goes over a cluster,
+# the first split of XENT_CLUSTER_SPLITS (blocks, 16-byte packs a thread) whose blocks hold it,
+# without label smoothing or entropy (09's alone), on a device with clusters. Eight packs a thread
+# are 32 KB a block in 32 registers a thread, so that four blocks share an SM; 16 blocks (a
+# non-portable size, which H100 and H200 allow) of them hold 131072 fp32 or 262144 16-bit elements.
+# A longer row takes twice the packs a thread (two blocks an SM) rather than 09's second read.
+XENT_CLUSTER_SPLITS = ((2, 8), (4, 8), (8, 8), (16, 8), (16, 16))
+XENT_CLUSTER_THREADS = 256
 
 
 def xent_cluster(
@@ -226,9 +227,9 @@ def xent_cluster(
     device with clusters (the offline listing)."""
     if dtype == "float64" or smoothing or entropy or not xent_config(N, dtype).steps:
         return None
-    vec, items = PACK_BYTES // ITEMSIZE[dtype], XENT_CLUSTER_ITEMS
+    vec = PACK_BYTES // ITEMSIZE[dtype]
     packs = N // vec  # the body's packs at most (fewer where the row has a head)
-    for c in XENT_CLUSTER_SIZES:
+    for c, items in XENT_CLUSTER_SPLITS:
         chunk = -(-packs // c)
         if chunk <= items * XENT_CLUSTER_THREADS:
             if device_id is not None and codegen.arch_cc(codegen.device_arch(device_id)) < 90:
@@ -239,11 +240,12 @@ def xent_cluster(
 
 def every_xent_cluster_spec(dtype: str) -> list[Spec]:
     """Every Spec `xent_cluster` can give for dtype (for the offline compile): the first and the
-    last row of each cluster size."""
+    last row of each split."""
     if dtype == "float64":
         return []
-    cap = XENT_CLUSTER_ITEMS * XENT_CLUSTER_THREADS * (PACK_BYTES // ITEMSIZE[dtype])
-    ns = [n for c in XENT_CLUSTER_SIZES for n in (c * cap // 2 + 1, c * cap)]
+    vec = PACK_BYTES // ITEMSIZE[dtype]
+    ends = [0] + [c * items * XENT_CLUSTER_THREADS * vec for c, items in XENT_CLUSTER_SPLITS]
+    ns = [n for first, last in zip(ends, ends[1:]) for n in (max(first, last // 2) + 1, last)]
     return list(dict.fromkeys(p.spec(dtype) for n in ns if (p := xent_cluster(n, dtype)) is not None))
 
 

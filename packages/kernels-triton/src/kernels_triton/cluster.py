@@ -36,11 +36,10 @@ def _capable(device_index: int) -> bool:
 
 @functools.cache  # on the family's call path: kernel_for runs every launch
 def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
-    """(chunk, warps, register cap) of a block. Every lane of a chunk computes, in the row or not: of the
-    chunks of 8192 and 4096 elements whose C = ceil(N / chunk) blocks fit a cluster, the one with the fewest
-    lanes past the row's end (8192 on a tie: fewer partials). Past 8192 * MAX_CLUSTER columns, registers
-    capped so that blocks share an SM and none spills (the offline SASS test holds the counts): fp32
-    forward 3 blocks an SM, fp32 backward 64 values (y and dy) a thread, 16-bit forward 5 an SM."""
+    """(chunk, warps, register cap) of a block. Lanes past the row compute too: of the chunks of 8192 and 4096
+    elements whose C = ceil(N / chunk) blocks fit a cluster, the one with the fewest lanes past the row's end
+    (8192 on a tie). Past 8192 * MAX_CLUSTER columns, registers capped so that blocks share an SM unspilled
+    (the SASS test holds it): fp32 forward 3 blocks an SM, backward 64 values (y, dy) a thread; 16-bit 5."""
     if n_cols <= 8192 * MAX_CLUSTER:
         fits = [chunk for chunk in (8192, 4096) if -(-n_cols // chunk) <= MAX_CLUSTER]
         return min(fits, key=lambda chunk: blocks(n_cols, chunk) * chunk), 4, None
@@ -77,12 +76,18 @@ def packs(tensors: list[torch.Tensor]) -> int:
     return 16 // tensors[0].element_size() if one_offset and not triton_sees else 0
 
 
+# (warps, register cap) by (op, fp32) of the family's forward past 8192 * MAX_CLUSTER columns: x unspilled
+# across the exchange, SMs shared so that one block's loads overlap another's exchange; each the H100's best.
+LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): (4, 128),
+                   ("log_softmax", True): (8, 128), ("log_softmax", False): (8, 80)}  # fmt: skip
+
+
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
     """(kernel, constexprs, warps, register cap) that compiled_launch (and the sm_90 tests) compile;
     op: "softmax", "log_softmax" or "cross_entropy" (whose forward is cluster_xent_kernel)."""
     chunk, warps, maxnreg = _block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
     if op != "softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
-        warps, maxnreg = 16, 128
+        warps, maxnreg = LONG_FAMILY_FWD[op, dtype == torch.float32]
     c, log = blocks(n_cols, chunk), op == "log_softmax"
     sizes = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk}
     if direction == "bwd":
