@@ -6,7 +6,8 @@ included) with no spill, no local memory, and 16-byte global accesses where the 
 the torch.library fake impls give F.log_softmax's shape and dtype under FakeTensorMode; bad
 arguments get one-line errors.
 GPU (marked `gpu`): against torch's log_softmax in float64 on fresh random inputs with
-NaN-poisoned outputs, every dtype, dims and layouts, rows past the shared memory's size,
+NaN-poisoned outputs, every dtype, dims and layouts, rows past the shared memory's size (over a
+cluster on sm_90, and odd ones staged in part by 10),
 adversarial rows (+-inf, NaN, huge magnitudes); the backward and gradcheck in fp64; batch
 invariance (a row alone gives the same bits as in any batch, at any offset); torch.compile.
 Run: scripts/test-in-place tests/kernels_cuda/test_cuda_log_softmax.py -m gpu
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -134,6 +136,32 @@ def test_bad_arguments_get_one_line_errors():
         assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_rows_past_a_block_of_whole_packs_take_the_cluster_kernels_on_sm90(dtype):
+    """From (N, dtype, vec, device) alone: rows of whole 16-byte packs past what one block stages
+    go over a cluster (04 forward, 07 backward, each with LOG=1, every launch's spec compiled
+    offline); rows that fit, odd rows, fp64 and devices without clusters stay on 10."""
+    from kernels_cuda.launch_types import H100, full_vec
+
+    size, vec = rk.ITEMSIZE[dtype], full_vec(dtype)
+    fits = (H100.max_shared_per_block - rk.STAGE_RESERVE) // size // vec * vec
+    offline = set(codegen.all_specs())
+    for N in (fits + vec, 2 * fits, 262144):
+        for direction, kernel in (("fwd", "softmax_cluster"), ("bwd", "softmax_backward_cluster")):
+            plan = ls.cluster_plan(direction, N, dtype, vec, H100)
+            constants = dict(plan.spec.constants)
+            assert plan.spec.kernel == kernel and constants["LOG"] == 1, (N, direction, plan)
+            assert (
+                constants.get("ITEMS", 0) == 0 and constants.get("DY_PACKS", 0) == 0
+            )  # x, dy in shared memory
+            assert plan.group == constants["CLUSTER"] and plan.extra[0] * plan.group >= N
+            assert plan.spec in offline, plan.spec.name
+            assert ls.cluster_plan(direction, N, dtype, 1, H100) is None  # odd rows: 10
+            assert ls.cluster_plan(direction, N, dtype, vec, replace(H100, cc=80)) is None
+        assert ls.cluster_plan("fwd", fits, dtype, vec, H100) is None  # staged whole: 10
+    assert ls.cluster_plan("fwd", 262144, "float64", 2, H100) is None
+
+
 # --- GPU ---------------------------------------------------------------------------------------
 
 
@@ -161,12 +189,13 @@ def _ref_log_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.log_softmax(x.detach().double().cpu(), dim)
 
 
-LONG = 128256  # fp32 rows past 227 KB: part of the row staged, the rest read again
+LONG = 128256  # rows past 227 KB of whole packs: over a cluster (04 and 07 with the log epilogue) on sm_90
+LONG_ODD = LONG - 1  # not whole packs: 10, part of the row staged, the rest read again
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("N", [1, 7, 32, 600, 1000, 4097, 8192, 50257, LONG])
+@pytest.mark.parametrize("N", [1, 7, 32, 600, 1000, 4097, 8192, 50257, LONG_ODD, LONG])
 def test_forward_matches_float64_reference(dtype, N):
     torch.manual_seed(N)
     M = max(1, min(64, (1 << 21) // N))
@@ -198,7 +227,7 @@ def test_any_dim_and_layout(dtype, layout):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
-@pytest.mark.parametrize("N", [600, 50257])
+@pytest.mark.parametrize("N", [600, 50257, LONG])
 def test_adversarial_rows(dtype, N):
     torch.manual_seed(2)
     x = torch.randn(10, N, dtype=torch.float64) * 3
@@ -222,10 +251,10 @@ def test_adversarial_rows(dtype, N):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("N", [600, 50257, LONG])
+@pytest.mark.parametrize("N", [600, 50257, LONG_ODD, LONG])
 def test_backward_matches_float64_reference(dtype, N):
     torch.manual_seed(3)
-    M = 4 if N == LONG else 16
+    M = 4 if N >= LONG_ODD else 16
     x = (torch.randn(M, N, device="cuda", dtype=torch.float64) * 3).to(DTYPES[dtype]).requires_grad_()
     dy = torch.randn(M, N, device="cuda", dtype=torch.float64).to(DTYPES[dtype])
     with arrays.poison_outputs():
@@ -254,7 +283,7 @@ def test_gradcheck_fp64(dim):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("N", [600, 50257, 4097 * 8])
+@pytest.mark.parametrize("N", [600, 50257, 4097 * 8, LONG])
 def test_batch_invariance_a_row_alone_equals_the_row_in_any_batch(dtype, N):
     torch.manual_seed(4)
     x = torch.randn(33, N, device="cuda").to(DTYPES[dtype])
@@ -282,3 +311,21 @@ def test_torch_compile_runs_the_op_with_its_backward():
     ref_loss = (torch.log_softmax(x64 * 2.0, -1) * 3.0).sum()
     _close(loss.detach().reshape(1), ref_loss.detach().reshape(1), "float32", "compiled loss")
     _close(g / 6, ref / 6, "float32", "compiled gradient")
+
+
+@pytest.mark.gpu
+def test_long_rows_take_the_cluster_kernels_and_odd_ones_ten(monkeypatch):
+    """The launches themselves: LONG rows on an sm_90 device go to 04 and 07 with LOG=1, LONG_ODD
+    to 10 (elsewhere every row stays on 10)."""
+    seen = []
+    real = rk.launch
+    monkeypatch.setattr(rk, "launch", lambda spec, *a: seen.append(spec) or real(spec, *a))
+    sm90 = torch.cuda.get_device_capability()[0] == 9
+    for N, cluster in ((LONG, sm90), (LONG_ODD, False)):
+        x = torch.randn(3, N, device="cuda", requires_grad=True)
+        seen.clear()
+        torch.autograd.grad(ls.log_softmax(x).sum(), x)
+        kernels = [(s.kernel, dict(s.constants).get("LOG")) for s in seen]
+        expected = [("softmax_cluster", 1), ("softmax_backward_cluster", 1)] if cluster else [
+            ("log_softmax_forward", None), ("log_softmax_backward", None)]  # fmt: skip
+        assert kernels == expected, (N, kernels)

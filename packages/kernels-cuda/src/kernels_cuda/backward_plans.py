@@ -139,18 +139,15 @@ def twopass_spec(dtype: str, vec: int) -> Spec:
     )
 
 
-def cluster_spec(dtype: str, cluster: int, dy_packs: int = 0) -> Spec:
-    return Spec(
-        CLUSTER_SOURCE,
-        "softmax_backward_cluster",
-        dtype,
-        (
-            ("CLUSTER", cluster),
-            ("THREADS", CLUSTER_THREADS),
-            ("VEC", lt.full_vec(dtype)),
-            ("DY_PACKS", dy_packs),
-        ),
+def cluster_spec(dtype: str, cluster: int, dy_packs: int = 0, log: bool = False) -> Spec:
+    """07; log: log_softmax's backward, dx = dy - exp(y) * sum(dy)."""
+    constants = (
+        ("CLUSTER", cluster),
+        ("THREADS", CLUSTER_THREADS),
+        ("VEC", lt.full_vec(dtype)),
+        ("DY_PACKS", dy_packs),
     )
+    return Spec(CLUSTER_SOURCE, "softmax_backward_cluster", dtype, constants + ((("LOG", 1),) if log else ()))
 
 
 def plan_cluster(
@@ -161,6 +158,7 @@ def plan_cluster(
     cfg: BackwardConfig,
     same_offsets: bool = False,
     M: int | None = None,
+    log: bool = False,
 ) -> RowPlan | None:
     """None without clusters, past the largest cluster's shared memory, or for rows that are not
     whole 16-byte packs unless y's, dy's and dx's rows share their offsets
@@ -205,7 +203,7 @@ def plan_cluster(
 
     c, chunk = next(((c, k) for c, k in fitting if preferred(c, k)), fitting[-1])
     return RowPlan(
-        cluster_spec(dtype, c, dy_packs(c, chunk)),
+        cluster_spec(dtype, c, dy_packs(c, chunk), log),
         block=CLUSTER_THREADS,
         shared_mem=shared(c, chunk),
         extra=(chunk,),
@@ -353,6 +351,7 @@ def specializations() -> list[Spec]:
             for t in picks.committed_fused("backward", dtype)
             for i in range(1, FUSED_ITEMS_MAX + 1)
         )
-        specs.extend(cluster_spec(dtype, c) for c in cluster_plans.CLUSTER_SIZES)
+        for log in (False, True):  # softmax's and log_softmax's (log_softmax_op.cluster_plan)
+            specs.extend(cluster_spec(dtype, c, 0, log) for c in cluster_plans.CLUSTER_SIZES)
         specs.append(cluster_spec(dtype, DY_IN_REGISTERS_CLUSTER, CLUSTER_DY_PACKS))
     return list(dict.fromkeys(specs))  # the few-rows launches repeat some of the ladder's

@@ -20,14 +20,13 @@ ONLINE_THREADS, ONLINE_UNROLL = 512, 2
 HELD_16BIT_BLOCKS_PER_SM = 4
 
 
-def cluster_spec(dtype: str, cluster: int, items: int = 0, threads: int = CLUSTER_THREADS) -> Spec:
-    """04 with `items` packs a thread held in registers (0: the chunk in shared memory)."""
-    return Spec(
-        "04_softmax_cluster.cu",
-        "softmax_cluster",
-        dtype,
-        (("CLUSTER", cluster), ("THREADS", threads), ("VEC", full_vec(dtype)), ("ITEMS", items)),
-    )
+def cluster_spec(
+    dtype: str, cluster: int, items: int = 0, threads: int = CLUSTER_THREADS, log: bool = False
+) -> Spec:
+    """04 with `items` packs a thread held in registers (0: the chunk in shared memory); log: its
+    log_softmax epilogue (the chunk in shared memory)."""
+    constants = (("CLUSTER", cluster), ("THREADS", threads), ("VEC", full_vec(dtype)), ("ITEMS", items))
+    return Spec("04_softmax_cluster.cu", "softmax_cluster", dtype, constants + ((("LOG", 1),) if log else ()))
 
 
 def cluster_held_packs(dtype: str, cfg) -> int:

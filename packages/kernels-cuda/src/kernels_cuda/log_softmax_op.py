@@ -1,4 +1,6 @@
-"""log_softmax in CUDA C (cuda/10_log_softmax.cu), with its backward, for torch CUDA tensors.
+"""log_softmax in CUDA C (cuda/10_log_softmax.cu), with its backward, for torch CUDA tensors; rows
+of whole 16-byte packs longer than a block's shared memory go over a thread-block cluster on sm_90
+(the softmax's 04 and 07 with a log epilogue: cluster_plan), which 10 would read twice.
 
     log_softmax(x, dim=-1)
 
@@ -17,11 +19,14 @@ from __future__ import annotations
 
 import ctypes
 import math
+from dataclasses import replace
 
 import torch
 
-from kernels_cuda import arrays
+from kernels_cuda import arrays, backward_plans, cluster_plans, picks, softmax_plans
 from kernels_cuda import row_kernels as rk
+from kernels_cuda import softmax_variants as sm
+from kernels_cuda.launch_types import Device, RowPlan, full_vec
 
 
 def dtype_name(x: torch.Tensor, fn: str, what: str = "x") -> str:
@@ -88,6 +93,33 @@ def new_output(shape, like: torch.Tensor) -> torch.Tensor:
     return out
 
 
+# --- the rows one block cannot stage: 04 and 07 with the log epilogue (sm_90) ------------------
+
+
+def cluster_plan(direction: str, N: int, dtype: str, vec: int, device: Device) -> RowPlan | None:
+    """The cluster kernel of `direction` ("fwd": 04, "bwd": 07, each with its log epilogue) for rows
+    of N whole 16-byte packs (vec, over every array of the launch) longer than a block's shared
+    memory, which 10 would read twice (the forward x, the backward dy), on a device with clusters;
+    None where 10 takes the rows. From (N, dtype, vec, device) alone: a row's split and every sum's
+    order never depend on the batch. The split is the softmax's (cluster_plans, backward_plans)."""
+    size = rk.ITEMSIZE[dtype]
+    if dtype == "float64" or vec != full_vec(dtype) or device.cc < 90:
+        return None
+    if N * size <= device.max_shared_per_block - rk.STAGE_RESERVE:
+        return None
+    if direction == "bwd":  # dy in shared memory: held in registers, exp(y) beside it spills
+        cfg = replace(picks.for_card(backward_plans.AUTO, device), cluster_dy_in_registers=False)
+        return backward_plans.plan_cluster(N, dtype, vec, device, cfg, log=True)
+    split = cluster_plans.cluster_split(N, dtype, vec, device, picks.for_card(softmax_plans.AUTO, device))
+    if split is None:
+        return None
+    c, chunk = split
+    spec = cluster_plans.cluster_spec(dtype, c, log=True)
+    return RowPlan(
+        spec, block=cluster_plans.CLUSTER_THREADS, shared_mem=chunk * size, extra=(chunk,), group=c
+    )
+
+
 # --- the op ---------------------------------------------------------------------------------
 
 FN = "kernels_cuda.log_softmax"
@@ -108,18 +140,30 @@ def _forward(x: torch.Tensor, dim: int) -> torch.Tensor:
     M = x2.shape[0]
     y2 = new_output((M, N), x)
     device_id = x.get_device()
-    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
+    spec, grid, block, shared, last = _plan("fwd", cfg, [x2, y2], dtype, device_id)
     rk.launch(
-        rk.log_softmax_spec("log_softmax_forward", dtype, cfg),
-        device_id,
-        min(M, rk.MAX_GRID),
-        cfg.threads,
-        staged * cfg.vec * rk.ITEMSIZE[dtype],
-        (x2.data_ptr(), y2.data_ptr()),
+        spec, device_id, grid, block, shared, (x2.data_ptr(), y2.data_ptr()),
         ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(x2)),
-         (ctypes.c_int64, N), (ctypes.c_int32, staged)),
+         (ctypes.c_int64, N), (ctypes.c_int32, last)),
     )  # fmt: skip
     return from_rows(y2, x.shape, d)
+
+
+def _plan(direction: str, cfg, rows: list[torch.Tensor], dtype: str, device_id: int) -> tuple:
+    """(spec, grid, block, shared memory, last argument) of the launch over these (M, N) rows:
+    cluster_plan's (the last argument the chunk), else 10's (the packs it stages)."""
+    M, N = rows[0].shape
+    full = full_vec(dtype)
+    whole = N % full == 0 and all(
+        r.data_ptr() % rk.PACK_BYTES == 0 and row_stride(r) % full == 0 for r in rows
+    )
+    plan = cluster_plan(direction, N, dtype, full if whole else 1, sm._device(device_id))
+    if plan is not None:
+        return plan.spec, plan.grid(M), plan.block, plan.shared_mem, plan.extra[0]
+    kernel = "log_softmax_forward" if direction == "fwd" else "log_softmax_backward"
+    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
+    spec = rk.log_softmax_spec(kernel, dtype, cfg)
+    return spec, min(M, rk.MAX_GRID), cfg.threads, staged * cfg.vec * rk.ITEMSIZE[dtype], staged
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
@@ -139,16 +183,11 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
     M = y2.shape[0]
     dx2 = new_output((M, N), y)
     device_id = y.get_device()
-    staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
+    spec, grid, block, shared, last = _plan("bwd", cfg, [y2, dy2, dx2], dtype, device_id)
     rk.launch(
-        rk.log_softmax_spec("log_softmax_backward", dtype, cfg),
-        device_id,
-        min(M, rk.MAX_GRID),
-        cfg.threads,
-        staged * cfg.vec * rk.ITEMSIZE[dtype],
-        (y2.data_ptr(), dy2.data_ptr(), dx2.data_ptr()),
+        spec, device_id, grid, block, shared, (y2.data_ptr(), dy2.data_ptr(), dx2.data_ptr()),
         ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(y2)),
-         (ctypes.c_int64, row_stride(dy2)), (ctypes.c_int64, N), (ctypes.c_int32, staged)),
+         (ctypes.c_int64, row_stride(dy2)), (ctypes.c_int64, N), (ctypes.c_int32, last)),
     )  # fmt: skip
     return from_rows(dx2, y.shape, d)
 

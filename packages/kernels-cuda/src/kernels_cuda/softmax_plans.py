@@ -215,4 +215,5 @@ def specializations() -> list[Spec]:
         )
         held = [0] + [1 << k for k in range(cluster_held_packs(dtype, AUTO).bit_length())]
         specs.extend(cluster_spec(dtype, c, items) for c in CLUSTER_SIZES for items in held)
+        specs.extend(cluster_spec(dtype, c, log=True) for c in CLUSTER_SIZES)  # log_softmax_op.cluster_plan
     return list(dict.fromkeys(specs))  # the few-rows launches repeat some of the ladder's

@@ -36,12 +36,21 @@
 // written from the registers: no shared memory for the chunk, no barrier between rows, and one
 // ex2 an element.
 //
+// log_softmax (KL_LOG = 1) is the same kernel with another epilogue, y = (x - max) - log(sum), for
+// rows one block cannot stage whole (10 would read them twice): the chunk in shared memory, where x
+// is kept (held fp32 chunks keep their exponentials in place of x).
+//
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
 // KL_VEC (elements per 16-byte pack; divides chunk), KL_ITEMS (0: the chunk in shared memory;
-// else packs a thread holds, ITEMS * THREADS >= chunk / VEC).
+// else packs a thread holds, ITEMS * THREADS >= chunk / VEC), KL_LOG (0 when not given).
 #include "cluster.cuh"
 
+#ifndef KL_LOG
+#define KL_LOG 0
+#endif
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, ITEMS = KL_ITEMS;
+constexpr bool LOG = KL_LOG;
+static_assert(!LOG || ITEMS == 0, "log_softmax keeps x: its chunk goes through shared memory");
 constexpr int WARPS = THREADS / 32;
 constexpr int PACK_BYTES = static_cast<int>(sizeof(Pack<VEC>));
 static_assert(C <= 32, "warp 0 reads one block's pair per lane");
@@ -136,6 +145,9 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     if (last_row) cluster_arrive_relaxed();  // every push into this block has landed
     const float shift = safe_shift(row_stats.m);
     const float inv_sum = 1.f / row_stats.s;
+    const float log_sum = logf(row_stats.s);  // (log_softmax) at full precision, once a row
+    // the epilogue of an element x: softmax's exp(x - max) / sum, log_softmax's (x - max) - log(sum)
+    auto out = [&](float x) { return LOG ? (x - shift) - log_sum : exp_shifted(x, shift) * inv_sum; };
 
     // Shared memory or registers -> DRAM; y's row has the same head as x's (the host checks), so its
     // body is aligned too.
@@ -158,11 +170,11 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
 #pragma unroll 4
       for (int p = threadIdx.x; p < packs; p += THREADS) {
         const Pack<VEC> pack = held[p];
-        store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) { return exp_shifted(elem(pack, k), shift) * inv_sum; }));
+        store_pack<VEC>(yb + p * VEC, make_pack<VEC>([&](int k) { return out(elem(pack, k)); }));
       }
     }
     if (has_edge) {
-      store_pack<1>(yr + edge_col, make_pack<1>([&](int) { return exp_shifted(elem(edge_value, 0), shift) * inv_sum; }));
+      store_pack<1>(yr + edge_col, make_pack<1>([&](int) { return out(elem(edge_value, 0)); }));
     }
     // Every read of the chunk in shared memory (and of row_stats) is done before the next row's
     // copy. Held in registers, the next write of row_stats comes after the next block merge's

@@ -23,11 +23,25 @@
 // added to its sum like its chunk. The host sends only layouts whose y, dy and dx rows sit at the
 // same offset from a 16-byte boundary, row for row, so one split serves both reads and the write.
 //
+// log_softmax's backward (KL_LOG = 1), dx = dy - exp(y) * sum(dy), y the log-probabilities, is
+// the same kernel summing dy alone, with that epilogue.
+//
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
-// KL_VEC (elements per 16-byte pack; divides chunk), KL_DY_PACKS (0: dy in shared memory).
+// KL_VEC (elements per 16-byte pack; divides chunk), KL_DY_PACKS (0: dy in shared memory),
+// KL_LOG (0 when not given).
 #include "cluster.cuh"
 
+#ifndef KL_LOG
+#define KL_LOG 0
+#endif
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, DY_PACKS = KL_DY_PACKS;
+constexpr bool LOG = KL_LOG;
+// a row's partial: softmax's y * dy, log_softmax's dy
+__device__ __forceinline__ float term(float y, float dy, float acc) { return LOG ? acc + dy : fmaf(y, dy, acc); }
+// dx from an element's y and dy and the row's sum
+__device__ __forceinline__ float grad(float y, float dy, float d) {
+  return LOG ? dy - exp_shifted(y, 0.f) * d : y * (dy - d);
+}
 // dy in registers: room for two blocks an SM (at most 128 registers a thread). Otherwise no minimum:
 // a minimum of one block lets the compiler take up to 255 registers, and it nearly doubled them,
 // which halved the blocks an SM.
@@ -108,7 +122,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
     const int edge_col = parts.edge_col(tid, N);
     const float edge_y = has_edge ? elem(load_pack<1>(yr + edge_col), 0) : 0.f;
     const float edge_dy = has_edge ? elem(load_pack<1>(dyr + edge_col), 0) : 0.f;
-    float dot = edge_y * edge_dy;
+    float dot = LOG ? edge_dy : edge_y * edge_dy;
     if (packs) {
       mbarrier_wait(&chunk_landed, copy_parity);
       copy_parity ^= 1;
@@ -122,7 +136,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
         if (i < mine) {
           const Pack<VEC> a = held_y[tid + i * THREADS];
 #pragma unroll
-          for (int k = 0; k < VEC; ++k) dot = fmaf(elem(a, k), elem(dy_held[i], k), dot);
+          for (int k = 0; k < VEC; ++k) dot = term(elem(a, k), elem(dy_held[i], k), dot);
         }
       }
     } else {
@@ -130,7 +144,7 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
       for (int p = tid; p < packs; p += THREADS) {
         const Pack<VEC> a = held_y[p], b = held_dy[p];
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) dot = fmaf(elem(a, k), elem(b, k), dot);
+        for (int k = 0; k < VEC; ++k) dot = term(elem(a, k), elem(b, k), dot);
       }
     }
     dot = block_sum_to_warp0<WARPS>(dot, warp_dots);  // every lane of warp 0 holds the block's sum
@@ -159,17 +173,17 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) KL_BOUNDS
       for (int i = 0; i < DY_PACKS; ++i) {
         if (i < mine) {
           const Pack<VEC> a = held_y[tid + i * THREADS], b = dy_held[i];
-          store_pack<VEC>(dxt + i * THREADS * VEC, make_pack<VEC>([&](int k) { return elem(a, k) * (elem(b, k) - d); }));
+          store_pack<VEC>(dxt + i * THREADS * VEC, make_pack<VEC>([&](int k) { return grad(elem(a, k), elem(b, k), d); }));
         }
       }
     } else {
 #pragma unroll 4
       for (int p = tid; p < packs; p += THREADS) {
         const Pack<VEC> a = held_y[p], b = held_dy[p];
-        store_pack<VEC>(dxb + p * VEC, make_pack<VEC>([&](int k) { return elem(a, k) * (elem(b, k) - d); }));
+        store_pack<VEC>(dxb + p * VEC, make_pack<VEC>([&](int k) { return grad(elem(a, k), elem(b, k), d); }));
       }
     }
-    if (has_edge) store_pack<1>(dxr + edge_col, make_pack<1>([&](int) { return edge_y * (edge_dy - d); }));
+    if (has_edge) store_pack<1>(dxr + edge_col, make_pack<1>([&](int) { return grad(edge_y, edge_dy, d); }));
     __syncthreads();  // every read of the chunk (and of row_dot) is done before the next row's copies
   }
   if (cluster_index() >= M) {  // a cluster with no row (not launched by the host): the row loop's barrier halves
