@@ -9,7 +9,7 @@ GPU (marked `gpu`): against torch's log_softmax in float64 on fresh random input
 NaN-poisoned outputs, every dtype, dims and layouts, rows past the shared memory's size (over a
 cluster on sm_90, and odd ones staged in part by 10),
 adversarial rows (+-inf, NaN, huge magnitudes); the backward and gradcheck in fp64; batch
-invariance (a row alone gives the same bits as in any batch, at any offset); torch.compile.
+invariance (a row alone gives the same bits as in any batch, at its offset mod 16 bytes); torch.compile.
 Run: scripts/test-in-place tests/kernels_cuda/test_cuda_log_softmax.py -m gpu
 """
 
@@ -140,7 +140,8 @@ def test_bad_arguments_get_one_line_errors():
 def test_rows_past_a_block_of_whole_packs_take_the_cluster_kernels_on_sm90(dtype):
     """From (N, dtype, vec, device) alone: rows of whole 16-byte packs past what one block stages
     go over a cluster (04 forward, 07 backward, each with LOG=1, every launch's spec compiled
-    offline); rows that fit, odd rows, fp64 and devices without clusters stay on 10."""
+    offline), and so do odd rows whose arrays share their offsets where the softmax's cluster runs;
+    rows that fit, short or misaligned odd rows, fp64 and devices without clusters stay on 10."""
     from kernels_cuda.launch_types import H100, full_vec
 
     size, vec = rk.ITEMSIZE[dtype], full_vec(dtype)
@@ -159,6 +160,10 @@ def test_rows_past_a_block_of_whole_packs_take_the_cluster_kernels_on_sm90(dtype
             assert ls.cluster_plan(direction, N, dtype, 1, H100) is None  # odd rows: 10
             assert ls.cluster_plan(direction, N, dtype, vec, replace(H100, cc=80)) is None
         assert ls.cluster_plan("fwd", fits, dtype, vec, H100) is None  # staged whole: 10
+    for direction in ("fwd", "bwd"):  # odd rows whose arrays share offsets: where the softmax's cluster runs
+        odd = ls.cluster_plan(direction, 50257, dtype, 1, H100, same_offsets=True)
+        assert dict(odd.spec.constants)["LOG"] == 1 and odd.spec in offline, direction
+        assert ls.cluster_plan(direction, 601, dtype, 1, H100, same_offsets=True) is None  # short: 10
     assert ls.cluster_plan("fwd", 262144, "float64", 2, H100) is None
 
 
@@ -190,7 +195,9 @@ def _ref_log_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 LONG = 128256  # rows past 227 KB of whole packs: over a cluster (04 and 07 with the log epilogue) on sm_90
-LONG_ODD = LONG - 1  # not whole packs: 10, part of the row staged, the rest read again
+LONG_ODD = (
+    LONG - 1
+)  # not whole packs: over a cluster where x's and y's rows share offsets, else 10 (part staged)
 
 
 @pytest.mark.gpu
@@ -285,13 +292,19 @@ def test_gradcheck_fp64(dim):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("N", [600, 50257, 4097 * 8, LONG])
 def test_batch_invariance_a_row_alone_equals_the_row_in_any_batch(dtype, N):
+    """A row alone, at its offset in the batch from a 16-byte boundary, gives its bits in the
+    batch; so do the same rows 16 bytes further on. (A row that is not whole packs is split by
+    that offset, as the softmax's rows are.)"""
     torch.manual_seed(4)
     x = torch.randn(33, N, device="cuda").to(DTYPES[dtype])
     y = ls.log_softmax(x)
+    pack = 16 // x.element_size()
     for i in (0, 17, 32):
-        alone = ls.log_softmax(x[i : i + 1].clone())
-        assert torch.equal(alone[0], y[i]), f"row {i} alone differs from the row in the batch"
-    shifted = torch.empty(x.numel() + 1, device="cuda", dtype=x.dtype)[1:].view_as(x)  # another offset
+        offset = x[i].data_ptr() % 16 // x.element_size()
+        alone = torch.empty(N + pack, device="cuda", dtype=x.dtype)[offset : offset + N].view(1, N)
+        alone.copy_(x[i])
+        assert torch.equal(ls.log_softmax(alone)[0], y[i]), f"row {i} alone differs from the row in the batch"
+    shifted = torch.empty(x.numel() + pack, device="cuda", dtype=x.dtype)[pack:].view_as(x)  # 16 bytes on
     shifted.copy_(x)
     assert torch.equal(ls.log_softmax(shifted), y), "the same rows at another address differ"
 
@@ -314,18 +327,32 @@ def test_torch_compile_runs_the_op_with_its_backward():
 
 
 @pytest.mark.gpu
-def test_long_rows_take_the_cluster_kernels_and_odd_ones_ten(monkeypatch):
-    """The launches themselves: LONG rows on an sm_90 device go to 04 and 07 with LOG=1, LONG_ODD
-    to 10 (elsewhere every row stays on 10)."""
+def test_long_rows_take_the_cluster_kernels_and_rows_off_their_boundaries_ten(monkeypatch):
+    """The launches themselves, on an sm_90 device: LONG rows and LONG_ODD rows whose arrays share
+    their offsets go to 04 and 07 with LOG=1; LONG_ODD rows read from a view one element off x's
+    boundary (y's rows at other offsets) to 10, staged in part, and still match float64
+    (elsewhere every row stays on 10)."""
     seen = []
     real = rk.launch
     monkeypatch.setattr(rk, "launch", lambda spec, *a: seen.append(spec) or real(spec, *a))
     sm90 = torch.cuda.get_device_capability()[0] == 9
-    for N, cluster in ((LONG, sm90), (LONG_ODD, False)):
-        x = torch.randn(3, N, device="cuda", requires_grad=True)
+    base = torch.randn(3 * LONG_ODD + 1, device="cuda")
+    for x, cluster in (
+        (torch.randn(3, LONG, device="cuda"), sm90),
+        (torch.randn(3, LONG_ODD, device="cuda"), sm90),
+        (base[1:].view(3, LONG_ODD), False),
+    ):
+        x = x.detach().requires_grad_()
         seen.clear()
-        torch.autograd.grad(ls.log_softmax(x).sum(), x)
+        with arrays.poison_outputs():
+            y = ls.log_softmax(x)
+            (dx,) = torch.autograd.grad(y, x, torch.ones_like(y))
         kernels = [(s.kernel, dict(s.constants).get("LOG")) for s in seen]
         expected = [("softmax_cluster", 1), ("softmax_backward_cluster", 1)] if cluster else [
             ("log_softmax_forward", None), ("log_softmax_backward", None)]  # fmt: skip
-        assert kernels == expected, (N, kernels)
+        assert kernels == expected, (x.shape, x.data_ptr() % 16, kernels)
+        _close(y, _ref_log_softmax(x, -1), "float32", f"log_softmax {tuple(x.shape)} at {x.data_ptr() % 16}")
+        x64 = x.detach().double().cpu().requires_grad_()
+        (ref,) = torch.autograd.grad(torch.log_softmax(x64, -1), x64, torch.ones_like(x64))
+        top = ref.abs().max()
+        _close(dx / top, ref / top, "float32", f"backward {tuple(x.shape)} at {x.data_ptr() % 16}")

@@ -26,7 +26,7 @@ import torch
 from kernels_cuda import arrays, backward_plans, cluster_plans, picks, softmax_plans
 from kernels_cuda import row_kernels as rk
 from kernels_cuda import softmax_variants as sm
-from kernels_cuda.launch_types import Device, RowPlan, full_vec
+from kernels_cuda.launch_types import Device, RowPlan, full_vec, offsets_match, pack_width
 
 
 def dtype_name(x: torch.Tensor, fn: str, what: str = "x") -> str:
@@ -96,21 +96,33 @@ def new_output(shape, like: torch.Tensor) -> torch.Tensor:
 # --- the rows one block cannot stage: 04 and 07 with the log epilogue (sm_90) ------------------
 
 
-def cluster_plan(direction: str, N: int, dtype: str, vec: int, device: Device) -> RowPlan | None:
-    """The cluster kernel of `direction` ("fwd": 04, "bwd": 07, each with its log epilogue) for rows
-    of N whole 16-byte packs (vec, over every array of the launch) longer than a block's shared
-    memory, which 10 would read twice (the forward x, the backward dy), on a device with clusters;
-    None where 10 takes the rows. From (N, dtype, vec, device) alone: a row's split and every sum's
-    order never depend on the batch. The split is the softmax's (cluster_plans, backward_plans)."""
-    size = rk.ITEMSIZE[dtype]
-    if dtype == "float64" or vec != full_vec(dtype) or device.cc < 90:
+def cluster_plan(
+    direction: str, N: int, dtype: str, vec: int, device: Device, same_offsets: bool = False
+) -> RowPlan | None:
+    """The cluster kernel of `direction` ("fwd": 04, "bwd": 07, each with its log epilogue), or None
+    where 10 takes the rows, on a device with clusters: rows of whole 16-byte packs (vec, over every
+    array of the launch) longer than a block's shared memory, which 10 would read twice (the
+    forward x, the backward dy); rows that are not whole packs (10 would move them an element at a
+    time) whose arrays share their offsets from a 16-byte boundary, where the softmax's auto plan
+    takes its cluster. From (N, dtype, vec, same_offsets, device) alone: a row's split (by its
+    address mod 16, as the softmax's) and every sum's order never depend on the batch."""
+    size, full = rk.ITEMSIZE[dtype], full_vec(dtype)
+    if dtype == "float64" or device.cc < 90:
         return None
-    if N * size <= device.max_shared_per_block - rk.STAGE_RESERVE:
+    if vec == full and N * size <= device.max_shared_per_block - rk.STAGE_RESERVE:
         return None
+    if vec != full:  # odd rows: where the softmax goes over a cluster
+        kernel = "softmax_cluster" if direction == "fwd" else "softmax_backward_cluster"
+        plans = softmax_plans if direction == "fwd" else backward_plans
+        if (
+            not same_offsets
+            or plans.row_plan("auto", N, dtype, vec, device, None, True).spec.kernel != kernel
+        ):
+            return None
     if direction == "bwd":  # dy in shared memory: held in registers, exp(y) beside it spills
         cfg = replace(picks.for_card(backward_plans.AUTO, device), cluster_dy_in_registers=False)
-        return backward_plans.plan_cluster(N, dtype, vec, device, cfg, log=True)
-    split = cluster_plans.cluster_split(N, dtype, vec, device, picks.for_card(softmax_plans.AUTO, device))
+        return backward_plans.plan_cluster(N, dtype, vec, device, cfg, same_offsets, log=True)
+    split = cluster_plans.cluster_split(N, dtype, full, device, picks.for_card(softmax_plans.AUTO, device))
     if split is None:
         return None
     c, chunk = split
@@ -153,11 +165,10 @@ def _plan(direction: str, cfg, rows: list[torch.Tensor], dtype: str, device_id: 
     """(spec, grid, block, shared memory, last argument) of the launch over these (M, N) rows:
     cluster_plan's (the last argument the chunk), else 10's (the packs it stages)."""
     M, N = rows[0].shape
-    full = full_vec(dtype)
-    whole = N % full == 0 and all(
-        r.data_ptr() % rk.PACK_BYTES == 0 and row_stride(r) % full == 0 for r in rows
-    )
-    plan = cluster_plan(direction, N, dtype, full if whole else 1, sm._device(device_id))
+    addresses, strides = tuple(r.data_ptr() for r in rows), tuple(row_stride(r) for r in rows)
+    vec = pack_width(dtype, N, addresses, strides)
+    same = all(offsets_match(dtype, (addresses[0], a), (strides[0], s)) for a, s in zip(addresses, strides))
+    plan = cluster_plan(direction, N, dtype, vec, sm._device(device_id), same)
     if plan is not None:
         return plan.spec, plan.grid(M), plan.block, plan.shared_mem, plan.extra[0]
     kernel = "log_softmax_forward" if direction == "fwd" else "log_softmax_backward"
