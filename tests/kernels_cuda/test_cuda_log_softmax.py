@@ -329,28 +329,28 @@ def test_torch_compile_runs_the_op_with_its_backward():
 @pytest.mark.gpu
 def test_long_rows_take_the_cluster_kernels_and_rows_off_their_boundaries_ten(monkeypatch):
     """The launches themselves, on an sm_90 device: LONG rows and LONG_ODD rows whose arrays share
-    their offsets go to 04 and 07 with LOG=1; LONG_ODD rows read from a view one element off x's
-    boundary (y's rows at other offsets) to 10, staged in part, and still match float64
-    (elsewhere every row stays on 10)."""
+    their offsets go to 04 and 07 with LOG=1; the forward of LONG_ODD rows read from a view one
+    element off x's boundary (y's rows at other offsets) to 10, staged in part (its backward reads
+    the fresh y, dy and dx: the cluster), and all match float64 (elsewhere every row stays on 10)."""
     seen = []
     real = rk.launch
     monkeypatch.setattr(rk, "launch", lambda spec, *a: seen.append(spec) or real(spec, *a))
     sm90 = torch.cuda.get_device_capability()[0] == 9
     base = torch.randn(3 * LONG_ODD + 1, device="cuda")
-    for x, cluster in (
-        (torch.randn(3, LONG, device="cuda"), sm90),
-        (torch.randn(3, LONG_ODD, device="cuda"), sm90),
-        (base[1:].view(3, LONG_ODD), False),
+    ten = ("log_softmax_forward", None), ("log_softmax_backward", None)
+    cluster = ("softmax_cluster", 1), ("softmax_backward_cluster", 1)
+    for x, expected in (
+        (torch.randn(3, LONG, device="cuda"), cluster if sm90 else ten),
+        (torch.randn(3, LONG_ODD, device="cuda"), cluster if sm90 else ten),
+        (base[1:].view(3, LONG_ODD), (ten[0], cluster[1] if sm90 else ten[1])),
     ):
         x = x.detach().requires_grad_()
         seen.clear()
         with arrays.poison_outputs():
             y = ls.log_softmax(x)
             (dx,) = torch.autograd.grad(y, x, torch.ones_like(y))
-        kernels = [(s.kernel, dict(s.constants).get("LOG")) for s in seen]
-        expected = [("softmax_cluster", 1), ("softmax_backward_cluster", 1)] if cluster else [
-            ("log_softmax_forward", None), ("log_softmax_backward", None)]  # fmt: skip
-        assert kernels == expected, (x.shape, x.data_ptr() % 16, kernels)
+        kernels = tuple((s.kernel, dict(s.constants).get("LOG")) for s in seen)
+        assert kernels == tuple(expected), (x.shape, x.data_ptr() % 16, kernels)
         _close(y, _ref_log_softmax(x, -1), "float32", f"log_softmax {tuple(x.shape)} at {x.data_ptr() % 16}")
         x64 = x.detach().double().cpu().requires_grad_()
         (ref,) = torch.autograd.grad(torch.log_softmax(x64, -1), x64, torch.ones_like(x64))
