@@ -214,12 +214,10 @@ def test_gpu_shapes(shape, dtype):
     x64 = x.double().requires_grad_()
     (want,) = torch.autograd.grad(F.log_softmax(x64, -1), x64, dy.double())
     (theirs,) = torch.autograd.grad(F.log_softmax(xg, -1), xg, dy)
-    # element by element, as the forward: within fp32's tolerance of float64 or twice torch's error
-    # (the largest error alone compares two rounding draws of one row's sum of dy: torch's may be small)
-    err, their_err = (got.double() - want).abs(), (theirs.double() - want).abs()
-    tol = tolerance("float32")
-    bad = err > torch.maximum(tol["atol"] + tol["rtol"] * want.abs(), 2 * their_err + 1e-6)
-    assert not bad.any(), (int(bad.sum()), float(err.max()), float(their_err.max()))
+    # twice torch's largest error, plus fp32's relative tolerance of the largest gradient: the largest
+    # error alone compares two rounding draws of one row's sum of dy, and torch's may be the small one
+    err, their_err = (got.double() - want).abs().max(), (theirs.double() - want).abs().max()
+    assert err <= 2 * their_err + tolerance("float32")["rtol"] * want.abs().max(), (err, their_err)
 
 
 @pytest.mark.gpu
