@@ -1,6 +1,7 @@
-"""log_softmax in CUDA C (cuda/10_log_softmax.cu), with its backward, for torch CUDA tensors; rows
-of whole 16-byte packs longer than a block's shared memory go over a thread-block cluster on sm_90
-(the softmax's 04 and 07 with a log epilogue: cluster_plan), which 10 would read twice.
+"""log_softmax in CUDA C (cuda/10_log_softmax.cu), with its backward, for torch CUDA tensors; on
+sm_90, rows longer than a block's shared memory (which 10 would read twice) and odd rows (which it
+would move an element at a time) go over a thread-block cluster: the softmax's 04 and 07 with a
+log epilogue (cluster_plan).
 
     log_softmax(x, dim=-1)
 

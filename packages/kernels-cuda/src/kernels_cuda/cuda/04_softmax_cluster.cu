@@ -37,8 +37,8 @@
 // ex2 an element.
 //
 // log_softmax (KL_LOG = 1) is the same kernel with another epilogue, y = (x - max) - log(sum), for
-// rows one block cannot stage whole (10 would read them twice): the chunk in shared memory, where x
-// is kept (held fp32 chunks keep their exponentials in place of x).
+// rows 10 would read twice or an element at a time (log_softmax_op.cluster_plan): the chunk in
+// shared memory, where x is kept (held fp32 chunks keep their exponentials in place of x).
 //
 // Constants: KL_CLUSTER (blocks per cluster, compiled in with __cluster_dims__), KL_THREADS,
 // KL_VEC (elements per 16-byte pack; divides chunk), KL_ITEMS (0: the chunk in shared memory;
