@@ -185,7 +185,7 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
             and (s := y.shape) and y.is_contiguous() and dy.is_contiguous()):  # fmt: skip
         template = _BACKWARD.get((len(s), s[-1], dim, config, y.dtype, y.get_device(), y.data_ptr() % 16,
                                   dy.dtype, dy.get_device(), dy.data_ptr() % 16))  # fmt: skip
-        if template is not None and dy.shape == s:
+        if template is not None and dy.shape == s and not (y.is_meta or dy.is_meta):  # meta: device -1 as CPU
             dx = torch.empty_like(y)
             template(y, dy, dx)
             return dx
