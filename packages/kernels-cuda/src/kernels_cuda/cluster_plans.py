@@ -79,6 +79,7 @@ def plan_cluster(
     cfg,
     same_offsets: bool = False,
     M: int | None = None,
+    log: bool = False,
 ) -> RowPlan | None:
     """None without clusters, past the largest cluster's shared memory, or for rows that are not
     whole 16-byte packs unless x's and y's rows share their offsets (`offsets_match`): the kernel
@@ -86,7 +87,8 @@ def plan_cluster(
     and one split of a row must suit both the read and the write. That split follows the row's
     own address, so a row's bits depend on (N, dtype) and its address modulo 16 bytes, never on
     M or the other rows (as torch's softmax, whose reduction shifts by the input's address); a
-    plan for every row count (M None) takes such rows too."""
+    plan for every row count (M None) takes such rows too. log: log_softmax's epilogue, which
+    keeps x: the chunk in shared memory."""
     whole = vec == full_vec(dtype)
     if device.cc < 90 or not (whole or same_offsets):
         return None
@@ -95,9 +97,9 @@ def plan_cluster(
         return None
     c, chunk = split
     blocks_per_sm = None if M is None else c * M / device.sms
-    items = cluster_items(dtype, chunk, cfg, blocks_per_sm)
+    items = 0 if log else cluster_items(dtype, chunk, cfg, blocks_per_sm)
     return RowPlan(
-        cluster_spec(dtype, c, items),
+        cluster_spec(dtype, c, items, log=log),
         block=CLUSTER_THREADS,
         shared_mem=0 if items else chunk * arrays.ITEMSIZE[dtype],
         extra=(chunk,),

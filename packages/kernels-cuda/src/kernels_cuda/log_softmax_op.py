@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import math
 from dataclasses import replace
+from functools import lru_cache
 
 import torch
 
@@ -97,6 +98,7 @@ def new_output(shape, like: torch.Tensor) -> torch.Tensor:
 # --- the rows one block cannot stage: 04 and 07 with the log epilogue (sm_90) ------------------
 
 
+@lru_cache(maxsize=4096)  # on every call's path (bounded, as the softmax's plans)
 def cluster_plan(
     direction: str, N: int, dtype: str, vec: int, device: Device, same_offsets: bool = False
 ) -> RowPlan | None:
@@ -123,14 +125,8 @@ def cluster_plan(
     if direction == "bwd":  # dy in shared memory: held in registers, exp(y) beside it spills
         cfg = replace(picks.for_card(backward_plans.AUTO, device), cluster_dy_in_registers=False)
         return backward_plans.plan_cluster(N, dtype, vec, device, cfg, same_offsets, log=True)
-    split = cluster_plans.cluster_split(N, dtype, full, device, picks.for_card(softmax_plans.AUTO, device))
-    if split is None:
-        return None
-    c, chunk = split
-    spec = cluster_plans.cluster_spec(dtype, c, log=True)
-    return RowPlan(
-        spec, block=cluster_plans.CLUSTER_THREADS, shared_mem=chunk * size, extra=(chunk,), group=c
-    )
+    cfg = picks.for_card(softmax_plans.AUTO, device)
+    return cluster_plans.plan_cluster(N, dtype, vec, device, cfg, same_offsets, log=True)
 
 
 # --- the op ---------------------------------------------------------------------------------
