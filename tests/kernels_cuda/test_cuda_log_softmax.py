@@ -167,6 +167,36 @@ def test_rows_past_a_block_of_whole_packs_take_the_cluster_kernels_on_sm90(dtype
     assert ls.cluster_plan("fwd", 262144, "float64", 2, H100) is None
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_rows_the_softmax_holds_in_registers_take_its_kernels_with_the_log_epilogue(dtype):
+    """From (N, dtype, vec, device) alone: rows of whole 16-byte packs for which the softmax's auto
+    plan (a card's picks, or the rule) is 03 / 06's fused kernel run that plan with LOG=1, planned
+    for every row count, every launch's spec compiled offline, on any device; odd rows, fp64 and
+    rows the softmax takes elsewhere do not."""
+    from kernels_cuda import backward_plans, fused_plans, softmax_plans
+    from kernels_cuda.launch_types import H100, full_vec
+
+    size, vec = rk.ITEMSIZE[dtype], full_vec(dtype)
+    offline = set(codegen.all_specs())
+    h200 = replace(H100, name="NVIDIA H200", bandwidth=4.8e12)  # a card with committed picks
+    longest = softmax_plans.AUTO.fused_max_row_bytes // size
+    for device in (H100, h200, replace(H100, cc=80, name="")):
+        for N in (vec, 600 // vec * vec, 1024, 4096, 8192, longest):
+            for direction, plans, kernel in (
+                ("fwd", softmax_plans, "softmax_fused"),
+                ("bwd", backward_plans, "softmax_backward_fused"),
+            ):
+                plan = ls.registers_plan(direction, N, dtype, vec, device)
+                softmax = plans.row_plan("auto", N, dtype, vec, device)
+                assert softmax.spec.kernel == kernel, (N, direction, softmax)  # held in registers
+                assert plan.spec == fused_plans.with_log(softmax.spec) and plan.block == softmax.block
+                assert dict(plan.spec.constants)["LOG"] == 1 and plan.spec in offline, plan.spec.name
+                assert ls.registers_plan(direction, N, dtype, 1, device) is None  # odd rows
+        for direction in ("fwd", "bwd"):  # the softmax's cluster on sm_90
+            assert ls.registers_plan(direction, 4 * longest, dtype, vec, H100) is None
+    assert ls.registers_plan("fwd", 600, "float64", 2, H100) is None
+
+
 # --- GPU ---------------------------------------------------------------------------------------
 
 
@@ -234,7 +264,7 @@ def test_any_dim_and_layout(dtype, layout):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
-@pytest.mark.parametrize("N", [600, 50257, LONG])
+@pytest.mark.parametrize("N", [600, 4096, 50257, LONG])
 def test_adversarial_rows(dtype, N):
     torch.manual_seed(2)
     x = torch.randn(10, N, dtype=torch.float64) * 3
@@ -258,7 +288,7 @@ def test_adversarial_rows(dtype, N):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("N", [600, 50257, LONG_ODD, LONG])
+@pytest.mark.parametrize("N", [600, 4096, 50257, LONG_ODD, LONG])
 def test_backward_matches_float64_reference(dtype, N):
     torch.manual_seed(3)
     M = 4 if N >= LONG_ODD else 16
@@ -327,11 +357,12 @@ def test_torch_compile_runs_the_op_with_its_backward():
 
 
 @pytest.mark.gpu
-def test_long_rows_take_the_cluster_kernels_and_rows_off_their_boundaries_ten(monkeypatch):
-    """The launches themselves, on an sm_90 device: LONG rows and LONG_ODD rows whose arrays share
-    their offsets go to 04 and 07 with LOG=1; the forward of LONG_ODD rows read from a view one
-    element off x's boundary (y's rows at other offsets) to 10, staged in part (its backward reads
-    the fresh y, dy and dx: the cluster), and all match float64 (elsewhere every row stays on 10)."""
+def test_short_and_long_rows_take_the_softmax_kernels_and_rows_off_their_boundaries_ten(monkeypatch):
+    """The launches themselves: rows of 600 go to 03 and 06's fused kernel with LOG=1 (any
+    device); on an sm_90 device LONG rows and LONG_ODD rows whose arrays share their offsets go to
+    04 and 07 with LOG=1; the forward of LONG_ODD rows read from a view one element off x's
+    boundary (y's rows at other offsets) to 10, staged in part (its backward reads the fresh y, dy
+    and dx: the cluster), and all match float64 (elsewhere the long rows stay on 10)."""
     seen = []
     real = rk.launch
     monkeypatch.setattr(rk, "launch", lambda spec, *a: seen.append(spec) or real(spec, *a))
@@ -340,6 +371,7 @@ def test_long_rows_take_the_cluster_kernels_and_rows_off_their_boundaries_ten(mo
     ten = ("log_softmax_forward", None), ("log_softmax_backward", None)
     cluster = ("softmax_cluster", 1), ("softmax_backward_cluster", 1)
     for x, expected in (
+        (torch.randn(3, 600, device="cuda"), (("softmax_fused", 1), ("softmax_backward_fused", 1))),
         (torch.randn(3, LONG, device="cuda"), cluster if sm90 else ten),
         (torch.randn(3, LONG_ODD, device="cuda"), cluster if sm90 else ten),
         (base[1:].view(3, LONG_ODD), (ten[0], cluster[1] if sm90 else ten[1])),

@@ -338,19 +338,24 @@ def specializations() -> list[Spec]:
     specs = [softmax_plans.f64_spec("softmax_backward_f64")]
     for dtype in arrays.SUPPORTED_DTYPES:
         for vec in (lt.full_vec(dtype), 1):
-            specs.extend(  # the rule's ladder at each packs a thread a card's bandwidth can give it
+            ladder = [  # the rule's ladder at each packs a thread a card's bandwidth can give it
                 fused_spec(dtype, t, i, vec)
                 for p in range(1, picks.RULE_MAX_PACKS + 1)
                 for t, i in dict.fromkeys(fused_ladder(dtype, vec, _at_least(AUTO, p)))
-            )
+            ]
+            specs.extend(ladder)
+            if vec > 1:  # log_softmax_op.registers_plan: the ladder's, whole packs
+                specs.extend(fused_plans.with_log(s) for s in ladder)
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows
                 specs.extend(fused_plans.few_rows_specs(dtype, vec, FEW_ROWS_ITEMS_MAX, few_rows_spec))
             specs.append(twopass_spec(dtype, vec))
-        specs.extend(  # the committed picks' fused shapes, at every row length of their buckets
+        picked = [  # the committed picks' fused shapes, at every row length of their buckets
             fused_spec(dtype, t, i, lt.full_vec(dtype))
             for t in picks.committed_fused("backward", dtype)
             for i in range(1, FUSED_ITEMS_MAX + 1)
-        )
+        ]
+        specs.extend(picked)
+        specs.extend(fused_plans.with_log(s) for s in picked)  # log_softmax_op.registers_plan
         for log in (False, True):  # softmax's and log_softmax's (log_softmax_op.cluster_plan)
             specs.extend(cluster_spec(dtype, c, 0, log) for c in cluster_plans.CLUSTER_SIZES)
         specs.append(cluster_spec(dtype, DY_IN_REGISTERS_CLUSTER, CLUSTER_DY_PACKS))

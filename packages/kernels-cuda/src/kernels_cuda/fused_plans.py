@@ -8,6 +8,7 @@ ladder, capped.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from kernels_cuda import arrays
 from kernels_cuda.codegen import Spec
@@ -73,6 +74,12 @@ def fused_spec(dtype: str, tpr: int, items: int, vec: int, block: int | None = N
         dtype,
         (("TPR", tpr), ("RPB", rpb), ("ITEMS", items), ("VEC", vec)) + ((("FULL", full),) if full else ()),
     )
+
+
+def with_log(spec: Spec) -> Spec:
+    """A row-in-registers kernel's `spec` (03, or 06's fused one) with its log_softmax epilogue
+    (KL_LOG: log_softmax_op.registers_plan)."""
+    return replace(spec, constants=spec.constants + (("LOG", 1),))
 
 
 def few_rows_shape(

@@ -1,7 +1,9 @@
-"""log_softmax in CUDA C (cuda/10_log_softmax.cu), with its backward, for torch CUDA tensors; on
-sm_90, rows longer than a block's shared memory (which 10 would read twice) and odd rows (which it
-would move an element at a time) go over a thread-block cluster: the softmax's 04 and 07 with a
-log epilogue (cluster_plan).
+"""log_softmax in CUDA C, with its backward, for torch CUDA tensors: the softmax's kernels with a
+log epilogue wherever the softmax's rule would run them, else cuda/10_log_softmax.cu. Rows of whole
+16-byte packs that the softmax holds in registers run its 03 and 06 (registers_plan: 10 would take
+a block a row through shared memory); on sm_90, rows longer than a block's shared memory (which 10
+would read twice) and odd rows (which it would move an element at a time) go over a thread-block
+cluster: the softmax's 04 and 07 (cluster_plan).
 
     log_softmax(x, dim=-1)
 
@@ -25,7 +27,7 @@ from functools import lru_cache
 
 import torch
 
-from kernels_cuda import arrays, backward_plans, cluster_plans, picks, softmax_plans
+from kernels_cuda import arrays, backward_plans, cluster_plans, fused_plans, picks, softmax_plans
 from kernels_cuda import row_kernels as rk
 from kernels_cuda import softmax_variants as sm
 from kernels_cuda.launch_types import Device, RowPlan, full_vec, offsets_match, pack_width
@@ -95,7 +97,23 @@ def new_output(shape, like: torch.Tensor) -> torch.Tensor:
     return out
 
 
-# --- the rows one block cannot stage: 04 and 07 with the log epilogue (sm_90) ------------------
+# --- the softmax's kernels with the log epilogue: 03 / 06 (rows in registers), 04 / 07 (clusters)
+
+
+@lru_cache(maxsize=4096)  # on every call's path (bounded, as the softmax's plans)
+def registers_plan(direction: str, N: int, dtype: str, vec: int, device: Device) -> RowPlan | None:
+    """The softmax's own plan with its log epilogue where that plan holds the row in registers
+    ("fwd": 03, "bwd": 06's fused kernel), or None: rows of whole 16-byte packs (vec, over every
+    array of the launch), which 10 would take through shared memory, a block a row. The softmax's
+    auto plan (this card's picks, else its rule) for every row count (M None): a row's threads,
+    and so its sums' order, never depend on the batch."""
+    if dtype == "float64" or vec != full_vec(dtype):
+        return None
+    plans, kernel = (
+        (softmax_plans, "softmax_fused") if direction == "fwd" else (backward_plans, "softmax_backward_fused")
+    )
+    plan = plans.row_plan("auto", N, dtype, vec, device)
+    return replace(plan, spec=fused_plans.with_log(plan.spec)) if plan.spec.kernel == kernel else None
 
 
 @lru_cache(maxsize=4096)  # on every call's path (bounded, as the softmax's plans)
@@ -153,25 +171,41 @@ def _forward(x: torch.Tensor, dim: int) -> torch.Tensor:
     rk.launch(
         spec, device_id, grid, block, shared, (x2.data_ptr(), y2.data_ptr()),
         ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(x2)),
-         (ctypes.c_int64, N), (ctypes.c_int32, last)),
+         (ctypes.c_int64, N), *last),
     )  # fmt: skip
     return from_rows(y2, x.shape, d)
 
 
 def _plan(direction: str, cfg, rows: list[torch.Tensor], dtype: str, device_id: int) -> tuple:
-    """(spec, grid, block, shared memory, last argument) of the launch over these (M, N) rows:
-    cluster_plan's (the last argument the chunk), else 10's (the packs it stages)."""
+    """(spec, grid, block, shared memory, last arguments) of the launch over these (M, N) rows:
+    registers_plan's (no last argument), cluster_plan's (the chunk), else 10's (the packs it
+    stages)."""
     M, N = rows[0].shape
     addresses, strides = tuple(r.data_ptr() for r in rows), tuple(row_stride(r) for r in rows)
     vec = pack_width(dtype, N, addresses, strides)
     same = all(offsets_match(dtype, (addresses[0], a), (strides[0], s)) for a, s in zip(addresses, strides))
-    plan = cluster_plan(direction, N, dtype, vec, sm._device(device_id), same)
+    device = sm._device(device_id)
+    plan = registers_plan(direction, N, dtype, vec, device) or cluster_plan(
+        direction, N, dtype, vec, device, same
+    )
     if plan is not None:
-        return plan.spec, plan.grid(M), plan.block, plan.shared_mem, plan.extra[0]
+        return (
+            plan.spec,
+            plan.grid(M),
+            plan.block,
+            plan.shared_mem,
+            tuple((ctypes.c_int32, e) for e in plan.extra),
+        )
     kernel = "log_softmax_forward" if direction == "fwd" else "log_softmax_backward"
     staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
     spec = rk.log_softmax_spec(kernel, dtype, cfg)
-    return spec, min(M, rk.MAX_GRID), cfg.threads, staged * cfg.vec * rk.ITEMSIZE[dtype], staged
+    return (
+        spec,
+        min(M, rk.MAX_GRID),
+        cfg.threads,
+        staged * cfg.vec * rk.ITEMSIZE[dtype],
+        ((ctypes.c_int32, staged),),
+    )
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
@@ -195,7 +229,7 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
     rk.launch(
         spec, device_id, grid, block, shared, (y2.data_ptr(), dy2.data_ptr(), dx2.data_ptr()),
         ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(y2)),
-         (ctypes.c_int64, row_stride(dy2)), (ctypes.c_int64, N), (ctypes.c_int32, last)),
+         (ctypes.c_int64, row_stride(dy2)), (ctypes.c_int64, N), *last),
     )  # fmt: skip
     return from_rows(dx2, y.shape, d)
 

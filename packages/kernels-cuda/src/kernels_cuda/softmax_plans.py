@@ -37,6 +37,7 @@ from kernels_cuda.fused_plans import (
     fused_packs,
     fused_spec,
     plan_fused,
+    with_log,
 )
 from kernels_cuda.launch_types import Device, Launch, RowPlan, full_vec
 
@@ -197,22 +198,27 @@ def specializations() -> list[Spec]:
         specs.append(Spec("02_softmax_shared.cu", "softmax_shared", dtype, (("BLOCK", SHARED_BLOCK),)))
         for vec in (full_vec(dtype), 1):
             least = fused_packs(dtype, vec, AUTO)  # the rule's ladder at each packs a card can give it
-            specs.extend(
+            ladder = [
                 fused_spec(dtype, tpr, items, vec, None, full)
                 for packs in dict.fromkeys(max(p, least) for p in range(1, picks.RULE_MAX_PACKS + 1))
                 for tpr, items in fused_ladder(vec, packs)
                 for full in ((0, items - 1, items) if vec > 1 else (0,))
-            )
+            ]
+            specs.extend(ladder)
+            if vec > 1:  # log_softmax_op.registers_plan: the ladder's, whole packs
+                specs.extend(with_log(s) for s in ladder)
             if vec > 1 and arrays.ITEMSIZE[dtype] == 4:  # few rows: any packs up to the most
                 specs.extend(few_rows_specs(dtype, vec, fused_items_max(vec), fused_spec))
             specs.append(online_spec(dtype, vec))
         vec, most = full_vec(dtype), fused_items_max(full_vec(dtype))
-        specs.extend(  # the committed picks' v3 shapes, at every row length of their buckets
+        picked = [  # the committed picks' v3 shapes, at every row length of their buckets
             fused_spec(dtype, tpr, items, vec, None, full)
             for tpr in picks.committed_fused("forward", dtype)
             for items in range(1, most + 1)
             for full in (0, items - 1, items)
-        )
+        ]
+        specs.extend(picked)
+        specs.extend(with_log(s) for s in picked)  # log_softmax_op.registers_plan
         held = [0] + [1 << k for k in range(cluster_held_packs(dtype, AUTO).bit_length())]
         specs.extend(cluster_spec(dtype, c, items) for c in CLUSTER_SIZES for items in held)
         specs.extend(cluster_spec(dtype, c, log=True) for c in CLUSTER_SIZES)  # log_softmax_op.cluster_plan

@@ -23,13 +23,20 @@
 // Constants: KL_TPR (threads per row, power of two <= 1024), KL_RPB (rows per block),
 // KL_ITEMS (packs per thread), KL_VEC (elements per pack; divides N); KL_FULL (optional, 0 if
 // not given): packs 0..FULL-1 of every thread lie inside the row (the plan knows N: FULL * TPR
-// <= N / VEC), so they take no bounds check, no padding and no branch.
+// <= N / VEC), so they take no bounds check, no padding and no branch. KL_LOG (optional, 0 if not
+// given): log_softmax, the same kernel with another epilogue, y = (x - max) - log(sum), for
+// log_softmax_op's rows that the softmax would hold in registers (x is kept as loaded, in fp32 too).
 #include "common.cuh"
 
 #ifndef KL_FULL
 #define KL_FULL 0
 #endif
+#ifndef KL_LOG
+#define KL_LOG 0
+#endif
 constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC, FULL = KL_FULL;
+constexpr bool LOG = KL_LOG;
+constexpr bool IN_PLACE = EXP_IN_PLACE && !LOG;  // v becomes exp(x - max): softmax's fp32 rows
 constexpr int THREADS = TPR * RPB;
 constexpr int WARPS_PER_ROW = TPR > 32 ? TPR / 32 : 1;
 constexpr int SHUFFLE_WIDTH = TPR < 32 ? TPR : 32;
@@ -65,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     }
 
     const float m = warp_max<SHUFFLE_WIDTH>(held_max(KL_NEG_INF, v));
-    const float s = warp_sum<SHUFFLE_WIDTH>(held_exp_sum<TPR, FULL>(v, safe_shift(m), lane, packs));
+    const float s = warp_sum<SHUFFLE_WIDTH>(held_exp_sum<TPR, FULL, IN_PLACE>(v, safe_shift(m), lane, packs));
 
     // The row's (max, sum). One warp per row: this warp's. Several: the merge of the warps' pairs.
     Stats row_stats = {m, s};
@@ -80,14 +87,17 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     // in torch). Otherwise exp is taken again from the raw packs.
     const float row_shift = safe_shift(row_stats.m);
     const float inv_sum = 1.f / row_stats.s;
-    const float scale = EXP_IN_PLACE && WARPS_PER_ROW > 1 ? exp_shifted(m, row_shift) * inv_sum : inv_sum;
+    const float scale = IN_PLACE && WARPS_PER_ROW > 1 ? exp_shifted(m, row_shift) * inv_sum : inv_sum;
+    const float log_sum = logf(row_stats.s);  // (log_softmax) at full precision, once a row
 
     // fp32: one predicated store a pack (no branch). 16-bit: exp again, so not for padding.
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const bool in = live && (i < FULL || i * TPR + lane < packs);
       elem_t* const out = y + y_at + i * TPR * VEC;
-      if constexpr (EXP_IN_PLACE) {
+      if constexpr (LOG) {
+        store_pack_if<VEC>(in, out, make_pack<VEC>([&](int k) { return (elem(v[i], k) - row_shift) - log_sum; }));
+      } else if constexpr (IN_PLACE) {
         store_pack_if<VEC>(in, out, make_pack<VEC>([&](int k) { return elem(v[i], k) * scale; }));
       } else if (in) {
         store_pack<VEC>(out, make_pack<VEC>([&](int k) { return exp_shifted(elem(v[i], k), row_shift) * scale; }));

@@ -18,13 +18,21 @@
 //                             and writes dx: 5 accesses per element.
 #include "common.cuh"
 
-// y * (dy - dot), element k of a pack pair.
+#ifndef KL_LOG
+#define KL_LOG 0
+#endif
+// KL_LOG (optional, 0 if not given): log_softmax's backward, dx = dy -
+// exp(y) * sum(dy), y the log-probabilities: the same kernel with another dot and gradient.
+constexpr bool LOG = KL_LOG;
+
+// y * (dy - dot) (log_softmax's: dy - exp(y) * dot), element k of a pack pair.
 template <int VEC> __device__ __forceinline__ float grad(const Pack<VEC>& y, const Pack<VEC>& dy, int k, float dot) {
-  return elem(y, k) * (elem(dy, k) - dot);
+  return LOG ? elem(dy, k) - exp_shifted(elem(y, k), 0.f) * dot : elem(y, k) * (elem(dy, k) - dot);
 }
+// acc + the pack's sum of y * dy (log_softmax's: of dy)
 template <int VEC> __device__ __forceinline__ float pack_dot(float acc, const Pack<VEC>& y, const Pack<VEC>& dy) {
 #pragma unroll
-  for (int k = 0; k < VEC; ++k) acc = fmaf(elem(y, k), elem(dy, k), acc);
+  for (int k = 0; k < VEC; ++k) acc = LOG ? acc + elem(dy, k) : fmaf(elem(y, k), elem(dy, k), acc);
   return acc;
 }
 

@@ -1,5 +1,9 @@
 // 10 log_softmax and its backward: the softmax's reduction with another epilogue.
 //
+// log_softmax_op runs the softmax's own kernels with a log epilogue where the softmax's rule runs
+// them (03 and 06 for rows held in registers; 04 and 07 over a cluster); 10 takes the rest: fp64,
+// rows past the registers that one block stages, and odd rows no cluster takes.
+//
 // One block per row (a warp for short rows; rows.cuh's layout, so the result is batch
 // invariant). The forward's first pass takes the online max and sum of exp in fp32 (fp64 for fp64
 // rows), keeping each thread's packs in shared memory (`staged` packs, as many as fit); the

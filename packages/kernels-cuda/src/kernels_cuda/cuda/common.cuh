@@ -274,8 +274,9 @@ template <int VEC, int ITEMS> __device__ __forceinline__ float held_max(float m,
 // exponential; 16-bit in e, when given (04's held chunks, rescaled once after the exchange;
 // padding's e is left unset and never stored), else taken again at the store (03, whose
 // registers, and so rows in flight, stay as few as its packs).
-// Packs 0..FULL-1 are known to lie inside the row (no check).
-template <int STRIDE, int FULL = 0, int VEC, int ITEMS>
+// Packs 0..FULL-1 are known to lie inside the row (no check). IN_PLACE false keeps fp32's x too
+// (03's log_softmax epilogue needs x, not its exponential).
+template <int STRIDE, int FULL = 0, bool IN_PLACE = EXP_IN_PLACE, int VEC, int ITEMS>
 __device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift, int first, int packs, float s = 0.f,
                                               float (*e)[VEC] = nullptr) {
   float part[ITEMS];
@@ -286,7 +287,7 @@ __device__ __forceinline__ float held_exp_sum(Pack<VEC> (&v)[ITEMS], float shift
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
       const float x = exp_shifted(elem(v[i], k), shift);
-      if constexpr (EXP_IN_PLACE) {
+      if constexpr (IN_PLACE) {
         v[i].w[k] = __float_as_uint(x);
       } else if (e != nullptr) {
         e[i][k] = x;
