@@ -88,16 +88,12 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const i64 row = group * RPB + threadIdx.x / TPR;
     const bool live = row < M;  // a slot past M reads nothing and writes nothing
     const elem_t* xr = x + (live ? row : 0) * x_stride;
-    const i64 t = live ? target[row] : ignore_index;
-    const bool ignored = t == ignore_index;
-    const bool valid = !ignored && t >= 0 && t < N;
     const RowSplit sp = split_row<VEC>(xr, N);
     const elem_t* body = xr + sp.head;
-    // x[t], fetched before the pass so that its latency hides behind it (and before any
-    // gradient is written over it)
-    const acc_t xt = lane == 0 && valid ? to_acc(xr[t]) : acc_t(0);
 
-    // Every load of the first step is issued before any is used.
+    // The row's loads first (the head and tail, then the body's first step), all issued before
+    // any is used; then the target's, and x[t]'s, which waits on it: both behind the row's, not
+    // a DRAM round trip before them. x[t] is read before any gradient is written over it.
     Pack<1> e[EXTRA];
     bool e_in[EXTRA];
 #pragma unroll
@@ -106,8 +102,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       e_in[k] = live && j < sp.extras;
       if (e_in[k]) e[k] = load_pack<1>(xr + extra_index(sp, j, VEC));
     }
-    RowStats st = stats_add<true, ENTROPY>(stats_empty(), e, e_in);
-    Pack<VEC> v0[ITEMS];  // one step: the row, kept in registers
+    Pack<VEC> v0[ITEMS];  // a row of one step, kept in registers
     bool in0[ITEMS];
     if constexpr (!STEPS) {
 #pragma unroll
@@ -116,6 +111,14 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         in0[i] = live && p < sp.packs;
         if (in0[i]) v0[i] = load_pack<VEC>(body + static_cast<i64>(p) * VEC);
       }
+    }
+    const i64 t = live ? target[row] : ignore_index;
+    const bool ignored = t == ignore_index;
+    const bool valid = !ignored && t >= 0 && t < N;
+    const acc_t xt = lane == 0 && valid ? to_acc(xr[t]) : acc_t(0);
+
+    RowStats st = stats_add<true, ENTROPY>(stats_empty(), e, e_in);
+    if constexpr (!STEPS) {
       st = stats_add<true, ENTROPY>(st, v0, in0);
     } else {
       // steps: packs below `staged` kept in shared memory (pack p at stage[p])
@@ -267,19 +270,22 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 }
 
 // --- the reduced loss: one block of RT threads, RU loads in flight a thread ---------------------
-constexpr int RT = 1024, RU = 8;
+constexpr int RT = 1024, RU = 16;
 
 // The sum over rows r < M of value(r) by one block: thread i adds rows i, i + RT, i + 2 RT, ... in
 // turn, then the threads' sums meet in a fixed tree. The order depends on M alone (the loss's
-// bits: on its rows' losses and M). Every thread of the block calls it; all get the sum.
+// bits: on its rows' losses and M). Every thread of the block calls it; all get the sum. The RU
+// values in flight are held as loaded (an fp32 loss: one register each, not a double's two) and
+// widened to T as they are added.
 template <class T, class Value> __device__ __forceinline__ T block_sum(i64 M, Value value, T* part) {
+  using Loaded = decltype(value(i64(0)));
   T s = T(0);
   for (i64 r0 = threadIdx.x; r0 < M; r0 += static_cast<i64>(RT) * RU) {
-    T v[RU];
+    Loaded v[RU];
 #pragma unroll
-    for (int u = 0; u < RU; ++u) v[u] = r0 + u * RT < M ? value(r0 + u * RT) : T(0);
+    for (int u = 0; u < RU; ++u) v[u] = r0 + u * RT < M ? value(r0 + u * RT) : Loaded(0);
 #pragma unroll
-    for (int u = 0; u < RU; ++u) s += v[u];
+    for (int u = 0; u < RU; ++u) s += static_cast<T>(v[u]);
   }
   part[threadIdx.x] = s;
   __syncthreads();
@@ -292,7 +298,7 @@ template <class T, class Value> __device__ __forceinline__ T block_sum(i64 M, Va
 }
 
 __device__ __forceinline__ i64 count_rows(const i64* __restrict__ target, i64 M, i64 ignore_index, i64* part) {
-  return block_sum<i64>(M, [&](i64 r) { return i64(target[r] != ignore_index); }, part);
+  return block_sum<i64>(M, [&](i64 r) { return int(target[r] != ignore_index); }, part);
 }
 
 // count[0] = the rows whose target is not ignore_index (exact as an integer; then as acc_t, the
@@ -314,7 +320,7 @@ extern "C" __global__ void __launch_bounds__(RT)
                          i64 M, i64 ignore_index) {
   __shared__ double part[RT];
   __shared__ i64 counted[RT];
-  const double sum = block_sum<double>(M, [&](i64 r) { return static_cast<double>(loss[r]); }, part);
+  const double sum = block_sum<double>(M, [&](i64 r) { return loss[r]; }, part);
   double n = 1.0;
   if (count != nullptr) {
     n = static_cast<double>(*count);
