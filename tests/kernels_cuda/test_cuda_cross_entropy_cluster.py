@@ -52,8 +52,8 @@ def test_the_cluster_plan_holds_every_row_it_takes():
         assert rk.xent_cluster(FIRST[dtype] - vec, dtype) is None  # one block's registers: 09
         assert rk.xent_cluster(FIRST[dtype], dtype).cluster == 2
         assert rk.xent_cluster(LAST[dtype], dtype).cluster == 16
-        longer = rk.xent_cluster(LAST[dtype] + 1, dtype)  # past 16 blocks: 16 of twice the packs
-        assert (longer.cluster, longer.items) == (16, 16)
+        longer = rk.xent_cluster(LAST[dtype] + 1, dtype)  # past 16 blocks of 8: up to twice the packs
+        assert longer.cluster == 16 and longer.items == min(i for i in rk.XENT_CLUSTER_ITEMS if i > 8)
         assert rk.xent_cluster(LONGEST[dtype], dtype).items == 16
         assert rk.xent_cluster(LONGEST[dtype] + 1, dtype) is None  # past those: 09
         for N, c in SHAPES[dtype]:
@@ -65,6 +65,9 @@ def test_the_cluster_plan_holds_every_row_it_takes():
             plan = rk.xent_cluster(N, dtype)
             assert plan.cluster * plan.chunk >= N // vec  # every pack of the body has a block
             assert plan.chunk <= plan.items * rk.XENT_CLUSTER_THREADS  # and fits its registers
+            # the fewest packs a thread of the ladder that hold the chunk, never past the split's most
+            fewest = min(i for i in rk.XENT_CLUSTER_ITEMS if i * rk.XENT_CLUSTER_THREADS >= plan.chunk)
+            assert plan.items == fewest <= max(most for c, most in rk.XENT_CLUSTER_SPLITS if c == plan.cluster)
             assert plan.spec(dtype) in every
     assert rk.xent_cluster(50257, "float64") is None
 
@@ -76,18 +79,25 @@ def test_the_cluster_kernels_compile_for_sm90_without_spills_within_four_blocks_
     monkeypatch.setattr(codegen, "_compiled", {})
     specs = [s for d in DTYPES for s in rk.every_xent_cluster_spec(d)]
     splits = {(dict(s.constants)["CLUSTER"], dict(s.constants)["ITEMS"]) for s in specs}
-    assert splits == set(rk.XENT_CLUSTER_SPLITS)
+    assert {c for c, _ in splits} == {c for c, _ in rk.XENT_CLUSTER_SPLITS} and set(rk.XENT_CLUSTER_SPLITS) <= splits
+    assert {i for _, i in splits} == set(rk.XENT_CLUSTER_ITEMS)
+    registers: dict[tuple, dict[int, int]] = {}
     for r in codegen.compile_all(("sm_90",), specs):
-        name, ptx = r.spec.name, r.ptx_path.read_text()
+        name, ptx, constants = r.spec.name, r.ptx_path.read_text(), dict(r.spec.constants)
         assert r.resources is None or not (r.resources.spill_bytes or r.resources.stack_bytes), name
-        per_sm = 4 if dict(r.spec.constants)["ITEMS"] == 8 else 2  # blocks sharing an SM's 64K registers
+        per_sm = 4 if constants["ITEMS"] <= 8 else 2  # blocks sharing an SM's 64K registers
         assert r.resources is None or r.resources.registers * rk.XENT_CLUSTER_THREADS * per_sm <= 65536, name
+        if r.resources is not None:
+            registers.setdefault((r.spec.dtype, constants["CLUSTER"]), {})[constants["ITEMS"]] = r.resources.registers
         assert ".local" not in ptx and "st.global.v4.b32" in ptx, name
         # x through the coherent path, 16 bytes a load: grad may be x itself (inplace)
         assert "ld.global.v4.u32" in ptx and "ld.global.nc.v4" not in ptx, name
         assert "st.async.shared::cluster.mbarrier::complete_tx::bytes" in ptx, name
         assert "mbarrier.try_wait.parity.acquire.cluster" in ptx, name
         assert not re.search(r"barrier\.cluster\.arrive\.release|ld\.shared::cluster", ptx), name
+    for key, by_items in registers.items():  # a thread holding fewer packs never takes more registers
+        counts = [by_items[i] for i in sorted(by_items)]
+        assert counts == sorted(counts), (key, by_items)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

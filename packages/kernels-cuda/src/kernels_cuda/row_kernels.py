@@ -211,12 +211,17 @@ class XentCluster:
 
 
 # The forward of a row 09 takes in steps (a block a row, kept in shared memory) goes over a cluster,
-# the first split of XENT_CLUSTER_SPLITS (blocks, 16-byte packs a thread) whose blocks hold it,
-# without label smoothing or entropy (09's alone), on a device with clusters. Eight packs a thread
-# are 32 KB a block in 32 registers a thread, so that four blocks share an SM; 16 blocks (a
+# the first split of XENT_CLUSTER_SPLITS (blocks, 16-byte packs a thread at most) whose blocks hold
+# it, without label smoothing or entropy (09's alone), on a device with clusters. Eight packs a
+# thread are 32 KB a block in 32 registers a thread, so that four blocks share an SM; 16 blocks (a
 # non-portable size, which H100 and H200 allow) of them hold 131072 fp32 or 262144 16-bit elements.
-# A longer row takes twice the packs a thread (two blocks an SM) rather than 09's second read.
+# A longer row takes up to twice the packs a thread rather than 09's second read. A thread holds
+# the fewest packs of XENT_CLUSTER_ITEMS that its chunk needs, not the split's most: a chunk that
+# half fills the most (a row just past a split's reach) leaves registers for more blocks an SM.
+# The ladder leaves out 6 (ptxas gives it more registers than 7) and 12 to 15 (a spill in 16-bit,
+# or no more blocks an SM than 16); the offline test holds spills and registers rising with ITEMS.
 XENT_CLUSTER_SPLITS = ((2, 8), (4, 8), (8, 8), (16, 8), (16, 16))
+XENT_CLUSTER_ITEMS = (5, 7, 8, 9, 10, 11, 16)
 XENT_CLUSTER_THREADS = 256
 
 
@@ -229,23 +234,24 @@ def xent_cluster(
         return None
     vec = PACK_BYTES // ITEMSIZE[dtype]
     packs = N // vec  # the body's packs at most (fewer where the row has a head)
-    for c, items in XENT_CLUSTER_SPLITS:
+    for c, most in XENT_CLUSTER_SPLITS:
         chunk = -(-packs // c)
-        if chunk <= items * XENT_CLUSTER_THREADS:
+        if chunk <= most * XENT_CLUSTER_THREADS:
             if device_id is not None and codegen.arch_cc(codegen.device_arch(device_id)) < 90:
                 return None
+            items = next(i for i in XENT_CLUSTER_ITEMS if i * XENT_CLUSTER_THREADS >= chunk)
             return XentCluster(c, chunk, items, vec)
     return None
 
 
 def every_xent_cluster_spec(dtype: str) -> list[Spec]:
-    """Every Spec `xent_cluster` can give for dtype (for the offline compile): the first and the
-    last row of each split."""
+    """Every Spec `xent_cluster` can give for dtype (for the offline compile): each split at every
+    packs a thread its chunks can need (the rows where that count changes)."""
     if dtype == "float64":
         return []
-    vec = PACK_BYTES // ITEMSIZE[dtype]
-    ends = [0] + [c * items * XENT_CLUSTER_THREADS * vec for c, items in XENT_CLUSTER_SPLITS]
-    ns = [n for first, last in zip(ends, ends[1:]) for n in (max(first, last // 2) + 1, last)]
+    vec, threads = PACK_BYTES // ITEMSIZE[dtype], XENT_CLUSTER_THREADS
+    rows = [c * items * threads * vec for c, most in XENT_CLUSTER_SPLITS for items in range(1, most + 1)]
+    ns = [n + d for n in rows for d in (0, vec)]  # (the last row of each count, the first of the next)
     return list(dict.fromkeys(p.spec(dtype) for n in ns if (p := xent_cluster(n, dtype)) is not None))
 
 
