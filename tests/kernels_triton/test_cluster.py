@@ -226,14 +226,21 @@ def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_odd_rows_route_to_the_cluster_on_sm90(monkeypatch, dtype):
     """launch.route on an sm_90 device (faked: no GPU here) gives rows that are not whole 16-byte
-    packs to the cluster, both directions at any row count."""
+    packs to the cluster, both directions at any row count: from MIN_COLS, and 16-bit ones from
+    MIN_ODD_16BIT_COLS (which the tiles would move two bytes an access); whole packs below
+    MIN_COLS, and shorter odd rows, stay on the tiles."""
     monkeypatch.setattr(cluster, "INTERPRET", False)
     monkeypatch.setattr(cluster, "_capable", lambda index: True)
     cuda = torch.device("cuda", 0)
-    for n in (50257, 70001, 131073):
+    odd_16bit = (cluster.MIN_ODD_16BIT_COLS, 32001) if dtype.itemsize == 2 else ()
+    for n in (50257, 70001, 131073, *odd_16bit):
         for m in (1, 64, 4096):
             assert launch.route("softmax_fwd", m, n, dtype, cuda) == "cluster", (m, n)
             assert launch.route("softmax_bwd", m, n, dtype, cuda) == "cluster", (m, n)
+    odd_short = 32001 if dtype.itemsize == 4 else cluster.MIN_ODD_16BIT_COLS - 2
+    for n in (cluster.MIN_COLS - 8, odd_short):
+        assert launch.route("softmax_fwd", 64, n, dtype, cuda) == "tiles", n
+        assert launch.route("softmax_bwd", 64, n, dtype, cuda) == "tiles", n
     monkeypatch.setattr(cluster, "_capable", lambda index: False)
     assert launch.route("softmax_fwd", 64, 50257, dtype, cuda) == "tiles"
 
@@ -242,19 +249,20 @@ def test_odd_rows_route_to_the_cluster_on_sm90(monkeypatch, dtype):
 @needs_sm90
 def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_at_any_row_count(monkeypatch):
     cuda = torch.device("cuda")
-    for n, taken in (
-        (16384, False),
-        (32767, False),
-        (32768, True),
-        (50257, True),  # not whole 16-byte packs: head, body and tail
-        (50264, True),
-        (131072, True),
-        (131073, True),
-        (262144, True),
-        (262145, False),
+    for n, taken, taken_16bit in (
+        (16384, False, False),
+        (16385, False, True),  # 16-bit rows not whole 16-byte packs: from MIN_ODD_16BIT_COLS
+        (32767, False, True),
+        (32768, True, True),
+        (50257, True, True),  # not whole 16-byte packs: head, body and tail
+        (50264, True, True),
+        (131072, True, True),
+        (131073, True, True),
+        (262144, True, True),
+        (262145, False, False),
     ):
         for rows in (1, 3, 1024):
-            assert cluster.applies("bwd", rows, n, torch.bfloat16, cuda) == taken, (rows, n)
+            assert cluster.applies("bwd", rows, n, torch.bfloat16, cuda) == taken_16bit, (rows, n)
             assert cluster.applies("bwd", rows, n, torch.float32, cuda) == taken, (rows, n)
     rows = 3
     planned = []
@@ -335,7 +343,8 @@ def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtyp
     body and tail) are more 8-block clusters than an H100 holds at once."""
     cuda = torch.device("cuda")
     for m, n, taken in (
-        (1, 32767, False),
+        (1, 32766, False),
+        (1, 32767, dtype.itemsize == 2),  # 16-bit rows not whole packs: from MIN_ODD_16BIT_COLS
         (1, 32768, True),
         (4096, 32768, True),
         (64, 131072, True),
@@ -473,11 +482,12 @@ def test_forward_rows_off_16_byte_boundaries(dtype):
 
 @pytest.mark.gpu
 @needs_sm90
-@pytest.mark.parametrize("n", [50257, 70001, 131073])
+@pytest.mark.parametrize("n", [16385, 20001, 50257, 70001, 131073])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_odd_rows_in_head_body_and_tail_match_float64(dtype, n):
     """Both directions on rows split into head, body and tail (VEC > 0), 9 rows: every head
-    length a pack allows; the maximum in a head, and in a tail."""
+    length a pack allows; the maximum in a head, and in a tail. (16-bit rows from 16385 columns
+    run the cluster; fp32 ones below MIN_COLS the tiles.)"""
     x = (torch.randn((9, n), device="cuda") * 4).to(dtype)
     x[3, 0], x[5, n - 1] = 30, 30
     assert cluster.packs([x, x]) == 16 // x.element_size()

@@ -25,7 +25,7 @@ from kernels_triton.xent_cluster import cluster_xent_kernel
 from kernels_triton.xent_rows import exp
 
 MAX_CLUSTER = 16
-MIN_COLS, MAX_COLS = 32768, 16384 * MAX_CLUSTER
+MIN_COLS, MAX_COLS, MIN_ODD_16BIT_COLS = 32768, 16384 * MAX_CLUSTER, 16385
 
 
 @functools.cache
@@ -57,11 +57,12 @@ def blocks(n_cols: int, chunk: int) -> int:
 
 def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device,
             min_cols: int = MIN_COLS) -> bool:  # fmt: skip
-    """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90.
-    min_cols: the softmax's MIN_COLS; log_softmax and cross-entropy, the first row too long to
-    hold in one program's registers (xent_launch.choose), which they would otherwise read twice."""
+    """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90. min_cols:
+    the softmax's MIN_COLS, but MIN_ODD_16BIT_COLS for 16-bit rows not whole 16-byte packs (the tiles move
+    them two bytes an access); the family's, the first row too long for a program's registers (choose())."""
     if INTERPRET or device.type != "cuda" or dtype not in DTYPES or n_rows < 1:
         return False
+    min_cols = min(min_cols, MIN_ODD_16BIT_COLS) if dtype.itemsize == 2 and n_cols % 8 else min_cols
     index = device.index if device.index is not None else torch.cuda.current_device()
     return min_cols <= n_cols <= MAX_COLS and _capable(index)
 
@@ -107,9 +108,8 @@ def compiled_launch(direction: str, tensors: list[torch.Tensor]):
     layout (2-D, unit column stride), its launch metadata and the arguments after the pointers."""
     n, strides = tensors[0].shape[1], tuple(t.stride(0) for t in tensors)
     kernel, constexprs, warps, maxnreg = kernel_for(direction, n, tensors[0].dtype, packs(tensors))
-    cap = {} if maxnreg is None else {"maxnreg": maxnreg}
     compiled = kernel.warmup(*tensors, n, *strides, 0, **constexprs, grid=(1,), num_warps=warps,
-                             num_stages=1, **cap)  # fmt: skip
+                             num_stages=1, **({} if maxnreg is None else {"maxnreg": maxnreg}))  # fmt: skip
     compiled._init_handles()
     slot_base, packed = exchange_metadata(compiled, warps, constexprs["C"])
     return compiled, packed, (n, *strides, slot_base, *constexprs.values())
