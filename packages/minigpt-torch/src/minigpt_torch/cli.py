@@ -48,7 +48,8 @@ SOFTMAX_HELP = (
 LOSS_HELP = (
     "the training loss: fused (kernels_triton.cross_entropy, loss and gradient in one pass; on the CPU only "
     "under TRITON_INTERPRET=1) or torch (F.cross_entropy); default: fused on CUDA when kernels_triton is "
-    "installed, torch otherwise. The run reports tokens/s and peak memory (CUDA) for the loss used"
+    "installed, torch otherwise. The run reports tokens/s (the training steps after the first, which "
+    "compiles, validation excluded) and peak memory (CUDA) for the loss used"
 )
 
 

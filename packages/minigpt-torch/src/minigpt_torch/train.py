@@ -42,7 +42,9 @@ class TorchTrainResult:
     losses: list[float]  # the global batch's mean loss per step
     val_losses: dict[int, float]
     seconds: float
-    tokens_per_s: float
+    tokens_per_s: (
+        float  # the training steps after the first (which compiles and loads kernels), validation excluded
+    )
     rank: int
     world_size: int
     loss_impl: str = "torch"  # what computed the loss: "fused" (kernels_triton) or "torch"
@@ -106,7 +108,9 @@ def train(
     losses: list[float] = []
     val_losses: dict[int, float] = {}
     t0 = time.perf_counter()
+    train_s = 0.0  # the steps after the first, each to its loss on the host, validation excluded
     for step in range(cfg.steps):
+        step_t0 = time.perf_counter()
         x, y = random_windows(corpus.train, cfg.batch_size, cfg.block_size, rng)  # the global batch
         x, y = (torch.from_numpy(a[shard]).to(dev) for a in (x, y))
         loss = step_model(x, y)
@@ -124,6 +128,8 @@ def train(
             dist.all_reduce(loss)  # sum of the shards' means; gloo has no AVG
             loss /= world
         losses.append(loss.item())
+        if step:  # (loss.item() waited for the step) the first compiles and loads kernels
+            train_s += time.perf_counter() - step_t0
         if not math.isfinite(losses[-1]):  # the same on every rank: the loss is all-reduced
             raise TrainingDiverged(diverged_message(losses[-1], step, cfg))
         if rank == 0 and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
@@ -132,7 +138,8 @@ def train(
         val = f" | val {val_losses[max(val_losses)]:.3f}" if val_losses else ""
         bar.update(step, f"| loss {losses[-1]:.3f}{val} | lr {lr:.2e} | {tok_s / 1e3:.1f}k tok/s")
     seconds = time.perf_counter() - t0
+    timed_steps, timed_s = (cfg.steps - 1, train_s) if cfg.steps > 1 else (cfg.steps, seconds)
     peak = torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None
     return TorchTrainResult(model, corpus, losses, val_losses, seconds,
-                            cfg.steps * cfg.batch_size * cfg.block_size / seconds, rank, world,
+                            timed_steps * cfg.batch_size * cfg.block_size / timed_s, rank, world,
                             model.loss_impl, peak)  # fmt: skip
