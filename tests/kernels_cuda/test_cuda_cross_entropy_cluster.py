@@ -67,7 +67,9 @@ def test_the_cluster_plan_holds_every_row_it_takes():
             assert plan.chunk <= plan.items * rk.XENT_CLUSTER_THREADS  # and fits its registers
             # the fewest packs a thread of the ladder that hold the chunk, never past the split's most
             fewest = min(i for i in rk.XENT_CLUSTER_ITEMS if i * rk.XENT_CLUSTER_THREADS >= plan.chunk)
-            assert plan.items == fewest <= max(most for c, most in rk.XENT_CLUSTER_SPLITS if c == plan.cluster)
+            assert (
+                plan.items == fewest <= max(most for c, most in rk.XENT_CLUSTER_SPLITS if c == plan.cluster)
+            )
             assert plan.spec(dtype) in every
     assert rk.xent_cluster(50257, "float64") is None
 
@@ -79,7 +81,9 @@ def test_the_cluster_kernels_compile_for_sm90_without_spills_within_four_blocks_
     monkeypatch.setattr(codegen, "_compiled", {})
     specs = [s for d in DTYPES for s in rk.every_xent_cluster_spec(d)]
     splits = {(dict(s.constants)["CLUSTER"], dict(s.constants)["ITEMS"]) for s in specs}
-    assert {c for c, _ in splits} == {c for c, _ in rk.XENT_CLUSTER_SPLITS} and set(rk.XENT_CLUSTER_SPLITS) <= splits
+    assert {c for c, _ in splits} == {c for c, _ in rk.XENT_CLUSTER_SPLITS} and set(
+        rk.XENT_CLUSTER_SPLITS
+    ) <= splits
     assert {i for _, i in splits} == set(rk.XENT_CLUSTER_ITEMS)
     registers: dict[tuple, dict[int, int]] = {}
     for r in codegen.compile_all(("sm_90",), specs):
@@ -88,7 +92,9 @@ def test_the_cluster_kernels_compile_for_sm90_without_spills_within_four_blocks_
         per_sm = 4 if constants["ITEMS"] <= 8 else 2  # blocks sharing an SM's 64K registers
         assert r.resources is None or r.resources.registers * rk.XENT_CLUSTER_THREADS * per_sm <= 65536, name
         if r.resources is not None:
-            registers.setdefault((r.spec.dtype, constants["CLUSTER"]), {})[constants["ITEMS"]] = r.resources.registers
+            registers.setdefault((r.spec.dtype, constants["CLUSTER"]), {})[constants["ITEMS"]] = (
+                r.resources.registers
+            )
         assert ".local" not in ptx and "st.global.v4.b32" in ptx, name
         # x through the coherent path, 16 bytes a load: grad may be x itself (inplace)
         assert "ld.global.v4.u32" in ptx and "ld.global.nc.v4" not in ptx, name
