@@ -189,21 +189,16 @@ def _plan(direction: str, cfg, rows: list[torch.Tensor], dtype: str, device_id: 
         direction, N, dtype, vec, device, same
     )
     if plan is not None:
-        return (
-            plan.spec,
-            plan.grid(M),
-            plan.block,
-            plan.shared_mem,
-            tuple((ctypes.c_int32, e) for e in plan.extra),
-        )
+        last = tuple((ctypes.c_int32, e) for e in plan.extra)
+        return plan.spec, plan.grid(M), plan.block, plan.shared_mem, last
     kernel = "log_softmax_forward" if direction == "fwd" else "log_softmax_backward"
     staged = rk.staged_packs(N, dtype, cfg, rk.stage_room(device_id))
-    spec = rk.log_softmax_spec(kernel, dtype, cfg)
+    shared = staged * cfg.vec * rk.ITEMSIZE[dtype]
     return (
-        spec,
+        rk.log_softmax_spec(kernel, dtype, cfg),
         min(M, rk.MAX_GRID),
         cfg.threads,
-        staged * cfg.vec * rk.ITEMSIZE[dtype],
+        shared,
         ((ctypes.c_int32, staged),),
     )
 

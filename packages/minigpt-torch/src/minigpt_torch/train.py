@@ -42,9 +42,7 @@ class TorchTrainResult:
     losses: list[float]  # the global batch's mean loss per step
     val_losses: dict[int, float]
     seconds: float
-    tokens_per_s: (
-        float  # the training steps after the first (which compiles and loads kernels), validation excluded
-    )
+    tokens_per_s: float  # the steps after the first (it compiles), validation excluded
     rank: int
     world_size: int
     loss_impl: str = "torch"  # what computed the loss: "fused" (kernels_triton) or "torch"
