@@ -140,7 +140,18 @@ def test_experiment_rerun_on_its_device_replaces_every_output(fake_registry, rep
     assert listing(exp) == ["README.md", "bench.py", "cpu", "h100"]
 
 
-def test_an_interrupted_experiment_run_leaves_the_committed_results(fake_registry, repo, monkeypatch):
+def _import_interrupted():
+    """What a SIGINT during a C extension's initialisation raises (matplotlib's `_image`)."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as exc:
+        raise ImportError("initialization failed") from exc
+
+
+@pytest.mark.parametrize("ctrl_c", ["plain", "inside-an-import"])
+def test_an_interrupted_experiment_run_leaves_the_committed_results(
+    fake_registry, repo, monkeypatch, ctrl_c, capsys
+):
     from labtools import job
 
     exp = experiment(repo)
@@ -151,11 +162,15 @@ def test_an_interrupted_experiment_run_leaves_the_committed_results(fake_registr
 
     def interrupted(cfg, log=None):
         (cfg.out / "sweep_softmax.json").write_text("half a new sweep")
-        raise KeyboardInterrupt
+        if ctrl_c == "plain":
+            raise KeyboardInterrupt
+        _import_interrupted()
 
     monkeypatch.setattr(job, "run", interrupted)
     monkeypatch.chdir(repo)
+    monkeypatch.delenv("LAB_DEBUG", raising=False)
     assert main(["run", "--experiment", "24", "--device", "cpu"]) == 130
+    assert capsys.readouterr().err.strip().endswith("lab run: interrupted")
     assert snapshot(exp) == before
     assert listing(exp) == ["README.md", "bench.py", "cpu", "h100"]
 

@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # exits 2 with one line on a bad argument
     args.command_line = shlex.join(["lab", *argv])  # recorded in every file a command writes
     debug = args.debug or debug_wanted([])
-    from labtools.runs import OutputError
+    from labtools.runs import OutputError, interrupted
 
     try:
         return int(importlib.import_module(args._module).main(args) or 0)
@@ -242,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"lab {args.command}: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    except KeyboardInterrupt:
-        if debug:
+    except BaseException as exc:
+        if debug or not interrupted(exc):
             raise
         print(f"lab {args.command}: interrupted", file=sys.stderr)
         return 130

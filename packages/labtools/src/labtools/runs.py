@@ -148,12 +148,23 @@ class Run:
         # A run that ends by an exception (a bug, Ctrl-C) still says so in its run.json,
         # so `lab runs` shows it and nobody mistakes its files for a finished run's.
         if exc_type is not None and self._lock_fd is not None:
-            status = (
-                "interrupted" if issubclass(exc_type, KeyboardInterrupt) else f"error: {exc_type.__name__}"
-            )
+            status = "interrupted" if interrupted(exc) else f"error: {exc_type.__name__}"
             with contextlib.suppress(Exception):
                 self.finish(device=None, status=status, exit_status=130 if status == "interrupted" else 1)
         self.close()
+
+
+def interrupted(exc: BaseException | None) -> bool:
+    """Whether `exc` is a Ctrl-C or was raised by one: a SIGINT that lands while a C
+    extension initialises (matplotlib's `_image`) surfaces as an ImportError whose cause
+    is the KeyboardInterrupt."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
