@@ -126,6 +126,9 @@ FAMILY_CASES = {  # name: (op, direction, N, dtype)
     "cross_entropy 140000 fp32": ("cross_entropy", "fwd", 140000, "float32"),
     "log_softmax fwd 262144 bf16": ("log_softmax", "fwd", 262144, "bfloat16"),
     "cross_entropy 200000 fp16": ("cross_entropy", "fwd", 200000, "float16"),
+    "log_softmax fwd 50257 fp32, head and tail": ("log_softmax", "fwd", 50257, "float32"),
+    "log_softmax bwd 70001 bf16, head and tail": ("log_softmax", "bwd", 70001, "bfloat16"),
+    "log_softmax bwd 262144 fp32": ("log_softmax", "bwd", 262144, "float32"),
 }
 
 
@@ -150,7 +153,7 @@ def test_the_family_kernels_hold_their_chunk_without_spilling(without_interprete
         assert counts.get("LDG.E.128", 0) > 0 and counts.get("STG.E.128", 0) > 0, (case, counts)
         assert counts["registers"] <= 160 and counts["stack"] == 0, (case, counts)
     for case, (op, direction, n, dtype) in FAMILY_CASES.items():
-        if n > 131072:
+        if n > 131072 and direction == "fwd":
             threads = cluster.kernel_for(direction, n, getattr(torch, dtype), 0, op)[1]["THREADS"]
             per_sm = 2 if dtype == "float32" else 3
             assert found[case]["registers"] * threads * per_sm <= 65536, (case, found[case], threads)

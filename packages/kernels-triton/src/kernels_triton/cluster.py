@@ -19,13 +19,13 @@ import triton
 import triton.language as tl
 
 from kernels_triton import dsmem as D
-from kernels_triton.configs import DTYPES, INTERPRET, next_pow2
+from kernels_triton.configs import DTYPES, INTERPRET, ROW_SHAPES, next_pow2
 from kernels_triton.kernels import LOG2E
 from kernels_triton.xent_cluster import cluster_xent_kernel
 from kernels_triton.xent_rows import exp
 
 MAX_CLUSTER = 16
-MIN_COLS, MAX_COLS, MIN_ODD_16BIT_COLS = 32768, 16384 * MAX_CLUSTER, 16385
+MIN_COLS, MAX_COLS, MIN_ODD_16BIT_COLS = 32768, 16384 * MAX_CLUSTER, ROW_SHAPES[2][0] + 1
 
 
 @functools.cache
@@ -57,9 +57,9 @@ def blocks(n_cols: int, chunk: int) -> int:
 
 def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device,
             min_cols: int = MIN_COLS) -> bool:  # fmt: skip
-    """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90. min_cols:
-    the softmax's MIN_COLS, but MIN_ODD_16BIT_COLS for 16-bit rows not whole 16-byte packs (the tiles move
-    them two bytes an access); the family's, the first row too long for a program's registers (choose())."""
+    """Whether a launch goes to the cluster kernel (launch.route): N and dtype alone, on sm_90. min_cols: the
+    softmax's MIN_COLS, but for 16-bit rows not whole 16-byte packs (the tiles move them two bytes an access)
+    MIN_ODD_16BIT_COLS; the family's, that bound: the first row too long for a program's registers (choose())."""
     if INTERPRET or device.type != "cuda" or dtype not in DTYPES or n_rows < 1:
         return False
     min_cols = min(min_cols, MIN_ODD_16BIT_COLS) if dtype.itemsize == 2 and n_cols % 8 else min_cols
@@ -178,10 +178,9 @@ def cluster_fwd_kernel(
     if VEC > 0:
         y_body = y_ptr + tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
         tl.store(y_body, y.to(y_ptr.dtype.element_ty), mask=in_body)
-        if LOG:
-            y_edges = (x_edges - m_row) - tl.log(s_row)
-        else:
-            y_edges = tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
+        y_edges = (
+            (x_edges - m_row) - tl.log(s_row) if LOG else tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
+        )
         tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
     elif NEEDS_MASK:
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
@@ -190,10 +189,11 @@ def cluster_fwd_kernel(
 
 
 @triton.jit
-def _packed_sum(v, THREADS: tl.constexpr, PACK: tl.constexpr):
-    """A chunk's sum in dsmem.partial's layout: a pack, the thread's R packs, then across threads, so no thread
-    adds its R * PACK values in one sequence (the log backward's sum of dy would be no better than torch's)."""
-    v3 = tl.reshape(v, [v.shape[0] // (THREADS * PACK), THREADS, PACK])
+def _packed_sum(v, THREADS: tl.constexpr):
+    """A chunk's fp32 sum in dsmem.partial's layout: a 16-byte pack, the thread's R packs, then across threads,
+    so no thread adds all its values in one sequence (the log backward's sum of dy would be no better than torch's)."""
+    pack: tl.constexpr = 128 // v.dtype.primitive_bitwidth
+    v3 = tl.reshape(v.to(tl.float32), [v.shape[0] // (THREADS * pack), THREADS, pack])
     return tl.sum(tl.sum(tl.sum(v3, 2), 0), 0)
 
 
@@ -217,9 +217,7 @@ def cluster_bwd_kernel(
         y_edges = tl.load(y_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
         dy_edges = tl.load(dy_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
         if LOG:
-            d = _packed_sum(dy.to(tl.float32), THREADS, 128 // dy.dtype.primitive_bitwidth) + tl.sum(
-                dy_edges, axis=0
-            )
+            d = _packed_sum(dy, THREADS) + tl.sum(dy_edges, axis=0)
         else:
             d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0) + tl.sum(y_edges * dy_edges, axis=0)
     else:
@@ -228,7 +226,7 @@ def cluster_bwd_kernel(
         y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0)
         dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0)
         if LOG:
-            d = _packed_sum(dy.to(tl.float32), THREADS, 128 // dy.dtype.primitive_bitwidth)
+            d = _packed_sum(dy, THREADS)
         else:
             d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
     _, d_all = D.exchange(0.0, d, slot_base, rank, C, SLOTS)  # the sums as s: unused slots add 0

@@ -27,6 +27,8 @@ LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows; for short rows, up to 8 
 # The looped path with L2 hints: the block and warp counts at which it was fastest in the tune.
 HINTED = ((2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16), (8192, 32))
 WARP_ROWS_MAX_PACKS, WARP_ROWS_WARPS = 8, 4  # a warp a row: packs of 16 bytes a lane at most; rows a program
+# The family's rows by bytes an element: (longest held in registers, unspilled; looped 16 KB BLOCK, its warps)
+ROW_SHAPES = {2: (16384, 8192, 16), 4: (8192, 4096, 16), 8: (4096, 2048, 16)}
 # Little's law: an SM keeps bandwidth x FLIGHT_S / SMs bytes of loads in flight to stream at the memory's
 # rate. FLIGHT_S: what the looped grid's 32 KB an SM, tuned on an H100 (132 SMs, 3.35 TB/s HBM3), implies.
 FLIGHT_S = 32 * 1024 * 132 / (2 * 2619e6 * 5120 / 8)

@@ -18,7 +18,7 @@ import math
 import torch
 
 from kernels_triton.cluster import exchange_metadata
-from kernels_triton.configs import INTERPRET
+from kernels_triton.configs import INTERPRET, ROW_SHAPES
 from kernels_triton.launch import launcher
 
 MAX_LAUNCHERS = 1024  # compiled specialisations kept; past that the table starts again
@@ -71,12 +71,6 @@ def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, max
             return launch(kernel, grid, args, num_warps, cluster, maxnreg, **constexprs)
     c(grid, 1, 1, torch._C._cuda_getCurrentRawStream(device), function, coop, pdl, meta,
       None, None, None, None, None, annotations, signature, flat)  # fmt: skip
-
-
-# (largest row held whole in registers, looped BLOCK, num_warps of the looped path) by storage
-# bytes per element. A row in registers costs next_pow2(N) fp32 values over the program's
-# threads; past these it would spill. The looped BLOCK reads 16 KB of the row per step.
-ROW_SHAPES = {2: (16384, 8192, 16), 4: (8192, 4096, 16), 8: (4096, 2048, 16)}
 
 
 def align(n: int, rows: list[torch.Tensor]) -> int:
