@@ -197,6 +197,21 @@ def test_rows_the_softmax_holds_in_registers_take_its_kernels_with_the_log_epilo
     assert ls.registers_plan("fwd", 600, "float64", 2, H100) is None
 
 
+def test_the_log_softmax_plans_leave_the_softmax_picks_record_alone():
+    """registers_plan and cluster_plan ask which kernel the softmax's auto plan runs without noting
+    it in picks.USED, the record of the softmax's own plans that its run manifests carry."""
+    from kernels_cuda import picks
+    from kernels_cuda.launch_types import H100
+
+    picks.USED.clear()
+    ls.registers_plan.cache_clear()
+    ls.cluster_plan.cache_clear()
+    for direction in ("fwd", "bwd"):
+        assert ls.registers_plan(direction, 1024, "bfloat16", 8, H100) is not None
+        assert ls.cluster_plan(direction, 50257, "bfloat16", 1, H100, same_offsets=True) is not None
+    assert picks.USED == {}
+
+
 # --- GPU ---------------------------------------------------------------------------------------
 
 

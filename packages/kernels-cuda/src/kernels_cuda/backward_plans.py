@@ -243,14 +243,27 @@ def row_plan(
     if variant == "cluster":
         return plan_cluster(N, dtype, vec, device, cfg, same_offsets, M) or twopass
     if variant == "auto":
-        found = picks.lookup("backward", N, dtype, device.name) if device.name else None
-        rows = found and plan_pick(found[0], N, dtype, vec, device, cfg, same_offsets, M)
-        if rows:
-            return picks.record("backward", N, dtype, device, found[1], rows)
         return picks.record(
-            "backward", N, dtype, device, "rule", _rule(N, dtype, vec, device, cfg, same_offsets, M)
+            "backward", N, dtype, device, *auto_plan(N, dtype, vec, device, cfg, same_offsets, M)
         )
     raise ValueError(f"softmax_backward: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+
+
+def auto_plan(
+    N: int,
+    dtype: str,
+    vec: int,
+    device: lt.Device,
+    cfg: BackwardConfig | None = None,
+    same_offsets: bool = False,
+    M=None,
+) -> tuple[str, RowPlan]:
+    """(source, plan) of auto for rows of N (not float64): this card's pick, else the rule. Not
+    recorded in picks.USED: the log_softmax's plans ask what the softmax would run."""
+    cfg = picks.for_card(cfg or AUTO, device)
+    found = picks.lookup("backward", N, dtype, device.name) if device.name else None
+    rows = found and plan_pick(found[0], N, dtype, vec, device, cfg, same_offsets, M)
+    return (found[1], rows) if rows else ("rule", _rule(N, dtype, vec, device, cfg, same_offsets, M))
 
 
 def _rule(

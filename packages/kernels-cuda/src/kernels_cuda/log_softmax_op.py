@@ -112,7 +112,7 @@ def registers_plan(direction: str, N: int, dtype: str, vec: int, device: Device)
     plans, kernel = (
         (softmax_plans, "softmax_fused") if direction == "fwd" else (backward_plans, "softmax_backward_fused")
     )
-    plan = plans.row_plan("auto", N, dtype, vec, device)
+    _, plan = plans.auto_plan(N, dtype, vec, device)
     return replace(plan, spec=fused_plans.with_log(plan.spec)) if plan.spec.kernel == kernel else None
 
 
@@ -135,10 +135,7 @@ def cluster_plan(
     if vec != full:  # odd rows: where the softmax goes over a cluster
         kernel = "softmax_cluster" if direction == "fwd" else "softmax_backward_cluster"
         plans = softmax_plans if direction == "fwd" else backward_plans
-        if (
-            not same_offsets
-            or plans.row_plan("auto", N, dtype, vec, device, None, True).spec.kernel != kernel
-        ):
+        if not same_offsets or plans.auto_plan(N, dtype, vec, device, None, True)[1].spec.kernel != kernel:
             return None
     if direction == "bwd":  # dy in shared memory: held in registers, exp(y) beside it spills
         cfg = replace(picks.for_card(backward_plans.AUTO, device), cluster_dy_in_registers=False)

@@ -1,6 +1,7 @@
 """The forward's plan table: which kernel a (variant, N, dtype, layout, device) runs, and how.
 
     row_plan(variant, N, dtype, vec, device, cfg, same_offsets, M=None) -> RowPlan
+    auto_plan(N, dtype, vec, device, cfg, same_offsets, M=None) -> (source, RowPlan), unrecorded
     plan(variant, M, N, dtype, vec, device, cfg, same_offsets, batch_invariant=True) -> Launch
 
 Batch invariance: by default a plan is made once per (N, dtype, layout) and serves every row
@@ -127,14 +128,27 @@ def row_plan(
     if variant == "v4_online":
         return plan_online(dtype, vec)
     if variant == "auto":
-        found = picks.lookup("forward", N, dtype, device.name) if device.name else None
-        rows = found and plan_pick(found[0], N, dtype, vec, device, cfg, same_offsets, M)
-        if rows:
-            return picks.record("forward", N, dtype, device, found[1], rows)
         return picks.record(
-            "forward", N, dtype, device, "rule", _rule(N, dtype, vec, device, cfg, same_offsets, M)
+            "forward", N, dtype, device, *auto_plan(N, dtype, vec, device, cfg, same_offsets, M)
         )
     raise ValueError(f"softmax: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+
+
+def auto_plan(
+    N: int,
+    dtype: str,
+    vec: int,
+    device: Device,
+    cfg: AutoConfig | None = None,
+    same_offsets: bool = False,
+    M=None,
+) -> tuple[str, RowPlan]:
+    """(source, plan) of auto for rows of N (not float64): this card's pick, else the rule. Not
+    recorded in picks.USED: the log_softmax's plans ask what the softmax would run."""
+    cfg = picks.for_card(cfg or AUTO, device)
+    found = picks.lookup("forward", N, dtype, device.name) if device.name else None
+    rows = found and plan_pick(found[0], N, dtype, vec, device, cfg, same_offsets, M)
+    return (found[1], rows) if rows else ("rule", _rule(N, dtype, vec, device, cfg, same_offsets, M))
 
 
 def _rule(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig, same_offsets: bool, M) -> RowPlan:
