@@ -4,7 +4,7 @@ import io
 import json
 
 import pytest
-from labtools import job, manifest
+from labtools import job, manifest, run_report
 from labtools.cli import main
 from labtools.registry import Check
 from labtools.sweep import Sweep
@@ -116,14 +116,14 @@ def test_lab_run_exits_zero_when_everything_passes(fake_registry, tmp_path, monk
 def test_headline_skips_unstable_figures(synthetic_sweep):
     s = synthetic_sweep(shapes=((512, 600),), dtypes=("float32",))
     fastest = min((r for r in s.records if r.ref != r.impl), key=lambda r: r.median_us)
-    lines = job.headline(s.records, {"softmax": s})
+    lines = run_report.headline(s.records, {"softmax": s})
     assert fastest.label in lines[0] and "x F.softmax" in lines[0]
     fastest.unstable, fastest.unstable_why = True, "device time IQR 30% of the median > 10%"
-    lines = job.headline(s.records, {"softmax": s})
+    lines = run_report.headline(s.records, {"softmax": s})
     assert fastest.label not in lines[0]
     assert "1 of 7 figures unstable" in lines[-1]
     s.records[0].unstable, s.records[0].unstable_why = True, "call time IQR 50% of the median > 10%"
-    assert "no ratio headlined" in job.headline(s.records, {})[0]
+    assert "no ratio headlined" in run_report.headline(s.records, {})[0]
 
 
 def test_run_checks_records_failures_errors_and_skips():
