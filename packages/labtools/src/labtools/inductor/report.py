@@ -74,7 +74,7 @@ def _shape(rec: dict) -> str:
 
 
 def _rerun(device: str) -> str:
-    where = "on the H100" if device == "cuda" else "on a CPU machine"
+    where = "on a GPU machine" if device == "cuda" else "on a CPU machine"
     return f"not recorded yet: run `lab inductor experiment --out <this folder> --device {device}` {where}"
 
 
