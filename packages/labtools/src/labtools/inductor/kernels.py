@@ -10,7 +10,8 @@ each memory access into an `Access` (which pointer, which index expression).
 
 Nothing here imports torch: it reads text.
 
-The C++ and Triton readers share `Step`, `Access` and the operand grammar.
+The Triton reader is here; the C++ one, in kernels_cpp.py, shares `Step`, `Access` and the
+operand grammar (split_top, call_args, classify).
 """
 
 from __future__ import annotations
@@ -284,7 +285,7 @@ def read_triton(src: str) -> Body:
             continue
         if line.startswith(("tl.store(", "tl.atomic_add(")):
             args, _ = call_args(line, line.index("("))
-            ptr, index = _ptr_index(args[0])
+            ptr, index = ptr_index(args[0])
             mask = args[2] if len(args) > 2 and "=" not in args[2] else None
             body.stores.append(Access("store", ptr, index, args[1], lineno, line, mask))
             continue
@@ -312,7 +313,7 @@ def read_triton(src: str) -> Body:
         body.steps.append(Step(var, op, is_red, uses, lineno, line))
         if op == "load":
             args, _ = call_args(rhs, rhs.index("("))
-            ptr, index = _ptr_index(args[0])
+            ptr, index = ptr_index(args[0])
             mask = args[1] if len(args) > 1 and "=" not in args[1] else None
             body.loads.append(Access("load", ptr, index, var, lineno, line, mask))
         if is_red:
@@ -336,113 +337,7 @@ def read_triton(src: str) -> Body:
     return body
 
 
-def _ptr_index(arg: str) -> tuple[str, str]:
+def ptr_index(arg: str) -> tuple[str, str]:
     """`in_ptr0 + (r0_1 + 600*x0)` -> (`in_ptr0`, `r0_1 + 600*x0`)."""
     ptr, sep, index = arg.partition(" + ")
     return ptr.strip(), strip_parens(index) if sep else "0"
-
-
-# --- C++ ---------------------------------------------------------------------------
-
-_CPP_LOOP = re.compile(r"for\s*\(\s*int64_t (\w+)\s*=\s*(.+?);\s*\1\s*<\s*(.+?);\s*\1\s*\+=\s*(.+?)\)\s*$")
-
-
-def read_cpp(src: str) -> Body:
-    body = Body("cpp")
-    m = re.search(r'extern "C"[^(]*\(([^)]*)\)', src, re.S)
-    if m:
-        for p in split_top(" ".join(m.group(1).split())):
-            ctype, _, name = p.rpartition(" ")
-            body.params.append(Param(name, param_role(name), ctype.strip()))
-    prev = ""
-    pending_red: dict[str, Reduction] = {}
-    for lineno, raw in enumerate(src.splitlines(), 1):
-        line, text = simplify_cpp(raw.strip()), raw.strip()
-        if not line:
-            continue
-        if m := _CPP_LOOP.match(line):
-            var, start, end, step = m.groups()
-            body.loops.append(Loop(var, start, end, step, prev.startswith("#pragma omp for"), lineno))
-        elif m := re.match(r"auto (\w+) = (\w+);$", line):
-            body.aliases[m.group(1)] = m.group(2)
-        elif m := re.match(
-            r"std::unique_ptr<(\w+) \[\]> buf_(\w+) = std::make_unique<\w+ \[\]>\((.+)\);$", line
-        ):
-            body.local_buffers.append(LocalBuffer(m.group(2), m.group(1), m.group(3), lineno))
-        elif m := re.match(r"(?:[\w:<>, ]+ )?(tmp_acc\d+(?:_vec)?) = (.+);$", line):
-            _cpp_reduction_line(
-                body,
-                pending_red,
-                m.group(1),
-                m.group(2),
-                lineno,
-                text,
-                declared=" " in line.split("=")[0].strip(),
-            )
-        elif m := re.match(r"auto (tmp\d+) = (.+);$", line):
-            var, rhs = m.groups()
-            op, _ = classify(rhs)
-            if re.match(r"\w+\[.+\]$", rhs):  # scalar load: in_ptr0[x0]
-                op = "load"
-            body.steps.append(Step(var, op, False, TEMP.findall(rhs), lineno, text))
-            if op == "load":
-                body.loads.append(_cpp_load(rhs, var, lineno, text))
-        elif m := re.match(r"(\w+)\.store\((.+)\);$", line):
-            args = split_top(m.group(2))
-            ptr, index = _ptr_index(args[0])
-            lanes = int(args[1]) if len(args) > 1 and args[1].isdigit() else None
-            body.stores.append(Access("store", ptr, index, m.group(1), lineno, text, lanes=lanes))
-        elif m := re.match(r"(\w+)\[(.+)\] = (.+);$", line):
-            value = TEMP.findall(m.group(3))
-            body.stores.append(
-                Access(
-                    "store",
-                    m.group(1),
-                    strip_parens(m.group(2)),
-                    value[0] if value else m.group(3),
-                    lineno,
-                    text,
-                )
-            )
-        prev = line
-    return body
-
-
-def _cpp_load(rhs: str, var: str, lineno: int, line: str) -> Access:
-    if m := re.match(r"(\w+)\[(.+)\]$", rhs):
-        return Access("load", m.group(1), strip_parens(m.group(2)), var, lineno, line)
-    args, _ = call_args(rhs, rhs.index("("))
-    ptr, index = _ptr_index(args[0])
-    lanes = int(args[1]) if len(args) > 1 and args[1].isdigit() else None
-    return Access("load", ptr, index, var, lineno, line, lanes=lanes)
-
-
-def _cpp_reduction_line(
-    body: Body, pending: dict, acc: str, rhs: str, lineno: int, line: str, declared: bool
-) -> None:
-    """C++ reductions: `float tmp_acc0 = -inf;` opens one, `tmp_acc0_vec = maximum(tmp_acc0_vec, tmp0)`
-    accumulates, `tmp_acc0 = max_propagate_nan(tmp_acc0, vec_reduce_all(...))` folds the lanes."""
-    scalar = acc.removesuffix("_vec")
-    if declared:
-        if scalar not in pending or acc == scalar:
-            pending[scalar] = Reduction("?", scalar, acc, [lineno], looped=True)
-            body.reductions.append(pending[scalar])
-        else:
-            pending[scalar].lines.append(lineno)
-        return
-    red = pending.get(scalar)
-    if red is None:
-        return
-    red.lines.append(lineno)
-    if red.op == "?":
-        op, _ = classify(rhs)
-        red.op = {
-            "maximum": "max",
-            "max_propagate_nan": "max",
-            "minimum": "min",
-            "min_propagate_nan": "min",
-            "add": "sum",
-            "mul": "prod",
-        }.get(op, op)
-    uses = [u for u in TEMP.findall(rhs) if u.removesuffix("_vec") != scalar]
-    body.steps.append(Step(acc, red.op, True, uses, lineno, line))

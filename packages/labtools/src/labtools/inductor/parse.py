@@ -29,7 +29,8 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from labtools.inductor.kernels import Body, call_args, read_cpp, read_triton, split_top
+from labtools.inductor.kernels import Body, call_args, read_triton, split_top
+from labtools.inductor.kernels_cpp import read_cpp
 
 # Post-grad FX nodes that only reshape or reindex: they become index arithmetic, not code.
 VIEW_OPS = set(
