@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from labtools import bench, sweep
+from labtools import accuracy, bench, sweep
 from labtools.ceilings import Ceilings
 from labtools.ops import softmax_ref, tolerance
 from labtools.progress import Progress, clock_str
@@ -151,16 +151,39 @@ def test_check_output_uses_the_dtype_tolerance():
     impl = Implementation(abs, "softmax", "t.check", "numpy", "c", device="cpu")
     x = np.random.default_rng(1).standard_normal((40, 33)).astype(np.float32)
     good = softmax_ref(x).astype(np.float32)
-    assert sweep.check_output(impl, (x,), good, "float32", 4) is None
+    assert accuracy.check_output(impl, (x,), good, "float32", 4) is None
     off = good.copy()
     off[-2, 5] *= 1 + 100 * tolerance("float32")["rtol"]  # in a row near the end
-    assert "row 38, column 5" in sweep.check_output(impl, (x,), off, "float32", 4)
+    assert "row 38, column 5" in accuracy.check_output(impl, (x,), off, "float32", 4)
     off[-2, 5] = good[-2, 5] * (1 + 0.5 * tolerance("float32")["rtol"])  # within tolerance
-    assert sweep.check_output(impl, (x,), off, "float32", 4) is None
+    assert accuracy.check_output(impl, (x,), off, "float32", 4) is None
     off = good.copy()
     off[4:36] = np.nan  # every middle row unwritten: the random sample between the ends sees it
-    assert "wrong result: 132 of" in sweep.check_output(impl, (x,), off, "float32", 4)  # 4 rows x 33
-    assert "shape" in sweep.check_output(impl, (x,), good[:, :-1], "float32", 4)
+    assert "wrong result: 132 of" in accuracy.check_output(impl, (x,), off, "float32", 4)  # 4 rows x 33
+    assert "shape" in accuracy.check_output(impl, (x,), good[:, :-1], "float32", 4)
+
+
+def test_check_output_allows_twice_the_references_own_error():
+    """The torch op is the contract: an element beyond the dtype's tolerance passes within twice
+    the reference's largest error on the same rows (bf16 F.cross_entropy's gradient on a CPU
+    falls outside bf16's stated tolerance at rows of 600); the reference itself passes; a wrong
+    NaN widens nothing."""
+    impl = Implementation(abs, "softmax", "t.check", "numpy", "c", device="cpu")
+    x = np.random.default_rng(2).standard_normal((40, 600)).astype(np.float32)
+    good = softmax_ref(x)
+    ref = good.copy()
+    ref[1, 7] += 1e-3  # the reference's own error, well past bf16's tolerance
+    err = accuracy.reference_error(impl, (x,), ref, 4)
+    assert err == pytest.approx(1e-3)
+    assert accuracy.check_output(impl, (x,), ref, "bfloat16", 4, err) is None
+    assert "wrong result" in accuracy.check_output(impl, (x,), ref, "bfloat16", 4)  # without it
+    ours = good.copy()
+    ours[-1, 3] += 1.9e-3
+    assert accuracy.check_output(impl, (x,), ours, "bfloat16", 4, err) is None
+    ours[-1, 3] += 0.2e-3  # past twice the reference's error
+    assert "row 39, column 3" in accuracy.check_output(impl, (x,), ours, "bfloat16", 4, err)
+    ref[2, 0] = np.nan
+    assert accuracy.reference_error(impl, (x,), ref, 4) == 0.0
 
 
 def test_make_inputs_gives_backward_a_softmax_output():

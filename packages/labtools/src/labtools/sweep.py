@@ -8,8 +8,9 @@ one op on one device, at every shape and dtype, timed by `labtools.bench`.
 - Before it is timed, each implementation's output is compared with the op's float64
   NumPy reference on its first and last rows and a random sample between them (the
   ops are row-wise, so a row subset is an exact check) at the tolerance stated for the
-  dtype. A wrong or crashing implementation is listed as failed and not timed: a fast
-  wrong kernel has no time.
+  dtype, or within twice the reference's own error on the same input (`labtools.accuracy`).
+  A wrong or crashing implementation is listed as failed and not timed: a fast wrong
+  kernel has no time.
 - Implementations that do not offer a dtype, or whose `supports` rejects a shape, are
   skipped and listed with the reason (and the limit, from ``meta["limits"]``). A peer
   (another project's kernel, `labtools.peers`) that raises at a shape is listed as
@@ -24,12 +25,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from labtools import bench, peers, registry
+from labtools.accuracy import check_output, reference_error
 from labtools.atomic import atomic_write_text
 from labtools.ceilings import Ceilings
-from labtools.ops import tolerance
 from labtools.progress import Progress
 from labtools.registry import Implementation
 
@@ -209,42 +208,6 @@ def plan(config: SweepConfig, impls: list[Implementation]) -> tuple[list[Run], l
     return todo, skipped
 
 
-# --- checking an output ------------------------------------------------------------
-
-
-def _rows_f64(a, rows: list[int]) -> np.ndarray:
-    """Rows of a NumPy, torch or CuPy array, on the host in float64."""
-    part = a[rows]
-    if hasattr(part, "float"):  # torch: through fp32, as bf16 has no NumPy dtype
-        part = part.float().cpu().numpy()
-    elif hasattr(part, "get"):  # CuPy
-        part = part.get()
-    return np.asarray(part, dtype=np.float64)
-
-
-def check_output(impl: Implementation, inputs: tuple, output, dtype: str, rows_each_end: int) -> str | None:
-    """None when `output` matches the op's float64 reference at the dtype's tolerance on
-    the first and last `rows_each_end` rows (where tail and grid-edge bugs show) and as
-    many rows drawn at random between them; otherwise what is wrong."""
-    if tuple(output.shape) != tuple(inputs[0].shape):
-        return f"output shape {tuple(output.shape)} != input shape {tuple(inputs[0].shape)}"
-    m = output.shape[0]
-    k = min(rows_each_end, m)
-    middle = range(k, max(k, m - k))
-    picked = np.random.default_rng(m).choice(len(middle), size=min(k, len(middle)), replace=False)
-    rows = sorted(set(range(k)) | set(range(max(k, m - k), m)) | {middle[i] for i in picked})
-    want = impl.op_model.reference(*(_rows_f64(a, rows) for a in inputs))
-    got = _rows_f64(output, rows)
-    bad = ~np.isclose(got, want, equal_nan=True, **tolerance(dtype))
-    if not bad.any():
-        return None
-    r, c = np.argwhere(bad)[0]
-    return (
-        f"wrong result: {int(bad.sum())} of {bad.size} checked elements off the float64 reference "
-        f"(first at row {rows[r]}, column {c}: {got[r, c]!r} vs {want[r, c]!r}; {tolerance(dtype)})"
-    )
-
-
 # --- running -----------------------------------------------------------------------
 
 
@@ -281,12 +244,16 @@ def run_sweep(
     # passed are timed in turns (bench.time_in_turns).
     for (shape, dtype), point in itertools.groupby(todo, key=lambda run: (run[1], run[2])):
         ready: list[tuple[Implementation, list[tuple]]] = []
+        ref_err = 0.0  # the reference's own error at this point (it runs first: select())
         for impl, _, _ in point:
             progress.step(f"{impl.name} {shape_str(shape)} {dtype}")
             try:
                 inputs = bench.make_inputs(impl, shape, dtype, seed=config.seed)
-                problem = check_output(impl, inputs, impl.fn(*inputs), dtype, config.check_rows)
-                del inputs
+                output = impl.fn(*inputs)
+                if impl.is_reference:
+                    ref_err = reference_error(impl, inputs, output, config.check_rows)
+                problem = check_output(impl, inputs, output, dtype, config.check_rows, ref_err)
+                del inputs, output
                 if problem is None:
                     ready.append((impl, bench.input_sets(impl, shape, dtype, config.seed)))
                 else:
