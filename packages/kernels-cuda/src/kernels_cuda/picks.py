@@ -123,6 +123,14 @@ def lookup(direction: str, N: int, dtype: str, gpu: str) -> tuple[str, str] | No
     return None
 
 
+def pick_or_rule(direction: str, N: int, dtype: str, device: Device, from_label, rule) -> tuple[str, RowPlan]:
+    """(source, plan) of auto for rows of N: from_label(this card's pick) where a pick is found
+    and can serve the rows, else ("rule", rule()). Not recorded in USED (`record` does that)."""
+    found = lookup(direction, N, dtype, device.name) if device.name else None
+    rows = found and from_label(found[0])
+    return (found[1], rows) if rows else ("rule", rule())
+
+
 def record(direction: str, N: int, dtype: str, device: Device, source: str, rows: RowPlan) -> RowPlan:
     """Note in USED where the plan of rows of N came from; returns `rows`."""
     if len(USED) >= 4096:

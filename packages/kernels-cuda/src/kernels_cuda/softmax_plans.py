@@ -146,9 +146,14 @@ def auto_plan(
     """(source, plan) of auto for rows of N (not float64): this card's pick, else the rule. Not
     recorded in picks.USED: the log_softmax's plans ask what the softmax would run."""
     cfg = picks.for_card(cfg or AUTO, device)
-    found = picks.lookup("forward", N, dtype, device.name) if device.name else None
-    rows = found and plan_pick(found[0], N, dtype, vec, device, cfg, same_offsets, M)
-    return (found[1], rows) if rows else ("rule", _rule(N, dtype, vec, device, cfg, same_offsets, M))
+    return picks.pick_or_rule(
+        "forward",
+        N,
+        dtype,
+        device,
+        lambda label: plan_pick(label, N, dtype, vec, device, cfg, same_offsets, M),
+        lambda: _rule(N, dtype, vec, device, cfg, same_offsets, M),
+    )
 
 
 def _rule(N: int, dtype: str, vec: int, device: Device, cfg: AutoConfig, same_offsets: bool, M) -> RowPlan:
