@@ -150,25 +150,31 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
       const acc_t bad = valid ? acc_t(0) : quiet_nan();  // NaN for a target out of range
       const int tj = valid ? static_cast<int>(t) : -1;       // the target as a row index (32 bits)
-      // the gradient of element j (ignored rows: 0)
-      auto g_of = [&](elem_t xv, int j) {
-        if (ignored) return from_acc(acc_t(0));
-        const acc_t prob = exp_acc(to_acc(xv) - shift) * inv_s;
-        const acc_t one_hot = j == tj ? hit : acc_t(0);
-        return from_acc((prob - off - one_hot + bad) * scale);
-      };
+      // grad = exp(x - shift) * a + b, less hit * scale at the target: one multiply-add an element
+      // past the exponential (this pass issues more instructions than the memory needs time for
+      // at 16-bit rows of a few hundred columns), the target's term only in its pack.
+      const acc_t a = inv_s * scale, b = (bad - off) * scale, hit_scaled = hit * scale;
+      auto g_of = [&](elem_t xv) { return exp_acc(to_acc(xv) - shift) * a + b; };
       auto g_pack = [&](const Pack<VEC>& v, int p) {
         Pack<VEC> g;
         const int at = sp.head + p * VEC;
+        acc_t gv[VEC];
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) g.e[k] = g_of(v.e[k], at + k);
+        for (int k = 0; k < VEC; ++k) gv[k] = ignored ? acc_t(0) : g_of(v.e[k]);
+        if (static_cast<unsigned>(tj - at) < static_cast<unsigned>(VEC)) {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k)
+            if (at + k == tj) gv[k] -= hit_scaled;
+        }
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) g.e[k] = from_acc(gv[k]);
         put_pack(gr, at, g, packed);
       };
 #pragma unroll
       for (int k = 0; k < EXTRA; ++k) {
         if (!e_in[k]) continue;
         const int j = extra_index(sp, lane + k * TPR, VEC);
-        gr[j] = g_of(e[k].e[0], j);
+        gr[j] = from_acc(ignored ? acc_t(0) : g_of(e[k].e[0]) - (j == tj ? hit_scaled : acc_t(0)));
       }
       if constexpr (!STEPS) {
 #pragma unroll
