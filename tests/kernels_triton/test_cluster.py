@@ -124,6 +124,8 @@ FAMILY_CASES = {  # name: (op, direction, N, dtype)
     "cross_entropy 256000 bf16": ("cross_entropy", "fwd", 256000, "bfloat16"),
     "log_softmax fwd 200000 fp32": ("log_softmax", "fwd", 200000, "float32"),
     "cross_entropy 140000 fp32": ("cross_entropy", "fwd", 140000, "float32"),
+    "cross_entropy 151936 bf16": ("cross_entropy", "fwd", 151936, "bfloat16"),
+    "cross_entropy 180001 fp32, head and tail": ("cross_entropy", "fwd", 180001, "float32"),
     "log_softmax fwd 262144 bf16": ("log_softmax", "fwd", 262144, "bfloat16"),
     "cross_entropy 200000 fp16": ("cross_entropy", "fwd", 200000, "float16"),
     "log_softmax fwd 50257 fp32, head and tail": ("log_softmax", "fwd", 50257, "float32"),
@@ -206,8 +208,37 @@ def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
     for op in ("softmax", "log_softmax", "cross_entropy"):
         for direction in ("fwd", "bwd"):
             meta = cluster.kernel_for(direction, n, torch.float32, 0, op)[1]
+            if op == "cross_entropy" and direction == "fwd" and n > 131072:
+                continue  # two tiles: the test below
             assert (meta["CHUNK"], meta["C"]) == (chunk, c), (op, direction, meta)
             assert meta["SLOTS"] == 1 << (c - 1).bit_length()
+
+
+@pytest.mark.parametrize(
+    "n, tiles",
+    [
+        (131072, (8192, 0)),
+        (131073, (8192, 1024)),
+        (147456, (8192, 1024)),
+        (151936, (8192, 2048)),
+        (163841, (8192, 4096)),
+        (196608, (8192, 4096)),
+        (196609, (16384, 0)),
+        (262144, (16384, 0)),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_the_cross_entropy_forward_past_131072_takes_two_tiles_reaching_the_row(n, tiles, dtype):
+    """Past 131072 columns a cross-entropy block covers 8192 columns and a second power-of-two tile, the
+    narrowest (from a 16-byte pack a thread) whose 16 blocks reach the row's end; one tile of 16384 where
+    the second would be 8192. The row is masked exactly where the blocks' columns pass it."""
+    meta = cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")[1]
+    span = sum(tiles)
+    assert (meta["CHUNK"], meta.get("CHUNK2", 0)) == tiles and meta["C"] == 16
+    assert 16 * span >= n and meta["NEEDS_MASK"] == (n != 16 * span)
+    if tiles[1] > 1024:  # the next narrower second tile would not reach the row's end
+        assert 16 * (8192 + tiles[1] // 2) < n
+    assert tiles[1] == 0 or tiles[1] % (meta["THREADS"] * 16 // dtype.itemsize) == 0
 
 
 def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():

@@ -81,6 +81,20 @@ def packs(tensors: list[torch.Tensor]) -> int:
 # across the exchange, SMs shared so that one block's loads overlap another's exchange; each the H100's best.
 LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): (4, 128),
                    ("log_softmax", True): (8, 128), ("log_softmax", False): (8, 80)}  # fmt: skip
+# The cross-entropy forward's register cap by fp32 where its second tile is at most 2048 wide (xent_tiles): with
+# no more than 10240 columns of x held a block, fp32 three blocks share an SM and 16-bit five, unspilled.
+NARROW_XENT_CAP = {True: 80, False: 96}
+
+
+def xent_tiles(n_cols: int, chunk: int, min_tile: int) -> tuple[int, int]:
+    """(CHUNK, CHUNK2): the cross-entropy forward's block columns as two power-of-two tiles. Past 8192 *
+    MAX_CLUSTER columns a block of one 16384-wide tile would leave up to 7/16 of its lanes past the row (and
+    their registers held, so fewer blocks share an SM): 8192 and the narrowest tile of at least min_tile (a
+    16-byte pack a thread) that brings 16 blocks to the row's end; one tile where that would be 8192."""
+    if chunk <= 8192:
+        return chunk, 0
+    extra = next_pow2(max(min_tile, -(-n_cols // MAX_CLUSTER) - 8192))
+    return (8192, extra) if extra < 8192 else (chunk, 0)
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
@@ -96,6 +110,9 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     fp32 = dtype == torch.float32
     constexprs = {**sizes, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
     if op == "cross_entropy":
+        chunk, chunk2 = xent_tiles(n_cols, chunk, 32 * warps * (16 // dtype.itemsize))
+        maxnreg = NARROW_XENT_CAP[fp32] if 0 < chunk2 <= 2048 else maxnreg
+        constexprs |= {"CHUNK": chunk, "CHUNK2": chunk2, "NEEDS_MASK": n_cols != c * (chunk + chunk2)}
         return cluster_xent_kernel, {**constexprs, "THREADS": 32 * warps}, warps, maxnreg
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
         warps = 8  # the warps cover the loads' latency where few rows' clusters fill the card
@@ -141,7 +158,9 @@ def cluster_fwd_kernel(
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride
     if VEC > 0:  # the body in whole packs, the head and tail (x_edges) an element at a time
-        head, in_body, edge_cols, in_edges = D.split_row(row, x_row_stride, 0, rank, N, C, CHUNK, VEC)
+        head, _, in_body, edge_cols, in_edges = D.split_row(
+            row, x_row_stride, 0, rank, N, C, CHUNK, CHUNK, VEC
+        )
         x_body = x_ptr + tl.multiple_of(row * x_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
         x = tl.load(x_body, mask=in_body, other=float("-inf"))
         x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
@@ -209,7 +228,9 @@ def cluster_bwd_kernel(
     row = (pid // C).to(tl.int64)
     rank = pid % C
     if VEC > 0:  # equal row strides (packs): one offset serves y, dy and dx
-        head, in_body, edge_cols, in_edges = D.split_row(row, y_row_stride, 0, rank, N, C, CHUNK, VEC)
+        head, _, in_body, edge_cols, in_edges = D.split_row(
+            row, y_row_stride, 0, rank, N, C, CHUNK, CHUNK, VEC
+        )
         body = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
         y = tl.load(y_ptr + body, mask=in_body, other=0.0)
         dy = tl.load(dy_ptr + body, mask=in_body, other=0.0)

@@ -166,16 +166,17 @@ def exchange(m, s, slot_base, rank, C: tl.constexpr, SLOTS: tl.constexpr):
 
 
 @triton.jit
-def split_row(row, row_stride, off, rank, N, C: tl.constexpr, CHUNK: tl.constexpr, VEC: tl.constexpr):
+def split_row(row, row_stride, off, rank, N, C: tl.constexpr, SPAN: tl.constexpr, CHUNK: tl.constexpr,
+              VEC: tl.constexpr):  # fmt: skip
     """A row off 16-byte boundaries (cluster.packs(); off: the tensor base's offset past one, in elements) as
-    its head up to the first boundary, its body of whole packs of VEC elements that the chunks cover (a
-    block's from row * row_stride + head + rank * CHUNK), and its tail. Returns the head's length, the chunk's
-    lanes in the body, and the head's and tail's columns as 2 * VEC lanes with those the last block takes,
-    an element at a time (the other blocks none)."""
+    its head up to the first boundary, its body of whole packs of VEC elements that the blocks cover (a
+    block's SPAN columns from row * row_stride + head + rank * SPAN), and its tail. Returns the head's length,
+    the body's length, the lanes of the block's first CHUNK columns in the body, and the head's and tail's
+    columns as 2 * VEC lanes with those the last block takes, an element at a time (the other blocks none)."""
     head = (VEC - (off + row * row_stride) % VEC) % VEC
     body = tl.multiple_of((N - head) // VEC * VEC, VEC)
-    in_body = rank * CHUNK + tl.arange(0, CHUNK) < body
+    in_body = rank * SPAN + tl.arange(0, CHUNK) < body
     lanes = tl.arange(0, 2 * VEC)
     edge_cols = tl.where(lanes < VEC, lanes, head + body + lanes - VEC)
     in_edges = tl.where(lanes < VEC, lanes < head, edge_cols < N)
-    return head, in_body, edge_cols, in_edges & (rank == C - 1)
+    return head, body, in_body, edge_cols, in_edges & (rank == C - 1)

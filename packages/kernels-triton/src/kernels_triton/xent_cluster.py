@@ -21,6 +21,7 @@ def cluster_xent_kernel(
     x_ptr, t_ptr, loss_ptr, stats_ptr, g_ptr, count_ptr, M, N, x_row_stride, g_row_stride, OFF, ignore_index,
     slot_base,
     C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr, NEEDS_MASK: tl.constexpr, COMPENSATED: tl.constexpr, VEC: tl.constexpr,
+    CHUNK2: tl.constexpr,  # > 0: a second tile of the block's columns, past its first CHUNK (cluster.xent_tiles)
     THREADS: tl.constexpr,
     ALIGN: tl.constexpr, LIKE: tl.constexpr,  # xent_launch.splits(): the split follows x's rows
     WRITE_GRAD: tl.constexpr,  # also the gradient of the summed (MEAN: averaged) loss for dloss = 1
@@ -45,34 +46,52 @@ def cluster_xent_kernel(
     t = tl.load(t_ptr + row).to(tl.int64)
     counted = t != ignore_index
     t_col = tl.where((t >= 0) & (t < N), t, -1).to(tl.int32)  # -1: no column
+    SPAN: tl.constexpr = CHUNK + CHUNK2  # the block's columns
     lanes = tl.arange(0, CHUNK)
     if VEC > 0:
-        head, in_chunk, edge_cols, in_edges = split_row(row, x_row_stride, OFF, rank, N, C, CHUNK, VEC)
-        first = head.to(tl.int32) + rank * CHUNK  # the column of lane 0
+        head, body, in_chunk, edge_cols, in_edges = split_row(
+            row, x_row_stride, OFF, rank, N, C, SPAN, CHUNK, VEC
+        )
+        first = head.to(tl.int32) + rank * SPAN  # the column of lane 0
         x = tl.load(tl.multiple_of(x_row + first, 16) + lanes, mask=in_chunk, other=float("-inf"))
         x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
-        in_body = (t_col >= head) & (t_col < head + (N - head) // VEC * VEC)
-        here = tl.where(in_body, (t_col - first >= 0) & (t_col - first < CHUNK), rank == C - 1)
+        in_body = (t_col >= head) & (t_col < head + body)
+        here = tl.where(in_body, (t_col - first >= 0) & (t_col - first < SPAN), rank == C - 1)
     else:
-        first = rank * CHUNK
+        first = rank * SPAN
         in_chunk = first + lanes < N
         if NEEDS_MASK:
             x = tl.load(x_row + first + lanes, mask=in_chunk, other=float("-inf"))
         else:
             x = tl.load(x_row + first + lanes)
-        here = (t_col - first >= 0) & (t_col - first < CHUNK)
+        here = (t_col - first >= 0) & (t_col - first < SPAN)
+    if CHUNK2 > 0:  # the block's columns past its first CHUNK (every tile a power of two wide)
+        lanes2 = CHUNK + tl.arange(0, CHUNK2)
+        if VEC > 0:
+            in_chunk2 = rank * SPAN + lanes2 < body
+            x2 = tl.load(tl.multiple_of(x_row + first, 16) + lanes2, mask=in_chunk2, other=float("-inf"))
+        else:
+            in_chunk2 = first + lanes2 < N
+            x2 = tl.load(x_row + first + lanes2, mask=in_chunk2, other=float("-inf"))
     # the block that writes the loss, and x[t] (a scalar load: no reduction over the chunk)
     writer = tl.where(counted & (t_col >= 0), here, rank == 0)
     x_t = tl.load(x_row + t_col, mask=writer & counted & (t_col >= 0), other=0.0).to(tl.float32)
     if COMPENSATED:  # fp32: the max, then the sum of exponentials, not held
         m = tl.max(x, axis=0)
+        if CHUNK2 > 0:
+            m = tl.maximum(m, tl.max(x2, axis=0))
         if VEC > 0:
             m = tl.maximum(m, tl.max(x_edges, axis=0))
         s = tl.sum(tl.exp2((x - shift(m)) * LOG2E), axis=0)
+        if CHUNK2 > 0:
+            s += tl.sum(tl.exp2((x2 - shift(m)) * LOG2E), axis=0)
         if VEC > 0:
             s += tl.sum(tl.exp2((x_edges - shift(m)) * LOG2E), axis=0)
-    else:  # 16 bits: one reduction of pairs over the packed chunk
+    else:  # 16 bits: one reduction of pairs over each packed tile
         m, s = partial(x, THREADS)
+        if CHUNK2 > 0:
+            m2, s2 = partial(x2, THREADS)
+            m, s = pair(m, s, m2, s2)
         if VEC > 0:
             m_edges = tl.max(x_edges, axis=0)
             m, s = pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - shift(m_edges)) * LOG2E), axis=0))
@@ -92,18 +111,20 @@ def cluster_xent_kernel(
         # is stored over it below
         factor = inv_total * scale
         g = exp(widen(x) - m_row) * factor
+        g_first = g_row + first
         if VEC > 0:
             if LIKE:  # G's rows sit at x's offsets: its body starts on a boundary too
-                g_body = tl.multiple_of(g_row + first, 16) + lanes
-            else:
-                g_body = g_row + first + lanes
-            tl.store(g_body, g.to(g_ptr.dtype.element_ty), mask=in_chunk)
+                g_first = tl.multiple_of(g_first, 16)
+            tl.store(g_first + lanes, g.to(g_ptr.dtype.element_ty), mask=in_chunk)
             g_edges = exp(x_edges - m_row) * factor
             tl.store(g_row + edge_cols, g_edges.to(g_ptr.dtype.element_ty), mask=in_edges)
         elif NEEDS_MASK:
-            tl.store(g_row + first + lanes, g.to(g_ptr.dtype.element_ty), mask=in_chunk)
+            tl.store(g_first + lanes, g.to(g_ptr.dtype.element_ty), mask=in_chunk)
         else:
-            tl.store(g_row + first + lanes, g.to(g_ptr.dtype.element_ty))
+            tl.store(g_first + lanes, g.to(g_ptr.dtype.element_ty))
+        if CHUNK2 > 0:
+            g2 = exp(widen(x2) - m_row) * factor
+            tl.store(g_first + lanes2, g2.to(g_ptr.dtype.element_ty), mask=in_chunk2)
         tl.debug_barrier()  # the block's stores above come before the target's, in the same place
         g_t = ce_grad(exp(x_t - m_row), inv_total, t_col, t_col, 0.0, N, scale, 0.0)
         tl.store(g_row + t_col, g_t.to(g_ptr.dtype.element_ty), mask=writer & counted & (t_col >= 0))
