@@ -81,20 +81,22 @@ def packs(tensors: list[torch.Tensor]) -> int:
 # across the exchange, SMs shared so that one block's loads overlap another's exchange; each the H100's best.
 LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): (4, 128),
                    ("log_softmax", True): (8, 128), ("log_softmax", False): (8, 80)}  # fmt: skip
-# The cross-entropy forward's register cap by fp32 where its second tile is at most 2048 wide (xent_tiles): with
-# no more than 10240 columns of x held a block, fp32 three blocks share an SM and 16-bit five, unspilled.
+# The cross-entropy forward's register cap by fp32 where a block takes two tiles (xent_tiles): with no more
+# than 10240 columns of x held a block, fp32 three blocks share an SM and 16-bit five, unspilled.
 NARROW_XENT_CAP = {True: 80, False: 96}
 
 
 def xent_tiles(n_cols: int, chunk: int, min_tile: int) -> tuple[int, int]:
     """(CHUNK, CHUNK2): the cross-entropy forward's block columns as two power-of-two tiles. Past 8192 *
-    MAX_CLUSTER columns a block of one 16384-wide tile would leave up to 7/16 of its lanes past the row (and
-    their registers held, so fewer blocks share an SM): 8192 and the narrowest tile of at least min_tile (a
-    16-byte pack a thread) that brings 16 blocks to the row's end; one tile where that would be 8192."""
+    MAX_CLUSTER columns a block of one 16384-wide tile leaves up to 7/16 of its lanes past the row, their
+    registers held, so fewer blocks share an SM: up to 10240 columns a block, 8192 and the narrowest tile
+    of at least min_tile (a 16-byte pack a thread) that brings 16 blocks to the row's end, under
+    NARROW_XENT_CAP. Wider rows keep one tile of 16384 (8192 + 4096 at the 16384-tile's cap was no
+    faster in 16 bits: the results page)."""
     if chunk <= 8192:
         return chunk, 0
     extra = next_pow2(max(min_tile, -(-n_cols // MAX_CLUSTER) - 8192))
-    return (8192, extra) if extra < 8192 else (chunk, 0)
+    return (8192, extra) if extra <= 2048 else (chunk, 0)
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
@@ -111,7 +113,7 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     constexprs = {**sizes, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
     if op == "cross_entropy":
         chunk, chunk2 = xent_tiles(n_cols, chunk, 32 * warps * (16 // dtype.itemsize))
-        maxnreg = NARROW_XENT_CAP[fp32] if 0 < chunk2 <= 2048 else maxnreg
+        maxnreg = NARROW_XENT_CAP[fp32] if chunk2 else maxnreg
         constexprs |= {"CHUNK": chunk, "CHUNK2": chunk2, "NEEDS_MASK": n_cols != c * (chunk + chunk2)}
         return cluster_xent_kernel, {**constexprs, "THREADS": 32 * warps}, warps, maxnreg
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
