@@ -1,20 +1,29 @@
 """kernels_cuda.cross_entropy's reduced loss on the device (cuda/09_cross_entropy.cu:
-cross_entropy_count, cross_entropy_reduce, and cross_entropy_scale reading the upstream gradient
-where it lies) and the host path around them.
+cross_entropy_count and cross_entropy_reduce on PARTS blocks, a chunk of the rows each, and
+cross_entropy_scale reading the upstream gradient where it lies) and the host path around them.
 
 CPU: the three kernels compile with NVRTC for sm_90 and sm_80 in every dtype with no spill and
-no local memory; with the launches recorded instead of run (CPU tensors standing in for CUDA
-ones), a reduced loss's forward makes no torch op but its three allocations and launches count
-(for the mean), forward and reduce on one workspace, and its backward makes no torch op at all:
-one scale launch reading the forward's workspace, its slot alternating between calls.
+no local memory, the reduce fencing its partial before it takes its ticket and reading the
+partials volatile; PARTS and the reduce's threads agree between 09, 11 and the host; the
+workspace keeps every slot aligned and apart; with the launches recorded instead of run (CPU
+tensors standing in for CUDA ones), a reduced loss's forward makes no torch op but its three
+allocations and launches count (for the mean's gradient), forward and reduce on one workspace,
+count and reduce on PARTS blocks, the ticket zeroed by the count where it runs and by the
+forward otherwise, the mean without a gradient counted by the reduce; its backward makes no torch
+op at all: one scale launch reading the forward's workspace, its slot alternating between calls.
 GPU (marked `gpu`): mean, sum and none against F.cross_entropy in float64 in fp32, bf16 and fp64,
-with and without a gradient, at M = 1 and at an M past several rounds of the reduce's block
-(not a multiple of it); every target ignored (mean NaN, sum 0); the same bits run to run; a bf16
-loss's gradient scaled by upstream gradients in its own dtype, backward after backward.
+with and without a gradient, at M = 1 and at an M with rows in every chunk (not a multiple of
+PARTS); every target ignored (mean NaN, sum 0); the same bits run to run; a bf16 loss's gradient
+scaled by upstream gradients in its own dtype, backward after backward; at M around PARTS, past
+65536 and past a round of every block's loads, in a NaN-poisoned workspace (a ticket nobody
+zeroed shows), the reduced loss against the fp64 sum of the kernel's own row losses, the same bits
+run to run and with or without a gradient (the count kernel's counts or the reduce's own).
 Run: scripts/test-in-place tests/kernels_cuda/test_cuda_cross_entropy_reduce.py -m gpu
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
@@ -27,8 +36,11 @@ from labtools.ops import tolerance
 from torch.utils._python_dispatch import TorchDispatchMode
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float64": torch.float64}
-# rows past three rounds of the reduce's block (RT threads, RU = 8 loads each), not a multiple of it
-LARGE_M = 3 * rk.REDUCE_THREADS * 8 + 77
+PARTS = rk.REDUCE_PARTS
+# rows in every chunk of the reduce, the last chunk short (M not a multiple of PARTS)
+LARGE_M = 385 * PARTS + 13
+# past a round of every block's loads (REDUCE_THREADS threads, 09's RU = 16 loads each)
+ROUNDS_M = 3 * PARTS * rk.REDUCE_THREADS * 16 + 77
 
 
 # --- CPU ---------------------------------------------------------------------------------------
@@ -47,6 +59,35 @@ def test_reduce_count_and_scale_compile_for_sm90_and_sm80_without_spills(offline
         assert ".local" not in r.ptx_path.read_text(), what
         if r.resources is not None and r.spec.kernel != "cross_entropy_scale":
             assert r.resources.registers * rk.REDUCE_THREADS <= 65536, what
+        if r.spec.kernel == "cross_entropy_reduce":
+            ptx = r.ptx_path.read_text()
+            body = ptx[ptx.index(".entry cross_entropy_reduce") :]
+            body = body[: body.find(".entry", 1)] if ".entry" in body[1:] else body
+            # the partial stored, then a fence, then the ticket; the last block's reads from L2
+            fence, ticket = body.index("membar.gl"), body.index("atom.global.add.u32")
+            assert body.rindex("st.global.f64", 0, fence) < fence < ticket, what
+            assert "ld.volatile.global.f64" in body[ticket:], what
+
+
+def test_parts_and_the_reduce_threads_agree_between_the_kernels_and_the_host():
+    assert '#include "loss_parts.cuh"' in (codegen.SOURCE_DIR / rk.CROSS_ENTROPY_SOURCE).read_text()
+    for source in ("loss_parts.cuh", rk.CROSS_ENTROPY_CLUSTER_SOURCE):
+        text = (codegen.SOURCE_DIR / source).read_text()
+        assert re.search(r"constexpr int PARTS = (\d+);", text)[1] == str(PARTS), source
+    text = (codegen.SOURCE_DIR / "loss_parts.cuh").read_text()
+    assert re.search(r"constexpr int RT = (\d+),", text)[1] == str(rk.REDUCE_THREADS)
+
+
+@pytest.mark.parametrize("size", [4, 8])
+def test_the_workspace_keeps_every_slot_aligned_and_apart(size):
+    for M in (1, 2, 3, PARTS - 1, PARTS, PARTS + 1, 1001):
+        parts, counts, ticket, applied, numel = xl.workspace_layout(M, size)
+        assert parts >= M * size and parts % 8 == 0  # fp64 partials past the rows' losses
+        assert counts == parts + 8 * PARTS and counts % 4 == 0  # int32 counts
+        # the ticket in the high half of an 8-byte word, where NaN poison is non-zero in fp64 too
+        assert counts + 4 * PARTS <= ticket and ticket % 8 == 4
+        # the applied pair last (run_scale reads it from the workspace's end)
+        assert ticket + 4 <= applied and applied % 8 == 0 and applied == (numel - 2) * size
 
 
 class _Ops(TorchDispatchMode):
@@ -76,22 +117,43 @@ def test_a_reduced_loss_costs_the_host_allocations_and_launches_alone(recorded, 
         assert kernels == ["cross_entropy_count"] * mean + ["cross_entropy_forward", "cross_entropy_reduce"]
         pointers = {k: p for k, p, *_ in recorded}
         fwd, red = pointers["cross_entropy_forward"], pointers["cross_entropy_reduce"]
-        w, size = fwd[3], 4  # the workspace: M rows' losses, count, the applied factor's two slots
+        w = fwd[3]  # the workspace: the rows' losses first
+        parts, counts, ticket, applied, _ = xl.workspace_layout(M, 4)
         assert fwd[2] == t.data_ptr() and fwd[4] == 0  # no lse kept for a reduced loss
-        assert red[0] == w and red[1] == fwd[6] == (w + M * size if mean else 0)
-        assert red[4] == w + (M + 1) * size
+        # the mean's gradient: the count runs first, zeroing the ticket; the sum: the forward zeroes it
+        assert fwd[6:] == ((w + counts, 0) if mean else (0, w + ticket))
+        assert red == (w, 0, w + counts if mean else 0, w + parts, w + ticket, loss.data_ptr(), w + applied)
         if mean:
-            assert pointers["cross_entropy_count"] == (t.data_ptr(), w + M * size)
+            assert pointers["cross_entropy_count"] == (t.data_ptr(), w + counts, w + ticket)
+        for launch in recorded:
+            if launch.kernel in ("cross_entropy_count", "cross_entropy_reduce"):
+                assert (launch.grid, launch.block) == (PARTS, rk.REDUCE_THREADS), launch.kernel
         for _ in range(2):  # a backward again through the graph uses the other slot
             recorded.clear()
             with _Ops() as ops:
                 (grad,) = torch.autograd.grad(loss, x, g, retain_graph=True)
             assert ops.names == [], ops.names
             assert [(k, p) for k, p, *_ in recorded] == [
-                ("cross_entropy_scale", (grad.data_ptr(), g.data_ptr(), red[4]))
+                ("cross_entropy_scale", (grad.data_ptr(), g.data_ptr(), red[6]))
             ]
         # the slot (a scalar of the packed launch) alternated: one packed launch each
         assert {key[-1] for key in xl._runs if key[1:2] == ("cross_entropy_scale",)} == {0, 1}
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_without_a_gradient_the_forward_zeroes_the_ticket_and_the_reduce_counts_the_mean(recorded, reduction):
+    M, N = 37, 600
+    x, t = torch.randn(M, N), torch.randint(0, N, (M,))
+    loss = ce.cross_entropy(x, t, reduction=reduction)
+    mean = reduction == "mean"
+    assert [k for k, *_ in recorded] == ["cross_entropy_forward", "cross_entropy_reduce"]
+    fwd, red = recorded[0].pointers, recorded[1].pointers
+    w = fwd[3]
+    parts, counts, ticket, applied, _ = xl.workspace_layout(M, 4)
+    assert fwd[1] == 0 and fwd[6:] == (0, w + ticket)  # no gradient, no scale; the ticket zeroed
+    # the mean: the reduce counts the targets into the counts' slots itself
+    targets = t.data_ptr() if mean else 0
+    assert red == (w, targets, w + counts if mean else 0, w + parts, w + ticket, loss.data_ptr(), w + applied)
 
 
 # --- GPU ---------------------------------------------------------------------------------------
@@ -189,3 +251,35 @@ def test_upstream_gradients_in_the_loss_dtype_scale_backward_after_backward(dtyp
     for factor in (0.5, 3.0, 1.0, 1.0, 0.25):
         (g,) = torch.autograd.grad(loss * factor, xg, retain_graph=True)
         _close(g.double() / (factor * top), ref / top, dtype, f"gradient x {factor}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("M", [1, PARTS - 1, PARTS, PARTS + 1, 65537, ROUNDS_M])
+def test_the_parts_sum_every_row_once_in_an_order_fixed_by_m(dtype, M):
+    """Poisoned workspaces (a ticket nobody zeroed is NaN's bits: no block would take the last
+    ticket and the loss would stay NaN): the reduced loss is the fp64 sum of the forward's own row
+    losses (/ the rows counted), the same bits run to run, with a gradient (the count kernel's
+    counts, its ticket) and without (the reduce's own counts, the forward's ticket)."""
+    x, t = _inputs(M, 8, dtype, seed=M)
+    rows, _, _ = xl.run_forward(x, t, -100, 0.0)  # the losses the reduce sums, in fp32 (fp64)
+    for reduction in ("mean", "sum"):
+        ref = rows.double().sum()
+        if reduction == "mean":
+            ref = ref / (t != -100).sum().double()
+        got = []
+        for with_grad in (True, False, True, False):
+            xg = x.clone().requires_grad_(with_grad)
+            with arrays.poison_outputs():
+                got.append(ce.cross_entropy(xg, t, reduction=reduction).detach())
+        _close(got[0].reshape(1), ref.reshape(1), dtype, f"{reduction} of {M} rows")
+        bits = [g.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[g.element_size()]) for g in got]
+        assert all(torch.equal(b, bits[0]) for b in bits), (
+            f"{reduction} of {M} rows: bits differ between runs"
+        )
+        # every target ignored: the mean 0 / 0, the sum 0, however the count is taken
+        ignored = torch.full_like(t, -100)
+        for with_grad in (True, False):
+            with arrays.poison_outputs():
+                loss = ce.cross_entropy(x.clone().requires_grad_(with_grad), ignored, reduction=reduction)
+            assert bool(loss.isnan()) if reduction == "mean" else float(loss) == 0.0, (reduction, with_grad)

@@ -18,9 +18,10 @@ gradient in place, a launch whose blocks all return at once when that gradient i
 reduction="none" the backward recomputes the gradient from the saved per-row log-sum-exp. The
 extra memory is the gradient and O(M) floats.
 
-The mean and the sum are reduced on the device, by one block in an order fixed by M
-(cross_entropy_reduce; the mean's count taken before the forward, whose gradient it scales): a
-call is its allocations and launches, no torch op between them and no host sync, which matters
+The mean and the sum are reduced on the device, by PARTS blocks each summing a chunk of the rows
+and the last to finish summing their partials, in an order fixed by M (cross_entropy_reduce; the
+mean's count taken before the forward where its gradient needs it, by the reduce itself otherwise):
+a call is its allocations and launches, no torch op between them and no host sync, which matters
 where the host sets the pace (short rows: an LM head's small vocabulary).
 
 Under torch.compile the forward and backward are the opaque ops kernels_cuda::cross_entropy_forward

@@ -258,13 +258,16 @@ def every_xent_cluster_spec(dtype: str) -> list[Spec]:
 def scale_config(dtype: str) -> XentConfig:
     """cross_entropy_scale's launch: a grid-stride multiply over the gradient in blocks of 256
     threads (its other constants unused), SCALE_BLOCKS_PER_SM blocks an SM. cross_entropy_count
-    and cross_entropy_reduce come from the same build, one block of REDUCE_THREADS (their own
-    launch bounds)."""
+    and cross_entropy_reduce come from the same build, REDUCE_PARTS blocks of REDUCE_THREADS
+    (their own launch bounds), block p on the p-th chunk of cdiv(M, REDUCE_PARTS) rows."""
     return XentConfig(256, 1, 1, PACK_BYTES // ITEMSIZE[dtype], False)
 
 
 SCALE_BLOCKS_PER_SM = 4
-REDUCE_THREADS = 1024  # 09's RT
+# 09's PARTS (11's too: the chunk counts the mean's scale sums) and RT: the count and the reduce
+# launch exactly REDUCE_PARTS blocks (each takes a chunk and a ticket), whatever M
+REDUCE_PARTS = 64
+REDUCE_THREADS = 256
 SCALAR_KERNELS = ("cross_entropy_scale", "cross_entropy_count", "cross_entropy_reduce")
 
 

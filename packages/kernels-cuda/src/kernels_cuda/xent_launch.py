@@ -79,8 +79,9 @@ def _forward_run(
     kernel, dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, entropy, limit
 ):
     """The packed forward (kernel "f"; grad_stride 0: no gradient) or backward ("b"); pointers
-    (x, grad, target, then the kernel's per-row arrays). limit: rk.STAGE_LIMIT, which the staged
-    part of a row depends on (a key: it may change between calls). The forward of a long row
+    (x, grad, target, then the kernel's per-row arrays; the forward's last two: the counts its
+    gradient's scale sums and the ticket it zeroes, 0 for none). limit: rk.STAGE_LIMIT, which the
+    staged part of a row depends on (a key: it may change between calls). The forward of a long row
     without smoothing or entropy goes over a cluster (11, rk.xent_cluster): a cluster a row, the
     same pointers."""
     args = ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, x_stride),
@@ -89,24 +90,26 @@ def _forward_run(
     if cluster is not None:  # (M * cluster blocks: within the grid's limit for any M that fits in memory)
         args += ((ctypes.c_int32, cluster.chunk),)
         return rk.packed(
-            cluster.spec(dtype), device_id, M * cluster.cluster, rk.XENT_CLUSTER_THREADS, 0, 7, args
+            cluster.spec(dtype), device_id, M * cluster.cluster, rk.XENT_CLUSTER_THREADS, 0, 8, args
         )
     cfg = rk.xent_config(N, dtype)
     args += ((rk.acc_ctype(dtype), smoothing),)
     if kernel == "b":
-        spec, staged = rk.cross_entropy_spec("cross_entropy_backward", dtype, cfg), 0
+        spec, staged, pointers = rk.cross_entropy_spec("cross_entropy_backward", dtype, cfg), 0, 7
     else:
         spec = rk.cross_entropy_spec("cross_entropy_forward", dtype, cfg, entropy)
         room = rk.stage_room(device_id)
         staged = rk.xent_staged_packs(N, dtype, cfg, room) if grad_stride else 0
         args += ((ctypes.c_int32, staged),)
-    return rk.packed(spec, device_id, _grid(M, cfg), cfg.threads, staged * rk.PACK_BYTES, 7, args)
+        pointers = 8
+    return rk.packed(spec, device_id, _grid(M, cfg), cfg.threads, staged * rk.PACK_BYTES, pointers, args)
 
 
 def _scalar_run(kernel, dtype, device_id, *args):
-    """cross_entropy_count (args M, ignore_index: pointers target, count), cross_entropy_reduce
-    (M, ignore_index: loss, count, target, out, applied) or cross_entropy_scale (numel, k: grad,
-    g, applied)."""
+    """cross_entropy_count (args M, ignore_index: pointers target, counts, ticket) or
+    cross_entropy_reduce (M, ignore_index: loss, target, counts, parts, ticket, out, applied), on
+    rk.REDUCE_PARTS blocks, a chunk of the rows each; or cross_entropy_scale (numel, k: grad, g,
+    applied)."""
     spec = rk.cross_entropy_spec(kernel, dtype, rk.scale_config(dtype))
     if kernel == "cross_entropy_scale":
         n, k = args
@@ -114,14 +117,30 @@ def _scalar_run(kernel, dtype, device_id, *args):
         blocks = max(1, min(rk.sms(device_id) * rk.SCALE_BLOCKS_PER_SM, -(-n // threads)))
         return rk.packed(spec, device_id, blocks, threads, 0, 3, ((ctypes.c_int32, k), (ctypes.c_int64, n)))
     M, ignore_index = args
-    pointers = 2 if kernel == "cross_entropy_count" else 5
+    pointers = 3 if kernel == "cross_entropy_count" else 7
     scalars = ((ctypes.c_int64, M), (ctypes.c_int64, ignore_index))
-    return rk.packed(spec, device_id, 1, rk.REDUCE_THREADS, 0, pointers, scalars)
+    return rk.packed(spec, device_id, rk.REDUCE_PARTS, rk.REDUCE_THREADS, 0, pointers, scalars)
+
+
+def workspace_layout(M: int, size: int) -> tuple[int, int, int, int, int]:
+    """run_reduced's workspace of elements of `size` bytes (the accumulator's) as byte offsets:
+    (partials, counts, ticket, applied, the length in elements). From 0 the M rows' losses; from
+    the first 8-byte boundary past them the reduce's rk.REDUCE_PARTS partials (fp64); the
+    REDUCE_PARTS chunk counts (int32); the reduce's ticket (int32) in the high half of the next
+    8-byte word, which NaN poison fills with non-zero bits in either dtype (an fp64 NaN's low half
+    is 0), so that a ticket nobody zeroed shows under poison; last, 8-byte aligned, the pair of
+    factors the gradient carries (acc_t, `run_scale`). (The allocation itself starts 8-byte aligned
+    or more.)"""
+    parts = -(-M * size // 8) * 8
+    counts = parts + 8 * rk.REDUCE_PARTS
+    ticket = counts + 4 * rk.REDUCE_PARTS + 4
+    applied = ticket + 4
+    return parts, counts, ticket, applied, applied // size + 2
 
 
 def _reduced_runs(dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, mean, limit):
     """run_reduced's packed launches (count: None unless the mean's gradient needs it first, before
-    the forward), and the workspace's element size."""
+    the forward), and the workspace's layout."""
     with_count = mean and grad_stride != 0
     return (
         _scalar_run("cross_entropy_count", dtype, device_id, M, ignore_index) if with_count else None,
@@ -129,7 +148,7 @@ def _reduced_runs(dtype, device_id, M, N, x_stride, grad_stride, ignore_index, s
             "f", dtype, device_id, M, N, x_stride, grad_stride, ignore_index, smoothing, False, limit
         ),
         _scalar_run("cross_entropy_reduce", dtype, device_id, M, ignore_index),
-        8 if dtype == "float64" else 4,
+        workspace_layout(M, 8 if dtype == "float64" else 4),
     )
 
 
@@ -151,7 +170,7 @@ def run_forward(x2, t, ignore_index, smoothing, *, entropy=False):
     loss, lse = _empty(M, x2, _ACC[dtype]), _empty(M, x2, LSE_DTYPE)
     ent = _empty(M, x2, _ACC[dtype]) if entropy else None
     run(_stream(device_id), x2.data_ptr(), 0, t.data_ptr(), loss.data_ptr(), lse.data_ptr(),
-        0 if ent is None else ent.data_ptr(), 0)  # fmt: skip
+        0 if ent is None else ent.data_ptr(), 0, 0)  # fmt: skip
     return loss, lse, ent
 
 
@@ -159,26 +178,31 @@ def run_reduced(x2, t, ignore_index, smoothing, mean, *, grad2=None, lse=None):
     """The mean (mean=True) or summed loss over rows x2 (M > 0, N) with int64 targets t (M,), a
     0-d tensor of x2's dtype, reduced on the device (no sync); the gradient of the loss into
     grad2 if given (rows of stride N, or x2 itself), the rows' lse into lse if given. Returns
-    (loss, workspace): the workspace (M + 3 floats, fp64 for fp64) holds the rows' losses, the
-    count, and the factor the gradient carries at [M + 1] (1: `run_scale` reads it)."""
+    (loss, workspace): the workspace (floats, fp64 for fp64; `workspace_layout`) holds the rows'
+    losses, the reduce's partials, chunk counts and ticket, and last the pair of factors the
+    gradient carries (1 in the first: `run_scale` reads it)."""
     dtype = _NAMES[x2.dtype]
     M, N = x2.shape
     device_id = x2.get_device()
     gs = 0 if grad2 is None else rows.row_stride(grad2)
-    count_run, forward, reduce, size = _cached(_reduced_runs, dtype, device_id, M, N, rows.row_stride(x2), gs,
-                                               ignore_index, float(smoothing), mean, rk.STAGE_LIMIT)  # fmt: skip
-    ws = _empty(M + 3, x2, _ACC[dtype])
+    count_run, forward, reduce, layout = _cached(_reduced_runs, dtype, device_id, M, N, rows.row_stride(x2), gs,
+                                                 ignore_index, float(smoothing), mean, rk.STAGE_LIMIT)  # fmt: skip
+    parts, counts, ticket, applied, numel = layout
+    ws = _empty(numel, x2, _ACC[dtype])  # (anything in it, NaN under poison: each slot written before read)
     loss = rows.new_output((), x2)
     stream = _stream(device_id)
     w, tp = ws.data_ptr(), t.data_ptr()
-    count = w + M * size if mean else 0
-    if count_run is not None:  # the gradient's scale 1 / count, before the forward
-        count_run(stream, tp, count)
+    # The reduce's ticket is zeroed by the count where it runs (the mean's gradient: its scale
+    # 1 / count, before the forward), else by the forward. Without a gradient, the mean's count is
+    # taken by the reduce itself (from the targets).
+    if count_run is not None:
+        count_run(stream, tp, w + counts, w + ticket)
     forward(stream, x2.data_ptr(), 0 if grad2 is None else grad2.data_ptr(), tp, w,
-            0 if lse is None else lse.data_ptr(), 0, 0 if grad2 is None else count)  # fmt: skip
-    # without a gradient, the mean's count is taken by the reduce itself (from the targets)
+            0 if lse is None else lse.data_ptr(), 0, 0 if count_run is None else w + counts,
+            w + ticket if count_run is None else 0)  # fmt: skip
     counted = mean and grad2 is None
-    reduce(stream, w, 0 if counted else count, tp if counted else 0, loss.data_ptr(), w + (M + 1) * size)
+    reduce(stream, w, tp if counted else 0, w + counts if mean else 0, w + parts, w + ticket, loss.data_ptr(),
+           w + applied)  # fmt: skip
     return loss, ws
 
 
@@ -198,7 +222,7 @@ def run_backward(x2, t, lse, g_loss, ignore_index, smoothing, entropy=None, g_en
 def run_scale(grad: torch.Tensor, g: torch.Tensor, ws: torch.Tensor, k: int) -> int:
     """grad *= g / applied in place, on the device (nothing read when they are equal): g the
     loss's upstream gradient (one element), applied the factor grad carries, slot k of the pair
-    at ws[M + 1] (`run_reduced`'s workspace), where g is recorded for the next call. Returns that
+    that ends `run_reduced`'s workspace ws, where g is recorded for the next call. Returns that
     call's k."""
     if g.dtype != grad.dtype:  # (autograd hands the loss's own dtype over)
         g = g.to(grad.dtype)

@@ -21,16 +21,18 @@
 //   loss = lse - (1 - eps) x[t] - eps mean(x)      (0 where t == ignore_index; NaN where t is
 //                                                    outside [0, N): torch raises, a kernel cannot)
 //   grad = (exp(x - lse) - eps / V - (1 - eps) [j == t]) * scale, 0 in ignored rows;
-//          scale = 1 / count[0] for the mean (count of rows not ignored, on the device: no sync), else 1
-//   the reduced loss = sum of the rows' losses (/ count for the mean), by one block in a fixed order
+//          scale = 1 / count for the mean (the rows not ignored, counted on the device: no sync), else 1
+//   the reduced loss = sum of the rows' losses (/ count for the mean), in an order fixed by M
 // With ENTROPY, the forward also writes the row's entropy and writes -loss (the target's
 // log-probability) instead of the loss.
 //
 // Entry points:
-//   cross_entropy_count     count[0] = the rows whose target is not ignore_index (for the mean's
-//                           gradient, before the forward)
+//   cross_entropy_count     counts[p] = the rows of chunk p whose target is not ignore_index (for
+//                           the mean's gradient, before the forward); zeroes the reduce's ticket
 //   cross_entropy_forward   loss, lse (where lse_out != 0) (and entropy) per row; the gradient too
-//                           where grad != 0
+//                           where grad != 0, scaled by 1 / (the counts' sum) where counts != 0;
+//                           block 0 zeroes the reduce's ticket where ticket != 0 (the count did
+//                           not run; ENTROPY builds, which feed no reduce, read neither)
 //                           (grad may be the logits themselves: inplace_backward; every address
 //                           of a row is read before it is written, by the thread that writes it,
 //                           so even a read-only-path load the compiler picks sees the logits)
@@ -40,9 +42,12 @@
 //                           rounding at the logits' magnitude (1e3: a 6e-5 step) would move p by
 //                           as much, relative
 //   cross_entropy_reduce    the rows' losses summed (divided by the count for the mean) into the
-//                           loss in elem_t, by one block in an order fixed by M
+//                           loss in elem_t: each block its chunk into a partial, the last block to
+//                           finish the partials, in an order fixed by M
 //   cross_entropy_scale     grad *= g[0] in place, every block returning at once when g[0] == 1
 //                           (see there for a second backward through one forward)
+// count and reduce run on PARTS blocks, block p on chunk p (loss_parts.cuh): the rows [p c,
+// (p + 1) c), c = cdiv(M, PARTS), as kernels_triton's xent_reduce.
 // The gradient's row goes out in 16-byte stores where it lies at the logits' row's address mod 16
 // (the host allocates it so), else an element at a time: the same values either way.
 //
@@ -52,6 +57,7 @@
 // for the other entry points). The host picks them from (N, dtype) alone: with the row's address
 // mod 16, all a row's bits depend on (rows.cuh).
 #include "rows.cuh"
+#include "loss_parts.cuh"
 
 constexpr int TPR = KL_TPR, RPB = KL_RPB, ITEMS = KL_ITEMS, VEC = KL_VEC;
 constexpr int THREADS = TPR * RPB;
@@ -74,14 +80,18 @@ __device__ __forceinline__ void put_pack(elem_t* gr, int at, const Pack<VEC>& g,
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     cross_entropy_forward(const elem_t* x, elem_t* grad, const i64* __restrict__ target, acc_t* __restrict__ loss,
-                          double* __restrict__ lse_out, acc_t* __restrict__ entropy_out, const acc_t* __restrict__ count,
-                          i64 M, int N, i64 x_stride, i64 grad_stride, i64 ignore_index, acc_t smoothing, int staged) {
+                          double* __restrict__ lse_out, acc_t* __restrict__ entropy_out,
+                          const int* __restrict__ counts, int* __restrict__ ticket, i64 M, int N, i64 x_stride,
+                          i64 grad_stride, i64 ignore_index, acc_t smoothing, int staged) {
   extern __shared__ uint4 stage_raw[];
   __shared__ RowStats scratch[RPB * (TPR / 32 + 1)];
   Pack<VEC>* stage = reinterpret_cast<Pack<VEC>*>(stage_raw);
   constexpr int STEP = TPR * ITEMS;  // packs a step
   const int lane = threadIdx.x % TPR;
   const i64 groups = (M + RPB - 1) / RPB;
+  // the reduce that follows on the stream finds its ticket zeroed (the entropy's forward feeds none)
+  if (!ENTROPY && ticket != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *ticket = 0;
+  const bool mean = !ENTROPY && counts != nullptr;  // (the entropy's forward writes no gradient)
 
   // The loop bound is the same for every thread of the block, so the barriers in it are safe.
   for (i64 group = blockIdx.x; group < groups; group += gridDim.x) {
@@ -116,6 +126,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const bool ignored = t == ignore_index;
     const bool valid = !ignored && t >= 0 && t < N;
     const acc_t xt = lane == 0 && valid ? to_acc(xr[t]) : acc_t(0);
+    // the mean's count (the gradient's scale) by every warp, whole here; its loads wait alongside
+    // the row's, issued above
+    const i64 counted = mean ? count_total(counts) : 0;
 
     RowStats st = stats_add<true, ENTROPY>(stats_empty(), e, e_in);
     if constexpr (!STEPS) {
@@ -144,7 +157,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if (grad != nullptr && live) {
       elem_t* gr = grad + row * grad_stride;
       const bool packed = same_offset(gr, xr);
-      const acc_t scale = count != nullptr ? rcp(*count) : acc_t(1);
+      const acc_t scale = mean ? rcp(static_cast<acc_t>(counted)) : acc_t(1);
       const acc_t shift = safe_shift(st.m);
       const acc_t inv_s = rcp(st.s);
       const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;
@@ -275,67 +288,61 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   }
 }
 
-// --- the reduced loss: one block of RT threads, RU loads in flight a thread ---------------------
-constexpr int RT = 1024, RU = 16;
+// --- the reduced loss: PARTS blocks, a chunk of rows each (loss_parts.cuh) ------------------------
 
-// The sum over rows r < M of value(r) by one block: thread i adds rows i, i + RT, i + 2 RT, ... in
-// turn, then the threads' sums meet in a fixed tree. The order depends on M alone (the loss's
-// bits: on its rows' losses and M). Every thread of the block calls it; all get the sum. The RU
-// values in flight are held as loaded (an fp32 loss: one register each, not a double's two) and
-// widened to T as they are added.
-template <class T, class Value> __device__ __forceinline__ T block_sum(i64 M, Value value, T* part) {
-  using Loaded = decltype(value(i64(0)));
-  T s = T(0);
-  for (i64 r0 = threadIdx.x; r0 < M; r0 += static_cast<i64>(RT) * RU) {
-    Loaded v[RU];
-#pragma unroll
-    for (int u = 0; u < RU; ++u) v[u] = r0 + u * RT < M ? value(r0 + u * RT) : Loaded(0);
-#pragma unroll
-    for (int u = 0; u < RU; ++u) s += static_cast<T>(v[u]);
-  }
-  part[threadIdx.x] = s;
-  __syncthreads();
-#pragma unroll
-  for (int w = RT / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-    __syncthreads();
-  }
-  return part[0];
-}
-
-__device__ __forceinline__ i64 count_rows(const i64* __restrict__ target, i64 M, i64 ignore_index, i64* part) {
-  return block_sum<i64>(M, [&](i64 r) { return int(target[r] != ignore_index); }, part);
-}
-
-// count[0] = the rows whose target is not ignore_index (exact as an integer; then as acc_t, the
-// value the mean divides by).
+// counts[p] = the rows of chunk p whose target is not ignore_index (exact: the mean divides by
+// their sum as acc_t, count_total). Block 0 zeroes the reduce's ticket: the reduce, launched after
+// the forward, finds it 0 (the workspace holds anything before).
 extern "C" __global__ void __launch_bounds__(RT)
-    cross_entropy_count(const i64* __restrict__ target, acc_t* __restrict__ count, i64 M, i64 ignore_index) {
-  __shared__ i64 part[RT];
-  const i64 n = count_rows(target, M, ignore_index, part);
-  if (threadIdx.x == 0) *count = static_cast<acc_t>(n);
-}
-
-// out[0] = sum of loss[0 .. M) in fp64, divided for the mean by count[0] (from cross_entropy_count),
-// or, where count is null and target is not, by the rows of target not ignored, counted here; NaN
-// when that count is 0, as torch's 0 / 0; neither: the sum. applied[0] = 1 (where applied is not
-// null): the factor a fresh gradient carries (cross_entropy_scale).
-extern "C" __global__ void __launch_bounds__(RT)
-    cross_entropy_reduce(const acc_t* __restrict__ loss, const acc_t* __restrict__ count,
-                         const i64* __restrict__ target, elem_t* __restrict__ out, acc_t* __restrict__ applied,
-                         i64 M, i64 ignore_index) {
-  __shared__ double part[RT];
-  __shared__ i64 counted[RT];
-  const double sum = block_sum<double>(M, [&](i64 r) { return loss[r]; }, part);
-  double n = 1.0;
-  if (count != nullptr) {
-    n = static_cast<double>(*count);
-  } else if (target != nullptr) {
-    // as acc_t first, as cross_entropy_count stores it (and as torch divides): the same bits either way
-    n = static_cast<double>(static_cast<acc_t>(count_rows(target, M, ignore_index, counted)));
-  }
+    cross_entropy_count(const i64* __restrict__ target, int* __restrict__ counts, int* __restrict__ ticket, i64 M,
+                        i64 ignore_index) {
+  __shared__ int part[RT / 32];
+  const int n = count_chunk(chunk_of(M), target, ignore_index, part);
   if (threadIdx.x == 0) {
-    out[0] = from_acc(static_cast<acc_t>(sum / n));
+    counts[blockIdx.x] = n;
+    if (blockIdx.x == 0) *ticket = 0;
+  }
+}
+
+// out[0] = the sum of loss[0 .. M) in fp64, divided for the mean (counts not null) by the rows
+// counted, as acc_t (as the forward's scale and torch divide): counts from cross_entropy_count,
+// or, where target is not null, counted here, each block its chunk into counts[p]; NaN when the
+// count is 0, as torch's 0 / 0. applied[0] = 1 (where applied is not null): the factor a fresh
+// gradient carries (cross_entropy_scale).
+// Block p sums its chunk into parts[p] and takes a ticket; the block that takes the last one
+// (PARTS - 1) sums the partials in a fixed order, so the bits depend on M alone, never on which
+// block finishes last. *ticket is 0 at the launch (zeroed by cross_entropy_count or the forward)
+// and PARTS after it; nothing else is reset.
+extern "C" __global__ void __launch_bounds__(RT)
+    cross_entropy_reduce(const acc_t* __restrict__ loss, const i64* __restrict__ target, int* counts, double* parts,
+                         int* ticket, elem_t* __restrict__ out, acc_t* __restrict__ applied, i64 M, i64 ignore_index) {
+  __shared__ double loss_part[RT / 32];
+  __shared__ int count_part[RT / 32];
+  __shared__ bool last;
+  const Chunk c = chunk_of(M);
+  const double s = chunk_sum<double>(c, [&](i64 r) { return loss[r]; }, loss_part);
+  const int n = target != nullptr ? count_chunk(c, target, ignore_index, count_part) : 0;
+  if (threadIdx.x == 0) {
+    parts[blockIdx.x] = s;
+    if (target != nullptr) counts[blockIdx.x] = n;
+    __threadfence();  // release: this block's slots reach the device before its ticket does
+    const bool mine = atomicAdd(ticket, 1) == PARTS - 1;
+    if (mine) __threadfence();  // acquire: every other block's slots, released before its ticket
+    last = mine;
+  }
+  __syncthreads();  // (thread 0's fence and the barrier order warp 0's loads below after the ticket)
+  if (!last || threadIdx.x >= 32) return;
+  // warp 0 of the last block; volatile loads, from L2: no stale line of L1 read
+  const volatile double* vparts = parts;
+  double sum = 0.0;
+#pragma unroll
+  for (int k = 0; k < PARTS / 32; ++k) sum += vparts[k * 32 + threadIdx.x];
+  sum = warp_total(sum);
+  const double n_all =
+      counts != nullptr ? static_cast<double>(static_cast<acc_t>(count_total(static_cast<const volatile int*>(counts))))
+                        : 1.0;
+  if (threadIdx.x == 0) {
+    out[0] = from_acc(static_cast<acc_t>(sum / n_all));
     if (applied != nullptr) applied[0] = acc_t(1);
   }
 }

@@ -21,10 +21,12 @@
 //   loss = (m - x[t]) + log s   (0 where t == ignore_index; NaN where t is outside [0, N); written by the
 //                         thread holding column t, else by block 0)
 //   grad = (p - [j == t]) * scale, p = exp(x - m) / s; 0 in ignored rows, NaN throughout where t
-//          is out of range; scale = 1 / count[0] for the mean (count null: 1)
-// which is 09's forward without label smoothing and entropy (the host routes neither here). The
-// entry's parameters are 09's cross_entropy_forward's (entropy_out unused), chunk (packs a block)
-// in place of smoothing and staged, so that the host launches either one the same way.
+//          is out of range; scale = 1 / count for the mean, count the sum of 09's PARTS chunk
+//          counts (counts null: 1)
+// which is 09's forward without label smoothing and entropy (the host routes neither here). Block 0
+// zeroes the reduce's ticket where ticket is not null, as 09's forward. The entry's parameters are
+// 09's cross_entropy_forward's (entropy_out unused), chunk (packs a block) in place of smoothing
+// and staged, so that the host launches either one the same way.
 //
 // Invariants. Batch invariance: a row's split (C, chunk, head) and every sum's order follow N, the
 // dtype and the row's address mod 16, never the rest of the batch; every block merges the C pairs
@@ -43,6 +45,21 @@ constexpr int WARPS = THREADS / 32;
 static_assert(C <= 32, "warp 0 pushes and merges one block's pair a lane");
 static_assert(sizeof(Pack<VEC>) == 16, "the body moves in 16-byte packs");
 static_assert(2 * (VEC - 1) <= THREADS, "one thread an element of the head and the tail");
+// 09's PARTS (loss_parts.cuh): the chunk counts of cross_entropy_count, which the mean's scale sums
+constexpr int PARTS = 64;
+
+// The rows counted, as 09's count_total: lane l adds counts l and l + 32 (under 2^32: each is
+// under 2^31), the lanes' sums meet in two redux instructions, a 16-bit half each (under 2^21),
+// every lane getting the int64 total; 09's shuffle tree of int64 would take registers here, where
+// the block holds its chunk. Every lane of the warp must call it.
+__device__ __forceinline__ i64 count_total(const int* __restrict__ counts) {
+  static_assert(PARTS == 64, "a lane adds two counts");
+  const unsigned lane = threadIdx.x % 32, c = counts[lane] + static_cast<unsigned>(counts[lane + 32]);
+  unsigned hi, lo;
+  asm volatile("redux.sync.add.u32 %0, %1, 0xffffffff;" : "=r"(hi) : "r"(c >> 16));
+  asm volatile("redux.sync.add.u32 %0, %1, 0xffffffff;" : "=r"(lo) : "r"(c & 0xffffu));
+  return (static_cast<i64>(hi) << 16) + lo;
+}
 
 // A pack of x (or one element) through the coherent path, ld.global, not common.cuh's read-only
 // ld.global.nc: grad may be x itself, and the compiler may take a read-only load's memory as never
@@ -75,13 +92,16 @@ __device__ __forceinline__ void put_pack(elem_t* gr, const Pack<VEC>& g, bool pa
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     cross_entropy_cluster_forward(const elem_t* x, elem_t* grad, const i64* __restrict__ target,
                                   float* __restrict__ loss, double* __restrict__ lse_out,
-                                  const float* __restrict__ entropy_out, const float* __restrict__ count, i64 M,
-                                  int N, i64 x_stride, i64 grad_stride, i64 ignore_index, int chunk) {
+                                  const float* __restrict__ entropy_out, const int* __restrict__ counts,
+                                  int* __restrict__ ticket, i64 M, int N, i64 x_stride, i64 grad_stride,
+                                  i64 ignore_index, int chunk) {
   __shared__ Stats warp_stats[WARPS];
   __shared__ Stats inbox[C];  // every block's pair of the row, pushed by that block
   __shared__ __align__(8) unsigned long long inbox_full;  // mbarrier: complete once all C have landed
   __shared__ Stats row_stats;
 
+  // the reduce that follows on the stream finds its ticket zeroed (09's cross_entropy_reduce)
+  if (ticket != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *ticket = 0;
   const i64 row = cluster_index();  // the host launches M clusters: a cluster a row
   if (row >= M) return;  // (every block of a cluster alike, before any barrier)
   const unsigned rank = cluster_rank();
@@ -125,7 +145,8 @@ extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(THREADS)
     }
   }
   const float xt = owner ? elem(load_x<1>(xr + t), 0) : 0.f;
-  const float scale = count != nullptr ? __frcp_rn(*count) : 1.f;
+  // the mean's scale, the count summed by every warp, whole here: its loads wait alongside the row's
+  const float scale = counts != nullptr ? __frcp_rn(static_cast<float>(count_total(counts))) : 1.f;
 
   // The thread's max, then its sum against it (fp32: each x becoming its exponential, in place).
   const float thread_max = held_max(pack_max<1>(KL_NEG_INF, edge), v);
