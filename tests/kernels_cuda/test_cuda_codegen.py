@@ -71,6 +71,14 @@ def test_every_specialization_compiles_for_each_architecture_it_supports(offline
         codegen.compile_spec(next(iter(clusters)), "sm_80")
 
 
+def test_a_build_holds_the_one_entry_point_its_spec_names(offline):
+    """Every build's PTX has its spec's kernel as its only entry (KL_ENTRY_<kernel>: 08, 09 and 10 hold
+    several and compile the one named; 06 picks its one by its constants)."""
+    for r in offline:
+        entries = re.findall(r"\.entry\s+(\w+)", r.ptx_path.read_text())
+        assert entries == [r.spec.kernel], (r.spec.name, r.arch, entries)
+
+
 def test_no_specialization_spills_or_uses_a_stack(offline):
     bad = [
         (r.spec.name, r.arch, r.resources)

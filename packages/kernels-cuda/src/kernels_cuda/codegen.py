@@ -86,7 +86,9 @@ class Spec:
         return 90 if self.cluster else 80
 
     def options(self, arch: str) -> list[str]:
-        defines = [f"-DKL_DTYPE={DTYPE_CODES[self.dtype]}"] + [f"-DKL_{k}={v}" for k, v in self.constants]
+        # KL_ENTRY_<kernel>: a source of several entry points may compile only the one asked for
+        defines = [f"-DKL_DTYPE={DTYPE_CODES[self.dtype]}", f"-DKL_ENTRY_{self.kernel}"]
+        defines += [f"-DKL_{k}={v}" for k, v in self.constants]
         return [f"-arch={arch}", *OPTIONS, *defines]
 
     def supports_arch(self, arch: str) -> bool:

@@ -41,6 +41,7 @@ template <class Op> __device__ __forceinline__ double block_reduce(double v, dou
   return v;
 }
 
+#ifdef KL_ENTRY_softmax_f64
 extern "C" __global__ void __launch_bounds__(THREADS)
     softmax_f64(const double* __restrict__ x, double* __restrict__ y, i64 M, int N, i64 x_stride, i64 y_stride) {
   __shared__ double scratch[WARPS];
@@ -57,8 +58,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     for (int j = threadIdx.x; j < N; j += THREADS) yr[j] = exp(xr[j] - m) / s;
   }
 }
+#endif
 
 // dx = y * (dy - sum(y * dy)) along each row.
+#ifdef KL_ENTRY_softmax_backward_f64
 extern "C" __global__ void __launch_bounds__(THREADS)
     softmax_backward_f64(const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, i64 M,
                          int N, i64 y_stride, i64 dy_stride, i64 dx_stride) {
@@ -73,3 +76,4 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     for (int j = threadIdx.x; j < N; j += THREADS) dxr[j] = yr[j] * (dyr[j] - dot);
   }
 }
+#endif

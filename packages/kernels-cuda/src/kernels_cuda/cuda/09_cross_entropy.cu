@@ -55,7 +55,8 @@
 // (packs a thread a step), KL_VEC (elements of a 16-byte pack), KL_STEPS (0: rows of at most
 // TPR ITEMS packs, in registers; 1: any row, RPB = 1), KL_ENTROPY (0 / 1: the forward's entropy; 0
 // for the other entry points). The host picks them from (N, dtype) alone: with the row's address
-// mod 16, all a row's bits depend on (rows.cuh).
+// mod 16, all a row's bits depend on (rows.cuh). A build holds the one entry point its spec names
+// (KL_ENTRY_<name>, codegen): all five in every build took NVRTC several times as long.
 #include "rows.cuh"
 #include "loss_parts.cuh"
 
@@ -78,6 +79,7 @@ __device__ __forceinline__ void put_pack(elem_t* gr, int at, const Pack<VEC>& g,
   }
 }
 
+#ifdef KL_ENTRY_cross_entropy_forward
 extern "C" __global__ void __launch_bounds__(THREADS)
     cross_entropy_forward(const elem_t* x, elem_t* grad, const i64* __restrict__ target, acc_t* __restrict__ loss,
                           double* __restrict__ lse_out, acc_t* __restrict__ entropy_out,
@@ -223,6 +225,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if constexpr (TPR > 32) __syncthreads();  // scratch is written again by the next row group
   }
 }
+#endif
 
 // grad = g[row] (exp(x - lse) - eps / V - (1 - eps) [j == t])
 //        (+ where entropy != 0: - g_entropy[row] p (x - lse + H), the entropy's gradient)
@@ -231,6 +234,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 // the same way by every thread of a launch, on a pass bound by memory.) No barriers: a slot
 // past M leaves at once. (The explicit 1 of the launch bounds: with THREADS alone ptxas held some
 // builds to 64 registers, with a spill.)
+#ifdef KL_ENTRY_cross_entropy_backward
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     cross_entropy_backward(const elem_t* __restrict__ x, elem_t* __restrict__ grad, const i64* __restrict__ target,
                            const double* __restrict__ lse, const acc_t* __restrict__ g_loss,
@@ -287,12 +291,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     }
   }
 }
+#endif
 
 // --- the reduced loss: PARTS blocks, a chunk of rows each (loss_parts.cuh) ------------------------
 
 // counts[p] = the rows of chunk p whose target is not ignore_index (exact: the mean divides by
 // their sum as acc_t, count_total). Block 0 zeroes the reduce's ticket: the reduce, launched after
 // the forward, finds it 0 (the workspace holds anything before).
+#ifdef KL_ENTRY_cross_entropy_count
 extern "C" __global__ void __launch_bounds__(RT)
     cross_entropy_count(const i64* __restrict__ target, int* __restrict__ counts, int* __restrict__ ticket, i64 M,
                         i64 ignore_index) {
@@ -303,6 +309,7 @@ extern "C" __global__ void __launch_bounds__(RT)
     if (blockIdx.x == 0) *ticket = 0;
   }
 }
+#endif
 
 // out[0] = the sum of loss[0 .. M) in fp64, divided for the mean (counts not null) by the rows
 // counted, as acc_t (as the forward's scale and torch divide): counts from cross_entropy_count,
@@ -313,6 +320,7 @@ extern "C" __global__ void __launch_bounds__(RT)
 // (PARTS - 1) sums the partials in a fixed order, so the bits depend on M alone, never on which
 // block finishes last. *ticket is 0 at the launch (zeroed by cross_entropy_count or the forward)
 // and PARTS after it; nothing else is reset.
+#ifdef KL_ENTRY_cross_entropy_reduce
 extern "C" __global__ void __launch_bounds__(RT)
     cross_entropy_reduce(const acc_t* __restrict__ loss, const i64* __restrict__ target, int* counts, double* parts,
                          int* ticket, elem_t* __restrict__ out, acc_t* __restrict__ applied, i64 M, i64 ignore_index) {
@@ -346,6 +354,7 @@ extern "C" __global__ void __launch_bounds__(RT)
     if (applied != nullptr) applied[0] = acc_t(1);
   }
 }
+#endif
 
 // grad[i] *= g[0] / applied[k] over n contiguous elements, where applied[k] is the factor grad
 // carries: 1 from the forward, or g of an earlier call through the same forward (a backward run
@@ -354,6 +363,7 @@ extern "C" __global__ void __launch_bounds__(RT)
 // any load of grad): the common backward costs one small launch. Block 0 records g in
 // applied[1 - k] for the next call (which the host makes with 1 - k): no block reads that slot in
 // this launch, so the record races with no read.
+#ifdef KL_ENTRY_cross_entropy_scale
 extern "C" __global__ void __launch_bounds__(THREADS)
     cross_entropy_scale(elem_t* __restrict__ grad, const elem_t* __restrict__ g, acc_t* __restrict__ applied, int k,
                         i64 n) {
@@ -364,3 +374,4 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   for (i64 i = blockIdx.x * static_cast<i64>(THREADS) + threadIdx.x; i < n; i += static_cast<i64>(gridDim.x) * THREADS)
     grad[i] = from_acc(to_acc(grad[i]) * factor);
 }
+#endif

@@ -20,6 +20,7 @@
 
 constexpr int THREADS = KL_THREADS, VEC = KL_VEC, UNROLL = KL_UNROLL;
 
+#ifdef KL_ENTRY_log_softmax_forward
 extern "C" __global__ void __launch_bounds__(THREADS)
     log_softmax_forward(const elem_t* __restrict__ x, elem_t* __restrict__ y, i64 M, int N, i64 x_stride,
                         i64 y_stride, int staged) {
@@ -49,7 +50,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     __syncthreads();  // scratch is written again by the next row
   }
 }
+#endif
 
+#ifdef KL_ENTRY_log_softmax_backward
 extern "C" __global__ void __launch_bounds__(THREADS)
     log_softmax_backward(const elem_t* __restrict__ y, const elem_t* __restrict__ dy, elem_t* __restrict__ dx, i64 M,
                          int N, i64 y_stride, i64 dy_stride, i64 dx_stride, int staged) {
@@ -83,3 +86,4 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     __syncthreads();  // scratch is written again by the next row
   }
 }
+#endif
