@@ -1,5 +1,5 @@
 """The codegen core without a GPU: every specialization compiles for sm_90 through NVRTC, and a
-fixed sample of them for sm_80 (every SM80_SAMPLE-th of each kernel, sorted: every source and kernel,
+fixed sample of them for sm_80 (offline_sample.sm80_sample: every source and kernel,
 at a fraction of CI's time; `python -m kernels_cuda.codegen --offline --arch sm_80` compiles them
 all), ptxas reports no spills, the PTX has the accesses the kernels were designed around, and the
 cache and resource report behave."""
@@ -22,16 +22,7 @@ from hypothesis import strategies as st
 from kernels_cuda import _diskcache, arrays, codegen
 from kernels_cuda import softmax_variants as variants
 from kernels_cuda.codegen import CompileError, Spec
-
-SM80_SAMPLE = 8
-
-
-def sm80_sample(specs) -> list:
-    """Every SM80_SAMPLE-th spec of each kernel (sorted by name, the first included) that sm_80 takes."""
-    by_kernel: dict[str, list] = {}
-    for spec in sorted((s for s in specs if s.supports_arch("sm_80")), key=lambda s: s.name):
-        by_kernel.setdefault(f"{spec.kernel}.{spec.dtype}", []).append(spec)
-    return [spec for group in by_kernel.values() for spec in group[::SM80_SAMPLE]]
+from offline_sample import sm80_sample
 
 
 @pytest.fixture(scope="module")
