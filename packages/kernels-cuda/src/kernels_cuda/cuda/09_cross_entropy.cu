@@ -93,7 +93,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   const i64 groups = (M + RPB - 1) / RPB;
   // the reduce that follows on the stream finds its ticket zeroed (the entropy's forward feeds none)
   if (!ENTROPY && ticket != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *ticket = 0;
-  const bool mean = !ENTROPY && counts != nullptr;  // (the entropy's forward writes no gradient)
+  // the mean's gradient scale, once (every lane of every warp: count_total's contract); the
+  // entropy's forward writes no gradient
+  const acc_t scale =
+      !ENTROPY && counts != nullptr ? rcp(static_cast<acc_t>(count_total(counts))) : acc_t(1);
 
   // The loop bound is the same for every thread of the block, so the barriers in it are safe.
   for (i64 group = blockIdx.x; group < groups; group += gridDim.x) {
@@ -128,9 +131,6 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const bool ignored = t == ignore_index;
     const bool valid = !ignored && t >= 0 && t < N;
     const acc_t xt = lane == 0 && valid ? to_acc(xr[t]) : acc_t(0);
-    // the mean's count (the gradient's scale) by every warp, whole here; its loads wait alongside
-    // the row's, issued above
-    const i64 counted = mean ? count_total(counts) : 0;
 
     RowStats st = stats_add<true, ENTROPY>(stats_empty(), e, e_in);
     if constexpr (!STEPS) {
@@ -159,7 +159,6 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if (grad != nullptr && live) {
       elem_t* gr = grad + row * grad_stride;
       const bool packed = same_offset(gr, xr);
-      const acc_t scale = mean ? rcp(static_cast<acc_t>(counted)) : acc_t(1);
       const acc_t shift = safe_shift(st.m);
       const acc_t inv_s = rcp(st.s);
       const acc_t off = smoothing * rcp(static_cast<acc_t>(N)), hit = acc_t(1) - smoothing;

@@ -39,28 +39,13 @@
 // Constants: KL_CLUSTER (blocks a cluster, compiled in with __cluster_dims__), KL_THREADS,
 // KL_VEC (elements of a 16-byte pack), KL_ITEMS (packs a thread holds: ITEMS * THREADS >= chunk).
 #include "cluster.cuh"
+#include "loss_parts.cuh"  // PARTS, count_total: the mean's count, as 09's forward sums it
 
 constexpr int C = KL_CLUSTER, THREADS = KL_THREADS, VEC = KL_VEC, ITEMS = KL_ITEMS;
 constexpr int WARPS = THREADS / 32;
 static_assert(C <= 32, "warp 0 pushes and merges one block's pair a lane");
 static_assert(sizeof(Pack<VEC>) == 16, "the body moves in 16-byte packs");
 static_assert(2 * (VEC - 1) <= THREADS, "one thread an element of the head and the tail");
-// 09's PARTS (loss_parts.cuh): the chunk counts of cross_entropy_count, which the mean's scale sums
-constexpr int PARTS = 64;
-
-// The rows counted, as 09's count_total: lane l adds counts l and l + 32 (under 2^32: each is
-// under 2^31), the lanes' sums meet in two redux instructions, a 16-bit half each (under 2^21),
-// every lane getting the int64 total; 09's shuffle tree of int64 would take registers here, where
-// the block holds its chunk. Every lane of the warp must call it.
-__device__ __forceinline__ i64 count_total(const int* __restrict__ counts) {
-  static_assert(PARTS == 64, "a lane adds two counts");
-  const unsigned lane = threadIdx.x % 32, c = counts[lane] + static_cast<unsigned>(counts[lane + 32]);
-  unsigned hi, lo;
-  asm volatile("redux.sync.add.u32 %0, %1, 0xffffffff;" : "=r"(hi) : "r"(c >> 16));
-  asm volatile("redux.sync.add.u32 %0, %1, 0xffffffff;" : "=r"(lo) : "r"(c & 0xffffu));
-  return (static_cast<i64>(hi) << 16) + lo;
-}
-
 // A pack of x (or one element) through the coherent path, ld.global, not common.cuh's read-only
 // ld.global.nc: grad may be x itself, and the compiler may take a read-only load's memory as never
 // written, free to move the load past the stores that write over it.

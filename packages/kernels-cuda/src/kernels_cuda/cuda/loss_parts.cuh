@@ -3,12 +3,13 @@
 // chunk p, the rows [p c, (p + 1) c) with c = cdiv(M, PARTS) (the last chunks short or empty), as
 // kernels_triton's xent_reduce: every order of summation here follows M alone.
 //
-// Included after rows.cuh (i64, KL_FULL_MASK); NVRTC has no include path, so it names nothing else.
+// Included after rows.cuh or common.cuh (i64, KL_FULL_MASK); NVRTC has no include path, so it names
+// nothing else. 11's forward takes PARTS and count_total from here too.
 #pragma once
 
-// Blocks of cross_entropy_count and cross_entropy_reduce, a chunk each (11 and the host hold the
-// same number). A chunk's count fits an int32: M int64 targets in a device's memory (under 2^40
-// bytes) keep M under 2^37, a chunk of cdiv(M, PARTS) rows under 2^31.
+// Blocks of cross_entropy_count and cross_entropy_reduce, a chunk each (the host holds the same
+// number: row_kernels.REDUCE_PARTS). A chunk's count fits an int32: M int64 targets in a device's
+// memory (under 2^40 bytes) keep M under 2^37, a chunk of cdiv(M, PARTS) rows under 2^31.
 constexpr int PARTS = 64;
 static_assert(PARTS % 32 == 0, "a warp's lanes take the counts and partials in turn");
 
@@ -20,14 +21,19 @@ template <class T> __device__ __forceinline__ T warp_total(T v) {
   return v;
 }
 
-// The rows counted: the PARTS chunk counts summed in int64 (the total need not fit an int32) by a
-// whole warp, every lane getting the total. P: a plain pointer where the counts come from an
-// earlier launch, a pointer to volatile where other blocks of this launch write them.
+// The rows counted: the PARTS chunk counts summed by a whole warp, every lane getting the int64
+// total (it need not fit an int32). Lane l adds counts l and l + 32 (under 2^32: each is under
+// 2^31); the lanes' sums meet in two redux instructions, a 16-bit half each (under 2^21): fewer
+// registers than a shuffle tree of int64, which 11's blocks, holding their chunk, cannot spare.
+// P: a plain pointer where the counts come from an earlier launch, a pointer to volatile where
+// other blocks of this launch wrote them. Every lane of the warp must call it.
 template <class P> __device__ __forceinline__ i64 count_total(P counts) {
-  i64 n = 0;
-#pragma unroll
-  for (int k = 0; k < PARTS / 32; ++k) n += counts[k * 32 + threadIdx.x % 32];
-  return warp_total(n);
+  static_assert(PARTS == 64, "a lane adds two counts");
+  const unsigned lane = threadIdx.x % 32, c = counts[lane] + static_cast<unsigned>(counts[lane + 32]);
+  unsigned hi, lo;
+  asm volatile("redux.sync.add.u32 %0, %1, 0xffffffff;" : "=r"(hi) : "r"(c >> 16));
+  asm volatile("redux.sync.add.u32 %0, %1, 0xffffffff;" : "=r"(lo) : "r"(c & 0xffffu));
+  return (static_cast<i64>(hi) << 16) + lo;
 }
 
 // --- a block's chunk: RT threads, RU loads in flight a thread ------------------------------------
