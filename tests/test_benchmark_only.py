@@ -16,7 +16,9 @@ def test_benchmark_only_deselects_the_other_tests():
         capture_output=True,
         text=True,
         timeout=600,
-        env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"},
+        # a fresh session: not this one's options, nor its xdist worker's (pytest-benchmark turns
+        # itself off under xdist)
+        env={k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_ADDOPTS", "PYTEST_XDIST"))},
     )
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:]

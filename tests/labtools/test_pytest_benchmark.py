@@ -54,7 +54,12 @@ def test_benchmark_json_holds_the_harness_samples(tmp_path):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        env={**os.environ, "SAMPLES_OUT": str(samples)},
+        # a fresh session: not this one's options, nor its xdist worker's (pytest-benchmark turns
+        # itself off under xdist)
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_ADDOPTS", "PYTEST_XDIST"))},
+            "SAMPLES_OUT": str(samples),
+        },
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     harness = json.loads(samples.read_text())

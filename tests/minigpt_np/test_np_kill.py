@@ -5,7 +5,7 @@ new one.
 The real CLI runs in a child process. The test watches the output folder and, as soon as
 the write has begun (a temporary file appears beside the checkpoint, or the checkpoint
 itself changes), sends the signal after a random delay up to the write's own length; some
-kills land at a random moment of the whole run instead. SIGINT and SIGTERM must also leave
+kills land at a random moment of the whole run instead, once Python has started. SIGINT and SIGTERM must also leave
 no temporary file behind; SIGKILL, which no handler sees, may leave one (never the
 checkpoint itself damaged)."""
 
@@ -27,7 +27,9 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGKILL)
 
 
 def train_cmd(out: Path, seed: int) -> list[str]:
-    code = "import sys; from minigpt_np.cli import main; sys.exit(main())"
+    # "started" once the interpreter is up: a signal during Python's own start-up (its site
+    # import) is a fatal error of Python's, exit 1, before any of the CLI runs
+    code = "import sys; from minigpt_np.cli import main; print('started', file=sys.stderr, flush=True); sys.exit(main())"
     return [sys.executable, "-c", code, "train", "--out", str(out), "--seed", str(seed), *TINY]
 
 
@@ -52,9 +54,12 @@ def kill_during_write(out: Path, seed: int, sig: int, rng: random.Random, whole_
     """Start a training run over `out`, send `sig` (see the module docstring), return its
     exit status."""
     before = stat_key(out)
-    proc = subprocess.Popen(train_cmd(out, seed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        train_cmd(out, seed), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
-        if rng.random() < 0.25:  # anywhere in the run
+        if rng.random() < 0.25:  # anywhere in the run, once it has started
+            proc.stderr.readline()
             time.sleep(rng.uniform(0.0, whole_run_s))
         else:  # inside the write
             while proc.poll() is None and not temporaries(out.parent) and stat_key(out) == before:
