@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from labtools.ncu import KernelProfile
+    from labtools.ncu_metrics import KernelProfile
 
 
 def launch_target(impl_names: str, shapes: str, dtypes: str) -> list[str]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
+from labtools.inductor.graph import VIEW_OPS, CompiledGraph, Kernel
 from labtools.inductor.kernels import Access, Step, split_top
-from labtools.inductor.parse import VIEW_OPS, CompiledGraph, Kernel
 
 REDUCTION_OPS = {
     "max",

@@ -23,8 +23,8 @@ import torch
 from labtools.atomic import atomic_write_text
 from labtools.inductor.annotation import is_softmax
 from labtools.inductor.capture import dump, versions
+from labtools.inductor.graph import CompiledGraph
 from labtools.inductor.heartbeat import heartbeat
-from labtools.inductor.parse import CompiledGraph
 from labtools.inductor.profiling import MODES, profile
 from labtools.inductor.targets import check_device, minigpt, tinyhead
 from labtools.ops import softmax_ref
