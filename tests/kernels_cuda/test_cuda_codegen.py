@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels_cuda import _diskcache, arrays, codegen
+from kernels_cuda import _diskcache, arrays, codegen, codegen_types, compiler, registry
 from kernels_cuda import softmax_variants as variants
 from kernels_cuda.codegen import CompileError, Spec
 from offline_sample import sm80_sample
@@ -32,7 +32,7 @@ def cache(offline_cache):
     with pytest.MonkeyPatch.context() as mp:
         folder = offline_cache
         mp.setenv(codegen.CACHE_ENV, str(folder))
-        mp.setattr(codegen, "_compiled", {})
+        mp.setattr(compiler, "_compiled", {})
         yield folder
 
 
@@ -153,7 +153,7 @@ def test_cluster_forward_copies_its_chunk_to_shared_memory_from_every_thread(off
 def test_disk_cache_is_reused_and_keyed_by_everything_that_changes_the_binary(offline, cache):
     spec = variants.online_spec("float16", 8)
     first = codegen.compile_spec(spec, "sm_90")
-    codegen._compiled.clear()  # a new process: only the disk cache is left
+    compiler._compiled.clear()  # a new process: only the disk cache is left
     again = codegen.compile_spec(spec, "sm_90")
     assert again.from_cache and again.seconds == 0.0
     assert again.cubin_path == first.cubin_path and again.resources == first.resources
@@ -218,12 +218,12 @@ SMALL = Spec("00_vector_add.cu", "vector_add", "float32")
 def fresh_cache(monkeypatch, tmp_path):
     """An empty disk cache and an empty memory cache; `reload()` is a new process's compile."""
     monkeypatch.setenv(codegen.CACHE_ENV, str(tmp_path))
-    monkeypatch.setattr(codegen, "_compiled", {})
+    monkeypatch.setattr(compiler, "_compiled", {})
     return tmp_path
 
 
 def _reload(spec=SMALL):
-    codegen._compiled.clear()
+    compiler._compiled.clear()
     return codegen.compile_spec(spec, "sm_90")
 
 
@@ -294,10 +294,10 @@ def test_random_damage_to_an_entry_is_served_only_if_the_entry_is_intact(data):
     unchanged or discarded with one warning; never served changed. NVRTC runs once."""
     with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as mp:
         mp.setenv(codegen.CACHE_ENV, folder)
-        mp.setattr(codegen, "_compiled", {})
+        mp.setattr(compiler, "_compiled", {})
         good = codegen.compile_spec(SMALL, "sm_90")
         compiled = (good.cubin, good.ptx_path.read_bytes(), good.log, 0.1)
-        mp.setattr(codegen, "_nvrtc_compile", lambda spec, arch: compiled)
+        mp.setattr(compiler, "_nvrtc_compile", lambda spec, arch: compiled)
         # Draw the file's kind, not its path: the folder differs between a Hypothesis example
         # and its replay, and a strategy over different values is a flaky definition.
         kind = data.draw(st.sampled_from(["cubin", "json"]))
@@ -366,12 +366,12 @@ def test_without_cupy_the_error_is_one_line_naming_the_extras(monkeypatch):
         "cupy_backends.cuda.libs.nvrtc",
     ):
         monkeypatch.setitem(sys.modules, name, None)
-    codegen._nvrtc.cache_clear()
+    compiler._nvrtc.cache_clear()
     try:
         with pytest.raises(ImportError) as info:
             codegen.nvrtc_version()
     finally:
-        codegen._nvrtc.cache_clear()
+        compiler._nvrtc.cache_clear()
     message = str(info.value)
     assert "\n" not in message and "kernel-lab-kernels-cuda[cuda13]" in message and "[cuda12]" in message
 
@@ -380,8 +380,9 @@ def test_without_cupy_the_error_is_one_line_naming_the_extras(monkeypatch):
 
 
 def test_kernel_modules_register_their_specializations_and_the_core_names_none_of_them():
-    source = Path(codegen.__file__).read_text()
-    assert "kernels_cuda.vecadd" not in source and "softmax_variants" not in source
+    for core in (codegen, codegen_types, compiler, registry):
+        source = Path(core.__file__).read_text()
+        assert "kernels_cuda.vecadd" not in source and "softmax_variants" not in source, core.__name__
     extra = Spec("00_vector_add.cu", "vector_add", "float16", (("UNUSED", 1),))
 
     def provider():
@@ -391,7 +392,7 @@ def test_kernel_modules_register_their_specializations_and_the_core_names_none_o
     try:
         specs = codegen.all_specs()
     finally:
-        del codegen._providers[f"{provider.__module__}.{provider.__qualname__}"]
+        del registry._providers[f"{provider.__module__}.{provider.__qualname__}"]
     assert extra in specs and set(variants.specializations()) <= set(specs)
     assert extra not in codegen.all_specs()
 
@@ -415,7 +416,7 @@ def test_an_nvrtc_log_without_a_resource_report_still_gives_a_cached_cubin(fresh
     def no_report(log, kernel):
         raise ValueError("no ptxas report")
 
-    monkeypatch.setattr(codegen, "parse_resources", no_report)
+    monkeypatch.setattr(compiler, "parse_resources", no_report)
     first = codegen.compile_spec(SMALL, "sm_90")
     assert first.resources is None and first.cubin.startswith(b"\x7fELF")
     with warnings.catch_warnings():

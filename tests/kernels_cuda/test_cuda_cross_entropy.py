@@ -24,7 +24,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from kernels_cuda import arrays, codegen
+from kernels_cuda import arrays, codegen, compiler
 from kernels_cuda import cross_entropy_op as ce
 from kernels_cuda import log_softmax_op as ls
 from kernels_cuda import row_kernels as rk
@@ -48,7 +48,7 @@ DTYPES = {
 def compiled(offline_cache):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(codegen.CACHE_ENV, str(offline_cache))
-        mp.setattr(codegen, "_compiled", {})
+        mp.setattr(compiler, "_compiled", {})
         specs = [rk.cross_entropy_spec("cross_entropy_scale", d, rk.scale_config(d)) for d in DTYPES]
         for dtype in DTYPES:
             for n in (600, 16384, 50257):  # rows sharing a block, a block's registers, rows in steps

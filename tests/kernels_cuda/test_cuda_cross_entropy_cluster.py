@@ -24,7 +24,7 @@ import re
 
 import pytest
 import torch
-from kernels_cuda import arrays, codegen
+from kernels_cuda import arrays, codegen, compiler
 from kernels_cuda import cross_entropy_op as ce
 from kernels_cuda import row_kernels as rk
 from kernels_cuda import xent_launch as xl
@@ -78,7 +78,7 @@ def test_the_cluster_kernels_compile_for_sm90_without_spills_within_four_blocks_
     offline_cache, monkeypatch
 ):
     monkeypatch.setenv(codegen.CACHE_ENV, str(offline_cache))
-    monkeypatch.setattr(codegen, "_compiled", {})
+    monkeypatch.setattr(compiler, "_compiled", {})
     specs = [s for d in DTYPES for s in rk.every_xent_cluster_spec(d)]
     splits = {(dict(s.constants)["CLUSTER"], dict(s.constants)["ITEMS"]) for s in specs}
     assert {c for c, _ in splits} == {c for c, _ in rk.XENT_CLUSTER_SPLITS} and set(

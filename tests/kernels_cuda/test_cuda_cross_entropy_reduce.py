@@ -28,7 +28,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from kernels_cuda import arrays, codegen
+from kernels_cuda import arrays, codegen, compiler
 from kernels_cuda import cross_entropy_op as ce
 from kernels_cuda import row_kernels as rk
 from kernels_cuda import xent_launch as xl
@@ -48,7 +48,7 @@ ROUNDS_M = 3 * PARTS * rk.REDUCE_THREADS * 16 + 77
 
 def test_reduce_count_and_scale_compile_for_sm90_and_sm80_without_spills(offline_cache, monkeypatch):
     monkeypatch.setenv(codegen.CACHE_ENV, str(offline_cache))
-    monkeypatch.setattr(codegen, "_compiled", {})
+    monkeypatch.setattr(compiler, "_compiled", {})
     specs = [rk.cross_entropy_spec(k, d, rk.scale_config(d)) for d in rk.DTYPES for k in rk.SCALAR_KERNELS]
     assert set(specs) <= set(rk.specializations())
     compiled = codegen.compile_all(("sm_90", "sm_80"), specs)

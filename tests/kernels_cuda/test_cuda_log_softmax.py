@@ -23,7 +23,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels_cuda import arrays, codegen
+from kernels_cuda import arrays, codegen, compiler
 from kernels_cuda import log_softmax_op as ls
 from kernels_cuda import row_kernels as rk
 from labtools.ops import tolerance
@@ -75,7 +75,7 @@ def compiled(offline_cache):
     """One full-pack and one element-wide specialization of each kernel and dtype, both archs."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(codegen.CACHE_ENV, str(offline_cache))
-        mp.setattr(codegen, "_compiled", {})
+        mp.setattr(compiler, "_compiled", {})
         specs = [
             rk.log_softmax_spec(k, dtype, rk.row_config(n, dtype))
             for dtype in DTYPES

@@ -22,7 +22,8 @@ The variants, one .cu file each under cuda/ (read them in order):
 
 The host path, in the order a call takes it:
     planning   softmax_plans.row_plan(variant, N, dtype, vec, device, ...) -> RowPlan, per (N,
-               dtype, layout); the grid for M rows follows by integer arithmetic
+               dtype, layout); the grid for M rows follows by integer arithmetic. Which kernel
+               runs is decided there (`plan`, re-exported here, gives one M's launch)
     prepare    softmax_prepare.prepare(shape, strides, dtype, dim, variant, device, ...) -> Prepared: the views,
                copies and the Launch one input layout needs
     running    softmax(): checks, then a `_Call` cached per layout (the Prepared call bound to
@@ -31,20 +32,21 @@ The host path, in the order a call takes it:
                launch (`_RowsCall`), with the row count and grid written in
 Planning and prepare are plain Python over shapes: every plan can be checked (and every Spec it
 can produce compiled) without a GPU.
+
+This module runs calls; the caches it keeps are in softmax_caches.py, the packed launches in
+softmax_launch.py, the device's properties in device_props.py.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
 import sys
 import warnings
-from dataclasses import replace
-from functools import cache, lru_cache
 
-from kernels_cuda import arrays, codegen, softmax_plans
+from kernels_cuda import arrays, softmax_plans
 
-# The planning names, re-exported: this module has always offered them.
+# Re-exported: this module has always offered the planning names, and those of the device, the
+# caches and the packed launches it uses.
 from kernels_cuda.cluster_plans import (  # noqa: F401
     CLUSTER_SIZES,
     CLUSTER_THREADS,
@@ -55,6 +57,13 @@ from kernels_cuda.cluster_plans import (  # noqa: F401
     cluster_split,
     online_spec,
     plan_cluster,
+)
+from kernels_cuda.device_props import (  # noqa: F401
+    DEV_GLOBAL_MEMORY_BUS_WIDTH,
+    DEV_MAX_THREADS_PER_MULTIPROCESSOR,
+    DEV_MEMORY_CLOCK_RATE,
+    _device,
+    _refused_cluster16,
 )
 from kernels_cuda.fused_plans import (  # noqa: F401
     FEW_ROWS_BLOCK,
@@ -78,6 +87,16 @@ from kernels_cuda.launch_types import (  # noqa: F401
     pack_width,
     reduction_order,
 )
+from kernels_cuda.softmax_caches import (  # noqa: F401
+    _calls,
+    _clear_caches,
+    _plan,
+    _prepare,
+    _rows_calls,
+    _torch_calls,
+    set_auto_config,
+)
+from kernels_cuda.softmax_launch import ARG_TYPES, M_SLOT, _packed, _RowsCall, run_launch  # noqa: F401
 from kernels_cuda.softmax_plans import VARIANTS, AutoConfig, plan, row_plan, specializations  # noqa: F401
 from kernels_cuda.softmax_prepare import Prepared, _row_plan, prepare  # noqa: F401
 
@@ -90,76 +109,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def set_auto_config(**changes) -> AutoConfig:
-    softmax_plans.AUTO = replace(softmax_plans.AUTO, **changes)
-    _clear_caches()
-    return softmax_plans.AUTO
-
-
-# Bounded: a long-running program sees any number of shapes, and these stay a few MB.
-_plan = lru_cache(maxsize=4096)(plan)
-_prepare = lru_cache(maxsize=4096)(prepare)
-
-
-def _clear_caches() -> None:
-    """Forget every plan and call made (after set_auto_config, or a tune that wrote new picks)."""
-    from kernels_cuda import backward_call, picks
-
-    picks.forget()
-    backward_call._row_plan.cache_clear()
-    backward_call._runs.clear()
-    backward_call._dense_calls.clear()
-    _row_plan.cache_clear()
-    _plan.cache_clear()
-    _prepare.cache_clear()
-    _calls.clear()
-    _torch_calls.clear()
-    _rows_calls.clear()
-
-
-# --- running --------------------------------------------------------------------------------
-
-ARG_TYPES = (ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64)
-M_SLOT = 2  # the row count's place among ARG_TYPES
-
-
-# CUdevice_attribute values (cuda.h) beyond those _driver names
-DEV_MEMORY_CLOCK_RATE, DEV_GLOBAL_MEMORY_BUS_WIDTH, DEV_MAX_THREADS_PER_MULTIPROCESSOR = 36, 37, 39
-
-
-@cache
-def _device_props(device_id: int) -> Device:
-    from kernels_cuda import _driver
-
-    def attribute(a: int) -> int:
-        return _driver.device_attribute(device_id, a)
-
-    name = ctypes.create_string_buffer(256)
-    _driver.check(_driver._lib().cuDeviceGetName(name, 256, _driver._device(device_id)), "cuDeviceGetName")
-    return Device(
-        cc=int(codegen.device_arch(device_id).removeprefix("sm_")),
-        max_shared_per_block=attribute(_driver.DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
-        sms=attribute(_driver.DEV_MULTIPROCESSOR_COUNT),
-        name=name.value.decode(),
-        # kHz x 2 (double data rate) x bus bytes
-        bandwidth=2e3 * attribute(DEV_MEMORY_CLOCK_RATE) * attribute(DEV_GLOBAL_MEMORY_BUS_WIDTH) / 8,
-        threads_per_sm=attribute(DEV_MAX_THREADS_PER_MULTIPROCESSOR),
-    )
-
-
-_refused_cluster16: set[int] = set()
-
-
-def _device(device_id: int) -> Device:
-    d = _device_props(device_id)
-    return replace(d, max_cluster=8) if device_id in _refused_cluster16 else d
-
-
-def _packed(launch: Launch, device_id: int, x_stride: int, y_stride: int, M: int, N: int):
-    """The launch packed with every argument but the two pointers (x, y, M, N, strides, *extra)."""
-    types = ARG_TYPES + (ctypes.c_int32,) * len(launch.extra)
-    values = (0, 0, M, N, x_stride, y_stride, *launch.extra)
-    return codegen.packed(launch.spec, device_id, launch.grid, launch.block, launch.shared_mem, types, values)
+MAX_CACHED_CALLS = 4096  # past this many layouts, a cache starts over: memory stays flat
 
 
 class _Call:
@@ -210,32 +160,6 @@ class _Call:
             self.run(ops.stream(x), x_ptr, ops.ptr(tmp))
             ops.copy_(out_m, tmp)
         return out
-
-
-class _RowsCall:
-    """A row plan's packed launch over dense rows of N (x and a fresh y of stride N): any row
-    count, its grid by integer arithmetic (`RowPlan.grid`), no planning."""
-
-    __slots__ = ("launch", "rows_per_step", "group", "limit")
-
-    def __init__(self, rows: RowPlan, device_id: int, N: int):
-        self.launch = _packed(rows.launch(1), device_id, N, N, 1, N)
-        self.rows_per_step, self.group = rows.rows_per_step, rows.group
-        self.limit = MAX_GRID // rows.group
-
-    def __call__(self, stream: int, x_ptr: int, y_ptr: int, M: int) -> None:
-        steps = -(-M // self.rows_per_step)
-        grid = self.group * (steps if steps < self.limit else self.limit)
-        self.launch.rows(stream, grid, M_SLOT, M, x_ptr, y_ptr)
-
-
-MAX_CACHED_CALLS = 4096  # past this many layouts, a cache starts over: memory stays flat
-_calls: dict[tuple, _Call] = {}  # (Prepared, backend, device) -> _Call
-_torch_calls: dict[tuple, _Call] = {}  # a torch call's layout key (`_torch_key`) -> _Call
-# dense torch rows: (N, dtype, device, 16-byte alignment, variant) -> _RowsCall. A fresh y is on a
-# 16-byte boundary with rows of stride N, as x's, so x's alignment alone decides whether their rows
-# share offsets (`offsets_match`): the plan for one key suits every call that finds it.
-_rows_calls: dict[tuple, _RowsCall] = {}
 
 
 def _torch_key(x, ptr: int, dim: int, variant: str) -> tuple:
@@ -421,11 +345,3 @@ def _check_out(ops, out, shape, dtype, device_id, fn) -> None:
         )
     if arrays.check_device(ops, out, fn) != device_id:
         raise ValueError(f"{fn}: out is on device {ops.device_id(out)}, x on device {device_id}")
-
-
-def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, stream) -> None:
-    """One planned launch over rows x -> y (same M and N; the plan's pack width must suit both),
-    on `stream` (a CUstream handle or a CuPy / torch stream). For tuning and tests: unpacked."""
-    _packed(launch, device_id, x.row_stride, y.row_stride, x.M, x.N)(
-        codegen.stream_handle(stream), x.ptr, y.ptr
-    )

@@ -1,0 +1,49 @@
+"""The softmax call path's caches, by layout (plans, prepared calls, call objects), and the one
+function that empties them all: after set_auto_config, a tune that wrote new picks, or a device
+that refused a cluster size."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import lru_cache
+
+from kernels_cuda import softmax_plans
+from kernels_cuda.softmax_launch import _RowsCall
+from kernels_cuda.softmax_plans import AutoConfig, plan
+from kernels_cuda.softmax_prepare import _row_plan, prepare
+
+
+def set_auto_config(**changes) -> AutoConfig:
+    softmax_plans.AUTO = replace(softmax_plans.AUTO, **changes)
+    _clear_caches()
+    return softmax_plans.AUTO
+
+
+# Bounded: a long-running program sees any number of shapes, and these stay a few MB.
+_plan = lru_cache(maxsize=4096)(plan)
+_prepare = lru_cache(maxsize=4096)(prepare)
+
+# The call objects softmax_variants makes, filled there; emptied, never rebound, so that the
+# names it imports stay these dicts.
+_calls: dict[tuple, object] = {}  # (Prepared, backend, device) -> softmax_variants._Call
+_torch_calls: dict[tuple, object] = {}  # a torch call's layout key (softmax_variants._torch_key) -> _Call
+# dense torch rows: (N, dtype, device, 16-byte alignment, variant) -> _RowsCall. A fresh y is on a
+# 16-byte boundary with rows of stride N, as x's, so x's alignment alone decides whether their rows
+# share offsets (`offsets_match`): the plan for one key suits every call that finds it.
+_rows_calls: dict[tuple, _RowsCall] = {}
+
+
+def _clear_caches() -> None:
+    """Forget every plan and call made (after set_auto_config, or a tune that wrote new picks)."""
+    from kernels_cuda import backward_call, picks
+
+    picks.forget()
+    backward_call._row_plan.cache_clear()
+    backward_call._runs.clear()
+    backward_call._dense_calls.clear()
+    _row_plan.cache_clear()
+    _plan.cache_clear()
+    _prepare.cache_clear()
+    _calls.clear()
+    _torch_calls.clear()
+    _rows_calls.clear()
