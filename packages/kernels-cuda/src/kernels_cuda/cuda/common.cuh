@@ -2,53 +2,27 @@
 //
 // Self-contained on purpose: NVRTC on the GPU machine has no CUDA include path, so there is no
 // <cuda_fp16.h>, <cuda_bf16.h> or <cooperative_groups.h>. The few conversions, the fast exp2 and
-// the cluster operations needed are written here in inline PTX. codegen hands this file to NVRTC
+// the cluster operations needed are written here in inline PTX (the element types in elem.cuh). codegen hands this file to NVRTC
 // as an in-memory header, so `#include "common.cuh"` needs no file system either.
 //
 // codegen sets the compile-time constants as -D options: KL_DTYPE picks the element type, and each
 // kernel reads its own KL_* sizes (see the kernel's header).
 #pragma once
 
-typedef long long i64;
-typedef unsigned short u16;
-
-#define KL_F32 0
-#define KL_F16 1
-#define KL_BF16 2
+#include "elem.cuh"
 
 // ---- element type: elem_t in memory, fp32 in registers ------------------------------------------
 
 #if KL_DTYPE == KL_F32
-typedef float elem_t;
 #define KL_NEG_INF_WORD 0xff800000u
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float from_f32(float f) { return f; }
 #elif KL_DTYPE == KL_F16
-typedef u16 elem_t;  // IEEE binary16, as its bit pattern
 #define KL_NEG_INF_WORD 0xfc00fc00u  // two -inf halves
-__device__ __forceinline__ float to_f32(u16 v) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
-  return f;
-}
-__device__ __forceinline__ u16 from_f32(float f) {
-  u16 v;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(v) : "f"(f));
-  return v;
-}
-#define KL_X2 "f16x2"  // the PTX type of a word of two elements
+#define KL_X2 "f16x2"                // the PTX type of a word of two elements
 #elif KL_DTYPE == KL_BF16
-typedef u16 elem_t;  // bfloat16, as its bit pattern: the top half of an fp32
 #define KL_NEG_INF_WORD 0xff80ff80u  // two -inf halves
-__device__ __forceinline__ float to_f32(u16 v) { return __uint_as_float(static_cast<unsigned>(v) << 16); }
-__device__ __forceinline__ u16 from_f32(float f) {
-  u16 v;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(f));  // round to nearest even, NaN stays NaN (sm_80+)
-  return v;
-}
 #define KL_X2 "bf16x2"
 #else
-#error "KL_DTYPE must be KL_F32, KL_F16 or KL_BF16"
+#error "common.cuh: KL_DTYPE must be KL_F32, KL_F16 or KL_BF16"
 #endif
 
 #if KL_DTYPE != KL_F32

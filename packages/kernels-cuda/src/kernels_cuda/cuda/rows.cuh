@@ -1,8 +1,8 @@
 // rows.cuh: rows reduced by a block (or by a group of a block's threads), for every dtype fp64
 // included (09 cross-entropy, 10 log_softmax).
 //
-// Self-contained like common.cuh (NVRTC has no include path), and separate from it because it
-// also compiles for KL_F64, which common.cuh's packs and fast exponential do not cover.
+// Separate from common.cuh because it also compiles for KL_F64, which common.cuh's packs and fast
+// exponential do not cover; both take the element types from elem.cuh.
 //
 // The layout every kernel here shares, and the invariant it keeps: a row of N elements is
 // N / VEC packs of VEC elements (VEC = 16 bytes' worth where VEC divides N, else 1); thread t
@@ -18,50 +18,18 @@
 // address mod 16 (never on the rest of the batch).
 #pragma once
 
-typedef long long i64;
-typedef unsigned short u16;
+#include "elem.cuh"
 
-#define KL_F32 0
-#define KL_F16 1
-#define KL_BF16 2
-#define KL_F64 3
-
-// ---- element type in memory (elem_t) and the type rows are reduced in (acc_t) ------------------
+// ---- the type rows are reduced in (acc_t): fp64 for fp64 rows, else fp32 ------------------------
 
 #if KL_DTYPE == KL_F64
-typedef double elem_t;
 typedef double acc_t;
 __device__ __forceinline__ double to_acc(double v) { return v; }
 __device__ __forceinline__ double from_acc(double v) { return v; }
-#elif KL_DTYPE == KL_F32
-typedef float elem_t;
-typedef float acc_t;
-__device__ __forceinline__ float to_acc(float v) { return v; }
-__device__ __forceinline__ float from_acc(float v) { return v; }
-#elif KL_DTYPE == KL_F16
-typedef u16 elem_t;  // IEEE binary16 as its bit pattern (NVRTC here has no cuda_fp16.h)
-typedef float acc_t;
-__device__ __forceinline__ float to_acc(u16 v) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
-  return f;
-}
-__device__ __forceinline__ u16 from_acc(float f) {
-  u16 v;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(v) : "f"(f));
-  return v;
-}
-#elif KL_DTYPE == KL_BF16
-typedef u16 elem_t;  // bfloat16 as its bit pattern: the top half of an fp32
-typedef float acc_t;
-__device__ __forceinline__ float to_acc(u16 v) { return __uint_as_float(static_cast<unsigned>(v) << 16); }
-__device__ __forceinline__ u16 from_acc(float f) {
-  u16 v;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(f));  // round to nearest even, NaN stays NaN
-  return v;
-}
 #else
-#error "KL_DTYPE must be KL_F32, KL_F16, KL_BF16 or KL_F64"
+typedef float acc_t;
+__device__ __forceinline__ float to_acc(elem_t v) { return to_f32(v); }
+__device__ __forceinline__ elem_t from_acc(float f) { return from_f32(f); }
 #endif
 
 constexpr bool IS_F64 = KL_DTYPE == KL_F64;
