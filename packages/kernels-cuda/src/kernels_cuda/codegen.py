@@ -39,17 +39,12 @@ from functools import cache
 
 # The pipeline's names, re-exported: kernel modules, offline.py and the tests reach them here.
 from kernels_cuda.codegen_types import (  # noqa: F401
-    DTYPE_CODES,
-    DTYPE_SHORT,
-    OPTIONS,
     Compiled,
-    Resources,
     Spec,
     arch_cc,
 )
 from kernels_cuda.compiler import (  # noqa: F401
     CACHE_ENV,
-    INSTALL_HINT,
     SOURCE_DIR,
     CacheWarning,
     CompileError,

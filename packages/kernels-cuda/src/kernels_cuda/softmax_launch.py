@@ -1,12 +1,11 @@
-"""Packing a planned softmax launch: every argument bound but the two pointers (`_packed`), a row
-plan's launch for any row count (`_RowsCall`), and one unpacked launch for tuning and tests
-(`run_launch`)."""
+"""Packing a planned softmax launch: every argument bound but the two pointers (`_packed`), and a
+row plan's launch for any row count (`_RowsCall`)."""
 
 from __future__ import annotations
 
 import ctypes
 
-from kernels_cuda import arrays, codegen
+from kernels_cuda import codegen
 from kernels_cuda.launch_types import MAX_GRID, Launch, RowPlan
 
 ARG_TYPES = (ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64)
@@ -35,11 +34,3 @@ class _RowsCall:
         steps = -(-M // self.rows_per_step)
         grid = self.group * (steps if steps < self.limit else self.limit)
         self.launch.rows(stream, grid, M_SLOT, M, x_ptr, y_ptr)
-
-
-def run_launch(launch: Launch, x: arrays.Rows, y: arrays.Rows, device_id: int, stream) -> None:
-    """One planned launch over rows x -> y (same M and N; the plan's pack width must suit both),
-    on `stream` (a CUstream handle or a CuPy / torch stream). For tuning and tests: unpacked."""
-    _packed(launch, device_id, x.row_stride, y.row_stride, x.M, x.N)(
-        codegen.stream_handle(stream), x.ptr, y.ptr
-    )

@@ -58,13 +58,7 @@ from kernels_cuda.cluster_plans import (  # noqa: F401
     online_spec,
     plan_cluster,
 )
-from kernels_cuda.device_props import (  # noqa: F401
-    DEV_GLOBAL_MEMORY_BUS_WIDTH,
-    DEV_MAX_THREADS_PER_MULTIPROCESSOR,
-    DEV_MEMORY_CLOCK_RATE,
-    _device,
-    _refused_cluster16,
-)
+from kernels_cuda.device_props import _device, _refused_cluster16
 from kernels_cuda.fused_plans import (  # noqa: F401
     FEW_ROWS_BLOCK,
     fused_capacity,
@@ -96,7 +90,7 @@ from kernels_cuda.softmax_caches import (  # noqa: F401
     _torch_calls,
     set_auto_config,
 )
-from kernels_cuda.softmax_launch import ARG_TYPES, M_SLOT, _packed, _RowsCall, run_launch  # noqa: F401
+from kernels_cuda.softmax_launch import _packed, _RowsCall
 from kernels_cuda.softmax_plans import VARIANTS, AutoConfig, plan, row_plan, specializations  # noqa: F401
 from kernels_cuda.softmax_prepare import Prepared, _row_plan, prepare  # noqa: F401
 

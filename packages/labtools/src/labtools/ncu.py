@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Re-exported so that `ncu.X` keeps naming every part.
-from labtools.ncu_cases import MARKER_KERNEL as MARKER_KERNEL
-from labtools.ncu_cases import case_label as case_label
 from labtools.ncu_cases import cases as cases
 from labtools.ncu_cases import label_cases as label_cases
 from labtools.ncu_cases import launch_target as launch_target
@@ -31,10 +29,7 @@ from labtools.ncu_csv import NcuCsvError as NcuCsvError
 from labtools.ncu_csv import number as number
 from labtools.ncu_csv import parse_csv
 from labtools.ncu_metrics import DEFAULT_METRICS, DEFAULT_SECTIONS, KernelProfile
-from labtools.ncu_metrics import DRAM_BYTES_METRICS as DRAM_BYTES_METRICS
 from labtools.ncu_metrics import STALL_METRIC as STALL_METRIC
-from labtools.ncu_metrics import STALL_REASONS as STALL_REASONS
-from labtools.ncu_metrics import Metric as Metric
 
 
 @dataclass

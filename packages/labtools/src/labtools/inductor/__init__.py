@@ -16,7 +16,8 @@ labtools imports torch only here (the `labtools[torch]` extra), never from its t
 
 from labtools.inductor.annotation import annotate, is_softmax
 from labtools.inductor.capture import Dump, dump
-from labtools.inductor.parse import CompiledGraph, Kernel, parse_module
+from labtools.inductor.graph import CompiledGraph, Kernel
+from labtools.inductor.parse import parse_module
 from labtools.inductor.profiling import profile
 from labtools.inductor.targets import TinyHead, resolve
 

@@ -35,7 +35,8 @@ import torch
 
 from labtools.atomic import atomic_write_text
 from labtools.inductor.annotation import annotate_all
-from labtools.inductor.parse import CompiledGraph, parse_module
+from labtools.inductor.graph import CompiledGraph
+from labtools.inductor.parse import parse_module
 
 _ARTIFACTS = ("__output_code", "__post_grad_graphs")
 KERNEL_NAMING = {"triton.descriptive_names": "inductor_node", "cpp.descriptive_names": "inductor_node"}

@@ -30,9 +30,6 @@ from __future__ import annotations
 
 import re
 
-# Re-exported: `parse.VIEW_OPS` and `parse.CODE_OPS` stay public names.
-from labtools.inductor.graph import CODE_OPS as CODE_OPS
-from labtools.inductor.graph import VIEW_OPS as VIEW_OPS
 from labtools.inductor.graph import Allocation, Call, CompiledGraph, Kernel
 from labtools.inductor.kernels import Body, call_args, read_triton, split_top
 from labtools.inductor.kernels_cpp import read_cpp
