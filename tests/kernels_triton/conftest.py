@@ -24,3 +24,32 @@ def without_interpreter():
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     return run
+
+
+@pytest.fixture(params=["one_pass", "looped"])
+def row_path(request, monkeypatch):
+    """The family's two paths for a row (log_softmax, cross-entropy, token statistics): held whole
+    in one pass, or looped over 32-wide tiles, forced by shrinking xent_launch.ROW_SHAPES so
+    that the interpreter's small rows take it."""
+    from kernels_triton import xent_launch
+
+    whole = 1 if request.param == "looped" else 4096
+    monkeypatch.setattr(xent_launch, "ROW_SHAPES", {k: (whole, 32, 4) for k in (2, 4, 8)})
+    xent_launch.choose.cache_clear()  # choose() caches by (n, dtype): the shapes just set must be read
+    assert xent_launch.choose(64, 4)[1] == (request.param == "one_pass")
+    yield request.param
+    xent_launch.choose.cache_clear()
+
+
+@pytest.fixture
+def poisoned_empty(monkeypatch):
+    """torch.empty returns NaN-filled floats (and -7 in integers): an output left unwritten shows."""
+    import torch
+
+    empty = torch.empty
+
+    def poisoned(*args, **kwargs):
+        t = empty(*args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t.fill_(-7)
+
+    monkeypatch.setattr(torch, "empty", poisoned)

@@ -14,39 +14,19 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 from kernels_triton import SoftmaxDimError, log_softmax, log_softmax_backward
-from kernels_triton import xent_launch as L
 from labtools.ops import softmax_stress_rows, tolerance
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:invalid value encountered:RuntimeWarning",
-    "ignore:divide by zero:RuntimeWarning",
-    "ignore:overflow encountered:RuntimeWarning",
-)
+pytestmark = [
+    pytest.mark.usefixtures("poisoned_empty"),  # outputs come from NaN-filled memory
+    pytest.mark.filterwarnings(
+        "ignore:invalid value encountered:RuntimeWarning",
+        "ignore:divide by zero:RuntimeWarning",
+        "ignore:overflow encountered:RuntimeWarning",
+    ),
+]
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
-
-
-@pytest.fixture(params=["one_pass", "looped"])
-def path(request, monkeypatch):
-    whole = 1 if request.param == "looped" else 4096
-    monkeypatch.setattr(L, "ROW_SHAPES", {k: (whole, 32, 4) for k in (2, 4, 8)})  # looped: 32-wide tiles
-    L.choose.cache_clear()  # choose() caches by (n, dtype): the shapes just set must be the ones read
-    assert L.choose(64, 4)[1] == (request.param == "one_pass")
-    yield request.param
-    L.choose.cache_clear()
-
-
-@pytest.fixture(autouse=True)
-def poisoned(monkeypatch):
-    """torch.empty returns NaN-filled floats: an output element left unwritten shows."""
-    empty = torch.empty
-
-    def poisoned_empty(*args, **kwargs):
-        t = empty(*args, **kwargs)
-        return t.fill_(float("nan")) if t.is_floating_point() else t.fill_(-7)
-
-    monkeypatch.setattr(torch, "empty", poisoned_empty)
 
 
 def adversarial(n: int, dtype, seed: int = 0) -> torch.Tensor:
@@ -87,13 +67,13 @@ def assert_no_worse_than_torch(got: torch.Tensor, x: torch.Tensor, dim: int = -1
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", [1, 100])
-def test_forward_matches_float64(path, dtype, n):
+def test_forward_matches_float64(row_path, dtype, n):
     x = adversarial(n, dtype)
     assert_no_worse_than_torch(log_softmax(x), x)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_backward_matches_float64_autograd(path, dtype):
+def test_backward_matches_float64_autograd(row_path, dtype):
     x = adversarial(70, dtype)[:4].requires_grad_()  # finite rows: torch's gradient is finite there
     dy = torch.randn(x.shape, dtype=dtype, device=DEVICE)
     (got,) = torch.autograd.grad(log_softmax(x), x, dy)
@@ -102,14 +82,14 @@ def test_backward_matches_float64_autograd(path, dtype):
     torch.testing.assert_close(got.double(), want, **tolerance(str(dtype).replace("torch.", "")))
 
 
-def test_backward_alone_matches_formula(path):
+def test_backward_alone_matches_formula(row_path):
     y = F.log_softmax(torch.randn(5, 90, dtype=torch.float64, device=DEVICE), -1)
     dy = torch.randn_like(y)
     want = dy - y.exp() * dy.sum(-1, keepdim=True)
     torch.testing.assert_close(log_softmax_backward(y, dy), want, rtol=1e-12, atol=1e-14)
 
 
-def test_gradcheck_fp64(path):
+def test_gradcheck_fp64(row_path):
     x = torch.randn(2, 9, dtype=torch.float64, device=DEVICE, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: log_softmax(t, 1), (x,), eps=1e-6, atol=1e-8)
 
@@ -123,7 +103,7 @@ def test_any_dim_and_layout(dim):
     assert log_softmax(torch.empty(0, 3, device=DEVICE)).shape == (0, 3)
 
 
-def test_batch_invariant(path):
+def test_batch_invariant(row_path):
     """A row gives the same bits alone as inside a batch of any size."""
     x = torch.randn(9, 100, device=DEVICE)
     batch = log_softmax(x)
@@ -143,7 +123,7 @@ def placed(x: torch.Tensor, off: int, stride: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_rows_off_16_byte_boundaries_at_every_offset(path, dtype):
+def test_rows_off_16_byte_boundaries_at_every_offset(row_path, dtype):
     """Rows of 77 (not whole 16-byte packs: the looped kernels split them into head, body and
     tail by where they start) at every offset from a boundary, forward and backward against
     float64 (dy and dx laid out unlike y at odd offsets); and a row's bits alone at its offset
