@@ -1,0 +1,222 @@
+"""Which rows take the thread-block cluster kernels (kernels_triton.cluster) and how they are
+launched: the chunk and block count a row takes, the cross-entropy's two tiles, the 16-byte packs,
+the route on sm_90 (faked without a GPU), the launch metadata, and on an sm_90 GPU the forward and
+backward taking the cluster at any row count.
+"""
+
+import importlib
+import math
+
+import numpy as np
+import pytest
+import torch
+from cluster_helpers import DTYPES, inputs, needs_sm90, reference
+from kernels_triton import cluster, launch
+from labtools.ops import softmax_ref, tolerance
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+@pytest.mark.parametrize("n", [65536, 200000])
+def test_the_launch_metadata_asks_for_c_blocks_and_the_exchange(monkeypatch, direction, n):
+    """A cluster launch's metadata: its warps, C blocks a cluster, and the shared memory of
+    Triton's reductions (rounded up to 16 bytes) plus the mbarrier and C pairs. (No GPU: the
+    compile is intercepted.)"""
+
+    class Compiled:
+        metadata = type("Metadata", (), {"shared": 40})
+
+        def _init_handles(self):
+            pass
+
+    kernel, constexprs, warps, _ = cluster.kernel_for(direction, n, torch.bfloat16)
+    monkeypatch.setattr(kernel, "warmup", lambda *args, **kwargs: Compiled())
+    tensors = [torch.zeros((2, n), dtype=torch.bfloat16) for _ in range(2 if direction == "fwd" else 3)]
+    _, packed, rest = cluster.compiled_launch(direction, tensors)
+    c, slots = constexprs["C"], constexprs["SLOTS"]
+    assert slots >= c and slots & (slots - 1) == 0  # tl.arange(0, SLOTS)
+    assert packed == (warps, c, 48 + 8 + 8 * slots) and rest[-len(constexprs) :] == tuple(constexprs.values())
+    assert warps == (8 if direction == "bwd" and n > 131072 else 4)  # bf16 (fp32 backward: 16)
+
+
+@pytest.mark.parametrize(
+    "n, chunk, c",
+    [
+        (8193, 4096, 3),
+        (32000, 8192, 4),
+        (32768, 8192, 4),
+        (32776, 8192, 5),
+        (40000, 8192, 5),
+        (50257, 8192, 7),
+        (65537, 8192, 16),
+        (98309, 8192, 16),
+        (131072, 8192, 16),
+        (131073, 16384, 16),
+        (262144, 16384, 16),
+    ],
+)
+def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
+    """C = ceil(N / chunk) blocks up to 8 (not rounded up to a power of two: a block past the
+    row's end computes as much as any), else 16 (the H200 launches no cluster of 9 to 15), and
+    of the chunks of 8192 and 4096 the one that leaves fewer lanes past the row; the exchange
+    reads SLOTS, C rounded up to a power of two."""
+    for op in ("softmax", "log_softmax", "cross_entropy"):
+        for direction in ("fwd", "bwd"):
+            meta = cluster.kernel_for(direction, n, torch.float32, 0, op)[1]
+            if op == "cross_entropy" and direction == "fwd" and n > 131072:
+                continue  # two tiles: the test below
+            assert (meta["CHUNK"], meta["C"]) == (chunk, c), (op, direction, meta)
+            assert meta["SLOTS"] == 1 << (c - 1).bit_length()
+
+
+@pytest.mark.parametrize(
+    "n, tiles",
+    [
+        (131072, (8192, 0)),
+        (131073, (8192, 1024)),
+        (147456, (8192, 1024)),
+        (151936, (8192, 2048)),
+        (163840, (8192, 2048)),
+        (163841, (16384, 0)),
+        (196609, (16384, 0)),
+        (262144, (16384, 0)),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_the_cross_entropy_forward_past_131072_takes_two_tiles_reaching_the_row(n, tiles, dtype):
+    """From 131073 to 163840 columns a cross-entropy block covers 8192 columns and a second power-of-two
+    tile, the narrowest (from a 16-byte pack a thread) whose 16 blocks reach the row's end, under a lower
+    register cap; past that one tile of 16384. The row is masked exactly where the blocks' columns pass it."""
+    meta = cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")[1]
+    span = sum(tiles)
+    assert (meta["CHUNK"], meta.get("CHUNK2", 0)) == tiles and meta["C"] == 16
+    assert 16 * span >= n and meta["NEEDS_MASK"] == (n != 16 * span)
+    if tiles[1] > 1024:  # the next narrower second tile would not reach the row's end
+        assert 16 * (8192 + tiles[1] // 2) < n
+    if tiles[1]:
+        assert (
+            cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")[3]
+            == cluster.NARROW_XENT_CAP[dtype == torch.float32]
+        )
+    assert tiles[1] == 0 or tiles[1] % (meta["THREADS"] * 16 // dtype.itemsize) == 0
+
+
+def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():
+    """VEC (cluster.packs): rows not whole 16-byte packs on aligned bases with equal strides;
+    0 where Triton sees whole packs itself (N and stride multiples of 16) or the tensors' rows sit
+    at different offsets (another stride, a base off 16 bytes), which the kernels read an element
+    at a time."""
+    for dtype in (torch.float32, torch.bfloat16):
+        vec = 16 // dtype.itemsize
+        x = torch.empty((4, 50257), dtype=dtype)
+        assert cluster.packs([x, torch.empty_like(x)]) == vec
+        assert cluster.packs([x, torch.empty((4, 50264), dtype=dtype)[:, :50257]]) == 0
+        off_16 = torch.empty(4 * 50257 + 1, dtype=dtype)[1:].view(4, 50257)  # a base 2 or 4 bytes past
+        assert cluster.packs([x, off_16]) == 0 and cluster.packs([off_16, x]) == 0
+        assert cluster.packs([torch.empty((4, 50264), dtype=dtype)] * 2) == vec  # whole packs, N % 16 != 0
+        assert cluster.packs([torch.empty((4, 65536), dtype=dtype)] * 2) == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_odd_rows_route_to_the_cluster_on_sm90(monkeypatch, dtype):
+    """launch.route on an sm_90 device (faked: no GPU here) gives rows that are not whole 16-byte
+    packs to the cluster, both directions at any row count: from MIN_COLS, and 16-bit ones from
+    MIN_ODD_16BIT_COLS (which the tiles would move two bytes an access); whole packs below
+    MIN_COLS, and shorter odd rows, stay on the tiles."""
+    monkeypatch.setattr(cluster, "INTERPRET", False)
+    monkeypatch.setattr(cluster, "_capable", lambda index: True)
+    cuda = torch.device("cuda", 0)
+    odd_16bit = (cluster.MIN_ODD_16BIT_COLS, 32001) if dtype.itemsize == 2 else ()
+    for n in (50257, 70001, 131073, *odd_16bit):
+        for m in (1, 64, 4096):
+            assert launch.route("softmax_fwd", m, n, dtype, cuda) == "cluster", (m, n)
+            assert launch.route("softmax_bwd", m, n, dtype, cuda) == "cluster", (m, n)
+    odd_short = 32001 if dtype.itemsize == 4 else cluster.MIN_ODD_16BIT_COLS - 2
+    for n in (cluster.MIN_COLS - 8, odd_short):
+        assert launch.route("softmax_fwd", 64, n, dtype, cuda) == "tiles", n
+        assert launch.route("softmax_bwd", 64, n, dtype, cuda) == "tiles", n
+    monkeypatch.setattr(cluster, "_capable", lambda index: False)
+    assert launch.route("softmax_fwd", 64, 50257, dtype, cuda) == "tiles"
+
+
+@pytest.mark.gpu
+@needs_sm90
+def test_the_backward_takes_the_cluster_kernel_from_32768_to_262144_columns_at_any_row_count(monkeypatch):
+    cuda = torch.device("cuda")
+    for n, taken, taken_16bit in (
+        (16384, False, False),
+        (16385, False, True),  # 16-bit rows not whole 16-byte packs: from MIN_ODD_16BIT_COLS
+        (32767, False, True),
+        (32768, True, True),
+        (50257, True, True),  # not whole 16-byte packs: head, body and tail
+        (50264, True, True),
+        (131072, True, True),
+        (131073, True, True),
+        (262144, True, True),
+        (262145, False, False),
+    ):
+        for rows in (1, 3, 1024):
+            assert cluster.applies("bwd", rows, n, torch.bfloat16, cuda) == taken_16bit, (rows, n)
+            assert cluster.applies("bwd", rows, n, torch.float32, cuda) == taken, (rows, n)
+    rows = 3
+    planned = []
+    compiled_launch = cluster.compiled_launch
+    monkeypatch.setattr(
+        cluster, "compiled_launch", lambda d, ts, **kw: planned.append(d) or compiled_launch(d, ts, **kw)
+    )
+    y, dy = inputs(rows, 40000, torch.float32, 0)
+    dx = torch.full_like(y, math.nan)
+    launch.launch("softmax_bwd", [y, dy, dx], *y.shape)
+    assert planned == ["bwd"]
+    np.testing.assert_allclose(dx.cpu().double().numpy(), reference(y, dy), **tolerance(torch.float32))
+
+
+def dispatched_forward(monkeypatch, x: torch.Tensor) -> tuple[torch.Tensor, list[bool]]:
+    """kernels_triton's forward of x through a fresh plan, and what cluster.applies() answered."""
+    answers = []
+    applies = cluster.applies
+    monkeypatch.setattr(cluster, "applies", lambda *args: answers.append(applies(*args)) or answers[-1])
+    launch.forget_plans()
+    y = torch.full_like(x, math.nan)
+    launch.launch("softmax_fwd", [x, y], *x.shape)
+    monkeypatch.undo()
+    return y, answers
+
+
+@pytest.mark.gpu
+@needs_sm90
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_forward_takes_the_cluster_kernel_at_any_row_count(monkeypatch, dtype):
+    """From 32768 to 262144 columns, one row or many waves of clusters: 1100 rows of 50257 (head,
+    body and tail) are more 8-block clusters than an H100 holds at once."""
+    cuda = torch.device("cuda")
+    for m, n, taken in (
+        (1, 32760, False),  # whole 16-byte packs in every dtype
+        (1, 32767, dtype.itemsize == 2),  # 16-bit rows not whole packs: from MIN_ODD_16BIT_COLS
+        (1, 32768, True),
+        (4096, 32768, True),
+        (64, 131072, True),
+        (64, 262144, True),
+        (1, 262145, False),
+    ):
+        assert cluster.applies("fwd", m, n, dtype, cuda) == taken, (m, n)
+    x = (torch.randn((1100, 50257), device="cuda") * 3).to(dtype)
+    y, answers = dispatched_forward(monkeypatch, x)
+    assert answers == [True]
+    np.testing.assert_allclose(
+        y.cpu().double().numpy(), softmax_ref(x.cpu().double().numpy()), **tolerance(dtype)
+    )
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_log_softmax_passes_each_cluster_kernel_its_parameters(monkeypatch, direction):
+    """log_softmax's cluster launches (the clusters' inline PTX needs sm_90: the launch is caught)
+    hand each kernel every parameter once."""
+    L = importlib.import_module("kernels_triton.log_softmax")  # the package's log_softmax is the function
+    seen = []
+    monkeypatch.setattr(L.cluster, "applies", lambda *a, **k: True)
+    monkeypatch.setattr(L, "launch", lambda fn, grid, args, warps, **kw: seen.append((fn, args, kw)))
+    x = torch.zeros((3, 200000))
+    L._forward(x, -1) if direction == "fwd" else L._backward(x, x, -1)
+    fn, args, kw = seen[0]
+    constexprs = {k: v for k, v in kw.items() if k not in ("cluster", "maxnreg")}
+    assert len(args) + 1 + len(constexprs) == len(fn.arg_names)  # + slot_base, which launch appends
