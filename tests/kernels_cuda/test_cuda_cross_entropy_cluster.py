@@ -24,11 +24,11 @@ import re
 
 import pytest
 import torch
+from cuda_xent_helpers import _at_offset, _close, _inputs, _ours, _reference
 from kernels_cuda import arrays, codegen, compiler
 from kernels_cuda import cross_entropy_op as ce
 from kernels_cuda import row_kernels as rk
 from kernels_cuda import xent_launch as xl
-from test_cuda_cross_entropy import _at_offset, _close, _inputs, _ours, _reference
 
 DTYPES = ("float32", "float16", "bfloat16")
 FIRST = {"float32": 2049 * 4, "bfloat16": 2049 * 8}  # the first row 09 takes in steps
