@@ -19,16 +19,9 @@ from hypothesis import strategies as st
 from kernels_triton import cross_entropy
 from kernels_triton import xent_reduce as R
 from kernels_triton.cross_entropy import _count
-from xent_helpers import DEVICE, IGNORE, check, logits_and_targets, placed
+from xent_helpers import DEVICE, FAMILY_MARKS, IGNORE, check, logits_and_targets, placed
 
-pytestmark = [
-    pytest.mark.usefixtures("poisoned_empty"),  # outputs come from NaN-filled memory
-    pytest.mark.filterwarnings(
-        "ignore:invalid value encountered:RuntimeWarning",
-        "ignore:divide by zero:RuntimeWarning",
-        "ignore:overflow encountered:RuntimeWarning",
-    ),
-]
+pytestmark = FAMILY_MARKS
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

@@ -19,6 +19,7 @@ from kernels_triton import xent_launch as L
 from kernels_triton import xent_reduce as R
 from xent_helpers import (
     DEVICE,
+    FAMILY_MARKS,
     IGNORE,
     assert_forward_gradient_is_the_recompute,
     check,
@@ -29,14 +30,7 @@ from xent_helpers import (
     placed,
 )
 
-pytestmark = [
-    pytest.mark.usefixtures("poisoned_empty"),  # outputs come from NaN-filled memory
-    pytest.mark.filterwarnings(
-        "ignore:invalid value encountered:RuntimeWarning",
-        "ignore:divide by zero:RuntimeWarning",
-        "ignore:overflow encountered:RuntimeWarning",
-    ),
-]
+pytestmark = FAMILY_MARKS
 
 
 def test_splits_follow_the_first_tensors_16_byte_offsets():

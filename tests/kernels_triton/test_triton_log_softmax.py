@@ -15,15 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kernels_triton import SoftmaxDimError, log_softmax, log_softmax_backward
 from labtools.ops import softmax_stress_rows, tolerance
+from xent_helpers import FAMILY_MARKS
 
-pytestmark = [
-    pytest.mark.usefixtures("poisoned_empty"),  # outputs come from NaN-filled memory
-    pytest.mark.filterwarnings(
-        "ignore:invalid value encountered:RuntimeWarning",
-        "ignore:divide by zero:RuntimeWarning",
-        "ignore:overflow encountered:RuntimeWarning",
-    ),
-]
+pytestmark = FAMILY_MARKS
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]

@@ -9,16 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 from kernels_triton import token_logprobs_and_entropy
-from xent_helpers import DEVICE, IGNORE, logits_and_targets, odd_rows, placed
+from xent_helpers import DEVICE, FAMILY_MARKS, IGNORE, logits_and_targets, odd_rows, placed
 
-pytestmark = [
-    pytest.mark.usefixtures("poisoned_empty"),  # outputs come from NaN-filled memory
-    pytest.mark.filterwarnings(
-        "ignore:invalid value encountered:RuntimeWarning",
-        "ignore:divide by zero:RuntimeWarning",
-        "ignore:overflow encountered:RuntimeWarning",
-    ),
-]
+pytestmark = FAMILY_MARKS
 
 
 def token_reference(x, t):

@@ -6,12 +6,25 @@ from __future__ import annotations
 
 import importlib
 
+import pytest
 import torch
 import torch.nn.functional as F
 from kernels_triton import cross_entropy
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 IGNORE = -100
+
+# Every output comes from NaN-filled memory (conftest's poisoned_empty), so an element a kernel
+# does not write fails; the rows fed on purpose (NaN, +-inf, huge) make numpy warn under the
+# interpreter, as do its masked-off lanes.
+FAMILY_MARKS = [
+    pytest.mark.usefixtures("poisoned_empty"),
+    pytest.mark.filterwarnings(
+        "ignore:invalid value encountered:RuntimeWarning",
+        "ignore:divide by zero:RuntimeWarning",
+        "ignore:overflow encountered:RuntimeWarning",
+    ),
+]
 
 
 def logits_and_targets(m: int, v: int, dtype, seed: int = 0, special: bool = True):
