@@ -1,120 +1,17 @@
-"""Launch planning without a GPU: what each variant launches for a shape, and that every plan
-stays inside what the kernels were compiled and designed for."""
+"""Launch planning without a GPU: which kernel, cluster size and packs a thread each variant
+plans for a shape, on Hopper and without clusters, how the auto configuration moves those
+choices, and the candidates the tuner tries. That every plan stays inside what the kernels were
+compiled and designed for is in test_cuda_plans_limits; how an input layout becomes what its
+launch needs (M, N, row strides, pack width) is in test_cuda_plans_layouts."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from cuda_plan_helpers import _check_launch
 from kernels_cuda import arrays
 from kernels_cuda import softmax_variants as variants
-
-DEVICES = {"H100": variants.H100, "A100": variants.A100}
-ALL_SPECS = set(variants.specializations())
-
-
-def _check_launch(
-    launch: variants.Launch,
-    variant: str,
-    M: int,
-    N: int,
-    dtype: str,
-    vec: int,
-    device: variants.Device,
-    same_offsets: bool = False,
-) -> None:
-    spec = launch.spec
-    c = dict(spec.constants)
-    assert spec in ALL_SPECS, spec.name  # so the offline compile covers it
-    assert spec.dtype == dtype and spec.min_cc <= device.cc
-    assert 1 <= launch.block <= 1024 and 1 <= launch.grid <= variants.MAX_GRID
-    if spec.kernel == "softmax_cluster":  # 16-byte packs for the body whatever N; head and tail apart
-        assert vec == c["VEC"] == variants.full_vec(dtype) or same_offsets
-        vec = c["VEC"]
-    assert c.get("VEC", vec) == vec
-    if spec.kernel == "softmax_fused":
-        assert c["TPR"] * c["ITEMS"] * vec >= N  # the whole row fits the registers
-        assert launch.block == c["TPR"] * c["RPB"] and launch.grid * c["RPB"] >= min(M, variants.MAX_GRID)
-    elif spec.kernel == "softmax_cluster":
-        (chunk,) = launch.extra
-        assert chunk == math.ceil(math.ceil(N / spec.cluster) / vec) * vec  # the smallest chunk that covers N
-        assert launch.grid % spec.cluster == 0 and launch.grid // spec.cluster == min(
-            M, variants.MAX_GRID // spec.cluster
-        )
-        if c["ITEMS"]:  # held in registers: every thread's packs cover the chunk
-            assert c["ITEMS"] * launch.block * vec >= chunk and launch.shared_mem == 0
-        else:
-            assert launch.shared_mem == chunk * arrays.ITEMSIZE[dtype] <= device.max_shared_per_block - 1024
-    else:
-        assert launch.shared_mem == 0 and launch.extra == ()
-
-
-@given(
-    M=st.integers(1, 10**7),
-    N=st.integers(1, 4 * 10**6),
-    dtype=st.sampled_from(variants.DTYPES),
-    aligned=st.booleans(),
-    device=st.sampled_from(sorted(DEVICES)),
-    variant=st.sampled_from(variants.VARIANTS),
-    same_offsets=st.booleans(),
-    invariant=st.booleans(),
-)
-def test_every_plan_is_a_compiled_specialization_within_its_limits(
-    M, N, dtype, aligned, device, variant, same_offsets, invariant
-):
-    vec = variants.full_vec(dtype) if aligned and N % variants.full_vec(dtype) == 0 else 1
-    same_offsets = same_offsets or vec > 1
-    dev = DEVICES[device]
-    if variant == "v3" and N > variants.fused_capacity(vec):
-        with pytest.raises(ValueError, match="v3 holds rows of at most"):
-            variants.plan(variant, M, N, dtype, vec, dev, None, same_offsets, invariant)
-        return
-    launch = variants.plan(variant, M, N, dtype, vec, dev, None, same_offsets, invariant)
-    _check_launch(launch, variant, M, N, dtype, vec, dev, same_offsets)
-
-
-@pytest.mark.parametrize(
-    "N",
-    [
-        1,
-        2,
-        3,
-        4,
-        31,
-        32,
-        33,
-        127,
-        128,
-        129,
-        600,
-        1023,
-        1024,
-        1025,
-        4096,
-        8191,
-        8192,
-        16383,
-        16384,
-        16385,
-        32767,
-        32768,
-    ],
-)
-@pytest.mark.parametrize("dtype", variants.DTYPES)
-def test_fused_ladder_covers_every_row_up_to_its_capacity(N, dtype):
-    for vec in (variants.full_vec(dtype), 1):
-        if N % vec or N > variants.fused_capacity(vec):
-            continue
-        launch = variants.plan("v3", 1000, N, dtype, vec, variants.H100)
-        _check_launch(launch, "v3", 1000, N, dtype, vec, variants.H100)
-        c = dict(launch.spec.constants)
-        assert (
-            c["ITEMS"] == 1 or c["TPR"] * c["ITEMS"] * vec < 2 * N + c["TPR"] * vec
-        )  # no more than 2x padding
-
 
 # The shapes the performance target names, and what auto runs for them on an H100.
 TARGETS = [
@@ -156,14 +53,6 @@ def test_v4_falls_back_to_the_online_kernel_without_clusters_or_beyond_their_cap
     # a device that refused 16-block clusters gets at most 8, with chunks up to a block's limit
     eight = variants.Device(cc=90, max_shared_per_block=227 * 1024, sms=132, max_cluster=8)
     assert variants.plan("v4", 1, 262144, "float32", 4, eight).spec.cluster == 8
-
-
-def test_offsets_match_when_x_and_y_rows_start_alike_row_for_row():
-    assert variants.offsets_match("bfloat16", (0, 512), (50257, 50257))  # odd rows, both fresh
-    assert variants.offsets_match("bfloat16", (2, 514), (50258, 50258))  # offset views alike
-    assert not variants.offsets_match("bfloat16", (2, 0), (50258, 50257))  # an offset x, a fresh y
-    assert not variants.offsets_match("float32", (0, 0), (601, 600))  # rows drift apart
-    assert variants.offsets_match("float32", (4, 4), (604, 600))  # 16 bytes apart a row: still alike
 
 
 def test_long_odd_rows_take_the_cluster_kernel_where_x_and_y_share_offsets():
@@ -284,27 +173,6 @@ def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, 
     )
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_ladder_launches_leave_unchecked_the_packs_inside_every_row(dtype):
-    """A ladder rung's launch of 16-byte packs knows N: all of a thread's packs lie inside the
-    row where it fills the rung, all but the last where the row reaches past the rung's
-    last-but-one pack, else none is assumed inside (every pack checked). Each rung has those
-    three forms only."""
-    vec = variants.full_vec(dtype)
-    known = set(variants.specializations())  # (built once: it is every specialization)
-    for rung_tpr, rung_items in variants.fused_ladder(vec, variants.fused_packs(dtype, vec, variants.AUTO)):
-        for packs in range(max(1, (rung_tpr * rung_items) // 2), rung_tpr * rung_items + 1):
-            launch = variants.plan("auto", 1 << 20, packs * vec, dtype, vec, variants.H100)
-            c = dict(launch.spec.constants)
-            if launch.spec.kernel != "softmax_fused" or (c["TPR"], c["ITEMS"]) != (rung_tpr, rung_items):
-                continue
-            full = c.get("FULL", 0)
-            assert full in (0, c["ITEMS"] - 1, c["ITEMS"]), (packs, c)
-            assert full * c["TPR"] <= packs, (packs, c)  # no unchecked pack past the row
-            assert full == 0 or (full + 1) * c["TPR"] > packs or full == c["ITEMS"], (packs, c)
-            assert launch.spec in known
-
-
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     try:
         variants.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)
@@ -324,58 +192,6 @@ def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     # 75 packs over 64 threads: the first of each thread's two lies inside the row
     expected = {"TPR": 64, "RPB": 2, "ITEMS": 2, "VEC": 8, "FULL": 1}
     assert bf16.block == 128 and dict(bf16.spec.constants) == expected
-
-
-@settings(max_examples=300)  # plain Python, a millisecond an example
-@given(
-    N=st.integers(4096, 1 << 20),
-    dtype=st.sampled_from(variants.DTYPES),
-    chunk_kb=st.integers(1, 1024),
-    max_cluster=st.sampled_from(variants.CLUSTER_SIZES),
-)
-def test_a_cluster_launch_fits_shared_memory_whatever_the_configured_chunk(N, dtype, chunk_kb, max_cluster):
-    """cluster_chunk_bytes past what a block holds still plans a launch that fits (or none)."""
-    cfg = variants.AutoConfig(cluster_chunk_bytes=chunk_kb * 1024, max_cluster=max_cluster)
-    vec = variants.full_vec(dtype)
-    launch = variants.plan_cluster(N - N % vec, dtype, vec, variants.H100, cfg)
-    if launch is not None:
-        assert launch.shared_mem <= variants.H100.max_shared_per_block - 1024
-        assert launch.spec.cluster * launch.extra[0] >= N - N % vec
-
-
-def test_pack_width_uses_16_bytes_only_when_every_row_start_is_16_byte_aligned():
-    assert variants.pack_width("float32", 600, (256, 512), (600, 600)) == 4  # 2400 B rows
-    assert variants.pack_width("bfloat16", 600, (256, 512), (600, 600)) == 8  # 1200 B rows
-    assert variants.pack_width("float32", 602, (256, 512), (602, 602)) == 1  # N not a multiple of 4
-    assert variants.pack_width("float16", 600, (256 + 2, 512), (600, 600)) == 1  # an offset view
-    assert variants.pack_width("float32", 600, (256, 512), (602, 600)) == 1  # a 2408 B row stride
-    assert variants.pack_width("float32", 600, (256, 512), (0, 600)) == 4  # a broadcast row (stride 0)
-
-
-@pytest.mark.parametrize(
-    "shape,strides,expected",
-    [
-        ((4, 5), (5, 1), 5),  # contiguous
-        ((4, 5), (8, 1), 8),  # rows sliced out of a wider array
-        ((2, 3, 5), (30, 10, 1), 10),  # leading dims collapse into one row stride
-        ((2, 3, 5), (40, 10, 1), None),  # ... or do not
-        ((4, 5), (1, 4), None),  # transposed: elements are not adjacent
-        ((1, 5), (99, 1), 5),  # one row: its stride does not matter
-        ((3, 1, 5), (5, 77, 1), 5),  # size-1 dims impose nothing
-        ((4, 5), (0, 1), 0),  # a broadcast row
-        ((4, 1), (3, 9), 3),  # N = 1: the element stride does not matter
-    ],
-)
-def test_row_stride(shape, strides, expected):
-    assert arrays.row_stride(shape, strides) == expected
-
-
-def test_normalize_dim():
-    assert arrays.normalize_dim(-1, 3, "f") == 2 and arrays.normalize_dim(0, 0, "f") == 0
-    with pytest.raises(ValueError, match="dim 3 is out of range for a 3-d input"):
-        arrays.normalize_dim(3, 3, "f")
-    with pytest.raises(TypeError, match="dim must be an int"):
-        arrays.normalize_dim(1.0, 3, "f")
 
 
 def test_cluster_split_prefers_small_clusters_with_chunks_that_share_an_sm():
@@ -422,69 +238,3 @@ def test_tune_candidates_start_with_autos_plan_and_each_holds_the_row(M, N, dtyp
             assert (
                 chunk * k["CLUSTER"] >= N and c.launch.shared_mem <= variants.H100.max_shared_per_block - 1024
             )
-
-
-# --- prepare: one input layout -> what its launch needs ---------------------------------------
-
-
-def test_prepare_reads_contiguous_rows_in_place_with_16_byte_packs():
-    p = variants.prepare((512, 600), (600, 1), "float32", -1, "auto", variants.H100)
-    assert (p.dim, p.moved, p.moved_shape, p.M, p.N) == (1, False, (512, 600), 512, 600)
-    assert (p.x_row_stride, p.y_row_stride, p.out_direct) == (600, 600, False)
-    assert p.launch == variants.plan("auto", 512, 600, "float32", 4, variants.H100)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        p.M = 1
-    assert variants.prepare((512, 600), (600, 1), "float32", 1, "auto", variants.H100) == p
-
-
-def test_prepare_moves_the_softmax_dim_last_and_copies_rows_that_do_not_collapse():
-    p = variants.prepare((6, 8), (8, 1), "float32", 0, "v3", variants.H100)  # softmax down columns
-    assert (p.moved, p.moved_shape, p.M, p.N, p.x_row_stride) == (True, (8, 6), 8, 6, None)
-    p = variants.prepare((2, 3, 8), (40, 10, 1), "bfloat16", -1, "v3", variants.H100)
-    assert (p.moved, p.M, p.N, p.x_row_stride) == (False, 6, 8, None)
-    assert dict(p.launch.spec.constants)["VEC"] == 8  # the contiguous copy is aligned
-    p = variants.prepare((2, 3, 8), (30, 10, 1), "bfloat16", -1, "v3", variants.H100)
-    assert p.x_row_stride == 10 and dict(p.launch.spec.constants)["VEC"] == 1  # 20-byte row stride
-
-
-def test_prepare_takes_element_wide_accesses_for_a_misaligned_input_or_output():
-    args = ((64, 600), (600, 1), "float32", -1, "v3", variants.H100)
-    vec = [
-        dict(variants.prepare(*args, **kw).launch.spec.constants)["VEC"]
-        for kw in ({}, {"x_address": 4}, {"out_strides": (600, 1), "out_address": 8})
-    ]
-    assert vec == [4, 1, 1]
-
-
-def test_prepare_writes_into_out_when_its_rows_are_distinct():
-    args = ((4, 8), (8, 1), "float32", -1, "v2", variants.H100)
-    direct = variants.prepare(*args, out_strides=(16, 1))  # rows of a wider array
-    assert direct.out_direct and direct.y_row_stride == 16
-    for strides in [(0, 1), (1, 4)]:  # a broadcast row, a transposed out: through a temporary
-        p = variants.prepare(*args, out_strides=strides)
-        assert not p.out_direct and p.y_row_stride == 8
-
-
-def test_prepare_empty_and_zero_d_inputs():
-    assert variants.prepare((3, 0), (1, 1), "float32", -1, "auto", variants.H100).launch is None
-    assert variants.prepare((0, 5), (5, 1), "float32", -1, "auto", variants.H100).launch is None
-    p = variants.prepare((), (), "float16", -1, "auto", variants.H100)
-    assert (p.M, p.N, p.launch.spec.dtype) == (1, 1, "float16")
-
-
-def test_prepare_names_what_it_refuses():
-    args = ((4, 5), (5, 1), "float32")
-    with pytest.raises(TypeError, match="dim must be an int, got bool"):
-        variants.prepare(*args, True, "auto", variants.H100)
-    with pytest.raises(ValueError, match="dim 2 is out of range"):
-        variants.prepare(*args, 2, "auto", variants.H100)
-    with pytest.raises(ValueError, match="unknown variant 'v9'"):
-        variants.prepare(*args, -1, "v9", variants.H100)
-    with pytest.raises(TypeError, match="unsupported dtype int32"):
-        variants.prepare((4, 5), (5, 1), "int32", -1, "auto", variants.H100)
-    with pytest.raises(ValueError, match="float64 runs with variant='auto' only"):
-        variants.prepare((4, 5), (5, 1), "float64", -1, "v3", variants.H100)
-    with pytest.raises(ValueError, match="at most"):
-        variants.prepare((1, variants.MAX_N + 1), (0, 1), "float32", -1, "auto", variants.H100)
-    with pytest.raises(ValueError, match="v3 holds rows of at most"):
-        variants.prepare((1, 40000), (40000, 1), "float32", -1, "v3", variants.H100)
