@@ -1,5 +1,6 @@
 """Fixtures of the kernels_cuda tests."""
 
+import os
 from typing import NamedTuple
 
 import pytest
@@ -7,10 +8,16 @@ import pytest
 
 @pytest.fixture(scope="session")
 def offline_cache(tmp_path_factory):
-    """One disk cache, empty at the start of the session, for every test that compiles kernels
+    """One disk cache, empty at the start of the run, for every test that compiles kernels
     offline: a specialization two files compile (every one for sm_90 in test_cuda_codegen, the
     backward's, cross-entropy's and log_softmax's again in their own files) goes through NVRTC
-    once, and a cached entry carries the same resource report and PTX as a fresh compile."""
+    once, and a cached entry carries the same resource report and PTX as a fresh compile.
+    Under pytest-xdist the run's workers share it (their temporary folders' parent is the
+    run's own): the cache's atomic writes and verified reads make concurrent fills safe."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent / "kernels-cuda-offline-cache"
+        folder.mkdir(exist_ok=True)
+        return folder
     return tmp_path_factory.mktemp("kernels-cuda-offline-cache")
 
 
