@@ -15,11 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kernels_triton import SoftmaxDimError, log_softmax, log_softmax_backward
 from labtools.ops import softmax_stress_rows, tolerance
-from xent_helpers import FAMILY_MARKS
+from xent_helpers import DEVICE, FAMILY_MARKS
 
 pytestmark = FAMILY_MARKS
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 
 

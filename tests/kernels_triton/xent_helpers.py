@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from kernels_triton import cross_entropy
+from triton_helpers import DEVICE
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 IGNORE = -100
 
 # Every output comes from NaN-filled memory (conftest's poisoned_empty), so an element a kernel
