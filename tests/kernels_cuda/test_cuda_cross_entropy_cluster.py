@@ -2,18 +2,19 @@
 sm_90): the forward of a row 09 takes in steps (a block a row), without label smoothing or
 entropy, a row held in the registers of a cluster of up to 16 blocks.
 
-CPU: the plan (rk.xent_cluster) from (N, dtype) alone, holding every row it takes, None where
-09 keeps the row; every cluster kernel compiles with NVRTC for sm_90 with no spill and no local
-memory, within four blocks an SM's registers (two for the longest rows), 16-byte (coherent) loads and stores, the pairs exchanged by
-st.async on an mbarrier and no release cluster barrier; with launches recorded instead of run
-(CPU tensors standing in for CUDA ones), the routing: 11 on sm_90 for long rows without smoothing
-or entropy, 09 elsewhere.
+CPU: the plan (rk.xent_cluster) from (N, dtype) alone, holding every row it takes, None where 09
+keeps the row; every cluster kernel compiles with NVRTC for sm_90 with no spill and no local memory,
+within four blocks an SM's registers (two for the longest rows), 16-byte (coherent) loads and
+stores, the pairs exchanged by st.async on an mbarrier and no release cluster barrier; with launches
+recorded instead of run (CPU tensors standing in for CUDA ones), the routing: 11 on sm_90 for long
+rows without smoothing or entropy, 09 elsewhere.
 GPU (marked `gpu`): against F.cross_entropy in float64 at the route's first row, 32000, 50257,
-128256, the last row of 16 blocks of 8 packs a thread, the first and last of 16 blocks of 16, fp32 and bf16, every reduction; adversarial rows (+inf, -inf entries, the
-target at -inf, logits near 1e4, a NaN row, a row all -inf, an ignored target); targets out of
-range (NaN); targets on the chunks', the head's and the tail's edges at every offset mod 16, the
-gradient's rows lined up with the logits' or not; inplace_backward; a row alone gives the bits it
-has in the batch; these launches take 11.
+128256, the first row past 8 blocks of 8 packs a thread and the last of 8 blocks of 11, the last row
+of 16 blocks of 8, the first and last of 16 blocks of 16, fp32 and bf16, every reduction;
+adversarial rows (+inf, -inf entries, the target at -inf, logits near 1e4, a NaN row, a row all
+-inf, an ignored target); targets out of range (NaN); targets on the chunks', the head's and the
+tail's edges at every offset mod 16, the gradient's rows lined up with the logits' or not;
+inplace_backward; a row alone gives the bits it has in the batch; these launches take 11.
 Run: scripts/test-in-place tests/kernels_cuda/test_cuda_cross_entropy_cluster.py -m gpu
 """
 
@@ -35,6 +36,9 @@ FIRST = {"float32": 2049 * 4, "bfloat16": 2049 * 8}  # the first row 09 takes in
 # the last row 16 blocks of 8 packs a thread hold, and of 16 packs
 LAST = {"float32": 16 * 2048 * 4 + 3, "bfloat16": 16 * 2048 * 8 + 7}
 LONGEST = {"float32": 16 * 4096 * 4 + 3, "bfloat16": 16 * 4096 * 8 + 7}
+# the first row past 8 blocks of 8 packs a thread (8 blocks of 9), and the last of 8 blocks of 11
+PAST8 = {"float32": 8 * 2048 * 4 + 4, "bfloat16": 8 * 2048 * 8 + 8}
+WIDEST8 = {"float32": 8 * 2816 * 4 + 3, "bfloat16": 8 * 2816 * 8 + 7}
 # (N, cluster size) at the bench's shapes
 SHAPES = {
     "float32": ((32000, 4), (50257, 8), (128256, 16)),
@@ -51,6 +55,9 @@ def test_the_cluster_plan_holds_every_row_it_takes():
         vec = 16 // rk.ITEMSIZE[dtype]
         assert rk.xent_cluster(FIRST[dtype] - vec, dtype) is None  # one block's registers: 09
         assert rk.xent_cluster(FIRST[dtype], dtype).cluster == 2
+        split = {N: (rk.xent_cluster(N, dtype).cluster, rk.xent_cluster(N, dtype).items)
+                 for N in (PAST8[dtype] - vec, PAST8[dtype], WIDEST8[dtype], WIDEST8[dtype] + 1)}  # fmt: skip
+        assert list(split.values()) == [(8, 8), (8, 9), (8, 11), (16, 7)]  # past 8 blocks of 11: 16 of fewer
         assert rk.xent_cluster(LAST[dtype], dtype).cluster == 16
         longer = rk.xent_cluster(LAST[dtype] + 1, dtype)  # past 16 blocks of 8: up to twice the packs
         assert longer.cluster == 16 and longer.items == min(i for i in rk.XENT_CLUSTER_ITEMS if i > 8)
@@ -140,7 +147,8 @@ def test_long_rows_without_smoothing_take_the_cluster_kernel_on_sm90(recorded, d
 
 
 def _routes(dtype: str) -> list[int]:
-    return [FIRST[dtype], 32000, 50257, 128256, LAST[dtype], LAST[dtype] + 1, LONGEST[dtype]]
+    return [FIRST[dtype], 32000, 50257, 128256, PAST8[dtype], WIDEST8[dtype], LAST[dtype], LAST[dtype] + 1,
+            LONGEST[dtype]]  # fmt: skip
 
 
 @pytest.mark.gpu

@@ -213,14 +213,17 @@ class XentCluster:
 # The forward of a row 09 takes in steps (a block a row, kept in shared memory) goes over a cluster,
 # the first split of XENT_CLUSTER_SPLITS (blocks, 16-byte packs a thread at most) whose blocks hold
 # it, without label smoothing or entropy (09's alone), on a device with clusters. Eight packs a
-# thread are 32 KB a block in 32 registers a thread, so that four blocks share an SM; 16 blocks (a
-# non-portable size, which H100 and H200 allow) of them hold 131072 fp32 or 262144 16-bit elements.
-# A longer row takes up to twice the packs a thread rather than 09's second read. A thread holds
-# the fewest packs of XENT_CLUSTER_ITEMS that its chunk needs, not the split's most: a chunk that
-# half fills the most (a row just past a split's reach) leaves registers for more blocks an SM.
+# thread are 32 KB a block in 32 registers a thread, so that four blocks share an SM. A row past 8
+# blocks of 8 stays on 8 blocks up to 11 packs a thread (three blocks an SM) before it goes to 16
+# blocks of 5 to 7 (five an SM): the bytes in flight an SM, not the blocks, keep the loads ahead,
+# and 16 blocks of so few packs have fewer. 16 blocks (a non-portable size, which H100 and H200
+# allow) of 8 hold 131072 fp32 or 262144 16-bit elements; a longer row takes up to twice the packs
+# a thread rather than 09's second read. A thread holds the fewest packs of XENT_CLUSTER_ITEMS
+# that its chunk needs, not the split's most: a chunk that half fills the most (a row just past a
+# split's reach) leaves registers for more blocks an SM.
 # The ladder leaves out 6 (ptxas gives it more registers than 7) and 12 to 15 (a spill in 16-bit,
 # or no more blocks an SM than 16); the offline test holds spills and registers rising with ITEMS.
-XENT_CLUSTER_SPLITS = ((2, 8), (4, 8), (8, 8), (16, 8), (16, 16))
+XENT_CLUSTER_SPLITS = ((2, 8), (4, 8), (8, 8), (8, 11), (16, 8), (16, 16))
 XENT_CLUSTER_ITEMS = (5, 7, 8, 9, 10, 11, 16)
 XENT_CLUSTER_THREADS = 256
 
