@@ -68,36 +68,39 @@ def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
             assert meta["SLOTS"] == 1 << (c - 1).bit_length()
 
 
-@pytest.mark.parametrize(
-    "n, tiles",
-    [
-        (131072, (8192, 0)),
-        (131073, (8192, 1024)),
-        (147456, (8192, 1024)),
-        (151936, (8192, 2048)),
-        (163840, (8192, 2048)),
-        (163841, (16384, 0)),
-        (196609, (16384, 0)),
-        (262144, (16384, 0)),
-    ],
-)
+# (C, first tile, second tile) of the cross-entropy forward by N, fp32 and 16-bit
+XENT_BLOCKS = {
+    131072: ((16, 8192, 0), (16, 8192, 0)),
+    131073: ((16, 8192, 1024), (8, 16384, 2048)),
+    147456: ((16, 8192, 1024), (8, 16384, 2048)),
+    147457: ((16, 8192, 2048), (8, 16384, 4096)),
+    151936: ((16, 8192, 2048), (8, 16384, 4096)),
+    163840: ((16, 8192, 2048), (8, 16384, 4096)),
+    163841: ((16, 16384, 0), (16, 16384, 0)),
+    196609: ((16, 16384, 0), (16, 16384, 0)),
+    262144: ((16, 16384, 0), (16, 16384, 0)),
+}
+
+
+@pytest.mark.parametrize("n", list(XENT_BLOCKS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-def test_the_cross_entropy_forward_past_131072_takes_two_tiles_reaching_the_row(n, tiles, dtype):
-    """From 131073 to 163840 columns a cross-entropy block covers 8192 columns and a second power-of-two
-    tile, the narrowest (from a 16-byte pack a thread) whose 16 blocks reach the row's end, under a lower
-    register cap; past that one tile of 16384. The row is masked exactly where the blocks' columns pass it."""
-    meta = cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")[1]
-    span = sum(tiles)
-    assert (meta["CHUNK"], meta.get("CHUNK2", 0)) == tiles and meta["C"] == 16
-    assert 16 * span >= n and meta["NEEDS_MASK"] == (n != 16 * span)
-    if tiles[1] > 1024:  # the next narrower second tile would not reach the row's end
-        assert 16 * (8192 + tiles[1] // 2) < n
-    if tiles[1]:
-        assert (
-            cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")[3]
-            == cluster.NARROW_XENT_CAP[dtype == torch.float32]
-        )
-    assert tiles[1] == 0 or tiles[1] % (meta["THREADS"] * 16 // dtype.itemsize) == 0
+def test_the_cross_entropy_forward_past_131072_takes_two_tiles_reaching_the_row(n, dtype):
+    """From 131073 to 163840 columns a cross-entropy block covers a first tile (fp32: 16 blocks of 8192;
+    16-bit: 8 blocks of 16384) and a second power-of-two tile, the narrowest (from a 16-byte pack a
+    thread) whose blocks reach the row's end, under a lower register cap; past that one tile of 16384
+    over 16 blocks. The row is masked exactly where the blocks' columns pass it."""
+    _, meta, warps, cap = cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")
+    c, first, second = XENT_BLOCKS[n][dtype != torch.float32]
+    assert (meta["C"], meta["CHUNK"], meta.get("CHUNK2", 0)) == (c, first, second)
+    assert meta["SLOTS"] >= c and meta["THREADS"] == 32 * warps
+    span = first + second
+    assert c * span >= n and meta["NEEDS_MASK"] == (n != c * span)
+    pack_a_thread = meta["THREADS"] * 16 // dtype.itemsize
+    if second > pack_a_thread:  # the next narrower second tile would not reach the row's end
+        assert c * (first + second // 2) < n
+    if second:
+        assert second % pack_a_thread == 0
+        assert (c, first, second, warps, cap) == cluster.xent_tiles(n, dtype)
 
 
 def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():

@@ -80,7 +80,9 @@ def test_the_family_kernels_hold_their_chunk_without_spilling(without_interprete
     vectors in and out, within 160 registers a thread, nothing spilled (the cross-entropy reads
     x[t] as one scalar load, no reduction over the chunk); past 131072 columns blocks share an
     SM's 64K registers, fp32 two and 16-bit three (one block an SM left the loads waiting on
-    the exchange: the row's bytes moved at half the copy's rate)."""
+    the exchange: the row's bytes moved at half the copy's rate). The 16-bit cross-entropy's
+    two-tile blocks (8 of 16384 and a second tile) fit four an SM in 64 registers with one
+    8-byte word spilled, which is faster than three an SM unspilled (the results page)."""
     code = (
         "import json, torch\n"
         "from sass_tools import compile_cluster_op, memory_instructions, resources, sass\n"
@@ -93,7 +95,10 @@ def test_the_family_kernels_hold_their_chunk_without_spilling(without_interprete
     assert found.keys() == FAMILY_CASES.keys()
     for case, counts in found.items():
         assert counts.get("LDG.E.128", 0) > 0 and counts.get("STG.E.128", 0) > 0, (case, counts)
-        assert counts["registers"] <= 160 and counts["stack"] == 0, (case, counts)
+        if case == "cross_entropy 151936 bf16":  # four blocks an SM: 64 registers, one 8-byte word spilled
+            assert counts["registers"] <= 64 and counts["stack"] <= 8 and counts.get("STL", 0) <= 1, counts
+        else:
+            assert counts["registers"] <= 160 and counts["stack"] == 0, (case, counts)
     for case, (op, direction, n, dtype) in FAMILY_CASES.items():
         if n > 131072 and direction == "fwd":
             threads = cluster.kernel_for(direction, n, getattr(torch, dtype), 0, op)[1]["THREADS"]

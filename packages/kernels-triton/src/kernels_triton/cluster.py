@@ -81,22 +81,23 @@ def packs(tensors: list[torch.Tensor]) -> int:
 # across the exchange, SMs shared so that one block's loads overlap another's exchange; each the H100's best.
 LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): (4, 128),
                    ("log_softmax", True): (8, 128), ("log_softmax", False): (8, 80)}  # fmt: skip
-# The cross-entropy forward's register cap by fp32 where a block takes two tiles (xent_tiles): with no more
-# than 10240 columns of x held a block, fp32 three blocks share an SM and 16-bit five, unspilled.
-NARROW_XENT_CAP = {True: 80, False: 96}
+# The cross-entropy forward's blocks from 131073 to 163840 columns, by fp32: (C, first tile, warps, register
+# cap, widest second tile). A block holds the first tile and the narrowest power-of-two tile, at least a
+# 16-byte pack a thread, that brings C blocks to the row's end (one 16384-wide tile over 16 blocks leaves up
+# to 7/16 of its lanes past the row, their registers held, so fewer blocks share an SM). fp32: 16 blocks of
+# 8192 and up to 2048, three an SM unspilled. 16-bit: 8 blocks of 16384 and up to 4096 (80 elements a thread,
+# held packed), four an SM: twice the bytes in flight a thread of 16 blocks of 8192, at as many blocks an SM.
+TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
 
 
-def xent_tiles(n_cols: int, chunk: int, min_tile: int) -> tuple[int, int]:
-    """(CHUNK, CHUNK2): the cross-entropy forward's block columns as two power-of-two tiles. Past 8192 *
-    MAX_CLUSTER columns a block of one 16384-wide tile leaves up to 7/16 of its lanes past the row, their
-    registers held, so fewer blocks share an SM: up to 10240 columns a block, 8192 and the narrowest tile
-    of at least min_tile (a 16-byte pack a thread) that brings 16 blocks to the row's end, under
-    NARROW_XENT_CAP. Wider rows keep one tile of 16384 (8192 + 4096 at the 16384-tile's cap was no
-    faster in 16 bits: the results page)."""
-    if chunk <= 8192:
-        return chunk, 0
-    extra = next_pow2(max(min_tile, -(-n_cols // MAX_CLUSTER) - 8192))
-    return (8192, extra) if extra <= 2048 else (chunk, 0)
+def xent_tiles(n_cols: int, dtype: torch.dtype) -> tuple[int, int, int, int, int] | None:
+    """(C, CHUNK, CHUNK2, warps, register cap) of the cross-entropy forward's two-tile blocks (TWO_TILES)
+    for rows of n_cols past 8192 * MAX_CLUSTER, or None where their widest second tile cannot reach the
+    row's end: one tile of 16384 over 16 blocks (8192 + 4096 at the 16384-tile's cap was no faster in 16
+    bits: the results page)."""
+    c, first, warps, cap, widest = TWO_TILES[dtype == torch.float32]
+    extra = next_pow2(max(32 * warps * (16 // dtype.itemsize), -(-n_cols // c) - first))
+    return (c, first, extra, warps, cap) if extra <= widest else None
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
@@ -112,8 +113,10 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     fp32 = dtype == torch.float32
     constexprs = {**sizes, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
     if op == "cross_entropy":
-        chunk, chunk2 = xent_tiles(n_cols, chunk, 32 * warps * (16 // dtype.itemsize))
-        maxnreg = NARROW_XENT_CAP[fp32] if chunk2 else maxnreg
+        chunk2, two = 0, maxnreg is not None and xent_tiles(n_cols, dtype)
+        if two:
+            c, chunk, chunk2, warps, maxnreg = two
+            constexprs |= {"C": c, "SLOTS": next_pow2(c)}
         constexprs |= {"CHUNK": chunk, "CHUNK2": chunk2, "NEEDS_MASK": n_cols != c * (chunk + chunk2)}
         return cluster_xent_kernel, {**constexprs, "THREADS": 32 * warps}, warps, maxnreg
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
