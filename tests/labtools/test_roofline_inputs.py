@@ -3,26 +3,13 @@ figures mark what the report flags; roofline.png is its own figure (issue 44).""
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 
 import matplotlib
 import pytest
+from cli_helpers import lab
 from labtools import roofline
 
 matplotlib.use("Agg")
-
-
-def lab(*argv: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "labtools.cli", *argv],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "LAB_DEBUG": "0"},
-        timeout=300,
-    )
 
 
 @pytest.fixture

@@ -8,36 +8,11 @@ import subprocess
 import sys
 
 import pytest
+from cli_helpers import assert_one_line_error, lab, snapshot
 from labtools import runs
 from labtools.cli import main
 
 H100_MANIFEST = {"device": "cuda", "gpu": {"model": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}}
-
-
-def lab(*argv: str, cwd) -> subprocess.CompletedProcess:
-    """The real CLI in a child process, in `cwd`."""
-    return subprocess.run(
-        [sys.executable, "-m", "labtools.cli", *argv],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "LAB_DEBUG": "0"},
-        timeout=300,
-    )
-
-
-def one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-    return lines[0]
-
-
-def snapshot(folder):
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 @pytest.fixture
@@ -114,7 +89,7 @@ def test_a_card_folder_made_on_another_model_of_its_slug_is_not_replaced(repo, m
 
 def test_overwrite_is_only_for_experiments(tmp_path):
     proc = lab("run", "--overwrite", "--device", "cpu", cwd=tmp_path)
-    one_line_error(proc, "--overwrite", "--experiment")
+    assert_one_line_error(proc, "--overwrite", "--experiment")
 
 
 def test_experiment_rerun_on_its_device_replaces_every_output(fake_registry, repo, monkeypatch, capsys):
@@ -195,7 +170,7 @@ def earlier_run(folder):
 def test_out_naming_an_earlier_run_is_refused(tmp_path, argv):
     before = earlier_run(tmp_path / "run-1")
     proc = lab(*argv, "--out", "run-1", cwd=tmp_path)
-    one_line_error(proc, "--out", "run-1", "not empty")
+    assert_one_line_error(proc, "--out", "run-1", "not empty")
     assert snapshot(tmp_path / "run-1") == before
 
 
@@ -204,7 +179,7 @@ def test_out_naming_a_project_folder_is_refused(tmp_path):
     (tmp_path / ".venv" / "lib" / "x.py").write_text("")
     (tmp_path / "pyproject.toml").write_text("[project]\n")
     proc = lab("bench", "softmax", "--b512", "--device", "cpu", "--out", ".", cwd=tmp_path)
-    one_line_error(proc, "--out", "not empty")
+    assert_one_line_error(proc, "--out", "not empty")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".venv", "pyproject.toml"]
 
 
@@ -212,7 +187,7 @@ def test_roofline_out_naming_an_earlier_run_is_refused(tmp_path, synthetic_sweep
     sweep = synthetic_sweep().save(tmp_path / "sweep.json")
     before = earlier_run(tmp_path / "plots")
     proc = lab("roofline", str(sweep), "--out", "plots", cwd=tmp_path)
-    one_line_error(proc, "--out", "not empty")
+    assert_one_line_error(proc, "--out", "not empty")
     assert snapshot(tmp_path / "plots") == before
 
 
