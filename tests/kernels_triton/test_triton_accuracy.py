@@ -20,10 +20,10 @@ import pytest
 import torch
 from kernels_triton import SoftmaxConfig, softmax, softmax_backward
 from labtools.ops import softmax_backward_ref, softmax_ref, softmax_stress_rows, tolerance
+from triton_helpers import DEVICE
 
 pytestmark = pytest.mark.filterwarnings("ignore:(invalid value|overflow) encountered:RuntimeWarning")
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 FLT_MAX = float(np.finfo(np.float32).max)
 ULPS = 4  # allowed beyond torch's error, in units of the largest output's last place
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 from kernels_triton.autotuned import CONFIGS, softmax_autotuned, softmax_autotuned_kernel
 from labtools.ops import softmax_ref, softmax_stress_rows, tolerance
+from triton_helpers import DEVICE
 
 pytestmark = pytest.mark.filterwarnings("ignore:(invalid value|overflow) encountered:RuntimeWarning")
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 ULPS = 4  # allowed beyond torch's error, in units of the largest output's last place
 
 

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernels_triton import cluster, configs, launch, softmax, softmax_, softmax_backward
 from kernels_triton.configs import SoftmaxConfig
+from triton_helpers import DEVICE
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 H100 = "NVIDIA H100 80GB HBM3"  # the GPU the committed picks were tuned on
 ROW_COUNTS = (1, 2, 3, 7, 16, 100, 131, 132, 133, 528, 2112, 4096, 8449, 65536, 2**20)
 

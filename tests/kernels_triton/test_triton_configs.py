@@ -15,13 +15,13 @@ import pytest
 import torch
 from kernels_triton import SoftmaxConfig, configs, launch, softmax, softmax_backward, tune
 from kernels_triton.configs import choose, next_pow2, rule, warp_row_packs
+from triton_helpers import DEVICE
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
 GPU = "Test GPU 80GB"
 COMMITTED_GPU = "NVIDIA H100 80GB HBM3"
 H200 = "NVIDIA H200"
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @pytest.fixture

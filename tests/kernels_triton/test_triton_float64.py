@@ -11,8 +11,8 @@ import pytest
 import torch
 from kernels_triton import softmax, softmax_, softmax_backward
 from labtools.ops import softmax_backward_ref, softmax_ref
+from triton_helpers import DEVICE
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 ATOL = 1e-12
 
 
