@@ -82,19 +82,16 @@ def packs(tensors: list[torch.Tensor]) -> int:
 LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): (4, 128),
                    ("log_softmax", True): (8, 128), ("log_softmax", False): (8, 80)}  # fmt: skip
 # The cross-entropy forward's blocks from 131073 to 163840 columns, by fp32: (C, first tile, warps, register
-# cap, widest second tile). A block holds the first tile and the narrowest power-of-two tile, at least a
-# 16-byte pack a thread, that brings C blocks to the row's end (one 16384-wide tile over 16 blocks leaves up
-# to 7/16 of its lanes past the row, their registers held, so fewer blocks share an SM). fp32: 16 blocks of
-# 8192 and up to 2048, three an SM unspilled. 16-bit: 8 blocks of 16384 and up to 4096 (80 elements a thread,
-# held packed), four an SM: twice the bytes in flight a thread of 16 blocks of 8192, at as many blocks an SM.
+# cap, widest second tile); one 16384-wide tile over 16 blocks leaves up to 7/16 of its lanes past the row,
+# their registers held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80 elements a thread held
+# packed, four an SM: twice the bytes in flight a thread of 16 blocks of 8192, at as many blocks an SM.
 TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
 
 
 def xent_tiles(n_cols: int, dtype: torch.dtype) -> tuple[int, int, int, int, int] | None:
-    """(C, CHUNK, CHUNK2, warps, register cap) of the cross-entropy forward's two-tile blocks (TWO_TILES)
-    for rows of n_cols past 8192 * MAX_CLUSTER, or None where their widest second tile cannot reach the
-    row's end: one tile of 16384 over 16 blocks (8192 + 4096 at the 16384-tile's cap was no faster in 16
-    bits: the results page)."""
+    """(C, CHUNK, CHUNK2, warps, register cap) of TWO_TILES' blocks for a row past 8192 * MAX_CLUSTER:
+    CHUNK2 the narrowest power-of-two tile, at least a 16-byte pack a thread, that brings C blocks to the
+    row's end; None past the widest (one tile of 16384 over 16 blocks: 8192 + 4096 was no faster)."""
     c, first, warps, cap, widest = TWO_TILES[dtype == torch.float32]
     extra = next_pow2(max(32 * warps * (16 // dtype.itemsize), -(-n_cols // c) - first))
     return (c, first, extra, warps, cap) if extra <= widest else None
