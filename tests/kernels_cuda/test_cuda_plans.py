@@ -12,19 +12,10 @@ import pytest
 from cuda_plan_helpers import _check_launch
 from kernels_cuda import arrays
 from kernels_cuda import softmax_variants as variants
+from labtools.sweep import SWEEP_SHAPES
 
-# The shapes the performance target names, and what auto runs for them on an H100.
-TARGETS = [
-    (4096, 600),
-    (65536, 600),
-    (262144, 600),
-    (32768, 1024),
-    (16384, 4096),
-    (8192, 8192),
-    (4096, 32768),
-    (1024, 131072),
-    (256, 262144),
-]
+# The shapes the performance target names (the sweep's), and what auto runs for them on an H100.
+TARGETS = list(SWEEP_SHAPES)
 
 
 @pytest.mark.parametrize("M,N", TARGETS)
