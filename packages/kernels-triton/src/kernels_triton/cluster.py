@@ -84,7 +84,7 @@ LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): 
 # The cross-entropy forward's blocks from 131073 to 163840 columns, by fp32: (C, first tile, warps, register
 # cap, widest second tile); one 16384-wide tile over 16 blocks leaves up to 7/16 of its lanes past the row,
 # their registers held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80 elements a thread held
-# packed, four an SM: twice the bytes in flight a thread of 16 blocks of 8192, at as many blocks an SM.
+# packed, four blocks of up to 40 KB an SM where 16 blocks of 8192 and a tile had five of up to 20 KB.
 TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
 
 
