@@ -214,9 +214,9 @@ class XentCluster:
 # the first split of XENT_CLUSTER_SPLITS (blocks, 16-byte packs a thread at most) whose blocks hold
 # it, without label smoothing or entropy (09's alone), on a device with clusters. Eight packs a
 # thread are 32 KB a block in 32 registers a thread, so that four blocks share an SM. A row past 8
-# blocks of 8 stays on 8 blocks up to 11 packs a thread (three blocks an SM) before it goes to 16
-# blocks of 5 to 7 (five an SM): the bytes in flight an SM, not the blocks, keep the loads ahead,
-# and 16 blocks of so few packs have fewer. 16 blocks (a non-portable size, which H100 and H200
+# blocks of 8 stays on 8 blocks up to 11 packs a thread (three or four blocks an SM) before it goes
+# to 16 blocks of 5 to 7 (four or five an SM): the bytes in flight an SM, not the blocks, keep the
+# loads ahead, and 16 blocks of so few packs have fewer. 16 blocks (a non-portable size, which H100 and H200
 # allow) of 8 hold 131072 fp32 or 262144 16-bit elements; a longer row takes up to twice the packs
 # a thread rather than 09's second read. A thread holds the fewest packs of XENT_CLUSTER_ITEMS
 # that its chunk needs, not the split's most: a chunk that half fills the most (a row just past a
