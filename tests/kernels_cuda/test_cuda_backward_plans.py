@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from cuda_plan_helpers import DEVICES, any_plan, packs_and_offsets
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels_cuda import arrays, codegen
@@ -17,25 +18,14 @@ from kernels_cuda import launch_types as lt
 from kernels_cuda import softmax_variants as sm
 from offline_sample import sm80_sample
 
-DEVICES = {"H100": sm.H100, "A100": sm.A100}
 BACKWARD_SPECS = set(bw.specializations())
 
 
-@given(
-    M=st.integers(1, 10**7),
-    N=st.integers(1, 4 * 10**6),
-    dtype=st.sampled_from(sm.DTYPES),
-    aligned=st.booleans(),
-    device=st.sampled_from(sorted(DEVICES)),
-    variant=st.sampled_from(bw.VARIANTS),
-    same_offsets=st.booleans(),
-    invariant=st.booleans(),
-)
+@any_plan(bw.VARIANTS)
 def test_every_backward_plan_is_a_compiled_specialization_within_its_limits(
     M, N, dtype, aligned, device, variant, same_offsets, invariant
 ):
-    vec = sm.full_vec(dtype) if aligned and N % sm.full_vec(dtype) == 0 else 1
-    same_offsets = same_offsets or vec > 1  # whole packs always share their offsets
+    vec, same_offsets = packs_and_offsets(dtype, N, aligned, same_offsets)
     dev = DEVICES[device]
     if variant == "fused" and N > bw.fused_capacity(vec):
         with pytest.raises(ValueError, match="fused kernel holds rows of at most"):

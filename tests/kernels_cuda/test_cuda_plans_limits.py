@@ -5,29 +5,17 @@ is a compiled specialization and stays inside what the kernels were compiled and
 from __future__ import annotations
 
 import pytest
-from cuda_plan_helpers import _check_launch
+from cuda_plan_helpers import DEVICES, _check_launch, any_plan, packs_and_offsets
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels_cuda import softmax_variants as variants
 
-DEVICES = {"H100": variants.H100, "A100": variants.A100}
 
-
-@given(
-    M=st.integers(1, 10**7),
-    N=st.integers(1, 4 * 10**6),
-    dtype=st.sampled_from(variants.DTYPES),
-    aligned=st.booleans(),
-    device=st.sampled_from(sorted(DEVICES)),
-    variant=st.sampled_from(variants.VARIANTS),
-    same_offsets=st.booleans(),
-    invariant=st.booleans(),
-)
+@any_plan(variants.VARIANTS)
 def test_every_plan_is_a_compiled_specialization_within_its_limits(
     M, N, dtype, aligned, device, variant, same_offsets, invariant
 ):
-    vec = variants.full_vec(dtype) if aligned and N % variants.full_vec(dtype) == 0 else 1
-    same_offsets = same_offsets or vec > 1
+    vec, same_offsets = packs_and_offsets(dtype, N, aligned, same_offsets)
     dev = DEVICES[device]
     if variant == "v3" and N > variants.fused_capacity(vec):
         with pytest.raises(ValueError, match="v3 holds rows of at most"):
