@@ -88,13 +88,14 @@ LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): 
 TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
 
 
+@functools.cache  # on the family's call path, as _block
 def xent_tiles(n_cols: int, dtype: torch.dtype) -> tuple[int, int, int, int, int] | None:
-    """(C, CHUNK, CHUNK2, warps, register cap) of TWO_TILES' blocks for a row past 8192 * MAX_CLUSTER:
-    CHUNK2 the narrowest power-of-two tile, at least a 16-byte pack a thread, that brings C blocks to the
-    row's end; None past the widest (one tile of 16384 over 16 blocks: 8192 + 4096 was no faster)."""
+    """(C, CHUNK, CHUNK2, warps, register cap) of TWO_TILES' blocks past 8192 * MAX_CLUSTER columns: CHUNK2 the
+    narrowest power-of-two tile, from a 16-byte pack a thread, that brings C blocks to the row's end; else None
+    (one tile of 16384 over 16 blocks past the widest: 8192 + 4096 was no faster)."""
     c, first, warps, cap, widest = TWO_TILES[dtype == torch.float32]
     extra = next_pow2(max(32 * warps * (16 // dtype.itemsize), -(-n_cols // c) - first))
-    return (c, first, extra, warps, cap) if extra <= widest else None
+    return (c, first, extra, warps, cap) if n_cols > 8192 * MAX_CLUSTER and extra <= widest else None
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
@@ -110,8 +111,8 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     fp32 = dtype == torch.float32
     constexprs = {**sizes, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
     if op == "cross_entropy":
-        chunk2, two = 0, maxnreg is not None and xent_tiles(n_cols, dtype)
-        if two:
+        chunk2, two = 0, xent_tiles(n_cols, dtype)
+        if two is not None:
             c, chunk, chunk2, warps, maxnreg = two
             constexprs |= {"C": c, "SLOTS": next_pow2(c)}
         constexprs |= {"CHUNK": chunk, "CHUNK2": chunk2, "NEEDS_MASK": n_cols != c * (chunk + chunk2)}
