@@ -68,6 +68,24 @@ def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
             assert meta["SLOTS"] == 1 << (c - 1).bit_length()
 
 
+@pytest.mark.parametrize("n", [8193, 16385, 32000, 50257, 65536, 131072, 131073])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_fp32_cross_entropy_forward_runs_blocks_of_8192_in_8_capped_warps(n, dtype):
+    """Up to 131072 columns the fp32 cross-entropy forward's blocks of 8192 run 8 warps under
+    XENT_FP32_8192's register cap; blocks of 4096, 16-bit blocks and the softmax keep 4 uncapped
+    warps; past 131072 the two tiles take their own (the test below)."""
+    _, meta, warps, cap = cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")
+    if n > 131072:
+        assert (warps, cap) == cluster.xent_tiles(n, dtype)[3:]
+    elif dtype == torch.float32 and meta["CHUNK"] == 8192:
+        assert (warps, cap) == cluster.XENT_FP32_8192 == (8, 64)
+    else:
+        assert (warps, cap) == (4, None), meta
+    assert meta["THREADS"] == 32 * warps
+    if n <= 131072:
+        assert cluster.kernel_for("fwd", n, dtype, 0, "softmax")[3] is None
+
+
 # (C, first tile, second tile) of the cross-entropy forward by N, fp32 and 16-bit
 XENT_BLOCKS = {
     131072: ((16, 8192, 0), (16, 8192, 0)),

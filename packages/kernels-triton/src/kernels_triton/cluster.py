@@ -86,6 +86,10 @@ LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): 
 # their registers held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80 elements a thread held
 # packed, four blocks of up to 40 KB an SM where 16 blocks of 8192 and a tile had five of up to 20 KB.
 TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
+# (warps, register cap) of the fp32 cross-entropy forward's blocks of 8192 (32768 to 131072 columns): 8 warps
+# of 32 values a thread under 64 registers, four blocks an SM, twice the warps in flight of 4 uncapped warps
+# (blocks of 4096 and 16-bit blocks keep 4 warps uncapped: the cap cost them more than the warps bought).
+XENT_FP32_8192 = (8, 64)
 
 
 @functools.cache  # on the family's call path, as _block
@@ -115,6 +119,8 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
         if two is not None:
             c, chunk, chunk2, warps, maxnreg = two
             constexprs |= {"C": c, "SLOTS": next_pow2(c)}
+        elif fp32 and chunk == 8192 and maxnreg is None:
+            warps, maxnreg = XENT_FP32_8192
         constexprs |= {"CHUNK": chunk, "CHUNK2": chunk2, "NEEDS_MASK": n_cols != c * (chunk + chunk2)}
         return cluster_xent_kernel, {**constexprs, "THREADS": 32 * warps}, warps, maxnreg
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
