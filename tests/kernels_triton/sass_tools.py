@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 import triton
-from kernels_triton import cluster
+from kernels_triton import cluster, xent_cluster
 from kernels_triton.configs import INTERPRET, SoftmaxConfig
 from kernels_triton.kernels import KERNELS, STREAMS
 from kernels_triton.launch import tile_meta
@@ -52,9 +52,9 @@ def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90):
 
 
 def compile_cluster_op(op: str, direction: str, N: int, dtype: torch.dtype, arch: int = 90):
-    """cluster.kernel_for(direction, N, dtype, VEC, op)'s kernel as log_softmax or cross_entropy
-    would launch it on contiguous, 16-byte aligned rows of N columns (cross-entropy: the
-    gradient of the mean written, int64 targets)."""
+    """The cluster kernel of op ("log_softmax": cluster.kernel_for; "cross_entropy", forward only:
+    xent_cluster.kernel_for) as a launch on contiguous, 16-byte aligned rows of N columns would
+    compile it (cross-entropy: the gradient of the mean written, int64 targets)."""
     vec = cluster.packs([torch.empty((1, N), dtype=dtype, device="meta")])
     pointers, extra = {}, {}
     if op == "cross_entropy":  # xent_launch.splits() of contiguous rows at a boundary
@@ -65,7 +65,10 @@ def compile_cluster_op(op: str, direction: str, N: int, dtype: torch.dtype, arch
             {"ALIGN": align, "LIKE": True, "WRITE_GRAD": True, "MEAN": True, "ZERO_TICKET": False},
         )
         pointers = {"t_ptr": "*i64", "loss_ptr": "*fp32", "stats_ptr": "*fp32", "count_ptr": "*i32"}
-    fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec, op)
+    if op == "cross_entropy":
+        fn, constexprs, warps, maxnreg = xent_cluster.kernel_for(N, dtype, vec)
+    else:
+        fn, constexprs, warps, maxnreg = cluster.kernel_for(direction, N, dtype, vec, op)
     constexprs = {**constexprs, **extra}
     integers = {arg: N for arg in fn.arg_names if not arg.endswith("_ptr") and arg not in constexprs}
     integers.update(slot_base=None, ignore_index=None, M=None, OFF=0)

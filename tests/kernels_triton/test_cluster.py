@@ -86,7 +86,7 @@ def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others over 8), the
     last blocks partly or wholly past the row's end; rows off 16-byte boundaries (131073) included."""
     warps = 4 if dtype != torch.float32 else 8
-    block, c = cluster._block(n, "fwd", dtype)[:2], cluster.kernel_for("fwd", n, dtype)[1]["C"]
+    block, c = cluster.block(n, "fwd", dtype)[:2], cluster.kernel_for("fwd", n, dtype)[1]["C"]
     assert (block, c) == ((16384, warps), 16)
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30

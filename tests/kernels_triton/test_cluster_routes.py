@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from cluster_helpers import DTYPES, inputs, needs_sm90, reference
-from kernels_triton import cluster, launch
+from kernels_triton import cluster, launch, xent_cluster
 from labtools.ops import softmax_ref, tolerance
 
 
@@ -59,26 +59,29 @@ def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
     row's end computes as much as any), else 16 (the H200 launches no cluster of 9 to 15), and
     of the chunks of 8192 and 4096 the one that leaves fewer lanes past the row; the exchange
     reads SLOTS, C rounded up to a power of two."""
-    for op in ("softmax", "log_softmax", "cross_entropy"):
-        for direction in ("fwd", "bwd"):
-            meta = cluster.kernel_for(direction, n, torch.float32, 0, op)[1]
-            if op == "cross_entropy" and direction == "fwd" and n > 131072:
-                continue  # two tiles: the test below
-            assert (meta["CHUNK"], meta["C"]) == (chunk, c), (op, direction, meta)
-            assert meta["SLOTS"] == 1 << (c - 1).bit_length()
+    metas = [
+        cluster.kernel_for(d, n, torch.float32, 0, op)[1]
+        for op in ("softmax", "log_softmax")
+        for d in ("fwd", "bwd")
+    ]
+    if n <= 131072:  # past it, the cross-entropy's two tiles: the test below
+        metas.append(xent_cluster.kernel_for(n, torch.float32)[1])
+    for meta in metas:
+        assert (meta["CHUNK"], meta["C"]) == (chunk, c), meta
+        assert meta["SLOTS"] == 1 << (c - 1).bit_length()
 
 
 @pytest.mark.parametrize("n", [8193, 16385, 32000, 50257, 65536, 131072, 131073])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_fp32_cross_entropy_forward_runs_blocks_of_8192_in_8_capped_warps(n, dtype):
     """Up to 131072 columns the fp32 cross-entropy forward's blocks of 8192 run 8 warps under
-    XENT_FP32_8192's register cap; blocks of 4096, 16-bit blocks and the softmax keep 4 uncapped
+    xent_cluster.FP32_8192's register cap; blocks of 4096, 16-bit blocks and the softmax keep 4 uncapped
     warps; past 131072 the two tiles take their own (the test below)."""
-    _, meta, warps, cap = cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")
+    _, meta, warps, cap = xent_cluster.kernel_for(n, dtype)
     if n > 131072:
-        assert (warps, cap) == cluster.xent_tiles(n, dtype)[3:]
+        assert (warps, cap) == xent_cluster.tiles(n, dtype)[3:]
     elif dtype == torch.float32 and meta["CHUNK"] == 8192:
-        assert (warps, cap) == cluster.XENT_FP32_8192 == (8, 64)
+        assert (warps, cap) == xent_cluster.FP32_8192 == (8, 64)
     else:
         assert (warps, cap) == (4, None), meta
     assert meta["THREADS"] == 32 * warps
@@ -107,7 +110,7 @@ def test_the_cross_entropy_forward_past_131072_takes_two_tiles_reaching_the_row(
     16-bit: 8 blocks of 16384) and a second power-of-two tile, the narrowest (from a 16-byte pack a
     thread) whose blocks reach the row's end, under a lower register cap; past that one tile of 16384
     over 16 blocks. The row is masked exactly where the blocks' columns pass it."""
-    _, meta, warps, cap = cluster.kernel_for("fwd", n, dtype, 0, "cross_entropy")
+    _, meta, warps, cap = xent_cluster.kernel_for(n, dtype)
     c, first, second = XENT_BLOCKS[n][dtype != torch.float32]
     assert (meta["C"], meta["CHUNK"], meta.get("CHUNK2", 0)) == (c, first, second)
     assert meta["SLOTS"] >= c and meta["THREADS"] == 32 * warps
@@ -118,7 +121,7 @@ def test_the_cross_entropy_forward_past_131072_takes_two_tiles_reaching_the_row(
         assert c * (first + second // 2) < n
     if second:
         assert second % pack_a_thread == 0
-        assert (c, first, second, warps, cap) == cluster.xent_tiles(n, dtype)
+        assert (c, first, second, warps, cap) == xent_cluster.tiles(n, dtype)
 
 
 def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():

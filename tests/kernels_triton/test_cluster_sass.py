@@ -23,7 +23,7 @@ OFFLINE_CASES = {  # name: (direction, N, dtype), compiled as a launch on contig
 def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packed(without_interpreter):
     """Compiled for sm_90 by Triton's own ptxas (in a process without TRITON_INTERPRET): the
     inline PTX assembles, the chunks move 16 bytes a load and a store, and 16-bit chunks stay
-    packed in registers, which the blocks are sized by (cluster._block): the 16-bit forward past
+    packed in registers, which the blocks are sized by (cluster.block): the 16-bit forward past
     131072 within its cap of 96 registers (4 warps, 128 elements a thread) with at most 32 bytes
     spilled (widened to fp32 first: 136-176 bytes), 8192-element blocks in at most 64 (widened:
     80-96), the 16-bit backward's in at most 128 (widened: 147-156). The fp32 forward holds its

@@ -21,7 +21,6 @@ import triton.language as tl
 from kernels_triton import dsmem as D
 from kernels_triton.configs import DTYPES, INTERPRET, ROW_SHAPES, next_pow2
 from kernels_triton.kernels import LOG2E
-from kernels_triton.xent_cluster import cluster_xent_kernel
 from kernels_triton.xent_rows import exp
 
 MAX_CLUSTER = 16
@@ -35,7 +34,7 @@ def _capable(device_index: int) -> bool:
 
 
 @functools.cache  # on the family's call path: kernel_for runs every launch
-def _block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
+def block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
     """(chunk, warps, register cap) of a block. Lanes past the row compute too: of the chunks of 8192 and 4096
     elements whose C = ceil(N / chunk) blocks fit a cluster, the one with the fewest lanes past the row's end
     (8192 on a tie). Past 8192 * MAX_CLUSTER columns, registers capped so that blocks share an SM unspilled
@@ -77,52 +76,23 @@ def packs(tensors: list[torch.Tensor]) -> int:
     return 16 // tensors[0].element_size() if one_offset and not triton_sees else 0
 
 
-# (warps, register cap) by (op, fp32) of the family's forward past 8192 * MAX_CLUSTER columns: x unspilled
+# (warps, register cap) by fp32 of log_softmax's forward past 8192 * MAX_CLUSTER columns: x unspilled
 # across the exchange, SMs shared so that one block's loads overlap another's exchange; each the H100's best.
-LONG_FAMILY_FWD = {("cross_entropy", True): (8, 128), ("cross_entropy", False): (4, 128),
-                   ("log_softmax", True): (8, 128), ("log_softmax", False): (8, 80)}  # fmt: skip
-# The cross-entropy forward's blocks from 131073 to 163840 columns, by fp32: (C, first tile, warps, register
-# cap, widest second tile); one 16384-wide tile over 16 blocks leaves up to 7/16 of its lanes past the row,
-# their registers held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80 elements a thread held
-# packed, four blocks of up to 40 KB an SM where 16 blocks of 8192 and a tile had five of up to 20 KB.
-TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
-# (warps, register cap) of the fp32 cross-entropy forward's blocks of 8192 (32768 to 131072 columns): 8 warps
-# of 32 values a thread under 64 registers, four blocks an SM, twice the warps in flight of 4 uncapped warps
-# (blocks of 4096 and 16-bit blocks keep 4 warps uncapped: the cap cost them more than the warps bought).
-XENT_FP32_8192 = (8, 64)
-
-
-@functools.cache  # on the family's call path, as _block
-def xent_tiles(n_cols: int, dtype: torch.dtype) -> tuple[int, int, int, int, int] | None:
-    """(C, CHUNK, CHUNK2, warps, register cap) of TWO_TILES' blocks past 8192 * MAX_CLUSTER columns: CHUNK2 the
-    narrowest power-of-two tile, from a 16-byte pack a thread, that brings C blocks to the row's end; else None
-    (one tile of 16384 over 16 blocks past the widest: 8192 + 4096 was no faster)."""
-    c, first, warps, cap, widest = TWO_TILES[dtype == torch.float32]
-    extra = next_pow2(max(32 * warps * (16 // dtype.itemsize), -(-n_cols // c) - first))
-    return (c, first, extra, warps, cap) if n_cols > 8192 * MAX_CLUSTER and extra <= widest else None
+LONG_LOG_FWD = {True: (8, 128), False: (8, 80)}
 
 
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
     """(kernel, constexprs, warps, register cap) that compiled_launch (and the sm_90 tests) compile;
-    op: "softmax", "log_softmax" or "cross_entropy" (whose forward is cluster_xent_kernel)."""
-    chunk, warps, maxnreg = _block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
-    if op != "softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
-        warps, maxnreg = LONG_FAMILY_FWD[op, dtype == torch.float32]
+    op: "softmax" or "log_softmax" (the cross-entropy's forward: xent_cluster.kernel_for)."""
+    chunk, warps, maxnreg = block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
+    if op == "log_softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
+        warps, maxnreg = LONG_LOG_FWD[dtype == torch.float32]
     c, log = blocks(n_cols, chunk), op == "log_softmax"
     sizes = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk}
     if direction == "bwd":
         return cluster_bwd_kernel, {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps}, warps, maxnreg
     fp32 = dtype == torch.float32
     constexprs = {**sizes, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
-    if op == "cross_entropy":
-        chunk2, two = 0, xent_tiles(n_cols, dtype)
-        if two is not None:
-            c, chunk, chunk2, warps, maxnreg = two
-            constexprs |= {"C": c, "SLOTS": next_pow2(c)}
-        elif fp32 and chunk == 8192 and maxnreg is None:
-            warps, maxnreg = XENT_FP32_8192
-        constexprs |= {"CHUNK": chunk, "CHUNK2": chunk2, "NEEDS_MASK": n_cols != c * (chunk + chunk2)}
-        return cluster_xent_kernel, {**constexprs, "THREADS": 32 * warps}, warps, maxnreg
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
         warps = 8  # the warps cover the loads' latency where few rows' clusters fill the card
     constexprs |= {"HOLD_EXPS": fp32 and not log, "THREADS": 32 * warps, "LOG": log}

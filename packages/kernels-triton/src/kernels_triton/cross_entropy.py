@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels_triton import cluster
+from kernels_triton import cluster, xent_cluster
 from kernels_triton import xent_kernels as K
 from kernels_triton import xent_reduce as R
 from kernels_triton import xent_warp_rows as W
@@ -146,7 +146,7 @@ def _forward(
     flags = dict(WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ZERO_TICKET=reduction == "sum")
     if m and smooth == 0.0 and cluster.applies("fwd", m, n, x.dtype, x.device, looped_from(x.element_size())):
         off, split = splits(n, [x, g])
-        kernel, meta, warps, maxnreg = cluster.kernel_for("fwd", n, x.dtype, split["VEC"], "cross_entropy")
+        kernel, meta, warps, maxnreg = xent_cluster.kernel_for(n, x.dtype, split["VEC"])
         launch(
             kernel, m,
             (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index), warps,
