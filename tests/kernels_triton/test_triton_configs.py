@@ -63,15 +63,6 @@ def test_rule_holds_the_row_once_while_it_fits(streams):
     assert not rule(streams, 4096, torch.bfloat16).warp_rows  # 16 packs a lane: one pass
 
 
-def test_rule_follows_the_device_register_file(monkeypatch):
-    """A card with half an H100's registers an SM holds fewer values a thread: the rule loops sooner."""
-    assert rule(1, 32768, gpu="NVIDIA H100 80GB HBM3") == SoftmaxConfig(
-        32768, 32
-    )  # no such device here: 65536
-    monkeypatch.setattr(configs, "registers_per_sm", lambda gpu: 32768)
-    assert rule(1, 32768, gpu="half") == SoftmaxConfig(4096, 16, l2_hints=True)
-
-
 def test_bytes_in_flight_scale_with_the_cards_bandwidth(monkeypatch):
     """Little's law from the device's properties: an H100 (HBM3 2619 MHz x 5120 bits, 132 SMs) keeps
     32 KB an SM in flight; an H200 (3201 MHz x 6144 bits, 132 SMs) 47 KB, 1.47 times the bandwidth."""

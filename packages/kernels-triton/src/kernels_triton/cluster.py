@@ -13,6 +13,7 @@ bits in any batch that puts it at the same alignment."""
 from __future__ import annotations
 
 import functools
+import warnings
 
 import torch
 import triton
@@ -25,6 +26,19 @@ from kernels_triton.xent_rows import exp
 
 MAX_CLUSTER = 16
 MIN_COLS, MAX_COLS, MIN_ODD_16BIT_COLS = 32768, 16384 * MAX_CLUSTER, ROW_SHAPES[2][0] + 1
+PORTABLE_COLS = 8 * 8192  # the longest row of clusters of at most 8 blocks (the portable sizes)
+REFUSED: set[int] = set()  # devices that refused clusters of more than 8 blocks (a MIG slice, small GPCs)
+
+
+def refused(exc: Exception, device_index: int, n_cols: int) -> bool:
+    """Whether `exc`, from a cluster launch for rows of n_cols, is the device refusing clusters of more than 8
+    blocks (rows past PORTABLE_COLS): then it joins REFUSED, with a warning, and the caller routes again."""
+    if n_cols <= PORTABLE_COLS or "cluster" not in str(exc).lower():
+        return False
+    REFUSED.add(device_index)
+    warnings.warn(f"device {device_index} refused a cluster of more than 8 blocks ({exc}): rows past "
+                  f"{PORTABLE_COLS} columns take the tiles", RuntimeWarning, stacklevel=3)  # fmt: skip
+    return True
 
 
 @functools.cache
@@ -63,7 +77,8 @@ def applies(direction: str, n_rows: int, n_cols: int, dtype: torch.dtype, device
         return False
     min_cols = min(min_cols, MIN_ODD_16BIT_COLS) if dtype.itemsize == 2 and n_cols % 8 else min_cols
     index = device.index if device.index is not None else torch.cuda.current_device()
-    return min_cols <= n_cols <= MAX_COLS and _capable(index)
+    fits = n_cols <= PORTABLE_COLS or index not in REFUSED
+    return min_cols <= n_cols <= MAX_COLS and _capable(index) and fits
 
 
 def packs(tensors: list[torch.Tensor]) -> int:

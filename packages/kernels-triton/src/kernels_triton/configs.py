@@ -49,12 +49,6 @@ def bytes_in_flight_per_sm(device_index: int) -> int:
     return round(bandwidth * FLIGHT_S / num_sms(device_index) / 1024) * 1024 or 32 * 1024
 
 
-@functools.cache
-def registers_per_sm(gpu: str | None) -> int:
-    cards = [torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count() * (not INTERPRET))]
-    return next((p.regs_per_multiprocessor for p in cards if p.name == gpu), 2**16)
-
-
 @dataclass(frozen=True)
 class SoftmaxConfig:
     """A tile launch's config (kernels.py): block, the elements a program holds (>= N: one pass,
@@ -108,11 +102,11 @@ def warp_rows_fit(n: int, itemsize: int) -> bool:
     return full > 0 and packs <= WARP_ROWS_MAX_PACKS and n % (16 // itemsize) == 0
 
 
-def fits_in_registers(block: int, num_warps: int, arrays: int, registers: int = 65536) -> bool:
-    """Whether `arrays` fp32 tiles of `block` values stay in registers: a thread may hold 64
-    values and half of its share of the SM's `registers` (ptxas for sm_90, as the tests' SASS tools
-    compile it: the one-pass backward at 32768, two tiles, spills; the forward with 16 warps does not)."""
-    return arrays * block // (32 * num_warps) <= min(64, registers // (64 * num_warps))
+def fits_in_registers(block: int, num_warps: int, arrays: int) -> bool:
+    """Whether `arrays` fp32 tiles of `block` values stay in registers: a thread may hold 64 values and half
+    of its share of an SM's 64K registers (every SM since sm_50 has 64K; ptxas for sm_90, as the tests' SASS
+    tools compile it: the one-pass backward at 32768, two tiles, spills; the forward with 16 warps does not)."""
+    return arrays * block // (32 * num_warps) <= min(64, 65536 // (64 * num_warps))
 
 
 SPACE = (  # every config tune may time but the warp-a-row ones (their BLOCK follows N)
@@ -138,17 +132,17 @@ def candidates(streams: int, n: int, itemsize: int = 4) -> list[SoftmaxConfig]:
     return [c for c in SPACE if keep(c)] + warp_rows * warp_rows_fit(n, itemsize)
 
 
-def rule(streams: int, n: int, dtype: torch.dtype = torch.float32, gpu: str | None = None) -> SoftmaxConfig:
+def rule(streams: int, n: int, dtype: torch.dtype = torch.float32) -> SoftmaxConfig:
     """The config for rows of N on a card with no picks: a warp a row where rows are whole 16-byte packs, 1 to 8 a
     lane (4 rows a program, padded to a pack, not a power of two: more bytes in flight); else one pass, about 32
     values a thread, where `streams` tiles fit in its registers; else looped, the widest hinted tile that fits."""
     if warp_rows_fit(n, dtype.itemsize):
         return SoftmaxConfig(WARP_ROWS_WARPS * next_pow2(n), WARP_ROWS_WARPS, warp_rows=True)
-    block, registers = max(1024, next_pow2(n)), registers_per_sm(gpu)
+    block = max(1024, next_pow2(n))
     warps = min(32, max(4, block // 1024))
-    if fits_in_registers(block, warps, streams, registers):
+    if fits_in_registers(block, warps, streams):
         return SoftmaxConfig(block, warps)
-    return next(SoftmaxConfig(b, w, True) for b, w in HINTED[::-1] if fits_in_registers(b, w, 3, registers))
+    return next(SoftmaxConfig(b, w, True) for b, w in HINTED[::-1] if fits_in_registers(b, w, 3))
 
 
 def user_picks_path(gpu: str) -> Path:
@@ -229,7 +223,7 @@ def _indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
 
 
 def forget() -> None:
-    for f in (_indexes, committed, registers_per_sm):
+    for f in (_indexes, committed):
         f.cache_clear()
 
 
@@ -243,4 +237,4 @@ def choose(name: str, streams: int, n: int, dtype: torch.dtype, gpu: str | None)
             found = idx.get((name, dtype_name(d), next_pow2(n))) if d.itemsize == dtype.itemsize else None
             if found:
                 return found[min(found, key=lambda t: (abs(t - n), t))], source
-    return rule(streams, n, dtype, gpu), "rule"
+    return rule(streams, n, dtype), "rule"

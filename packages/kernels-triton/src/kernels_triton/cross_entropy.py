@@ -144,15 +144,9 @@ def _forward(
     # where no gradient is written, G is x with row stride 0 (the kernels never store through it)
     g, stride_g, tensors = (x, 0, [x]) if grad is None else (grad, grad.stride(0), [x, grad])
     flags = dict(WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ZERO_TICKET=reduction == "sum")
-    if m and smooth == 0.0 and cluster.applies("fwd", m, n, x.dtype, x.device, looped_from(x.element_size())):
-        off, split = splits(n, [x, g])
-        kernel, meta, warps, maxnreg = xent_cluster.kernel_for(n, x.dtype, split["VEC"])
-        launch(
-            kernel, m,
-            (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index), warps,
-            cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, **flags,
-        )  # fmt: skip
-    elif m and (warp_rows := W.shape(n, x.element_size())) is not None:
+    if not m or (smooth == 0.0 and _cluster_forward(x, target, rows, stats, g, count, ignore_index, flags)):
+        pass  # no rows, or the cluster took them
+    elif (warp_rows := W.shape(n, x.element_size())) is not None:
         width, packs, full, rows_per = warp_rows
         launch(
             W.cross_entropy_warp_rows, _cdiv(m, rows_per),
@@ -160,7 +154,7 @@ def _forward(
             WIDTH=width, PACKS=packs, FULL=full, ROWS=rows_per, ALIGN=align(n, tensors), SMOOTH=float(smooth),
             **flags,
         )  # fmt: skip
-    elif m:
+    else:
         block, one_pass, rows_per, warps = ce_shape(n, x.element_size())
         grid = programs(_cdiv(m, rows_per), n, x.element_size(), one_pass, x.device)
         off, split = splits(n, tensors)
@@ -182,6 +176,27 @@ def _forward(
         MEAN=reduction == "mean",
     )
     return out, stats, count
+
+
+def _cluster_forward(x, target, rows, stats, g, count, ignore_index: int, flags: dict) -> bool:
+    """xent_cluster's launch, where the row takes it (cluster.applies) and the device does not refuse
+    its cluster size (then False: another form runs the launch)."""
+    m, n = x.shape
+    if not cluster.applies("fwd", m, n, x.dtype, x.device, looped_from(x.element_size())):
+        return False
+    off, split = splits(n, [x, g])
+    kernel, meta, warps, maxnreg = xent_cluster.kernel_for(n, x.dtype, split["VEC"])
+    try:
+        launch(
+            kernel, m,
+            (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index), warps,
+            cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, **flags,
+        )  # fmt: skip
+    except RuntimeError as exc:
+        if not cluster.refused(exc, x.get_device(), n):
+            raise
+        return False
+    return True
 
 
 def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str, smooth: float, run=True):

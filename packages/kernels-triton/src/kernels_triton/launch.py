@@ -75,16 +75,22 @@ def launch(name: str, tensors: list[torch.Tensor], m: int, n: int, config: Softm
     key = (name, n, config, form, x.dtype, x.get_device(), *[t.stride(0) for t in tensors],
            *[t.data_ptr() % 16 == 0 for t in tensors], any(t.data_ptr() == out for t in tensors[:-1]))  # fmt: skip
     if (template := _TEMPLATES.get(key)) is None:
-        planned, config, source = plan_form(name, m, n, x.dtype, x.device, config, form)
+        planned, chosen, source = plan_form(name, m, n, x.dtype, x.device, config, form)
         with torch.cuda.device(x.get_device()):  # Triton compiles on the current device (-1: none)
             if planned == "cluster":
                 template = cluster_template(name[-3:], tensors, m, n)
             else:
-                template = tiles_template(name, tensors, n, config)
+                template = tiles_template(name, tensors, n, chosen)
                 if form is None:  # not a form timed alone (plugin.py, tune.py)
-                    remember(USED, (name, n, dtype_name(x.dtype)), {**config.fields(), "source": source})
+                    remember(USED, (name, n, dtype_name(x.dtype)), {**chosen.fields(), "source": source})
         remember(_TEMPLATES, key, template, MAX_TEMPLATES)
-    template(*tensors)
+    try:
+        template(*tensors)
+    except RuntimeError as exc:  # a device refusing clusters of 16 blocks: every plan again, these on tiles
+        if form is not None or not cluster.refused(exc, x.get_device(), n):
+            raise
+        forget_plans()
+        return launch(name, tensors, m, n, config, form)
     return template
 
 

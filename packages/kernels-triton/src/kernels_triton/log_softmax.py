@@ -47,15 +47,19 @@ def _check(x, dim, what: str) -> int:
 
 def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
     """kernel over m rows of n elements; rows: the (m, n) tensors, output last. Rows the softmax
-    takes over a cluster (cluster.applies) take its cluster kernels with the log epilogue."""
+    takes over a cluster (cluster.applies) take its cluster kernels with the log epilogue (the tiles where
+    the device refuses the cluster's size)."""
     direction = "fwd" if kernel is K.log_softmax_fwd else "bwd"
     if cluster.applies(direction, m, n, rows[0].dtype, rows[0].device, looped_from(rows[0].element_size())):
         fn, meta, warps, maxnreg = cluster.kernel_for(
             direction, n, rows[0].dtype, cluster.packs(rows), "log_softmax"
         )
         args = (*rows, n, *(r.stride(0) for r in rows))
-        launch(fn, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, **meta)
-        return
+        try:
+            return launch(fn, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, **meta)
+        except RuntimeError as exc:
+            if not cluster.refused(exc, rows[0].get_device(), n):  # refused: the tiles below
+                raise
     block, one_pass, warps = choose(n, rows[0].element_size())
     grid = programs(m, n, rows[0].element_size(), one_pass, rows[0].device)
     off, split = splits(n, rows)

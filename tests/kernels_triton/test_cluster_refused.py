@@ -1,0 +1,138 @@
+"""A device that refuses clusters of more than 8 blocks (a MIG slice, a card whose GPCs hold fewer than 16
+free SMs): the launch that meets the refusal routes again, its rows and every later row past
+cluster.PORTABLE_COLS columns take the tile kernels, with one warning, and shorter rows keep their
+clusters. On CPU the route is checked on a faked sm_90 device; on an sm_90 GPU every op runs through a
+launcher that refuses clusters of 16 blocks as such a device would."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from cluster_helpers import needs_sm90
+from kernels_triton import cluster, cross_entropy, launch, log_softmax, softmax, softmax_backward, xent_launch
+from labtools.ops import softmax_ref, tolerance
+
+REFUSAL = "Triton Error [CUDA]: a kernel launch error has occurred due to cluster misconfiguration"
+
+
+def test_a_refusing_device_keeps_clusters_of_8_blocks_and_nothing_longer(monkeypatch):
+    monkeypatch.setattr(cluster, "INTERPRET", False)
+    monkeypatch.setattr(cluster, "_capable", lambda index: True)
+    monkeypatch.setattr(cluster, "REFUSED", set())
+    cuda0, cuda1 = torch.device("cuda", 0), torch.device("cuda", 1)
+    wide = cluster.PORTABLE_COLS + 1
+    with pytest.warns(RuntimeWarning, match="refused a cluster of more than 8 blocks"):
+        assert cluster.refused(RuntimeError(REFUSAL), 0, wide)
+    assert cluster.REFUSED == {0}
+    for direction in ("fwd", "bwd"):
+        assert cluster.applies(direction, 64, cluster.PORTABLE_COLS, torch.float32, cuda0)
+        assert cluster.kernel_for(direction, cluster.PORTABLE_COLS, torch.float32)[1]["C"] <= 8
+        for n in (wide, 131072, 262144):
+            assert not cluster.applies(direction, 64, n, torch.bfloat16, cuda0), n
+            assert cluster.applies(direction, 64, n, torch.bfloat16, cuda1), (
+                n
+            )  # another device: its own answer
+
+
+def test_only_a_refused_cluster_past_8_blocks_counts_as_a_refusal(monkeypatch):
+    monkeypatch.setattr(cluster, "REFUSED", set())
+    assert not cluster.refused(RuntimeError(REFUSAL), 0, cluster.PORTABLE_COLS)  # 8 blocks: a real error
+    assert not cluster.refused(RuntimeError("CUDA error: out of memory"), 0, 262144)
+    assert cluster.REFUSED == set()
+
+
+def _refusing_launcher(real):
+    """launch.launcher, but a launch of more than 8 blocks a cluster raises as a refusing device's does."""
+
+    def launcher(compiled, packed_metadata=None):
+        c, *rest = real(compiled, packed_metadata)
+        if packed_metadata is None or packed_metadata[1] <= 8:
+            return (c, *rest)
+
+        def refuse(*args):
+            raise RuntimeError(REFUSAL)
+
+        return (refuse, *rest)
+
+    return launcher
+
+
+@pytest.fixture
+def refusing_device(monkeypatch):
+    """Every cached launch dropped before and after: the refusing launchers must not outlive the test."""
+    launch.forget_plans()
+    xent_launch._LAUNCHERS.clear()
+    monkeypatch.setattr(launch, "launcher", _refusing_launcher(launch.launcher))
+    monkeypatch.setattr(xent_launch, "launcher", launch.launcher)
+    yield lambda: monkeypatch.setattr(cluster, "REFUSED", set())
+    monkeypatch.undo()
+    launch.forget_plans()
+    xent_launch._LAUNCHERS.clear()
+
+
+@pytest.mark.gpu
+@needs_sm90
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_every_op_falls_back_to_the_tiles_where_the_device_refuses_16_blocks(refusing_device, dtype):
+    """softmax forward and backward, log_softmax and the cross-entropy at 100000 columns (16 blocks) on a
+    device refusing them: torch's results, each op meeting the refusal itself, and afterwards rows of
+    PORTABLE_COLS still over 8 blocks (the refusing launcher lets them through)."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = (torch.randn((3, 100000), generator=g, device="cuda") * 3).to(dtype)
+    device = x.get_device()
+    ref = softmax_ref(x.cpu().double().numpy())
+    tol = tolerance(dtype)
+    for op in ("softmax", "softmax_backward", "log_softmax", "cross_entropy"):
+        refusing_device()  # each op meets the refusal at its own launch
+        with pytest.warns(RuntimeWarning, match="refused a cluster"):
+            if op == "softmax":
+                np.testing.assert_allclose(softmax(x).cpu().double().numpy(), ref, **tol)
+            elif op == "softmax_backward":
+                y, dy = torch.softmax(x.float(), -1).to(dtype), torch.randn_like(x)
+                want = (y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))).cpu()
+                got = softmax_backward(y, dy).cpu().double()
+                np.testing.assert_allclose(got.numpy(), want.numpy(), **tol)
+            elif op == "log_softmax":
+                got = log_softmax(x).cpu().double().numpy()
+                np.testing.assert_allclose(got, np.log(ref), rtol=tol["rtol"], atol=max(tol["atol"], 1e-2))
+            else:
+                t = torch.randint(0, x.shape[1], (x.shape[0],), generator=g, device="cuda")
+                leaf = x.detach().requires_grad_()
+                loss = cross_entropy(leaf, t, reduction="sum")
+                (grad,) = torch.autograd.grad(loss, leaf)
+                ref_leaf = x.detach().double().requires_grad_()
+                ref_loss = F.cross_entropy(ref_leaf, t, reduction="sum")
+                (ref_grad,) = torch.autograd.grad(ref_loss, ref_leaf)
+                assert math.isclose(loss.item(), ref_loss.item(), rel_tol=1e-2)
+                np.testing.assert_allclose(grad.cpu().double().numpy(), ref_grad.cpu().numpy(), **tol)
+        assert cluster.REFUSED == {device}, op
+    assert not cluster.applies("fwd", 3, 100000, dtype, x.device)
+    assert cluster.applies("fwd", 3, cluster.PORTABLE_COLS, dtype, x.device)
+    short = x[:, : cluster.PORTABLE_COLS].contiguous()
+    np.testing.assert_allclose(
+        softmax(short).cpu().double().numpy(), softmax_ref(short.cpu().double().numpy()), **tol
+    )
+
+
+@pytest.mark.gpu
+@needs_sm90
+def test_a_real_refusal_reads_as_one(monkeypatch):
+    """The H200 refuses clusters of 9 to 15 blocks of these kernels (cluster.blocks): the error a launch of 12
+    raises there is one refused() recognises. A device that launches them has nothing to check."""
+    monkeypatch.setattr(cluster, "REFUSED", set())
+    x = torch.randn((1, 12 * 8192), device="cuda")
+    y = torch.full_like(x, math.nan)
+    _, meta, warps, cap = cluster.kernel_for("fwd", 16 * 8192, torch.float32)
+    meta = {**meta, "C": 12, "SLOTS": 16}
+    try:
+        args = (x, y, x.shape[1], x.stride(0), y.stride(0))
+        xent_launch.launch(cluster.cluster_fwd_kernel, 1, args, warps, cluster=12, maxnreg=cap, **meta)
+        torch.cuda.synchronize()
+    except RuntimeError as exc:
+        with pytest.warns(RuntimeWarning, match="refused a cluster"):
+            assert cluster.refused(exc, x.get_device(), x.shape[1]), str(exc)
+        assert cluster.REFUSED == {x.get_device()}
+    else:
+        pytest.skip("this device launches clusters of 12 blocks")
