@@ -79,15 +79,18 @@ def test_non_finite_values_come_out_as_in_torch(dtype, n):
 
 @pytest.mark.gpu
 @needs_sm90
-@pytest.mark.parametrize("n", [131073, 200000, 262144])
+@pytest.mark.parametrize("n", [131073, 151936, 163839, 163840, 163841, 200000, 262144])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_past_131072_in_blocks_of_16384(dtype, n):
-    """Rows of 131073 to 262144 columns, both directions: 16 blocks of 16384 elements with capped
-    registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others over 8), the
-    last blocks partly or wholly past the row's end; rows off 16-byte boundaries (131073) included."""
+    """Rows of 131073 to 262144 columns, both directions: the backward and, past 163840, the forward over
+    16 blocks of 16384 elements with capped registers (the 16-bit forward over 4 warps, the fp32 backward
+    over 16, the others over 8), the last blocks partly or wholly past the row's end; the forward up to
+    163840 over two tiles a block (cluster.tiles); rows off 16-byte boundaries (131073, 163839) included."""
     warps = 4 if dtype != torch.float32 else 8
-    block, c = cluster.block(n, "fwd", dtype)[:2], cluster.kernel_for("fwd", n, dtype)[1]["C"]
-    assert (block, c) == ((16384, warps), 16)
+    meta = cluster.kernel_for("fwd", n, dtype)[1]
+    two = cluster.tiles(n, dtype)
+    assert (meta["C"], meta["CHUNK"], meta["CHUNK2"]) == (two[:3] if two else (16, 16384, 0))
+    assert (two is None) == (n > 163840) and cluster.block(n, "fwd", dtype)[:2] == (16384, warps)
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30
     np.testing.assert_allclose(
@@ -103,7 +106,7 @@ def test_rows_past_131072_in_blocks_of_16384(dtype, n):
 @needs_sm90
 @given(
     m=st.sampled_from([1, 2, 3, 7, 16]),
-    n=st.sampled_from([32768, 32776, 40000, 50257, 65536, 98304 + 5, 131072]),
+    n=st.sampled_from([32768, 32776, 40000, 50257, 65536, 98304 + 5, 131072, 131073, 147457, 163840]),
     dtype=st.sampled_from(DTYPES),
     pad=st.sampled_from([0, 3, 8]),
     seed=st.integers(0, 2**31 - 1),
@@ -119,8 +122,8 @@ def test_forward_matches_float64(m, n, dtype, pad, seed):
 
 @pytest.mark.gpu
 @needs_sm90
-# 16-byte aligned rows; rows with a head and a tail; past 131072 (16384-element blocks)
-@pytest.mark.parametrize("n", [70000, 70001, 200001])
+# 16-byte aligned rows; rows with a head and a tail; two tiles a block; past 163840 (16384-element blocks)
+@pytest.mark.parametrize("n", [70000, 70001, 151936, 151937, 200001])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward_adversarial_rows_come_out_as_in_torch(dtype, n):
     """Rows whose maximum is first, last or repeated, huge finite magnitudes (up to the dtype's

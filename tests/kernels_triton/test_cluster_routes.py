@@ -59,12 +59,9 @@ def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
     row's end computes as much as any), else 16 (the H200 launches no cluster of 9 to 15), and
     of the chunks of 8192 and 4096 the one that leaves fewer lanes past the row; the exchange
     reads SLOTS, C rounded up to a power of two."""
-    metas = [
-        cluster.kernel_for(d, n, torch.float32, 0, op)[1]
-        for op in ("softmax", "log_softmax")
-        for d in ("fwd", "bwd")
-    ]
-    if n <= 131072:  # past it, the cross-entropy's two tiles: the test below
+    metas = [cluster.kernel_for("bwd", n, torch.float32, 0, op)[1] for op in ("softmax", "log_softmax")]
+    if cluster.tiles(n, torch.float32) is None:  # else the forwards' two tiles: the test below
+        metas += [cluster.kernel_for("fwd", n, torch.float32, 0, op)[1] for op in ("softmax", "log_softmax")]
         metas.append(xent_cluster.kernel_for(n, torch.float32)[1])
     for meta in metas:
         assert (meta["CHUNK"], meta["C"]) == (chunk, c), meta
@@ -79,7 +76,7 @@ def test_the_fp32_cross_entropy_forward_runs_blocks_of_8192_in_8_capped_warps(n,
     warps; past 131072 the two tiles take their own (the test below)."""
     _, meta, warps, cap = xent_cluster.kernel_for(n, dtype)
     if n > 131072:
-        assert (warps, cap) == xent_cluster.tiles(n, dtype)[3:]
+        assert (warps, cap) == cluster.tiles(n, dtype)[3:]
     elif dtype == torch.float32 and meta["CHUNK"] == 8192:
         assert (warps, cap) == xent_cluster.FP32_8192 == (8, 64)
     else:
@@ -89,8 +86,8 @@ def test_the_fp32_cross_entropy_forward_runs_blocks_of_8192_in_8_capped_warps(n,
         assert cluster.kernel_for("fwd", n, dtype, 0, "softmax")[3] is None
 
 
-# (C, first tile, second tile) of the cross-entropy forward by N, fp32 and 16-bit
-XENT_BLOCKS = {
+# (C, first tile, second tile) of the forwards by N, fp32 and 16-bit
+TWO_TILE_BLOCKS = {
     131072: ((16, 8192, 0), (16, 8192, 0)),
     131073: ((16, 8192, 1024), (8, 16384, 2048)),
     147456: ((16, 8192, 1024), (8, 16384, 2048)),
@@ -103,15 +100,19 @@ XENT_BLOCKS = {
 }
 
 
-@pytest.mark.parametrize("n", list(XENT_BLOCKS))
+@pytest.mark.parametrize("n", list(TWO_TILE_BLOCKS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-def test_the_cross_entropy_forward_past_131072_takes_two_tiles_reaching_the_row(n, dtype):
-    """From 131073 to 163840 columns a cross-entropy block covers a first tile (fp32: 16 blocks of 8192;
-    16-bit: 8 blocks of 16384) and a second power-of-two tile, the narrowest (from a 16-byte pack a
-    thread) whose blocks reach the row's end, under a lower register cap; past that one tile of 16384
-    over 16 blocks. The row is masked exactly where the blocks' columns pass it."""
-    _, meta, warps, cap = xent_cluster.kernel_for(n, dtype)
-    c, first, second = XENT_BLOCKS[n][dtype != torch.float32]
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "cross_entropy"])
+def test_the_forward_past_131072_takes_two_tiles_reaching_the_row(n, dtype, op):
+    """From 131073 to 163840 columns a forward block (softmax, log_softmax, cross-entropy) covers a first
+    tile (fp32: 16 blocks of 8192; 16-bit: 8 blocks of 16384) and a second power-of-two tile, the narrowest
+    (from a 16-byte pack a thread) whose blocks reach the row's end, under a lower register cap; past that
+    one tile of 16384 over 16 blocks. The row is masked exactly where the blocks' columns pass it."""
+    if op == "cross_entropy":
+        _, meta, warps, cap = xent_cluster.kernel_for(n, dtype)
+    else:
+        _, meta, warps, cap = cluster.kernel_for("fwd", n, dtype, 0, op)
+    c, first, second = TWO_TILE_BLOCKS[n][dtype != torch.float32]
     assert (meta["C"], meta["CHUNK"], meta.get("CHUNK2", 0)) == (c, first, second)
     assert meta["SLOTS"] >= c and meta["THREADS"] == 32 * warps
     span = first + second
@@ -121,7 +122,7 @@ def test_the_cross_entropy_forward_past_131072_takes_two_tiles_reaching_the_row(
         assert c * (first + second // 2) < n
     if second:
         assert second % pack_a_thread == 0
-        assert (c, first, second, warps, cap) == xent_cluster.tiles(n, dtype)
+        assert (c, first, second, warps, cap) == cluster.tiles(n, dtype)
 
 
 def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():

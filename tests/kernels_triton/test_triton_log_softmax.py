@@ -173,9 +173,13 @@ def test_torch_compile_matches_eager():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("shape", [(4096, 600), (64, 16385), (64, 50257), (16, 128256), (8, 262144)])
+@pytest.mark.parametrize(
+    "shape",
+    [(4096, 600), (64, 16385), (64, 50257), (16, 128256), (8, 131073), (8, 151936), (8, 163840), (8, 262144)],
+)
 def test_gpu_shapes(shape, dtype):
-    """Rows past one program's registers go over a cluster on sm_90: the adversarial rows too."""
+    """Rows past one program's registers go over a cluster on sm_90 (131073 to 163840 columns in two tiles a
+    block, off 16-byte boundaries at 131073): the adversarial rows too."""
     x = (torch.randn(shape, device="cuda") * 4).to(dtype)
     x[0, 0], x[1, 5] = float("-inf"), 1e4
     assert_no_worse_than_torch(log_softmax(x), x)

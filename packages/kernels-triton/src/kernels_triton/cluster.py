@@ -96,21 +96,40 @@ def packs(tensors: list[torch.Tensor]) -> int:
 LONG_LOG_FWD = {True: (8, 128), False: (8, 80)}
 
 
+# The forward's blocks from 131073 to 163840 columns (the cross-entropy's too), by fp32: (C, first tile, warps, register cap, widest second
+# tile); one 16384-wide tile over 16 blocks leaves up to 7/16 of its lanes past the row, their registers
+# held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80 elements a thread held packed, four
+# blocks of up to 40 KB an SM where 16 blocks of 8192 and a tile had five of up to 20 KB.
+TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
+
+
+@functools.cache  # on the call path, as block
+def tiles(n_cols: int, dtype: torch.dtype) -> tuple[int, int, int, int, int] | None:
+    """(C, CHUNK, CHUNK2, warps, register cap) of TWO_TILES' blocks past 8192 * MAX_CLUSTER columns: CHUNK2 the
+    narrowest power-of-two tile, from a 16-byte pack a thread, that brings C blocks to the row's end; else None
+    (one tile of 16384 over 16 blocks past the widest: 8192 + 4096 was no faster)."""
+    c, first, warps, cap, widest = TWO_TILES[dtype == torch.float32]
+    extra = next_pow2(max(32 * warps * (16 // dtype.itemsize), -(-n_cols // c) - first))
+    return (c, first, extra, warps, cap) if n_cols > 8192 * MAX_CLUSTER and extra <= widest else None
+
+
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
     """(kernel, constexprs, warps, register cap) that compiled_launch (and the sm_90 tests) compile;
     op: "softmax" or "log_softmax" (the cross-entropy's forward: xent_cluster.kernel_for)."""
     chunk, warps, maxnreg = block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
     if op == "log_softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
         warps, maxnreg = LONG_LOG_FWD[dtype == torch.float32]
-    c, log = blocks(n_cols, chunk), op == "log_softmax"
+    c, chunk2, log = blocks(n_cols, chunk), 0, op == "log_softmax"
+    if direction == "fwd" and (two := tiles(n_cols, dtype)) is not None:
+        c, chunk, chunk2, warps, maxnreg = two
     sizes = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk}
     if direction == "bwd":
         return cluster_bwd_kernel, {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps}, warps, maxnreg
     fp32 = dtype == torch.float32
-    constexprs = {**sizes, "NEEDS_MASK": n_cols != c * chunk, "COMPENSATED": fp32, "VEC": vec}
+    constexprs = {**sizes, "NEEDS_MASK": n_cols != c * (chunk + chunk2), "COMPENSATED": fp32, "VEC": vec}
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
         warps = 8  # the warps cover the loads' latency where few rows' clusters fill the card
-    constexprs |= {"HOLD_EXPS": fp32 and not log, "THREADS": 32 * warps, "LOG": log}
+    constexprs |= {"HOLD_EXPS": fp32 and not log, "THREADS": 32 * warps, "LOG": log, "CHUNK2": chunk2}
     return cluster_fwd_kernel, constexprs, warps, maxnreg
 
 
@@ -138,41 +157,61 @@ def exchange_metadata(compiled, warps: int, c: int) -> tuple[int, tuple]:
 def cluster_fwd_kernel(
     x_ptr, y_ptr, N, x_row_stride, y_row_stride, slot_base,
     C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr,
-    NEEDS_MASK: tl.constexpr,  # the row is not exactly C chunks
+    NEEDS_MASK: tl.constexpr,  # the row is not exactly C spans
     COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (row_sum)
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (split_row)
     HOLD_EXPS: tl.constexpr,  # hold exp(x - m) in fp32 across the exchange, not x
     THREADS: tl.constexpr,  # 32 * the launch's warps (partial)
     LOG: tl.constexpr,  # log_softmax: y = (x - M) - log S (x held, not its exponentials)
+    CHUNK2: tl.constexpr,  # > 0: a second tile of the block's columns, past its first CHUNK (tiles())
 ):  # fmt: skip
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
     rank = pid % C  # = %cluster_ctarank: a cluster is C consecutive blocks
-    cols = rank * CHUNK + tl.arange(0, CHUNK)
+    SPAN: tl.constexpr = CHUNK + CHUNK2  # the block's columns
+    cols = rank * SPAN + tl.arange(0, CHUNK)
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride
     if VEC > 0:  # the body in whole packs, the head and tail (x_edges) an element at a time
-        head, _, in_body, edge_cols, in_edges = D.split_row(
-            row, x_row_stride, 0, rank, N, C, CHUNK, CHUNK, VEC
+        head, body, in_body, edge_cols, in_edges = D.split_row(
+            row, x_row_stride, 0, rank, N, C, SPAN, CHUNK, VEC
         )
-        x_body = x_ptr + tl.multiple_of(row * x_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
-        x = tl.load(x_body, mask=in_body, other=float("-inf"))
+        x_first = x_ptr + tl.multiple_of(row * x_row_stride + head + rank * SPAN, VEC)  # the block's body
+        x = tl.load(x_first + tl.arange(0, CHUNK), mask=in_body, other=float("-inf"))
         x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
     elif NEEDS_MASK:
         x = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
     else:
         x = tl.load(x_row + cols)
+    if CHUNK2 > 0:  # masked: TWO_TILES' rows end in a block's second tile
+        lanes2 = CHUNK + tl.arange(0, CHUNK2)
+        if VEC > 0:  # the body, from head
+            in_row2 = rank * SPAN + lanes2 < body
+            x2 = tl.load(x_first + lanes2, mask=in_row2, other=float("-inf"))
+        else:
+            in_row2 = rank * SPAN + lanes2 < N
+            x2 = tl.load(x_row + rank * SPAN + lanes2, mask=in_row2, other=float("-inf"))
     # The chunk's partial (m, s); a chunk of all -inf: m = -inf, s = 0. x stays in its dtype.
     if HOLD_EXPS:  # exponentials relative to the chunk's max, held: the max, then their sum
         m = tl.reduce(x, 0, D.maximum).to(tl.float32)
+        if CHUNK2 > 0:
+            m = tl.maximum(m, tl.reduce(x2, 0, D.maximum).to(tl.float32))
         if VEC > 0:
             m = tl.maximum(m, tl.max(x_edges, axis=0))
         e = tl.exp2((x.to(tl.float32) - D.shift(m)) * LOG2E)
         s = D.row_sum(e, COMPENSATED)
+        if CHUNK2 > 0:
+            e2 = tl.exp2((x2.to(tl.float32) - D.shift(m)) * LOG2E)
+            s += D.row_sum(e2, COMPENSATED)
         if VEC > 0:
             s += D.row_sum(tl.exp2((x_edges - D.shift(m)) * LOG2E), COMPENSATED)
     else:  # 16 bits, or LOG: x is taken again after the exchange, so one reduction of pairs
+        e = x  # (unused: _normalize reads x)
         m, s = D.partial(x, THREADS)
+        if CHUNK2 > 0:
+            e2 = x2
+            m2, s2 = D.partial(x2, THREADS)
+            m, s = D.pair(m, s, m2, s2)
         if VEC > 0:
             m_edges = tl.max(x_edges, axis=0)
             m, s = D.pair(m, s, m_edges, tl.sum(tl.exp2((x_edges - D.shift(m_edges)) * LOG2E), axis=0))
@@ -182,23 +221,37 @@ def cluster_fwd_kernel(
     weight = tl.exp2((D.shift(m_all) - m_row) * LOG2E)
     s_row = D.row_sum(tl.where(m_all == float("-inf"), s_all, s_all * weight), COMPENSATED)
     # A row of all -inf (M = -inf) writes NaN, and a +inf or NaN makes S NaN: torch's results.
-    if LOG:
-        y = (D.widen(x) - m_row) - tl.log(s_row)
-    elif HOLD_EXPS:  # y = exp(x - m) * (exp(m - M) / S): a chunk of all -inf gives 0 * 0
-        y = e * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
-    else:  # y = exp(x - M) / S from the packed x, as in F.softmax
-        y = D.normalized(x, m_row, 1.0 / s_row)
+    y = _normalize(x, e, m, m_row, s_row, HOLD_EXPS, LOG)
+    if CHUNK2 > 0:
+        y2 = _normalize(x2, e2, m, m_row, s_row, HOLD_EXPS, LOG)
     if VEC > 0:
-        y_body = y_ptr + tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
-        tl.store(y_body, y.to(y_ptr.dtype.element_ty), mask=in_body)
+        y_first = y_ptr + tl.multiple_of(row * y_row_stride + head + rank * SPAN, VEC)
+        tl.store(y_first + tl.arange(0, CHUNK), y.to(y_ptr.dtype.element_ty), mask=in_body)
+        if CHUNK2 > 0:
+            tl.store(y_first + lanes2, y2.to(y_ptr.dtype.element_ty), mask=in_row2)
         y_edges = (
             (x_edges - m_row) - tl.log(s_row) if LOG else tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
         )
         tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
     elif NEEDS_MASK:
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+        if CHUNK2 > 0:
+            tl.store(y_row + rank * SPAN + lanes2, y2.to(y_ptr.dtype.element_ty), mask=in_row2)
     else:
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty))
+        if CHUNK2 > 0:
+            tl.store(y_row + rank * SPAN + lanes2, y2.to(y_ptr.dtype.element_ty), mask=in_row2)
+
+
+@triton.jit
+def _normalize(x, e, m, m_row, s_row, HOLD_EXPS: tl.constexpr, LOG: tl.constexpr):
+    """A tile's y from the row's (M, S): x or, HOLD_EXPS, e = exp(x - m) relative to the chunk's max m."""
+    if LOG:
+        return (D.widen(x) - m_row) - tl.log(s_row)
+    elif HOLD_EXPS:  # y = exp(x - m) * (exp(m - M) / S): a chunk of all -inf gives 0 * 0
+        return e * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
+    else:  # y = exp(x - M) / S from the packed x, as in F.softmax
+        return D.normalized(x, m_row, 1.0 / s_row)
 
 
 @triton.jit

@@ -6,13 +6,11 @@ it (xent_launch.launch with cluster=C) where there is no label smoothing.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
-from kernels_triton.cluster import MAX_CLUSTER, block, blocks
+from kernels_triton.cluster import block, blocks, tiles
 from kernels_triton.configs import next_pow2
 from kernels_triton.dsmem import exchange, pair, partial, row_sum, shift, split_row, widen
 from kernels_triton.kernels import LOG2E
@@ -24,29 +22,14 @@ from kernels_triton.xent_rows import exp
 # under 64 registers, four blocks an SM, twice the warps in flight of 4 uncapped warps. Blocks of 4096 and
 # 16-bit blocks keep cluster.block's 4 uncapped warps: the cap cost them more than the warps bought.
 FP32_8192 = (8, 64)
-# (warps, register cap) by fp32 of one tile of 16384 over 16 blocks, past TWO_TILES' rows: x unspilled
+# (warps, register cap) by fp32 of one tile of 16384 over 16 blocks, past cluster.TWO_TILES' rows: x unspilled
 # across the exchange, SMs shared so that one block's loads overlap another's exchange.
 LONG = {True: (8, 128), False: (4, 128)}
-# The blocks from 131073 to 163840 columns, by fp32: (C, first tile, warps, register cap, widest second
-# tile); one 16384-wide tile over 16 blocks leaves up to 7/16 of its lanes past the row, their registers
-# held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80 elements a thread held packed, four
-# blocks of up to 40 KB an SM where 16 blocks of 8192 and a tile had five of up to 20 KB.
-TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
-
-
-@functools.cache  # on the call path, as cluster.block
-def tiles(n_cols: int, dtype: torch.dtype) -> tuple[int, int, int, int, int] | None:
-    """(C, CHUNK, CHUNK2, warps, register cap) of TWO_TILES' blocks past 8192 * MAX_CLUSTER columns: CHUNK2 the
-    narrowest power-of-two tile, from a 16-byte pack a thread, that brings C blocks to the row's end; else None
-    (one tile of 16384 over 16 blocks past the widest: 8192 + 4096 was no faster)."""
-    c, first, warps, cap, widest = TWO_TILES[dtype == torch.float32]
-    extra = next_pow2(max(32 * warps * (16 // dtype.itemsize), -(-n_cols // c) - first))
-    return (c, first, extra, warps, cap) if n_cols > 8192 * MAX_CLUSTER and extra <= widest else None
 
 
 def kernel_for(n_cols: int, dtype: torch.dtype, vec: int = 0):
     """(cluster_xent_kernel, constexprs, warps, register cap) of a row of n_cols (cluster.applies'):
-    the softmax forward's chunk and C blocks, or TWO_TILES' past 131072 columns."""
+    the softmax forward's chunk and C blocks, or cluster.tiles' past 131072 columns."""
     fp32 = dtype == torch.float32
     chunk, warps, cap = block(n_cols, "fwd", dtype)
     c, chunk2 = blocks(n_cols, chunk), 0
