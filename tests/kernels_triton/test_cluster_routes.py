@@ -116,7 +116,8 @@ def test_the_forward_past_131072_takes_two_tiles_reaching_the_row(n, dtype, op):
     assert (meta["C"], meta["CHUNK"], meta.get("CHUNK2", 0)) == (c, first, second)
     assert meta["SLOTS"] >= c and meta["THREADS"] == 32 * warps
     span = first + second
-    assert c * span >= n and meta["NEEDS_MASK"] == (n != c * span)
+    log_16bit = op == "log_softmax" and second and dtype != torch.float32  # masked even where exact
+    assert c * span >= n and meta["NEEDS_MASK"] == (n != c * span or log_16bit)
     pack_a_thread = meta["THREADS"] * 16 // dtype.itemsize
     if second > pack_a_thread:  # the next narrower second tile would not reach the row's end
         assert c * (first + second // 2) < n

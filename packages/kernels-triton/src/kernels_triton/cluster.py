@@ -126,7 +126,10 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     if direction == "bwd":
         return cluster_bwd_kernel, {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps}, warps, maxnreg
     fp32 = dtype == torch.float32
-    constexprs = {**sizes, "NEEDS_MASK": n_cols != c * (chunk + chunk2), "COMPENSATED": fp32, "VEC": vec}
+    # 16-bit log_softmax blocks of two tiles go masked even where the row fits them exactly: Triton 3.6
+    # spilled the unmasked form
+    exact = n_cols == c * (chunk + chunk2) and not (log and chunk2 and not fp32)
+    constexprs = {**sizes, "NEEDS_MASK": not exact, "COMPENSATED": fp32, "VEC": vec}
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
         warps = 8  # the warps cover the loads' latency where few rows' clusters fill the card
     constexprs |= {"HOLD_EXPS": fp32 and not log, "THREADS": 32 * warps, "LOG": log, "CHUNK2": chunk2}
