@@ -3,7 +3,8 @@ row of up to MAX_COLS columns over the C blocks (blocks()) of a thread-block clu
 row would read it twice and leave SMs idle at few rows. The blocks, scheduled together, each read and
 write their chunk once, push their partial (forward: the chunk's max m and sum of exp(x - m); backward:
 its sum of y * dy, or of dy for log_softmax) into every block's shared memory (dsmem.exchange) and merge
-the C partials: no scratch buffer, no polling. Which rows take it: applies().
+the C partials: no scratch buffer, no polling. Which rows take it: applies(); the forward's blocks hold one
+tile, or two up to 163840 columns (tiles()). A device that refuses clusters of 16 blocks: refused().
 
 Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and launched with
 num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C. A row's split (chunks;
@@ -94,12 +95,10 @@ def packs(tensors: list[torch.Tensor]) -> int:
 # (warps, register cap) by fp32 of log_softmax's forward past 8192 * MAX_CLUSTER columns: x unspilled
 # across the exchange, SMs shared so that one block's loads overlap another's exchange; each the H100's best.
 LONG_LOG_FWD = {True: (8, 128), False: (8, 80)}
-
-
-# The forward's blocks from 131073 to 163840 columns (the cross-entropy's too), by fp32: (C, first tile, warps, register cap, widest second
-# tile); one 16384-wide tile over 16 blocks leaves up to 7/16 of its lanes past the row, their registers
-# held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80 elements a thread held packed, four
-# blocks of up to 40 KB an SM where 16 blocks of 8192 and a tile had five of up to 20 KB.
+# The forwards' blocks from 131073 to 163840 columns (softmax, log_softmax, cross-entropy), by fp32: (C, first
+# tile, warps, register cap, widest second tile); one 16384-wide tile over 16 blocks leaves up to 7/16 of its
+# lanes past the row, their registers held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80
+# elements a thread held packed, four blocks an SM in 64 registers.
 TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
 
 
