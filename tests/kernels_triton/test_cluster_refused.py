@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
-from cluster_helpers import needs_sm90
-from kernels_triton import cluster, cross_entropy, launch, log_softmax, softmax, softmax_backward, xent_launch
-from labtools.ops import softmax_ref, tolerance
+from cluster_helpers import needs_sm90, reference
+from kernels_triton import cluster, launch, log_softmax, softmax, softmax_backward, xent_launch
+from labtools.ops import log_softmax_ref, softmax_ref, tolerance
+from xent_helpers import check
 
 REFUSAL = "Triton Error [CUDA]: a kernel launch error has occurred due to cluster misconfiguration"
 
@@ -41,6 +41,28 @@ def test_only_a_refused_cluster_past_8_blocks_counts_as_a_refusal(monkeypatch):
     assert not cluster.refused(RuntimeError(REFUSAL), 0, cluster.PORTABLE_COLS)  # 8 blocks: a real error
     assert not cluster.refused(RuntimeError("CUDA error: out of memory"), 0, 262144)
     assert cluster.REFUSED == set()
+
+
+def test_launched_routes_again_only_where_the_device_refused(monkeypatch):
+    """cluster.launched: True after a launch that ran, False after a refusal (the device then in REFUSED),
+    and any other error raised as it was."""
+    monkeypatch.setattr(cluster, "REFUSED", set())
+    assert cluster.launched(lambda: None, 0, 262144)
+
+    def refuse():
+        raise RuntimeError(REFUSAL)
+
+    def fail():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        cluster.launched(fail, 0, 262144)
+    with pytest.raises(RuntimeError, match="cluster misconfiguration"):  # 8 blocks: no refusal of size
+        cluster.launched(refuse, 0, cluster.PORTABLE_COLS)
+    assert cluster.REFUSED == set()
+    with pytest.warns(RuntimeWarning, match="refused a cluster"):
+        assert not cluster.launched(refuse, 0, 262144)
+    assert cluster.REFUSED == {0}
 
 
 def _refusing_launcher(real):
@@ -91,22 +113,14 @@ def test_every_op_falls_back_to_the_tiles_where_the_device_refuses_16_blocks(ref
                 np.testing.assert_allclose(softmax(x).cpu().double().numpy(), ref, **tol)
             elif op == "softmax_backward":
                 y, dy = torch.softmax(x.float(), -1).to(dtype), torch.randn_like(x)
-                want = (y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))).cpu()
-                got = softmax_backward(y, dy).cpu().double()
-                np.testing.assert_allclose(got.numpy(), want.numpy(), **tol)
+                np.testing.assert_allclose(
+                    softmax_backward(y, dy).cpu().double().numpy(), reference(y, dy), **tol
+                )
             elif op == "log_softmax":
-                got = log_softmax(x).cpu().double().numpy()
-                np.testing.assert_allclose(got, np.log(ref), rtol=tol["rtol"], atol=max(tol["atol"], 1e-2))
-            else:
-                t = torch.randint(0, x.shape[1], (x.shape[0],), generator=g, device="cuda")
-                leaf = x.detach().requires_grad_()
-                loss = cross_entropy(leaf, t, reduction="sum")
-                (grad,) = torch.autograd.grad(loss, leaf)
-                ref_leaf = x.detach().double().requires_grad_()
-                ref_loss = F.cross_entropy(ref_leaf, t, reduction="sum")
-                (ref_grad,) = torch.autograd.grad(ref_loss, ref_leaf)
-                assert math.isclose(loss.item(), ref_loss.item(), rel_tol=1e-2)
-                np.testing.assert_allclose(grad.cpu().double().numpy(), ref_grad.cpu().numpy(), **tol)
+                want = log_softmax_ref(x.cpu().double().numpy())
+                np.testing.assert_allclose(log_softmax(x).cpu().double().numpy(), want, **tol)
+            else:  # loss and gradient against torch's on float64 (xent_helpers.check)
+                check(x, torch.randint(0, x.shape[1], (x.shape[0],), generator=g, device="cuda"), "sum", 0.0)
         assert cluster.REFUSED == {device}, op
     assert not cluster.applies("fwd", 3, 100000, dtype, x.device)
     assert cluster.applies("fwd", 3, cluster.PORTABLE_COLS, dtype, x.device)

@@ -42,6 +42,18 @@ def refused(exc: Exception, device_index: int, n_cols: int) -> bool:
     return True
 
 
+def launched(run, device_index: int, n_cols: int) -> bool:
+    """run(), a cluster launch for rows of n_cols: True, or False where the device refused its size
+    (refused()), for the caller to route the rows again; any other error raises."""
+    try:
+        run()
+    except RuntimeError as exc:
+        if not refused(exc, device_index, n_cols):
+            raise
+        return False
+    return True
+
+
 @functools.cache
 def _capable(device_index: int) -> bool:
     """Clusters of up to 16 blocks: sm_90 (H100, H200)."""

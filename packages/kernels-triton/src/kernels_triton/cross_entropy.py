@@ -186,17 +186,11 @@ def _cluster_forward(x, target, rows, stats, g, count, ignore_index: int, flags:
         return False
     off, split = splits(n, [x, g])
     kernel, meta, warps, maxnreg = xent_cluster.kernel_for(n, x.dtype, split["VEC"])
-    try:
-        launch(
-            kernel, m,
-            (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index), warps,
-            cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, **flags,
-        )  # fmt: skip
-    except RuntimeError as exc:
-        if not cluster.refused(exc, x.get_device(), n):
-            raise
-        return False
-    return True
+    args = (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index)
+    run = lambda: launch(
+        kernel, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, **flags
+    )
+    return cluster.launched(run, x.get_device(), n)
 
 
 def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str, smooth: float, run=True):

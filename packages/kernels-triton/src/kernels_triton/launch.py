@@ -83,14 +83,15 @@ def launch(name: str, tensors: list[torch.Tensor], m: int, n: int, config: Softm
                 template = tiles_template(name, tensors, n, chosen)
                 if form is None:  # not a form timed alone (plugin.py, tune.py)
                     remember(USED, (name, n, dtype_name(x.dtype)), {**chosen.fields(), "source": source})
+        # kept once it has run: a cluster the device refuses (16 blocks) routes these rows again, to the tiles
+        if planned == "cluster" and form is None:
+            if not cluster.launched(lambda: template(*tensors), x.get_device(), n):
+                return launch(name, tensors, m, n, config, form)
+        else:
+            template(*tensors)
         remember(_TEMPLATES, key, template, MAX_TEMPLATES)
-    try:
-        template(*tensors)
-    except RuntimeError as exc:  # a device refusing clusters of 16 blocks: every plan again, these on tiles
-        if form is not None or not cluster.refused(exc, x.get_device(), n):
-            raise
-        forget_plans()
-        return launch(name, tensors, m, n, config, form)
+        return template
+    template(*tensors)
     return template
 
 

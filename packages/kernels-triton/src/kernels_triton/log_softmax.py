@@ -55,11 +55,9 @@ def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
             direction, n, rows[0].dtype, cluster.packs(rows), "log_softmax"
         )
         args = (*rows, n, *(r.stride(0) for r in rows))
-        try:
-            return launch(fn, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, **meta)
-        except RuntimeError as exc:
-            if not cluster.refused(exc, rows[0].get_device(), n):  # refused: the tiles below
-                raise
+        run = lambda: launch(fn, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, **meta)
+        if cluster.launched(run, rows[0].get_device(), n):  # else refused: the tiles below
+            return
     block, one_pass, warps = choose(n, rows[0].element_size())
     grid = programs(m, n, rows[0].element_size(), one_pass, rows[0].device)
     off, split = splits(n, rows)
