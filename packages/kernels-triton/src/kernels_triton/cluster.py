@@ -249,12 +249,10 @@ def cluster_fwd_kernel(
         tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
     elif NEEDS_MASK:
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
-        if CHUNK2 > 0:
-            tl.store(y_row + rank * SPAN + lanes2, y2.to(y_ptr.dtype.element_ty), mask=in_row2)
     else:
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty))
-        if CHUNK2 > 0:
-            tl.store(y_row + rank * SPAN + lanes2, y2.to(y_ptr.dtype.element_ty), mask=in_row2)
+    if CHUNK2 > 0 and VEC == 0:  # (VEC > 0: the body's second tile, above)
+        tl.store(y_row + rank * SPAN + lanes2, y2.to(y_ptr.dtype.element_ty), mask=in_row2)
 
 
 @triton.jit
