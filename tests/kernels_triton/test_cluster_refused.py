@@ -4,7 +4,9 @@ cluster.PORTABLE_COLS columns take the tile kernels, with one warning, and short
 clusters. On CPU the route is checked on a faked sm_90 device; on an sm_90 GPU every op runs through a
 launcher that refuses clusters of 16 blocks as such a device would."""
 
+import importlib
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -150,3 +152,34 @@ def test_a_real_refusal_reads_as_one(monkeypatch):
         assert cluster.REFUSED == {x.get_device()}
     else:
         pytest.skip("this device launches clusters of 12 blocks")
+
+
+@pytest.mark.parametrize("op", ["log_softmax", "cross_entropy"])
+def test_the_family_takes_another_form_where_its_cluster_is_refused(monkeypatch, op):
+    """log_softmax's and the cross-entropy's cluster launches (caught: the clusters' inline PTX needs
+    sm_90) hand the kernel every parameter once; refused, the same call launches the tile kernel instead."""
+    module = importlib.import_module(f"kernels_triton.{op}")  # the package's names are the functions
+    monkeypatch.setattr(cluster, "applies", lambda *a, **k: cluster.REFUSED == set())
+    x, t = torch.zeros((3, 200000)), torch.zeros(3, dtype=torch.int64)
+    for refuse in (False, True):
+        monkeypatch.setattr(cluster, "REFUSED", set())
+        seen = []
+
+        def record(fn, grid, args, warps, refuse=refuse, seen=seen, **kw):
+            if refuse and kw.get("cluster", 0) > 8:
+                raise RuntimeError(REFUSAL)
+            seen.append((fn, args, kw))
+
+        monkeypatch.setattr(module, "launch", record)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module._forward(x, -1) if op == "log_softmax" else module._forward(x, t, -100, "none", 0.0, None)
+        kernels = [fn.fn.__name__ if hasattr(fn, "fn") else fn.__name__ for fn, _, _ in seen]
+        if refuse:
+            assert cluster.REFUSED == {x.get_device()} and len(caught) == 1, caught
+            assert not any("cluster" in k for k in kernels), kernels
+        else:
+            fn, args, kw = seen[0]
+            assert "cluster" in kernels[0] and not caught, kernels
+            constexprs = {k: v for k, v in kw.items() if k not in ("cluster", "maxnreg")}
+            assert len(args) + 1 + len(constexprs) == len(fn.arg_names)  # + slot_base, which launch appends
