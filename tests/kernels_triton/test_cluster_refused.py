@@ -26,7 +26,7 @@ def test_a_refusing_device_keeps_clusters_of_8_blocks_and_nothing_longer(monkeyp
     cuda0, cuda1 = torch.device("cuda", 0), torch.device("cuda", 1)
     wide = cluster.PORTABLE_COLS + 1
     with pytest.warns(RuntimeWarning, match="refused a cluster of more than 8 blocks"):
-        assert cluster.refused(RuntimeError(REFUSAL), 0, wide)
+        assert not cluster.launched(_raise(REFUSAL), 0, wide)
     assert cluster.REFUSED == {0}
     for direction in ("fwd", "bwd"):
         assert cluster.applies(direction, 64, cluster.PORTABLE_COLS, torch.float32, cuda0)
@@ -38,32 +38,25 @@ def test_a_refusing_device_keeps_clusters_of_8_blocks_and_nothing_longer(monkeyp
             )  # another device: its own answer
 
 
-def test_only_a_refused_cluster_past_8_blocks_counts_as_a_refusal(monkeypatch):
-    monkeypatch.setattr(cluster, "REFUSED", set())
-    assert not cluster.refused(RuntimeError(REFUSAL), 0, cluster.PORTABLE_COLS)  # 8 blocks: a real error
-    assert not cluster.refused(RuntimeError("CUDA error: out of memory"), 0, 262144)
-    assert cluster.REFUSED == set()
+def _raise(message):
+    def run():
+        raise RuntimeError(message)
+
+    return run
 
 
 def test_launched_routes_again_only_where_the_device_refused(monkeypatch):
-    """cluster.launched: True after a launch that ran, False after a refusal (the device then in REFUSED),
-    and any other error raised as it was."""
+    """cluster.launched: True after a launch that ran, False after a refusal of a cluster past 8 blocks (the
+    device then in REFUSED), and any other error raised as it was: 8 blocks refused is a real error."""
     monkeypatch.setattr(cluster, "REFUSED", set())
     assert cluster.launched(lambda: None, 0, 262144)
-
-    def refuse():
-        raise RuntimeError(REFUSAL)
-
-    def fail():
-        raise RuntimeError("CUDA error: an illegal memory access was encountered")
-
-    with pytest.raises(RuntimeError, match="illegal memory access"):
-        cluster.launched(fail, 0, 262144)
-    with pytest.raises(RuntimeError, match="cluster misconfiguration"):  # 8 blocks: no refusal of size
-        cluster.launched(refuse, 0, cluster.PORTABLE_COLS)
+    for message, n in (("CUDA error: an illegal memory access was encountered", 262144),
+                       ("CUDA error: out of memory", 262144), (REFUSAL, cluster.PORTABLE_COLS)):  # fmt: skip
+        with pytest.raises(RuntimeError, match=message[-20:]):
+            cluster.launched(_raise(message), 0, n)
     assert cluster.REFUSED == set()
     with pytest.warns(RuntimeWarning, match="refused a cluster"):
-        assert not cluster.launched(refuse, 0, 262144)
+        assert not cluster.launched(_raise(REFUSAL), 0, 262144)
     assert cluster.REFUSED == {0}
 
 
@@ -136,22 +129,23 @@ def test_every_op_falls_back_to_the_tiles_where_the_device_refuses_16_blocks(ref
 @needs_sm90
 def test_a_real_refusal_reads_as_one(monkeypatch):
     """The H200 refuses clusters of 9 to 15 blocks of these kernels (cluster.blocks): the error a launch of 12
-    raises there is one refused() recognises. A device that launches them has nothing to check."""
+    raises there is one launched() recognises. A device that launches them has nothing to check."""
     monkeypatch.setattr(cluster, "REFUSED", set())
     x = torch.randn((1, 12 * 8192), device="cuda")
     y = torch.full_like(x, math.nan)
     _, meta, warps, cap = cluster.kernel_for("fwd", 16 * 8192, torch.float32)
     meta = {**meta, "C": 12, "SLOTS": 16}
-    try:
+
+    def run():
         args = (x, y, x.shape[1], x.stride(0), y.stride(0))
         xent_launch.launch(cluster.cluster_fwd_kernel, 1, args, warps, cluster=12, maxnreg=cap, **meta)
         torch.cuda.synchronize()
-    except RuntimeError as exc:
-        with pytest.warns(RuntimeWarning, match="refused a cluster"):
-            assert cluster.refused(exc, x.get_device(), x.shape[1]), str(exc)
-        assert cluster.REFUSED == {x.get_device()}
-    else:
-        pytest.skip("this device launches clusters of 12 blocks")
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if cluster.launched(run, x.get_device(), x.shape[1]):
+            pytest.skip("this device launches clusters of 12 blocks")
+    assert cluster.REFUSED == {x.get_device()} and "refused a cluster" in str(caught[-1].message)
 
 
 @pytest.mark.parametrize("op", ["log_softmax", "cross_entropy"])

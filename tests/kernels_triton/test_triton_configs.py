@@ -2,8 +2,8 @@
 
 A launch takes the user's tuned pick for its row-length bucket, else the committed pick of this
 GPU's section of autotune_picks.json, else the rule (device properties). The user's picks file is
-merged under a lock, written atomically, and verified by its SHA-256: a corrupt file is ignored
-with one warning. These run without a GPU: the choice is plain Python given a GPU name.
+merged under a lock and written atomically, in the committed file's format (a card per GPU name): a
+corrupt file is ignored with one warning. These run without a GPU: the choice is plain Python given a GPU name.
 """
 
 import json
@@ -87,9 +87,9 @@ def test_bytes_in_flight_scale_with_the_cards_bandwidth(monkeypatch):
 def test_committed_picks_are_keyed_by_card(cache_home, monkeypatch, tmp_path):
     """An H200 finds the H200 section, an H100 the H100's, another card the rule: each its own."""
     picks = tmp_path / "autotune_picks.json"
-    tune.commit([pick(n=600, rows=64, dtype="bfloat16", block=4096, warps=4, warp_rows=True)], H200, picks)
-    tune.commit([pick(n=600, rows=64, dtype="bfloat16", block=1024, warps=2)], COMMITTED_GPU, picks)
-    tune.commit([pick(n=1024, rows=64, dtype="bfloat16", block=2048, warps=8)], H200, picks)  # merged in
+    tune.save([pick(n=600, rows=64, dtype="bfloat16", block=4096, warps=4, warp_rows=True)], picks, H200)
+    tune.save([pick(n=600, rows=64, dtype="bfloat16", block=1024, warps=2)], picks, COMMITTED_GPU)
+    tune.save([pick(n=1024, rows=64, dtype="bfloat16", block=2048, warps=8)], picks, H200)  # merged in
     doc = json.loads(picks.read_text())
     assert list(doc["cards"]) == [COMMITTED_GPU, H200] and len(doc["cards"][H200]["picks"]) == 2
     monkeypatch.setattr(configs, "PICKS_FILE", picks)
@@ -142,7 +142,7 @@ def test_tuned_picks_are_saved_verified_and_preferred(cache_home):
     tune.save([pick(n=600, rows=4)], path, GPU)
     tune.save([pick(kernel="softmax_bwd", n=5000, rows=64, block=1024, warps=4, l2_hints=True)], path, GPU)
     doc = json.loads(path.read_text())
-    assert len(doc["picks"]) == 2 and doc["sha256"] == configs.digest(GPU, doc["picks"])
+    assert list(doc["cards"]) == [GPU] and len(doc["cards"][GPU]["picks"]) == 2
     assert choose("softmax_fwd", 1, 900, torch.float32, GPU) == (
         SoftmaxConfig(2048, 8),
         "tuned",
@@ -150,7 +150,7 @@ def test_tuned_picks_are_saved_verified_and_preferred(cache_home):
     assert choose("softmax_bwd", 2, 8000, torch.float32, GPU) == (SoftmaxConfig(1024, 4, True), "tuned")
     tune.save([pick(n=600, rows=4, block=1024, warps=2)], path, GPU)  # same key: replaces
     tune.save([pick(n=1000, rows=4, block=512, warps=2)], path, GPU)  # the bucket's other N: kept beside
-    assert len(json.loads(path.read_text())["picks"]) == 3
+    assert len(json.loads(path.read_text())["cards"][GPU]["picks"]) == 3
     assert choose("softmax_fwd", 1, 600, torch.float32, GPU)[0] == SoftmaxConfig(1024, 2)
     assert choose("softmax_fwd", 1, 900, torch.float32, GPU)[0] == SoftmaxConfig(512, 2)  # the nearest N
 
@@ -159,11 +159,10 @@ def test_tuned_picks_are_saved_verified_and_preferred(cache_home):
     "damage",
     [
         lambda text: text[: len(text) // 2],  # truncated
-        lambda text: text.replace('"block": 2048', '"block": 4096'),  # edited: the hash no longer matches
         lambda text: "\x00garbage",
-        lambda text: text.replace('"block": 2048', '"block": 100'),  # invalid and unhashed
+        lambda text: text.replace('"block": 2048', '"block": 100'),  # not a power of two
     ],
-    ids=["truncated", "edited", "garbage", "invalid"],
+    ids=["truncated", "garbage", "invalid"],
 )
 def test_a_corrupt_picks_file_is_ignored_with_one_warning(cache_home, damage):
     path = configs.user_picks_path(GPU)
@@ -174,8 +173,8 @@ def test_a_corrupt_picks_file_is_ignored_with_one_warning(cache_home, damage):
         warnings.simplefilter("always")
         assert choose("softmax_fwd", 1, 600, torch.float32, GPU)[1] == "rule"
         choose("softmax_bwd", 2, 600, torch.float32, GPU)
-    assert len(caught) == 1 and "ignoring tuned picks" in str(caught[0].message)
-    with pytest.warns(UserWarning, match="ignoring tuned picks"):  # a later tune rewrites it whole
+    assert len(caught) == 1 and "ignoring picks" in str(caught[0].message)
+    with pytest.warns(UserWarning, match="ignoring picks"):  # a later tune rewrites it whole
         tune.save([pick()], path, GPU)
     assert choose("softmax_fwd", 1, 600, torch.float32, GPU)[1] == "tuned"
 
@@ -191,8 +190,7 @@ def test_concurrent_tunes_keep_each_others_picks(cache_home):
     with multiprocessing.get_context("fork").Pool(4) as pool:
         pool.map(_save_many, [(path, 5 * i + 1) for i in range(4)])
     doc = json.loads(path.read_text())
-    assert sorted(p["N"] for p in doc["picks"]) == [1 << n for n in range(1, 21)]
-    assert doc["sha256"] == configs.digest(GPU, doc["picks"])
+    assert sorted(p["N"] for p in doc["cards"][GPU]["picks"]) == [1 << n for n in range(1, 21)]
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 

@@ -254,10 +254,9 @@ def test_gpu_tune(tmp_path, monkeypatch):
     softmax(x, config=SoftmaxConfig(1024, 8))  # ... and the row length's last record says "given"
     assert main(["--shape", "256", "600", "--dtype", "float32", "--dtype", "bfloat16"]) == 0
     path = configs.user_picks_path(torch.cuda.get_device_name())
-    doc = json.loads(path.read_text())
-    assert doc["gpu"] == torch.cuda.get_device_name()
-    assert doc["sha256"] == configs.digest(doc["gpu"], doc["picks"])
-    assert {(p["kernel"], p["dtype"]) for p in doc["picks"]} == {
+    cards = json.loads(path.read_text())["cards"]
+    assert list(cards) == [torch.cuda.get_device_name()]
+    assert {(p["kernel"], p["dtype"]) for p in cards[torch.cuda.get_device_name()]["picks"]} == {
         (k, d) for k in ("softmax_fwd", "softmax_bwd") for d in ("float32", "bfloat16")
     }
     assert configs.PICKS_FILE.read_bytes() == packaged

@@ -4,7 +4,7 @@ row would read it twice and leave SMs idle at few rows. The blocks, scheduled to
 write their chunk once, push their partial (forward: the chunk's max m and sum of exp(x - m); backward:
 its sum of y * dy, or of dy for log_softmax) into every block's shared memory (dsmem.exchange) and merge
 the C partials: no scratch buffer, no polling. Which rows take it: applies(); the forward's blocks hold one
-tile, or two up to 163840 columns (tiles()). A device that refuses clusters of 16 blocks: refused().
+tile, or two up to 163840 columns (tiles()). A device that refuses clusters of 16 blocks: launched().
 
 Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and launched with
 num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C. A row's split (chunks;
@@ -31,25 +31,18 @@ PORTABLE_COLS = 8 * 8192  # the longest row of clusters of at most 8 blocks (the
 REFUSED: set[int] = set()  # devices that refused clusters of more than 8 blocks (a MIG slice, small GPCs)
 
 
-def refused(exc: Exception, device_index: int, n_cols: int) -> bool:
-    """Whether `exc`, from a cluster launch for rows of n_cols, is the device refusing clusters of more than 8
-    blocks (rows past PORTABLE_COLS): then it joins REFUSED, with a warning, and the caller routes again."""
-    if n_cols <= PORTABLE_COLS or "cluster" not in str(exc).lower():
-        return False
-    REFUSED.add(device_index)
-    warnings.warn(f"device {device_index} refused a cluster of more than 8 blocks ({exc}): rows past "
-                  f"{PORTABLE_COLS} columns take the tiles", RuntimeWarning, stacklevel=3)  # fmt: skip
-    return True
-
-
 def launched(run, device_index: int, n_cols: int) -> bool:
-    """run(), a cluster launch for rows of n_cols: True, or False where the device refused its size
-    (refused()), for the caller to route the rows again; any other error raises."""
+    """run(), a cluster launch for rows of n_cols: True; False where the device refused a cluster of more than
+    8 blocks (rows past PORTABLE_COLS): it joins REFUSED, with a warning, and the caller routes the rows again.
+    Any other error raises."""
     try:
         run()
     except RuntimeError as exc:
-        if not refused(exc, device_index, n_cols):
+        if n_cols <= PORTABLE_COLS or "cluster" not in str(exc).lower():
             raise
+        REFUSED.add(device_index)
+        warnings.warn(f"device {device_index} refused a cluster of more than 8 blocks ({exc}): rows past "
+                      f"{PORTABLE_COLS} columns take the tiles", RuntimeWarning, stacklevel=3)  # fmt: skip
         return False
     return True
 
@@ -220,10 +213,8 @@ def cluster_fwd_kernel(
         if VEC > 0:
             s += D.row_sum(tl.exp2((x_edges - D.shift(m)) * LOG2E), COMPENSATED)
     else:  # 16 bits, or LOG: x is taken again after the exchange, so one reduction of pairs
-        e = x  # (unused: _normalize reads x)
         m, s = D.partial(x, THREADS)
         if CHUNK2 > 0:
-            e2 = x2
             m2, s2 = D.partial(x2, THREADS)
             m, s = D.pair(m, s, m2, s2)
         if VEC > 0:
@@ -235,17 +226,15 @@ def cluster_fwd_kernel(
     weight = tl.exp2((D.shift(m_all) - m_row) * LOG2E)
     s_row = D.row_sum(tl.where(m_all == float("-inf"), s_all, s_all * weight), COMPENSATED)
     # A row of all -inf (M = -inf) writes NaN, and a +inf or NaN makes S NaN: torch's results.
-    y = _normalize(x, e, m, m_row, s_row, HOLD_EXPS, LOG)
+    y = _normalize(e if HOLD_EXPS else x, m, m_row, s_row, HOLD_EXPS, LOG)
     if CHUNK2 > 0:
-        y2 = _normalize(x2, e2, m, m_row, s_row, HOLD_EXPS, LOG)
+        y2 = _normalize(e2 if HOLD_EXPS else x2, m, m_row, s_row, HOLD_EXPS, LOG)
     if VEC > 0:
         y_first = y_ptr + tl.multiple_of(row * y_row_stride + head + rank * SPAN, VEC)
         tl.store(y_first + tl.arange(0, CHUNK), y.to(y_ptr.dtype.element_ty), mask=in_body)
         if CHUNK2 > 0:
             tl.store(y_first + lanes2, y2.to(y_ptr.dtype.element_ty), mask=in_row2)
-        y_edges = (
-            (x_edges - m_row) - tl.log(s_row) if LOG else tl.exp2((x_edges - m_row) * LOG2E) * (1.0 / s_row)
-        )
+        y_edges = _normalize(x_edges, m, m_row, s_row, False, LOG)  # fp32, not held
         tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
     elif NEEDS_MASK:
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
@@ -256,14 +245,14 @@ def cluster_fwd_kernel(
 
 
 @triton.jit
-def _normalize(x, e, m, m_row, s_row, HOLD_EXPS: tl.constexpr, LOG: tl.constexpr):
-    """A tile's y from the row's (M, S): x or, HOLD_EXPS, e = exp(x - m) relative to the chunk's max m."""
+def _normalize(v, m, m_row, s_row, HOLD_EXPS: tl.constexpr, LOG: tl.constexpr):
+    """A tile's y from the row's (M, S): v is x or, HOLD_EXPS, exp(x - m) relative to the chunk's max m."""
     if LOG:
-        return (D.widen(x) - m_row) - tl.log(s_row)
+        return (D.widen(v) - m_row) - tl.log(s_row)
     elif HOLD_EXPS:  # y = exp(x - m) * (exp(m - M) / S): a chunk of all -inf gives 0 * 0
-        return e * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
+        return v * (tl.exp2((m - m_row) * LOG2E) * (1.0 / s_row))
     else:  # y = exp(x - M) / S from the packed x, as in F.softmax
-        return D.normalized(x, m_row, 1.0 / s_row)
+        return D.normalized(v, m_row, 1.0 / s_row)
 
 
 @triton.jit

@@ -7,7 +7,6 @@ user's picks ("tuned", tune.py), else this GPU's in autotune_picks.json ("commit
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import re
@@ -21,7 +20,6 @@ import triton
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"  # read by Triton when it decorates a kernel
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 PICKS_FILE = Path(__file__).with_name("autotune_picks.json")
-USER_PICKS_FORMAT = 1
 SHORT_BLOCKS, SHORT_WARPS = (256, 512, 1024, 2048), (2, 4, 8)  # any N: several short rows a program
 LONG_BLOCKS = (4096, 8192, 16384, 32768)  # whole rows; for short rows, up to 8 rows a program
 # The looped path with L2 hints: the block and warp counts at which it was fastest in the tune.
@@ -151,46 +149,32 @@ def user_picks_path(gpu: str) -> Path:
     return root / "kernel-lab" / f"triton-picks-{slug}-{triton.__version__}.json"
 
 
-def digest(gpu: str, picks: list[dict]) -> str:
-    """A user picks file's `sha256` field."""
-    body = {"format": USER_PICKS_FORMAT, "gpu": gpu, "triton": triton.__version__, "picks": picks}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _valid(picks: list[dict]) -> bool:
+def read_picks(path: Path) -> dict[str, dict]:
+    """A picks file's cards, {GPU name: {"picks": [...], how they were tuned}}: {} where there is no file, and
+    where it is unreadable or malformed, with a warning (the next tune writes it whole)."""
     try:
-        return all(SoftmaxConfig.of(p) and p["kernel"] in ("softmax_fwd", "softmax_bwd") and p["N"] >= 1
-                   and p["rows_per_sm"] >= 1 for p in picks)  # fmt: skip
-    except (KeyError, TypeError, ValueError):
-        return False
-
-
-def read_user_picks(path: Path, gpu: str) -> list[dict]:
-    """The picks of a user picks file, [] if none; a corrupt one or another GPU's: [] and a warning."""
-    try:
-        doc = json.loads(path.read_text())
-        picks = doc["picks"]
-        if doc["sha256"] == digest(gpu, picks) and doc["gpu"] == gpu and _valid(picks):
-            return picks
+        cards = json.loads(path.read_text())["cards"]
+        picks = [p for card in cards.values() for p in card["picks"]]
+        if all(SoftmaxConfig.of(p) and p["kernel"] in ("softmax_fwd", "softmax_bwd") and p["N"] >= 1
+               and p["rows_per_sm"] >= 1 for p in picks):  # fmt: skip
+            return cards
     except FileNotFoundError:
-        return []
-    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    warnings.warn(f"ignoring tuned picks {path}: corrupt or not this GPU's (rerun the tune)", stacklevel=2)
-    return []
+    warnings.warn(f"ignoring picks {path}: unreadable or malformed (tune again)", stacklevel=2)
+    return {}
+
+
+def tuned_picks(gpu: str) -> list[dict]:
+    """This user's picks for GPU `gpu` (tune.py), from their picks file for this GPU and Triton."""
+    return read_picks(user_picks_path(gpu)).get(gpu, {}).get("picks", [])
 
 
 @functools.cache
 def committed() -> dict:
     """autotune_picks.json: {"cards": {GPU name: {"picks": [...], how they were tuned}}}."""
-    try:
-        doc = json.loads(PICKS_FILE.read_text())
-        if all(_valid(card["picks"]) for card in doc["cards"].values()):
-            return doc
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    warnings.warn(f"ignoring committed picks {PICKS_FILE}: unreadable or malformed", stacklevel=2)
-    return {"cards": {}}
+    return {"cards": read_picks(PICKS_FILE)}
 
 
 def index(picks: list[dict]) -> dict[tuple, dict[int, SoftmaxConfig]]:
@@ -219,7 +203,7 @@ def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
 @functools.cache
 def _indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
     card = committed()["cards"].get(gpu, {"picks": []})
-    return ("tuned", index(read_user_picks(user_picks_path(gpu), gpu))), ("committed", index(card["picks"]))
+    return ("tuned", index(tuned_picks(gpu))), ("committed", index(card["picks"]))
 
 
 def forget() -> None:

@@ -1,19 +1,11 @@
 """The float64 form, forward and backward: right, not fast (for gradcheck and scientific users). The fp32
 kernels' exp2 of an fp32-rounded product and fp32 sums cap the accuracy near 1e-7; here every exponential
-and sum is float64's. One program a row walks it in tiles of BLOCK, from N."""
+and sum is float64's. One program a row walks it in tiles of BLOCK (launch.plan_form: up to 1024)."""
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
-
-from kernels_triton.configs import next_pow2
-
-BLOCK_MAX, NUM_WARPS = 1024, 4
-
-
-def block(n: int) -> int:
-    return min(BLOCK_MAX, max(32, next_pow2(n)))
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -27,11 +19,10 @@ def softmax_fwd_f64_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N, BLOCK
         x = tl.load(x_row + start + cols, mask=start + cols < N, other=float("-inf"))
         m = tl.maximum(m, x)
     m_row = tl.max(m, axis=0)
-    # a row of all -inf: exp(-inf - -inf) is NaN, as torch's result; a NaN or +inf makes it NaN
     s = tl.zeros([BLOCK], tl.float64)
     for start in range(0, N, BLOCK):
         x = tl.load(x_row + start + cols, mask=start + cols < N, other=float("-inf"))
-        s += tl.where(start + cols < N, tl.exp(x - m_row), 0.0)
+        s += tl.exp(x - m_row)  # 0 past the row (-inf), but in a row of -inf (NaN, as torch's)
     inv = 1.0 / tl.sum(s, axis=0)
     for start in range(0, N, BLOCK):
         in_row = start + cols < N

@@ -99,7 +99,7 @@ def plan_form(name: str, m: int, n: int, dtype: torch.dtype, device: torch.devic
               form: str | None = None) -> tuple[str, SoftmaxConfig | None, str]:  # fmt: skip
     """(form, config, source: where the config came from) of a launch, none of it from M."""
     if dtype == torch.float64:
-        return "float64", SoftmaxConfig(float64.block(n), float64.NUM_WARPS), "float64"
+        return "float64", SoftmaxConfig(min(1024, max(32, next_pow2(n))), 4), "float64"
     form = form or route(name, m, n, dtype, device)
     if form == "cluster":
         return form, None, "cluster"

@@ -19,30 +19,8 @@ import torch
 
 from kernels_triton import cluster
 from kernels_triton import xent_kernels as K
-from kernels_triton.configs import INTERPRET
-from kernels_triton.softmax import SoftmaxDimError, as_rows, from_rows
+from kernels_triton.softmax import as_rows, check, from_rows
 from kernels_triton.xent_launch import choose, launch, looped_from, programs, splits
-
-DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
-
-
-def _check(x, dim, what: str) -> int:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dtype not in DTYPES:
-        raise TypeError(f"{what} has dtype {x.dtype}; log_softmax takes float32, float16, bfloat16, float64")
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    ndim = max(x.dim(), 1)
-    if not -ndim <= dim < ndim:
-        raise SoftmaxDimError(
-            f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})"
-        )
-    if not x.is_cuda and not INTERPRET:
-        raise ValueError(
-            f"{what} is on {x.device}, and Triton kernels run on CUDA devices (or the CPU with TRITON_INTERPRET=1)"
-        )
-    return dim % ndim
 
 
 def _launch(kernel, rows: list[torch.Tensor], m: int, n: int) -> None:
@@ -128,7 +106,7 @@ def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     TRITON_INTERPRET=1); the result has x's dtype and shape. A row of all -inf, or with NaN
     or +inf, gives NaN, as in torch. Under torch.compile it is one opaque op with its backward.
     """
-    dim = _check(x, dim, "x")
+    dim = check(x, dim, "x", "log_softmax")
     if torch.compiler.is_compiling() or (x.requires_grad and torch.is_grad_enabled()):
         return _LogSoftmax.apply(x, dim)
     return _forward(x, dim)
@@ -136,8 +114,8 @@ def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 def log_softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """The backward alone: dx = dy - exp(y) * sum(dy, dim) from the forward's output y."""
-    dim = _check(y, dim, "y")
-    _check(dy, dim, "dy")
+    dim = check(y, dim, "y", "log_softmax")
+    check(dy, dim, "dy", "log_softmax")
     if dy.shape != y.shape:
         raise ValueError(f"dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}: they must match")
     return _backward(y, dy, dim)

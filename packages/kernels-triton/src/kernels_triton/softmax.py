@@ -26,11 +26,12 @@ class SoftmaxDimError(IndexError, ValueError):
     """A dim out of range: an IndexError as in torch, and a ValueError as a bad argument."""
 
 
-def _check(x, dim, what: str) -> int:
+def check(x, dim, what: str, op: str = "Triton softmax") -> int:
+    """dim as an index in [0, x.dim()) for a tensor `what` of op (log_softmax's too); else a one-line error."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in ACCEPTED:
-        raise TypeError(f"{what} has dtype {x.dtype}; Triton softmax takes {ACCEPTED_NAMES}")
+        raise TypeError(f"{what} has dtype {x.dtype}; {op} takes {ACCEPTED_NAMES}")
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
     ndim = max(x.dim(), 1)  # a 0-d tensor is softmaxed as one element, dim 0 or -1, like torch
@@ -155,7 +156,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = No
             y = torch.empty_like(x)
             template(x, y)
             return y
-    dim = _check(x, dim, "x")
+    dim = check(x, dim, "x")
     if _compiling(config) or (x.requires_grad and torch.is_grad_enabled()):
         return _Softmax.apply(x, dim, config, None)
     return _forward(x, dim, config)
@@ -170,7 +171,7 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, config: SoftmaxConfig | None = N
         if template is not None and x.is_contiguous() and not x.requires_grad:  # passed the checks below
             template(x, x)
             return x
-    dim = _check(x, dim, "x")
+    dim = check(x, dim, "x")
     if x.requires_grad and torch.is_grad_enabled():
         raise ValueError("x requires grad, and softmax_ overwrites it: use softmax, which autograd follows")
     if _compiling(config):
@@ -189,8 +190,8 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
             dx = torch.empty_like(y)
             template(y, dy, dx)
             return dx
-    dim = _check(y, dim, "y")
-    _check(dy, dim, "dy")
+    dim = check(y, dim, "y")
+    check(dy, dim, "dy")
     if dy.shape != y.shape:
         raise ValueError(f"dy has shape {tuple(dy.shape)}, y has {tuple(y.shape)}: they must match")
     if dy.device != y.device:
@@ -205,6 +206,6 @@ def autotune_picks() -> dict:
     user's for this GPU and Triton) and `used`: each (kernel, N, dtype)'s here, and its source."""
     mode = f"interpreter: {configs.INTERPRETER_CONFIG.label()}" if INTERPRET else "tuned > committed > rule"
     gpu = torch.cuda.get_device_name() if not INTERPRET and torch.cuda.is_available() else None
-    tuned = configs.read_user_picks(configs.user_picks_path(gpu), gpu) if gpu else []
+    tuned = configs.tuned_picks(gpu) if gpu else []
     used = [{"kernel": k, "N": n, "dtype": d, **c} for (k, n, d), c in launch.USED.items()]
     return {"mode": mode, "committed": configs.committed(), "tuned": tuned, "used": used}

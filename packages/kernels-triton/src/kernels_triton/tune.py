@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 import triton
 
-from kernels_triton import _atomic, configs, launch
+from kernels_triton import configs, launch
 from kernels_triton.configs import DTYPES, PICKS_FILE, SoftmaxConfig, dtype_name, next_pow2
 from kernels_triton.kernels import KERNELS, STREAMS
 
@@ -82,12 +82,6 @@ def tune(tasks) -> list[dict]:
     return picks
 
 
-def _merged(old: list[dict], new: list[dict]) -> list[dict]:
-    """old's picks with new's in place of those of the same kernel, dtype, N and rows per SM."""
-    key = lambda p: (p["kernel"], p["dtype"], p["N"], p["rows_per_sm"])  # noqa: E731
-    return list(({key(p): p for p in old} | {key(p): p for p in new}).values())
-
-
 def _provenance() -> dict:
     versions = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
     command = " ".join(["python -m kernels_triton.tune", *sys.argv[1:]])
@@ -95,25 +89,23 @@ def _provenance() -> dict:
 
 
 def save(picks: list[dict], path: Path, gpu: str) -> list[dict]:
-    """Merge `picks` into the user picks file at `path` under a file lock. Returns every pick now in it."""
+    """Merge `picks` into GPU `gpu`'s card of the picks file at `path` (this user's, or with --commit
+    autotune_picks.json) under a file lock, the file replaced whole. Returns the card's picks, every one now in it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
+    with open(path.with_name(f".{path.name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        every = _merged(configs.read_user_picks(path, gpu), picks)
-        doc = {"format": configs.USER_PICKS_FORMAT, "gpu": gpu, "triton": triton.__version__, **_provenance()}
-        doc |= {"picks": every, "sha256": configs.digest(gpu, every)}
-        _atomic.atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+        cards = configs.read_picks(path)
+        key = lambda p: (p["kernel"], p["dtype"], p["N"], p["rows_per_sm"])  # noqa: E731 - new replace old
+        old = {key(p): p for p in cards.get(gpu, {}).get("picks", [])}
+        every = [*(old | {key(p): p for p in picks}).values()]
+        cards = dict(sorted((cards | {gpu: _provenance() | {"picks": every}}).items()))
+        tmp = path.with_name(f".{path.name}.tmp")  # beside it: one file system, an atomic rename
+        try:  # a reader sees the old file whole or the new one whole
+            tmp.write_text(json.dumps({"format": 2, "cards": cards}, indent=1) + "\n")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
     launch.forget_plans()  # shapes planned before launch with the new picks
-    return every
-
-
-def commit(picks: list[dict], gpu: str, path: Path = PICKS_FILE) -> list[dict]:
-    """Merge `picks` into GPU `gpu`'s section of the committed picks file. Returns the section's picks."""
-    cards = json.loads(path.read_text())["cards"] if path.exists() else {}
-    every = _merged(cards.get(gpu, {}).get("picks", []), picks)
-    cards = dict(sorted((cards | {gpu: _provenance() | {"picks": every}}).items()))
-    _atomic.atomic_write_text(path, json.dumps({"format": 2, "cards": cards}, indent=1) + "\n")
-    launch.forget_plans()
     return every
 
 
@@ -137,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         best, us = next(iter(p["timings_us"].items()))
         print(f"{p['kernel']} N={p['N']} rows/SM={p['rows_per_sm']} {p['dtype']} -> {best} ({us} us)")
     out = PICKS_FILE if args.commit else configs.user_picks_path(gpu)
-    every = commit(picks, gpu) if args.commit else save(picks, out, gpu)
+    every = save(picks, out, gpu)
     print(f"tuned {len(picks)} picks in {time.perf_counter() - start:.0f} s; {out} [{gpu}]: {len(every)}")
     return 0
 
