@@ -10,7 +10,7 @@ GPU, every config of the autotune list is in play and the shapes reach long rows
 import numpy as np
 import pytest
 import torch
-from kernels_triton.autotuned import CONFIGS, softmax_autotuned, softmax_autotuned_kernel
+from kernels_triton.autotuned import ALL_CONFIGS, CONFIGS, softmax_autotuned, softmax_autotuned_kernel
 from labtools.ops import softmax_ref, softmax_stress_rows, tolerance
 from triton_helpers import DEVICE
 
@@ -43,8 +43,8 @@ def test_the_autotune_list_is_the_ladder_rung():
     warps = {c.num_warps for c in CONFIGS}
     if DEVICE == "cuda":
         assert blocks == {256, 512, 1024, 2048} and warps == {2, 4, 8} and len(CONFIGS) == 12
-    else:  # the interpreter's short list: the smallest and the largest
-        assert blocks == {256, 2048} and warps == {2, 8}
+    else:  # the interpreter's: one, the others forced in test_rows_of_every_config_agree_with_float64
+        assert CONFIGS == ALL_CONFIGS[:1]
 
 
 SHAPES = [(1, 1), (3, 7), (5, 256), (4, 600), (2, 2049), (3, 5000)]
@@ -112,15 +112,23 @@ def test_registered_with_labtools_as_triton_autotune():
     assert impl.op == "softmax" and impl.backend == "triton" and impl.device == "cuda"
 
 
-@pytest.mark.gpu
-def test_gpu_rows_of_every_config_agree_with_float64():
-    """Each (BLOCK, num_warps) of the list, forced one at a time, on a row length that leaves a
-    ragged last chunk for all of them."""
-    x = torch.randn(256, 3001, device="cuda") * 3
-    for config in CONFIGS:
+def _every_config_agrees_with_float64(x, configs) -> None:
+    for config in configs:
         y = torch.full_like(x, float("nan"))
         softmax_autotuned_kernel.fn[(x.shape[0],)](
             x, y, x.stride(0), y.stride(0), x.shape[1], num_warps=config.num_warps, **config.kwargs
         )
         assert not y.isnan().any(), config
         assert_no_worse_than_torch(x, y)
+
+
+@pytest.mark.gpu
+def test_gpu_rows_of_every_config_agree_with_float64():
+    """Each (BLOCK, num_warps) of the list, forced one at a time, on a row length that leaves a
+    ragged last chunk for all of them."""
+    _every_config_agrees_with_float64(torch.randn(256, 3001, device="cuda") * 3, ALL_CONFIGS)
+
+
+@pytest.mark.skipif(DEVICE == "cuda", reason="the GPU test forces every config")
+def test_the_interpreter_forces_the_smallest_and_the_largest_config():
+    _every_config_agrees_with_float64(torch.randn(4, 3001) * 3, (ALL_CONFIGS[0], ALL_CONFIGS[-1]))

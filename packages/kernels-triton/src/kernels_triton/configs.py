@@ -166,11 +166,6 @@ def read_picks(path: Path) -> dict[str, dict]:
     return {}
 
 
-def tuned_picks(gpu: str) -> list[dict]:
-    """This user's picks for GPU `gpu` (tune.py), from their picks file for this GPU and Triton."""
-    return read_picks(user_picks_path(gpu)).get(gpu, {}).get("picks", [])
-
-
 @functools.cache
 def committed() -> dict:
     """autotune_picks.json: {"cards": {GPU name: {"picks": [...], how they were tuned}}}."""
@@ -202,8 +197,9 @@ def across_row_counts(picks: list[dict]) -> SoftmaxConfig:
 
 @functools.cache
 def _indexes(gpu: str) -> tuple[tuple[str, dict], ...]:
+    tuned = read_picks(user_picks_path(gpu)).get(gpu, {"picks": []})  # this user's (tune.py)
     card = committed()["cards"].get(gpu, {"picks": []})
-    return ("tuned", index(tuned_picks(gpu))), ("committed", index(card["picks"]))
+    return ("tuned", index(tuned["picks"])), ("committed", index(card["picks"]))
 
 
 def forget() -> None:

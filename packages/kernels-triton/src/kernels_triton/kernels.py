@@ -9,7 +9,6 @@ program holds (configs.py; launch.tile_meta derives the other constexprs):
   BLOCK <  N  looped: a persistent grid (launch.py) walks each row twice: pass 1 keeps each lane's running
               max and sum of exponentials (the online softmax) and merges the lanes'; pass 2 writes, back to
               front (the tiles pass 1 read last are the likeliest in L2; L2_HINTS asks L2 to keep them).
-              Where the last tile is ragged (NEEDS_MASK), every tile is masked: one loop a pass.
 
 Accuracy: every exponential is exp2((x - max) * log2 e), the max subtracted first (x = 3e38 gives 0, not
 inf - inf); the normalisation multiplies by 1 / sum, an IEEE division once a row. The looped lanes' sums are
@@ -165,7 +164,8 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
         KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # pass 1: read again soon
         DROP: tl.constexpr = "evict_first" if L2_HINTS else ""  # pass 2: last use / written once
         cols = tl.arange(0, BLOCK)
-        n_tiles = tl.cdiv(N, BLOCK)  # masked where NEEDS_MASK: the last tile is ragged
+        n_full = N // BLOCK  # full tiles, unmasked; a ragged tail tile follows when NEEDS_MASK
+        tail = n_full * BLOCK + cols
         for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
             x_row = _row_start(x_ptr, row, x_row_stride, ALIGN)
             y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
@@ -173,20 +173,26 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
             m = tl.full([BLOCK], float("-inf"), tl.float32)
             d = tl.zeros([BLOCK], tl.float32)
             c = tl.zeros([BLOCK], tl.float32)  # d's compensation (see _online_max_sum)
-            for t in range(n_tiles):
-                offs = t * BLOCK + cols
-                x = _load_f32(x_row + offs, _in_row(offs, N, ALIGN), float("-inf"), NEEDS_MASK, KEEP)
+            for t in range(n_full):
+                x = _load_f32(x_row + t * BLOCK + cols, None, None, False, KEEP)
+                m, d, c = _online_max_sum(m, d, c, x)
+            if NEEDS_MASK:
+                x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), float("-inf"), True, KEEP)
                 m, d, c = _online_max_sum(m, d, c, x)
             # merge the lanes' sums rescaled to the row's max (a lane that saw only -inf adds 0; a row of -inf:
             # the scale is NaN, so is the row, as in torch), in fp64: BLOCK sums of very different sizes.
             m_row = tl.max(m, axis=0)
             row_sum = tl.sum(((d - c) * tl.exp2((m - m_row) * LOG2E)).to(tl.float64), axis=0)
             inv_sum = (1.0 / row_sum).to(tl.float32)
-            for i in range(n_tiles):  # pass 2, back to front
-                offs = (n_tiles - 1 - i) * BLOCK + cols
-                in_row = _in_row(offs, N, ALIGN)
-                x = _load_f32(x_row + offs, in_row, 0.0, NEEDS_MASK, DROP)
-                _store(y_row + offs, tl.exp2((x - m_row) * LOG2E) * inv_sum, in_row, NEEDS_MASK, DROP)
+            # pass 2, back to front
+            if NEEDS_MASK:
+                x = _load_f32(x_row + tail, _in_row(tail, N, ALIGN), 0.0, True, DROP)
+                y = tl.exp2((x - m_row) * LOG2E) * inv_sum
+                _store(y_row + tail, y, _in_row(tail, N, ALIGN), True, DROP)
+            for i in range(n_full):
+                offs = (n_full - 1 - i) * BLOCK + cols
+                x = _load_f32(x_row + offs, None, None, False, DROP)
+                _store(y_row + offs, tl.exp2((x - m_row) * LOG2E) * inv_sum, None, False, DROP)
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -213,24 +219,33 @@ def softmax_bwd_kernel(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_ro
         KEEP: tl.constexpr = "evict_last" if L2_HINTS else ""  # as in the forward
         DROP: tl.constexpr = "evict_first" if L2_HINTS else ""
         cols = tl.arange(0, BLOCK)
-        n_tiles = tl.cdiv(N, BLOCK)
+        n_full = N // BLOCK
+        tail = n_full * BLOCK + cols
         for row in tl.range(tl.program_id(0).to(tl.int64), M, tl.num_programs(0)):
             y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
             dy_row = _row_start(dy_ptr, row, dy_row_stride, ALIGN)
             dx_row = _row_start(dx_ptr, row, dx_row_stride, ALIGN)
             acc = tl.zeros([BLOCK], tl.float32)
-            for t in range(n_tiles):
+            for t in range(n_full):
                 offs = t * BLOCK + cols
-                in_row = _in_row(offs, N, ALIGN)
-                y = _load_f32(y_row + offs, in_row, 0.0, NEEDS_MASK, KEEP)
-                acc += y * _load_f32(dy_row + offs, in_row, 0.0, NEEDS_MASK, KEEP)
+                y = _load_f32(y_row + offs, None, None, False, KEEP)
+                acc += y * _load_f32(dy_row + offs, None, None, False, KEEP)
+            if NEEDS_MASK:
+                in_row = _in_row(tail, N, ALIGN)
+                y = _load_f32(y_row + tail, in_row, 0.0, True, KEEP)
+                acc += y * _load_f32(dy_row + tail, in_row, 0.0, True, KEEP)
             dot = tl.sum(acc, axis=0)
-            for i in range(n_tiles):  # pass 2, back to front
-                offs = (n_tiles - 1 - i) * BLOCK + cols
-                in_row = _in_row(offs, N, ALIGN)
-                y = _load_f32(y_row + offs, in_row, 0.0, NEEDS_MASK, DROP)
-                dx = y * (_load_f32(dy_row + offs, in_row, 0.0, NEEDS_MASK, DROP) - dot)
-                _store(dx_row + offs, dx, in_row, NEEDS_MASK, DROP)
+            # pass 2, back to front
+            if NEEDS_MASK:
+                in_row = _in_row(tail, N, ALIGN)
+                y = _load_f32(y_row + tail, in_row, 0.0, True, DROP)
+                dx = y * (_load_f32(dy_row + tail, in_row, 0.0, True, DROP) - dot)
+                _store(dx_row + tail, dx, in_row, True, DROP)
+            for i in range(n_full):
+                offs = (n_full - 1 - i) * BLOCK + cols
+                y = _load_f32(y_row + offs, None, None, False, DROP)
+                dx = y * (_load_f32(dy_row + offs, None, None, False, DROP) - dot)
+                _store(dx_row + offs, dx, None, False, DROP)
 
 
 # name (as autotune_picks.json names it) -> kernel; the tensors each reads

@@ -26,8 +26,7 @@ class SoftmaxDimError(IndexError, ValueError):
     """A dim out of range: an IndexError as in torch, and a ValueError as a bad argument."""
 
 
-def check(x, dim, what: str, op: str = "Triton softmax") -> int:
-    """dim as an index in [0, x.dim()) for a tensor `what` of op (log_softmax's too); else a one-line error."""
+def check(x, dim, what: str, op: str = "Triton softmax") -> int:  # log_softmax's too
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in ACCEPTED:
@@ -206,6 +205,6 @@ def autotune_picks() -> dict:
     user's for this GPU and Triton) and `used`: each (kernel, N, dtype)'s here, and its source."""
     mode = f"interpreter: {configs.INTERPRETER_CONFIG.label()}" if INTERPRET else "tuned > committed > rule"
     gpu = torch.cuda.get_device_name() if not INTERPRET and torch.cuda.is_available() else None
-    tuned = configs.tuned_picks(gpu) if gpu else []
+    tuned = configs.read_picks(configs.user_picks_path(gpu)).get(gpu, {}).get("picks", []) if gpu else []
     used = [{"kernel": k, "N": n, "dtype": d, **c} for (k, n, d), c in launch.USED.items()]
     return {"mode": mode, "committed": configs.committed(), "tuned": tuned, "used": used}

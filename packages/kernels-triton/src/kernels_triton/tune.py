@@ -82,15 +82,12 @@ def tune(tasks) -> list[dict]:
     return picks
 
 
-def _provenance() -> dict:
+def save(picks: list[dict], path: Path, gpu: str) -> list[dict]:
+    """Merge `picks` into GPU `gpu`'s card of the picks file at `path` (this user's, or autotune_picks.json
+    with --commit) under a file lock, the file replaced whole. Returns the card's picks, all now in it."""
     versions = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
     command = " ".join(["python -m kernels_triton.tune", *sys.argv[1:]])
-    return {"date": datetime.date.today().isoformat(), "command": command, "versions": versions, "note": NOTE}
-
-
-def save(picks: list[dict], path: Path, gpu: str) -> list[dict]:
-    """Merge `picks` into GPU `gpu`'s card of the picks file at `path` (this user's, or with --commit
-    autotune_picks.json) under a file lock, the file replaced whole. Returns the card's picks, every one now in it."""
+    card = {"date": datetime.date.today().isoformat(), "command": command, "versions": versions, "note": NOTE}
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(f".{path.name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -98,7 +95,7 @@ def save(picks: list[dict], path: Path, gpu: str) -> list[dict]:
         key = lambda p: (p["kernel"], p["dtype"], p["N"], p["rows_per_sm"])  # noqa: E731 - new replace old
         old = {key(p): p for p in cards.get(gpu, {}).get("picks", [])}
         every = [*(old | {key(p): p for p in picks}).values()]
-        cards = dict(sorted((cards | {gpu: _provenance() | {"picks": every}}).items()))
+        cards = dict(sorted((cards | {gpu: card | {"picks": every}}).items()))
         tmp = path.with_name(f".{path.name}.tmp")  # beside it: one file system, an atomic rename
         try:  # a reader sees the old file whole or the new one whole
             tmp.write_text(json.dumps({"format": 2, "cards": cards}, indent=1) + "\n")
