@@ -4,7 +4,7 @@ kernels_cuda.softmax against F.softmax (call time per call, host memory growth).
     scripts/test-in-place tests/kernels_cuda/bench_cuda_varying_rows.py --benchmark-only
 
 Each new row count takes its (N, dtype, layout) row plan's packed launch with the row count and
-grid written in (softmax_variants._RowsCall): no planning, no packing, no new cache entry.
+grid written in (softmax_variants.RowsCall): no planning, no packing, no new cache entry.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def test_a_layout_seen_before_skips_the_checks_and_reuses_the_packed_launch(monk
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
     monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0xC0FFEE))
     monkeypatch.setattr(sm, "_current_stream", lambda device_index: 0xC0FFEE)
-    monkeypatch.setattr(sm, "_device", lambda device_id: sm.H100)
+    monkeypatch.setattr(sm, "device_for", lambda device_id: sm.H100)
     monkeypatch.setattr(bc, "_dense_calls", {})
     _HostBackward.calls = []
     y, dy = torch.softmax(torch.randn(8, 600), -1), torch.randn(8, 600)
@@ -170,7 +170,7 @@ def test_fused_backward_of_few_fp32_rows_matches_the_float64_reference(m, n):
     threads a row than the ladder's, in 128-thread blocks, the packs inside every row unchecked;
     padding in a thread's last pack (600, 1500); a last block with rows past M (4093)."""
     torch = _torch()
-    device = sm._device(0)
+    device = sm.device_for(0)
     launch = bw.plan("auto", m, n, "float32", 4, device, batch_invariant=False)
     ladder = bw.plan(
         "auto", m, n, "float32", 4, device, bw.BackwardConfig(few_rows_per_sm=0), batch_invariant=False
@@ -214,7 +214,7 @@ def test_backward_cluster_every_size(dtype, n, cluster_size, dy_in_registers):
     bw.AUTO = bw.BackwardConfig(cluster_size=cluster_size, cluster_dy_in_registers=dy_in_registers)
     bc._dense_calls = {}
     try:
-        device = sm._device(0)
+        device = sm.device_for(0)
         launch = bw.plan("cluster", 5, n, dtype, sm.full_vec(dtype), device)
         (chunk,), size = launch.extra, arrays.ITEMSIZE[dtype]
         assert launch.spec.cluster >= cluster_size
@@ -244,7 +244,9 @@ def test_backward_cluster_rows_that_are_not_whole_16_byte_packs(m, n, dtype):
     dy = torch.randn(m, n, device="cuda").to(_dtype(dtype))
     dy[:, 0], dy[:, -1] = 3.0, -2.0
     for invariant in (True, False):  # the cluster's split follows the row's address, not M
-        launch = bw.plan("cluster", m, n, dtype, 1, sm._device(0), bw.AUTO, True, batch_invariant=invariant)
+        launch = bw.plan(
+            "cluster", m, n, dtype, 1, sm.device_for(0), bw.AUTO, True, batch_invariant=invariant
+        )
         assert launch.spec.kernel == "softmax_backward_cluster"
         with arrays.poison_outputs():
             dx = softmax_backward(y, dy, variant="cluster", batch_invariant=invariant)

@@ -165,7 +165,7 @@ def host(monkeypatch):
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
     monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0))
     monkeypatch.setattr(variants, "_current_stream", lambda device_index: 0)
-    monkeypatch.setattr(variants, "_device", lambda device_id: variants.H100)
+    monkeypatch.setattr(variants, "device_for", lambda device_id: variants.H100)
     variants._clear_caches()
     _HostLaunch.packed = 0
     yield
@@ -175,13 +175,13 @@ def host(monkeypatch):
 def test_a_new_row_count_needs_no_planning_and_no_packing(host):
     first = torch.randn(5, 600)
     y = variants.softmax(first)
-    planned, packed = variants._row_plan.cache_info().misses, _HostLaunch.packed
+    planned, packed = variants.cached_row_plan.cache_info().misses, _HostLaunch.packed
     assert planned == 1
     for M in (1, 7, 300, 1001):
         x = torch.randn(M, 600)
         y = variants.softmax(x)
         np.testing.assert_allclose(y.numpy(), softmax_ref(x.double().numpy(), axis=-1), rtol=1e-6, atol=1e-7)
-    assert variants._row_plan.cache_info().misses == planned and _HostLaunch.packed == packed
+    assert variants.cached_row_plan.cache_info().misses == planned and _HostLaunch.packed == packed
     assert variants._prepare.cache_info().misses == 1  # the new row counts never reached prepare
 
 
@@ -190,7 +190,7 @@ def test_caches_stay_bounded_over_many_shapes(host, monkeypatch):
     for N in range(1, 400):  # a new N each call: each a new plan, call and row launch
         variants.softmax(torch.randn(2, N))
     assert max(len(variants._torch_calls), len(variants._calls), len(variants._rows_calls)) <= 64
-    assert variants._row_plan.cache_info().currsize <= variants._row_plan.cache_info().maxsize
+    assert variants.cached_row_plan.cache_info().currsize <= variants.cached_row_plan.cache_info().maxsize
     assert variants._prepare.cache_info().maxsize == 4096
 
 

@@ -49,7 +49,7 @@ def test_v3_launches_of_few_fp32_rows_match_the_float64_reference(m, n):
     ladder's, up to 8 packs each, in 128-thread blocks, the packs inside every row unchecked
     (FULL), padding in the last pack of a thread (600, 1000, 1500), a last block with rows past
     M (4093); rows with their extremes first, last, repeated, masked and non-finite."""
-    device = variants._device(0)
+    device = variants.device_for(0)
     launch = variants.plan("auto", m, n, "float32", 4, device, batch_invariant=False)
     ladder = variants.plan(
         "auto", m, n, "float32", 4, device, variants.AutoConfig(few_rows_per_sm=0), None, False
@@ -103,7 +103,7 @@ def test_v4_runs_every_cluster_size(dtype, n, cluster, long_chunk):
     try:
         if long_chunk:
             variants.set_auto_config(long_row_chunk_bytes=long_chunk)
-        assert variants.plan("v4", 3, n, dtype, vec, variants._device(0)).spec.cluster == cluster
+        assert variants.plan("v4", 3, n, dtype, vec, variants.device_for(0)).spec.cluster == cluster
         with arrays.poison_outputs():
             y = kernels_cuda.softmax(x, variant="v4")
     finally:
@@ -123,7 +123,7 @@ def _kernel_for(
         dtype,
         -1,
         variant,
-        variants._device(0),
+        variants.device_for(0),
         x_address=x.data_ptr() % 16,
         out_strides=None if out is None else out.stride(),
         out_address=0 if out is None else out.data_ptr() % 16,
@@ -244,7 +244,7 @@ def test_v4_chunks_held_in_registers_or_in_shared_memory(dtype, n, held):
         variants.set_auto_config(**{knob: 8 if held else 0})
         # batch_invariant=False: 16-bit chunks are held in launches of one wave only
         launch = variants.plan(
-            "v4", 12, n, dtype, variants.full_vec(dtype), variants._device(0), None, True, False
+            "v4", 12, n, dtype, variants.full_vec(dtype), variants.device_for(0), None, True, False
         )
         assert (dict(launch.spec.constants)["ITEMS"] > 0) == held
         with arrays.poison_outputs():

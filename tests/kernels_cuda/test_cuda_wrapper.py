@@ -74,7 +74,7 @@ def host_launch(monkeypatch):
     monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: CALLERS_STREAM))
     monkeypatch.setattr(arrays, "_torch_stream", lambda device_index: CALLERS_STREAM)
     monkeypatch.setattr(variants, "_current_stream", lambda device_index: CALLERS_STREAM)
-    monkeypatch.setattr(variants, "_device", lambda device_id: variants.H100)
+    monkeypatch.setattr(variants, "device_for", lambda device_id: variants.H100)
     variants._clear_caches()  # cached calls hold the stand-in: none outlives this test
     _HostLaunch.calls = []
     yield

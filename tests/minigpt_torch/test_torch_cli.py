@@ -167,7 +167,7 @@ probs = minigpt_torch.load_pretrained()(minigpt_torch.example_inputs())
 assert torch.allclose(probs.sum(-1), torch.ones(()), atol=1e-5)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    assert m._triton_module() is None and m._triton_module() is None
+    assert m.triton_module() is None and m.triton_module() is None
 assert len(caught) == 1 and "kernels_triton is not importable" in str(caught[0].message), caught
 try:
     m.lm_head_softmax(torch.zeros(2, 3), "triton")

@@ -23,10 +23,10 @@ from kernels_cuda.backward_plans import VARIANTS, row_plan
 
 ARG_TYPES = (ctypes.c_uint64,) * 3 + (ctypes.c_int64, ctypes.c_int32) + (ctypes.c_int64,) * 3
 M_SLOT = 3  # the row count's place among ARG_TYPES
-_row_plan = lru_cache(maxsize=4096)(row_plan)  # bounded, as the forward's
+cached_row_plan = lru_cache(maxsize=4096)(row_plan)  # bounded, as the forward's
 
 
-def _packed(launch: lt.Launch, device_id: int, M: int, N: int, strides: tuple[int, int, int]):
+def packed_launch(launch: lt.Launch, device_id: int, M: int, N: int, strides: tuple[int, int, int]):
     """The launch packed with every argument but the three pointers (y, dy, dx): call it with
     (stream handle, y, dy, dx addresses)."""
     types = ARG_TYPES + (ctypes.c_int32,) * len(launch.extra)
@@ -40,7 +40,7 @@ class _RowsRun:
     __slots__ = ("launch", "rows_per_step", "group", "limit")
 
     def __init__(self, rows: lt.RowPlan, device_id: int, N: int, strides: tuple[int, int, int]):
-        self.launch = _packed(rows.launch(1), device_id, 1, N, strides)
+        self.launch = packed_launch(rows.launch(1), device_id, 1, N, strides)
         self.rows_per_step, self.group = rows.rows_per_step, rows.group
         self.limit = lt.MAX_GRID // rows.group
 
@@ -144,7 +144,7 @@ def _softmax_backward(y, dy, dim, variant, batch_invariant=True):
         for rows in (rows_dy, rows_dx)
     )
     plan_m = None if batch_invariant else M
-    cfg, device = backward_plans.AUTO, sm._device(device_id)
+    cfg, device = backward_plans.AUTO, sm.device_for(device_id)
     key = (
         N,
         dtype,
@@ -160,7 +160,7 @@ def _softmax_backward(y, dy, dim, variant, batch_invariant=True):
     )
     run = _runs.get(key)
     if run is None:
-        rows = _row_plan(variant, N, dtype, vec, device, cfg, same_offsets, plan_m)
+        rows = cached_row_plan(variant, N, dtype, vec, device, cfg, same_offsets, plan_m)
         if len(_runs) >= MAX_CACHED_CALLS:
             _runs.clear()
         run = _runs[key] = _RowsRun(rows, device_id, N, strides)

@@ -34,9 +34,9 @@ def _device_props(device_id: int) -> Device:
     )
 
 
-_refused_cluster16: set[int] = set()  # devices that refused a 16-block cluster: planned with 8
+REFUSED_CLUSTER16: set[int] = set()  # devices that refused a 16-block cluster: planned with 8
 
 
-def _device(device_id: int) -> Device:
+def device_for(device_id: int) -> Device:
     d = _device_props(device_id)
-    return replace(d, max_cluster=8) if device_id in _refused_cluster16 else d
+    return replace(d, max_cluster=8) if device_id in REFUSED_CLUSTER16 else d

@@ -181,7 +181,7 @@ def _plan(direction: str, cfg, rows: list[torch.Tensor], dtype: str, device_id: 
     addresses, strides = tuple(r.data_ptr() for r in rows), tuple(row_stride(r) for r in rows)
     vec = pack_width(dtype, N, addresses, strides)
     same = all(offsets_match(dtype, (addresses[0], a), (strides[0], s)) for a, s in zip(addresses, strides))
-    device = sm._device(device_id)
+    device = sm.device_for(device_id)
     plan = registers_plan(direction, N, dtype, vec, device) or cluster_plan(
         direction, N, dtype, vec, device, same
     )

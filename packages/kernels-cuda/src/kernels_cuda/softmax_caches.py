@@ -8,9 +8,9 @@ from dataclasses import replace
 from functools import lru_cache
 
 from kernels_cuda import softmax_plans
-from kernels_cuda.softmax_launch import _RowsCall
+from kernels_cuda.softmax_launch import RowsCall
 from kernels_cuda.softmax_plans import AutoConfig, plan
-from kernels_cuda.softmax_prepare import _row_plan, prepare
+from kernels_cuda.softmax_prepare import cached_row_plan, prepare
 
 
 def set_auto_config(**changes) -> AutoConfig:
@@ -27,10 +27,10 @@ _prepare = lru_cache(maxsize=4096)(prepare)
 # names it imports stay these dicts.
 _calls: dict[tuple, object] = {}  # (Prepared, backend, device) -> softmax_variants._Call
 _torch_calls: dict[tuple, object] = {}  # a torch call's layout key (softmax_variants._torch_key) -> _Call
-# dense torch rows: (N, dtype, device, 16-byte alignment, variant) -> _RowsCall. A fresh y is on a
+# dense torch rows: (N, dtype, device, 16-byte alignment, variant) -> RowsCall. A fresh y is on a
 # 16-byte boundary with rows of stride N, as x's, so x's alignment alone decides whether their rows
 # share offsets (`offsets_match`): the plan for one key suits every call that finds it.
-_rows_calls: dict[tuple, _RowsCall] = {}
+_rows_calls: dict[tuple, RowsCall] = {}
 
 
 def _clear_caches() -> None:
@@ -38,10 +38,10 @@ def _clear_caches() -> None:
     from kernels_cuda import backward_call, picks
 
     picks.forget()
-    backward_call._row_plan.cache_clear()
+    backward_call.cached_row_plan.cache_clear()
     backward_call._runs.clear()
     backward_call._dense_calls.clear()
-    _row_plan.cache_clear()
+    cached_row_plan.cache_clear()
     _plan.cache_clear()
     _prepare.cache_clear()
     _calls.clear()

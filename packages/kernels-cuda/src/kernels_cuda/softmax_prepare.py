@@ -3,7 +3,7 @@
     prepare(shape, strides, dtype, dim, variant, device, ...) -> Prepared
 
 Plain Python over shapes, cached by layout in softmax_variants (`_prepare`); the launch comes
-from the (N, dtype, layout) row plan, cached here (`_row_plan`, bounded).
+from the (N, dtype, layout) row plan, cached here (`cached_row_plan`, bounded).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from kernels_cuda import arrays, softmax_plans
 from kernels_cuda.launch_types import MAX_N, Device, Launch, RowPlan, offsets_match, pack_width
 from kernels_cuda.softmax_plans import VARIANTS, AutoConfig, row_plan
 
-_row_plan = lru_cache(maxsize=4096)(row_plan)  # bounded: a few MB whatever the shapes seen
+cached_row_plan = lru_cache(maxsize=4096)(row_plan)  # bounded: a few MB whatever the shapes seen
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def prepare(
     if M * N:
         vec = pack_width(dtype, N, (x_address, y_address), (x_stride, y_stride))
         same = offsets_match(dtype, (x_address, y_address), (x_stride, y_stride))
-        rows = _row_plan(
+        rows = cached_row_plan(
             variant, N, dtype, vec, device, cfg or softmax_plans.AUTO, same, None if batch_invariant else M
         )
         launch = rows.launch(M)

@@ -29,7 +29,7 @@ The host path, in the order a call takes it:
     running    softmax(): checks, then a `_Call` cached per layout (the Prepared call bound to
                the device's kernel, its arguments packed) does the allocation and one launch; a
                dense torch input of a row count not seen before takes its row plan's packed
-               launch (`_RowsCall`), with the row count and grid written in
+               launch (`RowsCall`), with the row count and grid written in
 Planning and prepare are plain Python over shapes: every plan can be checked (and every Spec it
 can produce compiled) without a GPU.
 
@@ -58,7 +58,7 @@ from kernels_cuda.cluster_plans import (  # noqa: F401
     online_spec,
     plan_cluster,
 )
-from kernels_cuda.device_props import _device, _refused_cluster16
+from kernels_cuda.device_props import REFUSED_CLUSTER16, device_for
 from kernels_cuda.fused_plans import (  # noqa: F401
     FEW_ROWS_BLOCK,
     fused_capacity,
@@ -90,9 +90,9 @@ from kernels_cuda.softmax_caches import (  # noqa: F401
     _torch_calls,
     set_auto_config,
 )
-from kernels_cuda.softmax_launch import _packed, _RowsCall
+from kernels_cuda.softmax_launch import RowsCall, packed_launch
 from kernels_cuda.softmax_plans import VARIANTS, AutoConfig, plan, row_plan, specializations  # noqa: F401
-from kernels_cuda.softmax_prepare import Prepared, _row_plan, prepare  # noqa: F401
+from kernels_cuda.softmax_prepare import Prepared, cached_row_plan, prepare  # noqa: F401
 
 DTYPES = arrays.SUPPORTED_DTYPES  # the packed kernels'; float64 too, through 08 (arrays.SOFTMAX_DTYPES)
 
@@ -116,7 +116,7 @@ class _Call:
         p = self.prepared = prepared
         self.ops = ops
         x_stride = p.N if p.x_row_stride is None else p.x_row_stride
-        self.run = _packed(p.launch, device_id, x_stride, p.y_row_stride, p.M, p.N).two
+        self.run = packed_launch(p.launch, device_id, x_stride, p.y_row_stride, p.M, p.N).two
         self.fresh_rows = not p.moved and p.x_row_stride is not None  # the common case, no views
         # x's rows are back to back (x is dense): an output like x has rows of stride N too, so
         # `softmax` allocates it with empty_like and launches `run` itself (None: not dense).
@@ -220,7 +220,7 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None, batch_invarian
     A torch tensor whose layout (shape, strides, dtype, device, 16-byte alignment) was seen before
     with the same dim and variant goes straight to its cached call: one dictionary lookup, the
     output's allocation and one driver call, all from here when x is dense. A dense one of a new
-    row count takes its row plan's launch (`_RowsCall`)."""
+    row count takes its row plan's launch (`RowsCall`)."""
     if _tracing():
         from kernels_cuda import softmax_op
 
@@ -292,7 +292,7 @@ def _softmax(x, dim, variant, out, batch_invariant=True):
         dtype,
         dim,
         variant,
-        _device(device_id),
+        device_for(device_id),
         x_address=x_ptr % 16,
         out_strides=None if out is None else ops.strides(out),
         out_address=0 if out is None else ops.ptr(out) % 16,
@@ -314,7 +314,7 @@ def _softmax(x, dim, variant, out, batch_invariant=True):
             RuntimeWarning,
             stacklevel=3,
         )
-        _refused_cluster16.add(device_id)
+        REFUSED_CLUSTER16.add(device_id)
         _clear_caches()
         return _softmax(x, dim, variant, out, batch_invariant)
     if out is None and ops is arrays._TorchOps and dim.__class__ is int and batch_invariant is True:
@@ -326,7 +326,7 @@ def _softmax(x, dim, variant, out, batch_invariant=True):
         if call.dense_run is not None and x.is_contiguous():
             key = (prepared.N, x.dtype, x.get_device(), x_ptr & 15, variant)
             if key not in _rows_calls:
-                _rows_calls[key] = _RowsCall(prepared.rows, device_id, prepared.N)
+                _rows_calls[key] = RowsCall(prepared.rows, device_id, prepared.N)
     return result
 
 

@@ -92,9 +92,9 @@ def _runner(launch: variants.Launch, M: int, N: int, device_id: int, stream: int
     if launch.spec.source in (backward_plans.FUSED_SOURCE, backward_plans.CLUSTER_SOURCE):
         from kernels_cuda import backward_call
 
-        packed = backward_call._packed(launch, device_id, M, N, (N, N, N))
+        packed = backward_call.packed_launch(launch, device_id, M, N, (N, N, N))
         return lambda y, dy, dx: packed(stream, y.data_ptr(), dy.data_ptr(), dx.data_ptr())
-    packed = variants._packed(launch, device_id, N, N, M, N)
+    packed = variants.packed_launch(launch, device_id, N, N, M, N)
     return lambda x, y: packed(stream, x.data_ptr(), y.data_ptr())
 
 
@@ -104,7 +104,7 @@ def tune(shapes, dtypes, time_cap_s: float) -> dict:
     from labtools.bench import l2_bytes, n_input_sets, time_cuda
 
     device_id = torch.cuda.current_device()
-    device = variants._device(device_id)
+    device = variants.device_for(device_id)
     plans = {
         (s, d, w): candidates(*s, d, device, w) for s in shapes for d in dtypes for w in picks.DIRECTIONS
     }

@@ -77,7 +77,7 @@ def ce_shape(n: int, itemsize: int) -> tuple[int, bool, int, int]:
     return block, True, rows, 1 if tile <= 2048 else min(8, tile // 1024)
 
 
-def _check(logits, target, ignore_index, reduction, label_smoothing) -> None:
+def check_args(logits, target, ignore_index, reduction, label_smoothing) -> None:
     if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
         raise TypeError("logits and target must be torch.Tensors")
     if logits.dtype not in DTYPES:
@@ -109,7 +109,7 @@ def _check(logits, target, ignore_index, reduction, label_smoothing) -> None:
         )
 
 
-def _stat_dtype(x: torch.Tensor) -> torch.dtype:
+def stat_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
@@ -134,8 +134,8 @@ def _forward(
     for an upstream gradient of 1 into `grad` when given ("sum"/"mean" only). run=False: shapes
     only. "none" counts nothing: its kernels never read the count."""
     m, n = x.shape
-    rows = torch.empty(m, dtype=_stat_dtype(x), device=x.device)
-    stats = torch.empty(2, m, dtype=_stat_dtype(x), device=x.device)
+    rows = torch.empty(m, dtype=stat_dtype(x), device=x.device)
+    stats = torch.empty(2, m, dtype=stat_dtype(x), device=x.device)
     out = rows if reduction == "none" else torch.empty((), dtype=x.dtype, device=x.device)
     if not run:
         return (out.to(x.dtype) if reduction == "none" else out), stats, _count(target, ignore_index, False)
@@ -199,7 +199,7 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
     if not run or not grad.numel():
         return grad
     m, n = x.shape
-    dloss = dloss.to(_stat_dtype(x)).contiguous()
+    dloss = dloss.to(stat_dtype(x)).contiguous()
     block, warps = streamed(n, x.element_size())
     grid = programs(m, n, x.element_size(), False, x.device)
     off, split = splits(n, [x, grad])
@@ -215,7 +215,7 @@ def _backward(x, target, stats, count, dloss, ignore_index: int, reduction: str,
 def _scale_unless_one(grad: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
     """grad *= dloss in place (dloss 0-d), on the device and only when dloss != 1."""
     if not grad.is_contiguous():  # written over strided logits: not one flat run of elements
-        return grad.copy_(grad.to(_stat_dtype(grad)) * dloss.to(_stat_dtype(grad)))
+        return grad.copy_(grad.to(stat_dtype(grad)) * dloss.to(stat_dtype(grad)))
     dloss = dloss.reshape(1)
     numel = grad.numel()
     if INTERPRET or not grad.is_cuda:
@@ -301,7 +301,7 @@ def cross_entropy(
     forward and backward (autograd works). The loss has logits' dtype, computed in fp32
     (fp64 for fp64). inplace_backward=True: the gradient is written over `logits` during the
     forward (the logits must not be needed afterwards; eager only)."""
-    _check(logits, target, ignore_index, reduction, label_smoothing)
+    check_args(logits, target, ignore_index, reduction, label_smoothing)
     one = logits.dim() == 1
     x = logits.unsqueeze(0) if one else logits
     t = target.reshape(1) if one else target

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels_triton.cross_entropy import _check, _stat_dtype
+from kernels_triton.cross_entropy import check_args, stat_dtype
 from kernels_triton.xent_launch import choose, launch, programs, splits, streamed
 from kernels_triton.xent_rows import (
     body_col,
@@ -104,9 +104,9 @@ def token_stats_bwd(
 
 def _forward(x, target, ignore_index: int, run: bool = True):
     m, n = x.shape
-    logp = torch.empty(m, dtype=_stat_dtype(x), device=x.device)
-    ent = torch.empty(m, dtype=_stat_dtype(x), device=x.device)
-    stats = torch.empty(2, m, dtype=_stat_dtype(x), device=x.device)
+    logp = torch.empty(m, dtype=stat_dtype(x), device=x.device)
+    ent = torch.empty(m, dtype=stat_dtype(x), device=x.device)
+    stats = torch.empty(2, m, dtype=stat_dtype(x), device=x.device)
     if run and m:
         block, one_pass, warps = choose(n, x.element_size())
         grid = programs(m, n, x.element_size(), one_pass, x.device)
@@ -124,8 +124,8 @@ def _backward(x, target, stats, ent, dlogp, dent, ignore_index: int, run: bool =
         m, n = x.shape
         block, warps = streamed(n, x.element_size())
         grid = programs(m, n, x.element_size(), False, x.device)
-        dlogp = dlogp.to(_stat_dtype(x)).contiguous()
-        dent = dent.to(_stat_dtype(x)).contiguous()
+        dlogp = dlogp.to(stat_dtype(x)).contiguous()
+        dent = dent.to(stat_dtype(x)).contiguous()
         off, split = splits(n, [x, grad])
         launch(
             token_stats_bwd, grid,
@@ -186,7 +186,7 @@ def token_logprobs_and_entropy(
     """(log p(target) per row, entropy per row) of logits (M, V) and class indices target (M,),
     in fp32 (fp64 for fp64 logits); differentiable in the logits. Rows whose target is
     ignore_index get log p = 0 (and no gradient through it); their entropy is still computed."""
-    _check(logits, target, ignore_index, "none", 0.0)
+    check_args(logits, target, ignore_index, "none", 0.0)
     one = logits.dim() == 1
     x = logits.unsqueeze(0) if one else logits
     t = (target.reshape(1) if one else target).contiguous()

@@ -104,7 +104,7 @@ def colors_for(labels: list[str], reference_labels: set[str]) -> dict[str, str]:
     return out
 
 
-def _figure(*args, **kw):
+def new_figure(*args, **kw):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,7 +140,7 @@ def plot_roofline(
     ref_labels = {d.label for d in points if d.is_reference}
     colors = colors_for([r.label for r in sweep.records], ref_labels)
 
-    fig, ax = _figure(figsize=(10, 7), dpi=150)
+    fig, ax = new_figure(figsize=(10, 7), dpi=150)
     fig.subplots_adjust(left=0.09, right=0.97, top=0.9, bottom=0.17)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -284,7 +284,7 @@ def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
     labels = list(dict.fromkeys(r.label for r in sweep.records))
     colors = colors_for(labels, ref_labels)
 
-    fig, axes = _figure(
+    fig, axes = new_figure(
         1, len(dtypes), figsize=(6.2 * len(dtypes) + 2.2, 5.2), dpi=150, sharey=True, squeeze=False
     )
     axes = axes[0]

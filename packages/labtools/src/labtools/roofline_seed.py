@@ -23,7 +23,7 @@ from labtools.roofline import (
     roofs,
     seed_shape,
 )
-from labtools.roofline_plot import _figure, colors_for, mark_flagged, save, spread
+from labtools.roofline_plot import colors_for, mark_flagged, new_figure, save, spread
 from labtools.sweep import Shape, Sweep, shape_str
 
 
@@ -44,7 +44,7 @@ def plot_seed_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | No
     points = {name: d for name, d in zip(recs, dots(list(recs.values()), roof_list))}
     ref_dot = dots([ref], roof_list)[0] if ref else None
 
-    fig, ax = _figure(figsize=(10, 7), dpi=150)
+    fig, ax = new_figure(figsize=(10, 7), dpi=150)
     fig.subplots_adjust(left=0.09, right=0.97, top=0.9, bottom=0.15)
     ax.set_xscale("log")
     ax.set_yscale("log")

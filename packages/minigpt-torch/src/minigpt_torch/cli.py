@@ -106,11 +106,11 @@ def softmax_in_use(args) -> str:
     """What the LM head runs: the choice made, or what "auto" picks for this device."""
     import torch
 
-    from minigpt_torch.model import _triton_module
+    from minigpt_torch.model import triton_module
 
     if args.lm_head_softmax:
         return args.lm_head_softmax
-    return "triton" if torch.device(args.device).type == "cuda" and _triton_module() is not None else "torch"
+    return "triton" if torch.device(args.device).type == "cuda" and triton_module() is not None else "torch"
 
 
 def torch_model(args, path: str | None):

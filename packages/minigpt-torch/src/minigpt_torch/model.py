@@ -79,7 +79,7 @@ SOFTMAX_IMPLS = ("auto", "triton", "torch")
 _kernels_triton = None  # the kernels_triton module once imported; False once found missing
 
 
-def _triton_module(required: bool = False):
+def triton_module(required: bool = False):
     """kernels_triton, imported once (an import statement costs about a microsecond a call:
     as much as the rest of the head's host work differs between the two softmaxes). Where it
     cannot be imported: ImportError if `required`, else None with one warning per process,
@@ -121,7 +121,7 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, impl: str = "auto") -> 
     rounding (tests/minigpt_torch/test_torch_fused_loss.py: <= 1e-6).
     """
     if impl == "fused" or (impl == "auto" and logits.is_cuda and logits.dtype in FUSED_LOSS_DTYPES):
-        kernels_triton = _kernels_triton or _triton_module(required=impl == "fused")
+        kernels_triton = _kernels_triton or triton_module(required=impl == "fused")
         if kernels_triton is not None:
             inplace = logits.requires_grad and torch.is_grad_enabled()
             return kernels_triton.cross_entropy(logits, targets, inplace_backward=inplace)
@@ -147,7 +147,7 @@ def lm_head_softmax(logits: torch.Tensor, impl: str = "auto", *, overwrite: bool
     # One function, no helpers: in a decode this runs once a step with the caches holding the
     # rest of the forward, where each further Python call costs about a microsecond.
     if impl == "triton" or (impl == "auto" and logits.is_cuda and logits.dtype in TRITON_SOFTMAX_DTYPES):
-        kernels_triton = _kernels_triton or _triton_module(required=impl == "triton")
+        kernels_triton = _kernels_triton or triton_module(required=impl == "triton")
         if kernels_triton is not None:
             if overwrite and not logits.requires_grad:
                 return kernels_triton.softmax_(logits, -1)

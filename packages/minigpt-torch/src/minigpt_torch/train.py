@@ -31,7 +31,7 @@ from minigpt_np.train import Progress, TrainConfig, TrainingDiverged, diverged_m
 from torch.nn.parallel import DistributedDataParallel
 
 from minigpt_torch.adapter import TorchLM
-from minigpt_torch.model import GrammarMiniGPT, _triton_module
+from minigpt_torch.model import GrammarMiniGPT, triton_module
 from minigpt_torch.weights import from_numpy, name_map
 
 
@@ -79,7 +79,7 @@ def loss_in_use(loss: str, device: torch.device) -> str:
     cross-entropy on CUDA when kernels_triton is importable, F.cross_entropy otherwise."""
     if loss != "auto":
         return loss
-    return "fused" if device.type == "cuda" and _triton_module() is not None else "torch"
+    return "fused" if device.type == "cuda" and triton_module() is not None else "torch"
 
 
 def train(
