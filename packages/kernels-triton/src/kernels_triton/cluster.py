@@ -117,6 +117,7 @@ def tiles(n_cols: int, dtype: torch.dtype) -> tuple[int, int, int, int, int] | N
     return (c, first, extra, warps, cap) if n_cols > 8192 * MAX_CLUSTER and extra <= widest else None
 
 
+@functools.cache  # on log_softmax's call path; the dict is shared: callers copy, never change it
 def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op: str = "softmax"):
     """(kernel, constexprs, warps, register cap) that compiled_launch (and the sm_90 tests) compile;
     op: "softmax" or "log_softmax" (the cross-entropy's forward: xent_cluster.kernel_for)."""

@@ -6,6 +6,8 @@ it (xent_launch.launch with cluster=C) where there is no label smoothing.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -27,6 +29,7 @@ FP32_8192 = (8, 64)
 LONG = {True: (8, 128), False: (4, 128)}
 
 
+@functools.cache  # on the call path, as cluster.kernel_for; the dict is shared, never changed
 def kernel_for(n_cols: int, dtype: torch.dtype, vec: int = 0):
     """(cluster_xent_kernel, constexprs, warps, register cap) of a row of n_cols (cluster.applies'):
     the softmax forward's chunk and C blocks, or cluster.tiles' past 131072 columns."""
