@@ -53,3 +53,17 @@ def recorded(monkeypatch):
     monkeypatch.setattr(rk, "max_shared", lambda device: 227 * 1024)
     monkeypatch.setattr(ls, "check_tensor", lambda x, fn, what="x": ls.dtype_name(x, fn, what))
     return log
+
+
+@pytest.fixture
+def no_device_refused(monkeypatch):
+    """No device refused yet; every cache dropped before and after, so that no plan made here for
+    a refusing device (or a stand-in launch) outlives the test."""
+    from kernels_cuda import device_props
+    from kernels_cuda import softmax_variants as variants
+
+    monkeypatch.setattr(device_props, "REFUSED_CLUSTER16", set())
+    variants.clear_caches()
+    yield
+    monkeypatch.undo()
+    variants.clear_caches()

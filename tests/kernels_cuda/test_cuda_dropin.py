@@ -223,7 +223,7 @@ def test_a_new_row_count_plans_nothing():
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_the_tensors_device_decides_whatever_the_current_device():
     torch.cuda.set_device(0)
-    variants._clear_caches()
+    variants.clear_caches()
     streams = [torch.cuda.current_stream(d) for d in (0, 1)]
     on1 = torch.device("cuda", 1)
     cases = [

@@ -166,10 +166,10 @@ def host(monkeypatch):
     monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0))
     monkeypatch.setattr(variants, "_current_stream", lambda device_index: 0)
     monkeypatch.setattr(variants, "device_for", lambda device_id: variants.H100)
-    variants._clear_caches()
+    variants.clear_caches()
     _HostLaunch.packed = 0
     yield
-    variants._clear_caches()
+    variants.clear_caches()
 
 
 def test_a_new_row_count_needs_no_planning_and_no_packing(host):

@@ -75,10 +75,10 @@ def host_launch(monkeypatch):
     monkeypatch.setattr(arrays, "_torch_stream", lambda device_index: CALLERS_STREAM)
     monkeypatch.setattr(variants, "_current_stream", lambda device_index: CALLERS_STREAM)
     monkeypatch.setattr(variants, "device_for", lambda device_id: variants.H100)
-    variants._clear_caches()  # cached calls hold the stand-in: none outlives this test
+    variants.clear_caches()  # cached calls hold the stand-in: none outlives this test
     _HostLaunch.calls = []
     yield
-    variants._clear_caches()
+    variants.clear_caches()
 
 
 def _input(shape, dtype, layout):

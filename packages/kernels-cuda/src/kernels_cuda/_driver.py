@@ -48,7 +48,8 @@ _i = ctypes.c_int
 
 class CudaError(RuntimeError):
     def __init__(self, what: str, code: int):
-        super().__init__(f"{what} failed: {error_name(code)} ({code})")
+        self.error = error_name(code)  # the CUresult's name, e.g. CUDA_ERROR_INVALID_CLUSTER_SIZE
+        super().__init__(f"{what} failed: {self.error} ({code})")
         self.code = code
 
 

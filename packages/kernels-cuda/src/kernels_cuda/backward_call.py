@@ -16,7 +16,7 @@ import ctypes
 import math
 from functools import lru_cache
 
-from kernels_cuda import arrays, backward_plans, codegen
+from kernels_cuda import arrays, backward_plans, codegen, device_props
 from kernels_cuda import launch_types as lt
 from kernels_cuda import softmax_variants as sm
 from kernels_cuda.backward_plans import VARIANTS, row_plan
@@ -37,11 +37,12 @@ def packed_launch(launch: lt.Launch, device_id: int, M: int, N: int, strides: tu
 class _RowsRun:
     """A row plan's packed launch: any row count, its grid by integer arithmetic."""
 
-    __slots__ = ("launch", "rows_per_step", "group", "limit")
+    __slots__ = ("launch", "rows_per_step", "group", "limit", "cluster")
 
     def __init__(self, rows: lt.RowPlan, device_id: int, N: int, strides: tuple[int, int, int]):
         self.launch = packed_launch(rows.launch(1), device_id, 1, N, strides)
         self.rows_per_step, self.group = rows.rows_per_step, rows.group
+        self.cluster = rows.spec.cluster  # (0: none)
         self.limit = lt.MAX_GRID // rows.group
 
     def __call__(self, stream: int, M: int, y_ptr: int, dy_ptr: int, dx_ptr: int) -> None:
@@ -164,7 +165,9 @@ def _softmax_backward(y, dy, dim, variant, batch_invariant=True):
         if len(_runs) >= MAX_CACHED_CALLS:
             _runs.clear()
         run = _runs[key] = _RowsRun(rows, device_id, N, strides)
-    run(ops.stream(y), M, *pointers)
+    if not device_props.launched(run, device_id, run.cluster, ops.stream(y), M, *pointers):
+        # the device refused the cluster: planned again, clusters of at most 8 blocks
+        return _softmax_backward(y, dy, dim, variant, batch_invariant)
     if ops is arrays._TorchOps and d == last and strides == (N,) * 3 and dim.__class__ is int:
         if batch_invariant is True and y.is_contiguous() and dy.is_contiguous():
             if len(_dense_calls) >= MAX_CACHED_CALLS:

@@ -27,7 +27,15 @@ from functools import lru_cache
 
 import torch
 
-from kernels_cuda import arrays, backward_plans, cluster_plans, fused_plans, picks, softmax_plans
+from kernels_cuda import (
+    arrays,
+    backward_plans,
+    cluster_plans,
+    device_props,
+    fused_plans,
+    picks,
+    softmax_plans,
+)
 from kernels_cuda import row_kernels as rk
 from kernels_cuda import softmax_variants as sm
 from kernels_cuda.launch_types import Device, RowPlan, full_vec, offsets_match, pack_width
@@ -144,6 +152,13 @@ def cluster_plan(
     return cluster_plans.plan_cluster(N, dtype, vec, device, cfg, same_offsets, log=True)
 
 
+def forget_plans() -> None:
+    """Drop the cached plans (softmax_caches.clear_caches: a device that refused a cluster, a new
+    AutoConfig or picks, which these plans follow)."""
+    registers_plan.cache_clear()
+    cluster_plan.cache_clear()
+
+
 # --- the op ---------------------------------------------------------------------------------
 
 FN = "kernels_cuda.log_softmax"
@@ -165,11 +180,16 @@ def _forward(x: torch.Tensor, dim: int) -> torch.Tensor:
     y2 = new_output((M, N), x)
     device_id = x.get_device()
     spec, grid, block, shared, last = _plan("fwd", cfg, [x2, y2], dtype, device_id)
-    rk.launch(
-        spec, device_id, grid, block, shared, (x2.data_ptr(), y2.data_ptr()),
-        ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(x2)),
-         (ctypes.c_int64, N), *last),
-    )  # fmt: skip
+    try:
+        rk.launch(
+            spec, device_id, grid, block, shared, (x2.data_ptr(), y2.data_ptr()),
+            ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(x2)),
+             (ctypes.c_int64, N), *last),
+        )  # fmt: skip
+    except Exception as exc:  # a cluster the device refused: planned again with at most 8 blocks
+        if not device_props.refused(exc, device_id, spec.cluster):
+            raise
+        return _forward(x, dim)
     return from_rows(y2, x.shape, d)
 
 
@@ -218,11 +238,16 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
     dx2 = new_output((M, N), y)
     device_id = y.get_device()
     spec, grid, block, shared, last = _plan("bwd", cfg, [y2, dy2, dx2], dtype, device_id)
-    rk.launch(
-        spec, device_id, grid, block, shared, (y2.data_ptr(), dy2.data_ptr(), dx2.data_ptr()),
-        ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(y2)),
-         (ctypes.c_int64, row_stride(dy2)), (ctypes.c_int64, N), *last),
-    )  # fmt: skip
+    try:
+        rk.launch(
+            spec, device_id, grid, block, shared, (y2.data_ptr(), dy2.data_ptr(), dx2.data_ptr()),
+            ((ctypes.c_int64, M), (ctypes.c_int32, N), (ctypes.c_int64, row_stride(y2)),
+             (ctypes.c_int64, row_stride(dy2)), (ctypes.c_int64, N), *last),
+        )  # fmt: skip
+    except Exception as exc:  # a cluster the device refused: planned again with at most 8 blocks
+        if not device_props.refused(exc, device_id, spec.cluster):
+            raise
+        return _backward(y, dy, dim)
     return from_rows(dx2, y.shape, d)
 
 

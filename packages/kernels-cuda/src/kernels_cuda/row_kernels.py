@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
-from kernels_cuda import arrays, codegen
+from kernels_cuda import arrays, codegen, device_props
 from kernels_cuda.codegen import Spec
 
 LOG_SOFTMAX_SOURCE = "10_log_softmax.cu"
@@ -220,7 +220,8 @@ class XentCluster:
 # allow) of 8 hold 131072 fp32 or 262144 16-bit elements; a longer row takes up to twice the packs
 # a thread rather than 09's second read. A thread holds the fewest packs of XENT_CLUSTER_ITEMS
 # that its chunk needs, not the split's most: a chunk that half fills the most (a row just past a
-# split's reach) leaves registers for more blocks an SM.
+# split's reach) leaves registers for more blocks an SM. A device that refused 16 blocks
+# (device_props.refused) keeps the splits of 8 at most: a row past 8 blocks of 11 takes 09 there.
 # The ladder leaves out 6 (ptxas gives it more registers than 7) and 12 to 15 (a spill in 16-bit,
 # or no more blocks an SM than 16); the offline test holds spills and registers rising with ITEMS.
 XENT_CLUSTER_SPLITS = ((2, 8), (4, 8), (8, 8), (8, 11), (16, 8), (16, 16))
@@ -229,15 +230,26 @@ XENT_CLUSTER_THREADS = 256
 
 
 def xent_cluster(
-    N: int, dtype: str, smoothing: float = 0.0, entropy: bool = False, device_id: int | None = None
+    N: int,
+    dtype: str,
+    smoothing: float = 0.0,
+    entropy: bool = False,
+    device_id: int | None = None,
+    max_cluster: int = 16,
 ) -> XentCluster | None:
-    """11's split for the forward of rows of N, or None where 09 takes them. device_id None: any
-    device with clusters (the offline listing)."""
+    """11's split for the forward of rows of N, or None where 09 takes them: the splits of at most
+    max_cluster blocks, and on device_id at most `device_props.max_cluster(device_id)` (8 once it
+    refused more), so that a row past 8 blocks of 11 packs a thread takes 09 there. device_id None:
+    any device with clusters (the offline listing)."""
     if dtype == "float64" or smoothing or entropy or not xent_config(N, dtype).steps:
         return None
+    if device_id is not None:
+        max_cluster = min(max_cluster, device_props.max_cluster(device_id))
     vec = PACK_BYTES // ITEMSIZE[dtype]
     packs = N // vec  # the body's packs at most (fewer where the row has a head)
     for c, most in XENT_CLUSTER_SPLITS:
+        if c > max_cluster:
+            break
         chunk = -(-packs // c)
         if chunk <= most * XENT_CLUSTER_THREADS:
             if device_id is not None and codegen.arch_cc(codegen.device_arch(device_id)) < 90:

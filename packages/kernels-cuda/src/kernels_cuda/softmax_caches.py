@@ -1,9 +1,10 @@
 """The softmax call path's caches, by layout (plans, prepared calls, call objects), and the one
-function that empties them all: after set_auto_config, a tune that wrote new picks, or a device
-that refused a cluster size."""
+function that empties them all (`clear_caches`, the log_softmax's and cross-entropy's plans too):
+after set_auto_config, a tune that wrote new picks, or a device that refused a cluster size."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from functools import lru_cache
 
@@ -15,7 +16,7 @@ from kernels_cuda.softmax_prepare import cached_row_plan, prepare
 
 def set_auto_config(**changes) -> AutoConfig:
     softmax_plans.AUTO = replace(softmax_plans.AUTO, **changes)
-    _clear_caches()
+    clear_caches()
     return softmax_plans.AUTO
 
 
@@ -33,10 +34,21 @@ _torch_calls: dict[tuple, object] = {}  # a torch call's layout key (softmax_var
 _rows_calls: dict[tuple, RowsCall] = {}
 
 
-def _clear_caches() -> None:
-    """Forget every plan and call made (after set_auto_config, or a tune that wrote new picks)."""
+# The modules of the torch-only ops (log_softmax, the cross-entropy) whose plans clear_caches drops
+# too, by their own `forget_plans`, where they are imported (importing them imports torch).
+FAMILY = ("kernels_cuda.log_softmax_op", "kernels_cuda.xent_launch")
+
+
+def clear_caches() -> None:
+    """Forget every plan and call made (after set_auto_config, a tune that wrote new picks, or a
+    device that refused a cluster: device_props.refused), the log_softmax's and cross-entropy's
+    too."""
     from kernels_cuda import backward_call, picks
 
+    for name in FAMILY:
+        module = sys.modules.get(name)
+        if module is not None:
+            module.forget_plans()
     picks.forget()
     backward_call.cached_row_plan.cache_clear()
     backward_call._runs.clear()

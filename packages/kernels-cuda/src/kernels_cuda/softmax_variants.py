@@ -41,9 +41,8 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
 
-from kernels_cuda import arrays, softmax_plans
+from kernels_cuda import arrays, device_props, softmax_plans
 
 # Re-exported: this module has always offered the planning names, and those of the device, the
 # caches and the packed launches it uses.
@@ -58,7 +57,7 @@ from kernels_cuda.cluster_plans import (  # noqa: F401
     online_spec,
     plan_cluster,
 )
-from kernels_cuda.device_props import REFUSED_CLUSTER16, device_for
+from kernels_cuda.device_props import device_for
 from kernels_cuda.fused_plans import (  # noqa: F401
     FEW_ROWS_BLOCK,
     fused_capacity,
@@ -83,11 +82,11 @@ from kernels_cuda.launch_types import (  # noqa: F401
 )
 from kernels_cuda.softmax_caches import (  # noqa: F401
     _calls,
-    _clear_caches,
     _plan,
     _prepare,
     _rows_calls,
     _torch_calls,
+    clear_caches,
     set_auto_config,
 )
 from kernels_cuda.softmax_launch import RowsCall, packed_launch
@@ -306,16 +305,9 @@ def _softmax(x, dim, variant, out, batch_invariant=True):
         if call is None:
             call = _calls[key] = _Call(prepared, ops, device_id)
         result = call(x, x_ptr, out)
-    except Exception as exc:  # noqa: BLE001 - a refused 16-block cluster is retried with 8; all else raises
-        if prepared.launch.spec.cluster <= 8 or "CLUSTER" not in str(exc).upper():
+    except Exception as exc:  # a cluster the device refused: planned again with at most 8 blocks
+        if not device_props.refused(exc, device_id, prepared.launch.spec.cluster):
             raise
-        warnings.warn(
-            f"device {device_id} refused a 16-block cluster ({exc}); v4 uses clusters of at most 8",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        REFUSED_CLUSTER16.add(device_id)
-        _clear_caches()
         return _softmax(x, dim, variant, out, batch_invariant)
     if out is None and ops is arrays._TorchOps and dim.__class__ is int and batch_invariant is True:
         if max(len(_torch_calls), len(_calls), len(_rows_calls)) >= MAX_CACHED_CALLS:

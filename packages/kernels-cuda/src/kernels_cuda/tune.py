@@ -180,7 +180,7 @@ def save(new: list[dict], path: Path, gpu: str) -> list[dict]:
     doc["cards"] = dict(sorted(doc["cards"].items()))
     path.parent.mkdir(parents=True, exist_ok=True)
     _atomic.atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
-    variants._clear_caches()  # plans made before take the new picks
+    variants.clear_caches()  # plans made before take the new picks
     return every
 
 

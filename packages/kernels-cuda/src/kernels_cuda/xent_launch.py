@@ -3,7 +3,9 @@ and the gradient per row), the reduced loss (count, forward, sum: no torch op be
 backward from the saved lse, and the in-place scale of a gradient the forward wrote; and where
 the gradient goes (`new_grad`: at the logits' rows' addresses mod 16, so that the kernels store
 it in 16-byte packs). Plans come from row_kernels.xent_config (and xent_cluster: the forward of
-long rows over a cluster, cuda/11_cross_entropy_cluster.cu).
+long rows over a cluster, cuda/11_cross_entropy_cluster.cu). A forward whose cluster launch the
+device refused is planned again (device_props.refused): clusters of at most 8 blocks, or 09 where
+8 blocks do not hold the row.
 
 A call costs the host a dict lookup of its packed launches (keyed by everything but the
 addresses: made once per shape, dtype, device and scalar arguments), the allocations and the
@@ -17,7 +19,7 @@ import math
 
 import torch
 
-from kernels_cuda import arrays
+from kernels_cuda import arrays, device_props
 from kernels_cuda import log_softmax_op as rows
 from kernels_cuda import row_kernels as rk
 
@@ -62,6 +64,19 @@ def new_grad(x2: torch.Tensor) -> torch.Tensor:
 # --- packed launches, made once per key -----------------------------------------------------------
 
 _runs: dict[tuple, object] = {}
+
+
+def forget_plans() -> None:
+    """Drop the packed launches (softmax_caches.clear_caches: after a device refused a cluster,
+    its forward's split is made again)."""
+    _runs.clear()
+
+
+def _refused(exc: Exception, dtype: str, device_id: int, N: int, smoothing: float, entropy: bool) -> bool:
+    """device_props.refused for a forward's launch that raised: its cluster size is the plan's,
+    made again (the run keeps none; the device is not yet among those refused)."""
+    plan = rk.xent_cluster(N, dtype, smoothing, entropy, device_id)
+    return device_props.refused(exc, device_id, 0 if plan is None else plan.cluster)
 
 
 def _cached(build, *args):
@@ -169,8 +184,13 @@ def run_forward(x2, t, ignore_index, smoothing, *, entropy=False):
                   float(smoothing), entropy, rk.STAGE_LIMIT)  # fmt: skip
     loss, lse = _empty(M, x2, _ACC[dtype]), _empty(M, x2, LSE_DTYPE)
     ent = _empty(M, x2, _ACC[dtype]) if entropy else None
-    run(_stream(device_id), x2.data_ptr(), 0, t.data_ptr(), loss.data_ptr(), lse.data_ptr(),
-        0 if ent is None else ent.data_ptr(), 0, 0)  # fmt: skip
+    try:
+        run(_stream(device_id), x2.data_ptr(), 0, t.data_ptr(), loss.data_ptr(), lse.data_ptr(),
+            0 if ent is None else ent.data_ptr(), 0, 0)  # fmt: skip
+    except Exception as exc:  # a cluster the device refused: planned again with at most 8 blocks
+        if not _refused(exc, dtype, device_id, N, float(smoothing), entropy):
+            raise
+        return run_forward(x2, t, ignore_index, smoothing, entropy=entropy)
     return loss, lse, ent
 
 
@@ -197,9 +217,14 @@ def run_reduced(x2, t, ignore_index, smoothing, mean, *, grad2=None, lse=None):
     # taken by the reduce itself (from the targets).
     if count_run is not None:
         count_run(stream, tp, w + counts, w + ticket)
-    forward(stream, x2.data_ptr(), 0 if grad2 is None else grad2.data_ptr(), tp, w,
-            0 if lse is None else lse.data_ptr(), 0, 0 if count_run is None else w + counts,
-            w + ticket if count_run is None else 0)  # fmt: skip
+    try:
+        forward(stream, x2.data_ptr(), 0 if grad2 is None else grad2.data_ptr(), tp, w,
+                0 if lse is None else lse.data_ptr(), 0, 0 if count_run is None else w + counts,
+                w + ticket if count_run is None else 0)  # fmt: skip
+    except Exception as exc:  # a cluster the device refused: planned again with at most 8 blocks
+        if not _refused(exc, dtype, device_id, N, float(smoothing), False):
+            raise
+        return run_reduced(x2, t, ignore_index, smoothing, mean, grad2=grad2, lse=lse)
     counted = mean and grad2 is None
     reduce(stream, w, tp if counted else 0, w + counts if mean else 0, w + parts, w + ticket, loss.data_ptr(),
            w + applied)  # fmt: skip
