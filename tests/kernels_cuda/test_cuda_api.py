@@ -61,9 +61,9 @@ def test_vector_add_needs_matching_operands():
 def test_poisoned_outputs_start_as_nan_so_an_unwritten_element_shows():
     like = torch.zeros(1, dtype=torch.bfloat16)
     with arrays.poison_outputs():
-        out = arrays._TorchOps.empty((3, 4), like)
+        out = arrays.TorchOps.empty((3, 4), like)
     assert out.shape == (3, 4) and out.dtype == torch.bfloat16 and torch.isnan(out).all()
-    assert not arrays._poison  # only inside the block
+    assert not arrays.poisoning  # only inside the block
 
 
 def test_register_adds_every_variant_with_its_designed_range():

@@ -73,15 +73,15 @@ def test_a_layout_seen_before_skips_the_checks_and_reuses_the_packed_launch(monk
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(codegen, "packed", _HostBackward)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
-    monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0xC0FFEE))
-    monkeypatch.setattr(sm, "_current_stream", lambda device_index: 0xC0FFEE)
+    monkeypatch.setattr(arrays.TorchOps, "stream", staticmethod(lambda x: 0xC0FFEE))
+    monkeypatch.setattr(sm, "current_stream", lambda device_index: 0xC0FFEE)
     monkeypatch.setattr(sm, "device_for", lambda device_id: sm.H100)
-    monkeypatch.setattr(bc, "_dense_calls", {})
+    monkeypatch.setattr(bc, "dense_calls", {})
     _HostBackward.calls = []
     y, dy = torch.softmax(torch.randn(8, 600), -1), torch.randn(8, 600)
     expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
     first = softmax_backward(y, dy)
-    monkeypatch.setattr(bc, "_softmax_backward", None)  # a call not served from the cache fails
+    monkeypatch.setattr(bc, "run_softmax_backward", None)  # a call not served from the cache fails
     with arrays.poison_outputs():
         again = softmax_backward(y.clone(), dy.clone())
     for dx in (first, again):
@@ -210,9 +210,9 @@ def test_backward_cluster_every_size(dtype, n, cluster_size, dy_in_registers):
     torch = _torch()
     y, dy = _probs((5, n), dtype), torch.randn(5, n, device="cuda").to(_dtype(dtype))
     # a fresh cache of dense calls too: it is keyed on the layout, not on the configuration
-    old, cached = bw.AUTO, bc._dense_calls
+    old, cached = bw.AUTO, bc.dense_calls
     bw.AUTO = bw.BackwardConfig(cluster_size=cluster_size, cluster_dy_in_registers=dy_in_registers)
-    bc._dense_calls = {}
+    bc.dense_calls = {}
     try:
         device = sm.device_for(0)
         launch = bw.plan("cluster", 5, n, dtype, sm.full_vec(dtype), device)
@@ -227,7 +227,7 @@ def test_backward_cluster_every_size(dtype, n, cluster_size, dy_in_registers):
         with arrays.poison_outputs():
             dx = softmax_backward(y, dy, variant="cluster")
     finally:
-        bw.AUTO, bc._dense_calls = old, cached
+        bw.AUTO, bc.dense_calls = old, cached
     _assert_backward(dx, y, dy, -1, dtype)
 
 

@@ -69,8 +69,8 @@ def host(no_device_refused, monkeypatch):
     launches `_HostLaunch`'s."""
     monkeypatch.setattr(codegen, "packed", _HostLaunch)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
-    monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0))
-    monkeypatch.setattr(variants, "_current_stream", lambda device_index: 0)
+    monkeypatch.setattr(arrays.TorchOps, "stream", staticmethod(lambda x: 0))
+    monkeypatch.setattr(variants, "current_stream", lambda device_index: 0)
     monkeypatch.setattr(device_props, "_device_props", lambda device_id: H100)
     monkeypatch.setattr(_HostLaunch, "tried", [])
     monkeypatch.setattr(_HostLaunch, "error", RuntimeError(REFUSAL))

@@ -50,18 +50,18 @@ def test_a_refused_cluster_past_8_blocks_is_recorded_once_and_drops_every_cached
 ):
     # plans of every family cached, and a packed cross-entropy launch
     variants.cached_row_plan("auto", 262144, "float32", 4, H100)
-    variants._plan("auto", 4, 262144, "float32", 4, H100)
+    variants.cached_plan("auto", 4, 262144, "float32", 4, H100)
     ls.cluster_plan("fwd", 262144, "float32", 4, H100)
     ls.registers_plan("fwd", 600, "float32", 4, H100)
     monkeypatch.setattr(xl, "_runs", {("a key",): "a packed launch"})
-    for cache in (variants.cached_row_plan, variants._plan, ls.cluster_plan, ls.registers_plan):
+    for cache in (variants.cached_row_plan, variants.cached_plan, ls.cluster_plan, ls.registers_plan):
         assert cache.cache_info().currsize > 0
     with pytest.warns(
         RuntimeWarning, match=r"device 3 refused a 16-block cluster \(.*misconfig.*at most 8 blocks"
     ):
         assert not device_props.launched(raising(RuntimeError(REFUSAL)), 3, 16)
     assert device_props.REFUSED_CLUSTER16 == {3}
-    for cache in (variants.cached_row_plan, variants._plan, ls.cluster_plan, ls.registers_plan):
+    for cache in (variants.cached_row_plan, variants.cached_plan, ls.cluster_plan, ls.registers_plan):
         assert cache.cache_info().currsize == 0, cache
     assert xl._runs == {}
     assert device_props.max_cluster(3) == 8 and device_props.max_cluster(0) == 16

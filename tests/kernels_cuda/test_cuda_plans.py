@@ -167,19 +167,27 @@ def test_fp32_launches_of_few_rows_give_a_row_fewer_threads_of_more_packs(M, N, 
 def test_auto_config_moves_the_v3_v4_boundary_and_v3s_packs_per_thread():
     try:
         variants.set_auto_config(fused_max_row_bytes=128 * 1024, fused_packs_f32=8)
-        assert variants._plan("auto", 100, 32768, "float32", 4, variants.H100).spec.kernel == "softmax_fused"
         assert (
-            dict(variants._plan("auto", 100, 600, "float32", 4, variants.H100).spec.constants)["ITEMS"] == 8
+            variants.cached_plan("auto", 100, 32768, "float32", 4, variants.H100).spec.kernel
+            == "softmax_fused"
+        )
+        assert (
+            dict(variants.cached_plan("auto", 100, 600, "float32", 4, variants.H100).spec.constants)["ITEMS"]
+            == 8
         )
     finally:
         variants.set_auto_config(
             fused_max_row_bytes=variants.AutoConfig.fused_max_row_bytes,
             fused_packs_f32=variants.AutoConfig.fused_packs_f32,
         )
-    assert variants._plan("auto", 100, 32768, "float32", 4, variants.H100).spec.kernel == "softmax_cluster"
-    assert dict(variants._plan("auto", 100, 600, "float32", 4, variants.H100).spec.constants)["ITEMS"] == 2
+    assert (
+        variants.cached_plan("auto", 100, 32768, "float32", 4, variants.H100).spec.kernel == "softmax_cluster"
+    )
+    assert (
+        dict(variants.cached_plan("auto", 100, 600, "float32", 4, variants.H100).spec.constants)["ITEMS"] == 2
+    )
     # 16-bit rows of 600: 2 packs a thread over 64 threads, two rows to a 128-thread block
-    bf16 = variants._plan("auto", 100, 600, "bfloat16", 8, variants.H100)
+    bf16 = variants.cached_plan("auto", 100, 600, "bfloat16", 8, variants.H100)
     # 75 packs over 64 threads: the first of each thread's two lies inside the row
     expected = {"TPR": 64, "RPB": 2, "ITEMS": 2, "VEC": 8, "FULL": 1}
     assert bf16.block == 128 and dict(bf16.spec.constants) == expected

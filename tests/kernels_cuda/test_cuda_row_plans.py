@@ -163,8 +163,8 @@ class _HostLaunch:
 def host(monkeypatch):
     monkeypatch.setattr(codegen, "packed", _HostLaunch)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
-    monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: 0))
-    monkeypatch.setattr(variants, "_current_stream", lambda device_index: 0)
+    monkeypatch.setattr(arrays.TorchOps, "stream", staticmethod(lambda x: 0))
+    monkeypatch.setattr(variants, "current_stream", lambda device_index: 0)
     monkeypatch.setattr(variants, "device_for", lambda device_id: variants.H100)
     variants.clear_caches()
     _HostLaunch.packed = 0
@@ -182,16 +182,16 @@ def test_a_new_row_count_needs_no_planning_and_no_packing(host):
         y = variants.softmax(x)
         np.testing.assert_allclose(y.numpy(), softmax_ref(x.double().numpy(), axis=-1), rtol=1e-6, atol=1e-7)
     assert variants.cached_row_plan.cache_info().misses == planned and _HostLaunch.packed == packed
-    assert variants._prepare.cache_info().misses == 1  # the new row counts never reached prepare
+    assert variants.cached_prepare.cache_info().misses == 1  # the new row counts never reached prepare
 
 
 def test_caches_stay_bounded_over_many_shapes(host, monkeypatch):
     monkeypatch.setattr(variants, "MAX_CACHED_CALLS", 64)
     for N in range(1, 400):  # a new N each call: each a new plan, call and row launch
         variants.softmax(torch.randn(2, N))
-    assert max(len(variants._torch_calls), len(variants._calls), len(variants._rows_calls)) <= 64
+    assert max(len(variants.torch_calls), len(variants.prepared_calls), len(variants.rows_calls)) <= 64
     assert variants.cached_row_plan.cache_info().currsize <= variants.cached_row_plan.cache_info().maxsize
-    assert variants._prepare.cache_info().maxsize == 4096
+    assert variants.cached_prepare.cache_info().maxsize == 4096
 
 
 def test_batch_invariant_must_be_a_bool(host):

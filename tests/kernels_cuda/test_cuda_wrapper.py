@@ -71,9 +71,9 @@ class _HostLaunch:
 def host_launch(monkeypatch):
     monkeypatch.setattr(codegen, "packed", _HostLaunch)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
-    monkeypatch.setattr(arrays._TorchOps, "stream", staticmethod(lambda x: CALLERS_STREAM))
+    monkeypatch.setattr(arrays.TorchOps, "stream", staticmethod(lambda x: CALLERS_STREAM))
     monkeypatch.setattr(arrays, "_torch_stream", lambda device_index: CALLERS_STREAM)
-    monkeypatch.setattr(variants, "_current_stream", lambda device_index: CALLERS_STREAM)
+    monkeypatch.setattr(variants, "current_stream", lambda device_index: CALLERS_STREAM)
     monkeypatch.setattr(variants, "device_for", lambda device_id: variants.H100)
     variants.clear_caches()  # cached calls hold the stand-in: none outlives this test
     _HostLaunch.calls = []
@@ -129,7 +129,7 @@ def test_inputs_that_are_already_rows_are_not_copied():
 def test_a_layout_seen_before_skips_the_checks_and_reuses_the_packed_launch(monkeypatch):
     x = torch.randn(8, 600)
     first = kernels_cuda.softmax(x)
-    monkeypatch.setattr(variants, "_softmax", None)  # any call that is not served from the cache fails
+    monkeypatch.setattr(variants, "run_softmax", None)  # any call that is not served from the cache fails
     again = kernels_cuda.softmax(x.clone())
     assert torch.equal(first, again) and len(_HostLaunch.calls) == 2
     assert _HostLaunch.calls[0][2:] == _HostLaunch.calls[1][2:]  # same M, N, strides
@@ -154,7 +154,7 @@ def test_contiguous_and_strided_inputs_of_one_shape_get_their_own_cached_calls()
     ys = [kernels_cuda.softmax(t) for t in (torch.randn(1, 5), ones)]
     np.testing.assert_allclose(ys[1].double().numpy(), softmax_ref(ones.double().numpy(), axis=-1), 1e-6)
     # the (1, 5) inputs are dense rows of 5 as (4, 5) was: its row plan's launch serves them
-    assert len(variants._torch_calls) == 2 and len(variants._rows_calls) == 1
+    assert len(variants.torch_calls) == 2 and len(variants.rows_calls) == 1
     assert all(s.shape == (1, 5) for s in ys)
 
 

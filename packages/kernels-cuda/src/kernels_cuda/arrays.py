@@ -25,21 +25,21 @@ SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")  # the packed kernels' (ve
 SOFTMAX_DTYPES = (*SUPPORTED_DTYPES, "float64")  # softmax and its backward (float64: 08)
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
-_poison = False
+poisoning = False
 
 
 @contextlib.contextmanager
 def poison_outputs():
     """Within this block, outputs allocated here are NaN-filled before any kernel runs."""
-    global _poison
-    old, _poison = _poison, True
+    global poisoning
+    old, poisoning = poisoning, True
     try:
         yield
     finally:
-        _poison = old
+        poisoning = old
 
 
-def _is_torch(x) -> bool:
+def is_torch(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
@@ -47,7 +47,7 @@ def _is_cupy(x) -> bool:
     return type(x).__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "strides")
 
 
-class _TorchOps:
+class TorchOps:
     """torch tensors: strides are in elements already."""
 
     kind = "torch"
@@ -91,7 +91,7 @@ class _TorchOps:
     @staticmethod
     def empty(shape, like):
         out = like.new_empty(shape)  # like's dtype and device; never requires grad
-        return out.fill_(math.nan) if _poison else out
+        return out.fill_(math.nan) if poisoning else out
 
     @staticmethod
     def copy_(dst, src) -> None:
@@ -155,7 +155,7 @@ class _CupyOps:
 
         with like.device:
             out = cupy.empty(shape, dtype=like.dtype)
-            if _poison:
+            if poisoning:
                 out.fill(math.nan)
         return out
 
@@ -193,8 +193,8 @@ def _torch_stream(device_index: int) -> int:
 
 def backend(x, fn: str):
     """The ops for x's library; TypeError for anything but a CuPy array or a torch tensor."""
-    if _is_torch(x):
-        return _TorchOps
+    if is_torch(x):
+        return TorchOps
     if _is_cupy(x):
         return _CupyOps
     what = (

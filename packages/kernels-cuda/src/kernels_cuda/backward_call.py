@@ -54,10 +54,10 @@ class _RowsRun:
 # Packed launches by everything the checks and the plan read but the row count: (N, dtype,
 # device, its properties, the config, 16-byte alignment of y, dy, dx and row strides, variant, batch_invariant, pack width,
 # shared offsets). Torch calls whose y and dy are contiguous and dim is their last reach theirs by
-# `_dense_calls`, keyed on their layout, skipping the checks: a fresh dx of y's layout is
+# `dense_calls`, keyed on their layout, skipping the checks: a fresh dx of y's layout is
 # contiguous and aligned like every fresh allocation, so the packed launch suits it.
-_runs: dict[tuple, _RowsRun] = {}
-_dense_calls: dict[tuple, object] = {}
+row_runs: dict[tuple, _RowsRun] = {}
+dense_calls: dict[tuple, object] = {}
 MAX_CACHED_CALLS = sm.MAX_CACHED_CALLS
 
 
@@ -74,34 +74,34 @@ def softmax_backward(y, dy, dim: int = -1, variant: str = "auto", *, batch_invar
     (contiguous when dim is the last one). Torch tensors of a layout seen before (contiguous,
     dim the last) go straight to the cached packed launch: one dictionary lookup, dx's
     allocation and one driver call."""
-    if sm._tracing():
+    if sm.tracing():
         from kernels_cuda import softmax_op
 
         return softmax_op.backward_through_op(y, dy, dim, variant, batch_invariant)
     if dim.__class__ is int and variant.__class__ is str and batch_invariant is True:
         try:  # the key as `_dense_key` builds it, inline
             y_ptr, dy_ptr, device_index = y.data_ptr(), dy.data_ptr(), y.get_device()
-            run = _dense_calls.get(
+            run = dense_calls.get(
                 (y.shape, y.stride(), dy.shape, dy.stride(), y.dtype, dy.dtype,
                  device_index, dy.get_device(), y_ptr & 15, dy_ptr & 15, dim, variant)
             )  # fmt: skip
         except (AttributeError, RuntimeError):  # not torch tensors; fake ones (no data)
             run = None
         if run is not None and y_ptr and dy_ptr:  # (a fake tensor's data pointer is 0)
-            dx = sm._empty_like(y)
-            if arrays._poison:
+            dx = sm.empty_like(y)
+            if arrays.poisoning:
                 dx.fill_(math.nan)
-            run(sm._current_stream(device_index), y.numel() // y.shape[-1], y_ptr, dy_ptr, dx.data_ptr())
+            run(sm.current_stream(device_index), y.numel() // y.shape[-1], y_ptr, dy_ptr, dx.data_ptr())
             return dx
-    if arrays._is_torch(y):
+    if arrays.is_torch(y):
         from kernels_cuda import softmax_op
 
         if softmax_op.is_fake(y) or softmax_op.is_fake(dy):
             return softmax_op.backward_through_op(y, dy, dim, variant, batch_invariant)
-    return _softmax_backward(y, dy, dim, variant, batch_invariant)
+    return run_softmax_backward(y, dy, dim, variant, batch_invariant)
 
 
-def _softmax_backward(y, dy, dim, variant, batch_invariant=True):
+def run_softmax_backward(y, dy, dim, variant, batch_invariant=True):
     """The checked path: validates everything, plans and launches."""
     fn = "kernels_cuda.softmax_backward"
     ops = arrays.backend(y, fn)
@@ -122,7 +122,7 @@ def _softmax_backward(y, dy, dim, variant, batch_invariant=True):
         raise ValueError(f"{fn}: dy is on device {ops.device_id(dy)}, y on device {device_id}")
     shape = tuple(y.shape)
     if y.ndim == 0:  # one element: its softmax is 1 and the gradient is 0 (dy - dy)
-        dx = _softmax_backward(ops.reshape(y, (1,)), ops.reshape(dy, (1,)), 0, variant, batch_invariant)
+        dx = run_softmax_backward(ops.reshape(y, (1,)), ops.reshape(dy, (1,)), 0, variant, batch_invariant)
         return ops.reshape(dx, ())
     if y.shape[d] > lt.MAX_N:
         raise ValueError(
@@ -159,18 +159,18 @@ def _softmax_backward(y, dy, dim, variant, batch_invariant=True):
         vec,
         same_offsets,
     )
-    run = _runs.get(key)
+    run = row_runs.get(key)
     if run is None:
         rows = cached_row_plan(variant, N, dtype, vec, device, cfg, same_offsets, plan_m)
-        if len(_runs) >= MAX_CACHED_CALLS:
-            _runs.clear()
-        run = _runs[key] = _RowsRun(rows, device_id, N, strides)
+        if len(row_runs) >= MAX_CACHED_CALLS:
+            row_runs.clear()
+        run = row_runs[key] = _RowsRun(rows, device_id, N, strides)
     if not device_props.launched(run, device_id, run.cluster, ops.stream(y), M, *pointers):
         # the device refused the cluster: planned again, clusters of at most 8 blocks
-        return _softmax_backward(y, dy, dim, variant, batch_invariant)
-    if ops is arrays._TorchOps and d == last and strides == (N,) * 3 and dim.__class__ is int:
+        return run_softmax_backward(y, dy, dim, variant, batch_invariant)
+    if ops is arrays.TorchOps and d == last and strides == (N,) * 3 and dim.__class__ is int:
         if batch_invariant is True and y.is_contiguous() and dy.is_contiguous():
-            if len(_dense_calls) >= MAX_CACHED_CALLS:
-                _dense_calls.clear()
-            _dense_calls[_dense_key(y, dy, dim, variant)] = run
+            if len(dense_calls) >= MAX_CACHED_CALLS:
+                dense_calls.clear()
+            dense_calls[_dense_key(y, dy, dim, variant)] = run
     return ops.moveaxis(moved, last, d) if d != last else moved

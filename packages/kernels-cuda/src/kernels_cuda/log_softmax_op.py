@@ -100,7 +100,7 @@ def check_dim(x: torch.Tensor, dim, fn: str) -> int:
 
 def new_output(shape, like: torch.Tensor) -> torch.Tensor:
     out = torch.empty(shape, dtype=like.dtype, device=like.device)
-    if arrays._poison:
+    if arrays.poisoning:
         out.fill_(math.nan)
     return out
 

@@ -21,17 +21,17 @@ def set_auto_config(**changes) -> AutoConfig:
 
 
 # Bounded: a long-running program sees any number of shapes, and these stay a few MB.
-_plan = lru_cache(maxsize=4096)(plan)
-_prepare = lru_cache(maxsize=4096)(prepare)
+cached_plan = lru_cache(maxsize=4096)(plan)
+cached_prepare = lru_cache(maxsize=4096)(prepare)
 
 # The call objects softmax_variants makes, filled there; emptied, never rebound, so that the
 # names it imports stay these dicts.
-_calls: dict[tuple, object] = {}  # (Prepared, backend, device) -> softmax_variants._Call
-_torch_calls: dict[tuple, object] = {}  # a torch call's layout key (softmax_variants._torch_key) -> _Call
+prepared_calls: dict[tuple, object] = {}  # (Prepared, backend, device) -> softmax_variants._Call
+torch_calls: dict[tuple, object] = {}  # a torch call's layout key (softmax_variants._torch_key) -> _Call
 # dense torch rows: (N, dtype, device, 16-byte alignment, variant) -> RowsCall. A fresh y is on a
 # 16-byte boundary with rows of stride N, as x's, so x's alignment alone decides whether their rows
 # share offsets (`offsets_match`): the plan for one key suits every call that finds it.
-_rows_calls: dict[tuple, RowsCall] = {}
+rows_calls: dict[tuple, RowsCall] = {}
 
 
 # The modules of the torch-only ops (log_softmax, the cross-entropy) whose plans clear_caches drops
@@ -51,11 +51,11 @@ def clear_caches() -> None:
             module.forget_plans()
     picks.forget()
     backward_call.cached_row_plan.cache_clear()
-    backward_call._runs.clear()
-    backward_call._dense_calls.clear()
+    backward_call.row_runs.clear()
+    backward_call.dense_calls.clear()
     cached_row_plan.cache_clear()
-    _plan.cache_clear()
-    _prepare.cache_clear()
-    _calls.clear()
-    _torch_calls.clear()
-    _rows_calls.clear()
+    cached_plan.cache_clear()
+    cached_prepare.cache_clear()
+    prepared_calls.clear()
+    torch_calls.clear()
+    rows_calls.clear()

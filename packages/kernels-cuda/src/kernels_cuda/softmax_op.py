@@ -50,7 +50,7 @@ _DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 @torch.library.custom_op("kernels_cuda::softmax", mutates_args=())
 def softmax(x: torch.Tensor, dim: int, variant: str, batch_invariant: bool) -> torch.Tensor:
-    return softmax_variants._softmax(x, dim, variant, None, batch_invariant)
+    return softmax_variants.run_softmax(x, dim, variant, None, batch_invariant)
 
 
 @softmax.register_fake
@@ -62,7 +62,7 @@ def _softmax_fake(x, dim, variant, batch_invariant):
 def softmax_backward(
     y: torch.Tensor, dy: torch.Tensor, dim: int, variant: str, batch_invariant: bool
 ) -> torch.Tensor:
-    return backward_call._softmax_backward(y, dy, dim, variant, batch_invariant)
+    return backward_call.run_softmax_backward(y, dy, dim, variant, batch_invariant)
 
 
 @softmax_backward.register_fake

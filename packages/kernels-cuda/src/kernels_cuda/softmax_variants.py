@@ -81,13 +81,13 @@ from kernels_cuda.launch_types import (  # noqa: F401
     reduction_order,
 )
 from kernels_cuda.softmax_caches import (  # noqa: F401
-    _calls,
-    _plan,
-    _prepare,
-    _rows_calls,
-    _torch_calls,
+    cached_plan,
+    cached_prepare,
     clear_caches,
+    prepared_calls,
+    rows_calls,
     set_auto_config,
+    torch_calls,
 )
 from kernels_cuda.softmax_launch import RowsCall, packed_launch
 from kernels_cuda.softmax_plans import VARIANTS, AutoConfig, plan, row_plan, specializations  # noqa: F401
@@ -124,10 +124,10 @@ class _Call:
     def torch(self, x, x_ptr: int, device_index: int):
         """The call for a torch tensor without out=, for what `softmax`'s own dense path leaves."""
         if self.dense_run is not None:
-            y = _empty_like(x)
-            if arrays._poison:
+            y = empty_like(x)
+            if arrays.poisoning:
                 y.fill_(math.nan)
-            self.run(_current_stream(device_index), x_ptr, y.data_ptr())
+            self.run(current_stream(device_index), x_ptr, y.data_ptr())
             return y
         return self(x, x_ptr)
 
@@ -169,18 +169,18 @@ def _torch_key(x, ptr: int, dim: int, variant: str) -> tuple:
 # importing this module needs no torch, and a global is the cheapest thing to look up per call.
 
 
-def _empty_like(x):
-    global _empty_like
+def empty_like(x):  # noqa: F811 - rebinds itself on first use
+    global empty_like
     import torch
 
-    _empty_like = torch.empty_like
-    return _empty_like(x)
+    empty_like = torch.empty_like
+    return empty_like(x)
 
 
-def _current_stream(device_index: int) -> int:
-    global _current_stream
-    _current_stream = arrays.torch_stream_getter()
-    return _current_stream(device_index)
+def current_stream(device_index: int) -> int:  # noqa: F811 - rebinds itself on first use
+    global current_stream
+    current_stream = arrays.torch_stream_getter()
+    return current_stream(device_index)
 
 
 def _grad_enabled() -> bool:
@@ -191,18 +191,18 @@ def _grad_enabled() -> bool:
     return _grad_enabled()
 
 
-def _tracing() -> bool:
+def tracing() -> bool:  # noqa: F811 - rebinds itself on first use
     """torch.compile or torch.export is tracing (False while torch is not even imported)."""
-    global _tracing
+    global tracing
     torch = sys.modules.get("torch")
     if torch is None or not hasattr(torch, "compiler"):
         return False
-    _tracing = torch.compiler.is_compiling
-    return _tracing()
+    tracing = torch.compiler.is_compiling
+    return tracing()
 
 
 if "torch" in sys.modules and hasattr(sys.modules["torch"], "compiler"):
-    _tracing = sys.modules["torch"].compiler.is_compiling  # noqa: F811 - bound now if it can be
+    tracing = sys.modules["torch"].compiler.is_compiling  # noqa: F811 - bound now if it can be
 
 
 def softmax(x, dim: int = -1, variant: str = "auto", *, out=None, batch_invariant: bool = True):
@@ -220,7 +220,7 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None, batch_invarian
     with the same dim and variant goes straight to its cached call: one dictionary lookup, the
     output's allocation and one driver call, all from here when x is dense. A dense one of a new
     row count takes its row plan's launch (`RowsCall`)."""
-    if _tracing():
+    if tracing():
         from kernels_cuda import softmax_op
 
         return softmax_op.through_op(x, dim, variant, out, batch_invariant)
@@ -230,42 +230,42 @@ def softmax(x, dim: int = -1, variant: str = "auto", *, out=None, batch_invarian
             if not ptr or (x.requires_grad and _grad_enabled()):  # no data (empty, fake); autograd
                 call = rows = None
             elif x.is_contiguous():
-                call = _torch_calls.get((x.shape, x.dtype, device_index, ptr & 15, dim, variant))
-                rows = _rows_calls.get((x.shape[-1], x.dtype, device_index, ptr & 15, variant)) if (
+                call = torch_calls.get((x.shape, x.dtype, device_index, ptr & 15, dim, variant))
+                rows = rows_calls.get((x.shape[-1], x.dtype, device_index, ptr & 15, variant)) if (
                     call is None and x.ndim and (dim == -1 or dim == x.ndim - 1)
                 ) else None  # fmt: skip
             else:
-                call = _torch_calls.get((x.shape, x.stride(), x.dtype, device_index, ptr & 15, dim, variant))
+                call = torch_calls.get((x.shape, x.stride(), x.dtype, device_index, ptr & 15, dim, variant))
                 rows = None
         except (AttributeError, RuntimeError):  # not a torch tensor; a fake one (no data)
             call = rows = None
         if call is not None:
             run = call.dense_run
-            if run is None or arrays._poison:
+            if run is None or arrays.poisoning:
                 return call.torch(x, ptr, device_index)
-            y = _empty_like(x)
-            run(_current_stream(device_index), ptr, y.data_ptr())
+            y = empty_like(x)
+            run(current_stream(device_index), ptr, y.data_ptr())
             return y
         if rows is not None and x.numel():
-            y = _empty_like(x)
-            if arrays._poison:
+            y = empty_like(x)
+            if arrays.poisoning:
                 y.fill_(math.nan)
-            rows(_current_stream(device_index), ptr, y.data_ptr(), x.numel() // x.shape[-1])
+            rows(current_stream(device_index), ptr, y.data_ptr(), x.numel() // x.shape[-1])
             return y
     return _routed(x, dim, variant, out, batch_invariant)
 
 
 def _routed(x, dim, variant, out, batch_invariant):
-    """A torch tensor that needs autograd, or a fake one, through the torch op; else `_softmax`."""
-    if arrays._is_torch(x):
+    """A torch tensor that needs autograd, or a fake one, through the torch op; else `run_softmax`."""
+    if arrays.is_torch(x):
         from kernels_cuda import softmax_op
 
         if softmax_op.needs_op(x):
             return softmax_op.through_op(x, dim, variant, out, batch_invariant)
-    return _softmax(x, dim, variant, out, batch_invariant)
+    return run_softmax(x, dim, variant, out, batch_invariant)
 
 
-def _softmax(x, dim, variant, out, batch_invariant=True):
+def run_softmax(x, dim, variant, out, batch_invariant=True):
     """The checked path: validates everything, then prepares (cached by layout) and runs."""
     fn = "kernels_cuda.softmax"
     ops = arrays.backend(x, fn)
@@ -280,12 +280,12 @@ def _softmax(x, dim, variant, out, batch_invariant=True):
     if out is not None:
         _check_out(ops, out, shape, dtype, device_id, fn)
     if x.ndim == 0:  # one element: softmax over a 1-element row
-        y = _softmax(
+        y = run_softmax(
             ops.reshape(x, (1,)), 0, variant, None if out is None else ops.reshape(out, (1,)), batch_invariant
         )
         return out if out is not None else ops.reshape(y, ())
     x_ptr = ops.ptr(x)
-    prepared = _prepare(
+    prepared = cached_prepare(
         shape,
         ops.strides(x),
         dtype,
@@ -301,24 +301,24 @@ def _softmax(x, dim, variant, out, batch_invariant=True):
         return out if out is not None else ops.empty(shape, x)
     try:
         key = (prepared, ops.kind, device_id)
-        call = _calls.get(key)
+        call = prepared_calls.get(key)
         if call is None:
-            call = _calls[key] = _Call(prepared, ops, device_id)
+            call = prepared_calls[key] = _Call(prepared, ops, device_id)
         result = call(x, x_ptr, out)
     except Exception as exc:  # a cluster the device refused: planned again with at most 8 blocks
         if not device_props.refused(exc, device_id, prepared.launch.spec.cluster):
             raise
-        return _softmax(x, dim, variant, out, batch_invariant)
-    if out is None and ops is arrays._TorchOps and dim.__class__ is int and batch_invariant is True:
-        if max(len(_torch_calls), len(_calls), len(_rows_calls)) >= MAX_CACHED_CALLS:
-            _torch_calls.clear()
-            _calls.clear()
-            _rows_calls.clear()
-        _torch_calls[_torch_key(x, x_ptr, dim, variant)] = call
+        return run_softmax(x, dim, variant, out, batch_invariant)
+    if out is None and ops is arrays.TorchOps and dim.__class__ is int and batch_invariant is True:
+        if max(len(torch_calls), len(prepared_calls), len(rows_calls)) >= MAX_CACHED_CALLS:
+            torch_calls.clear()
+            prepared_calls.clear()
+            rows_calls.clear()
+        torch_calls[_torch_key(x, x_ptr, dim, variant)] = call
         if call.dense_run is not None and x.is_contiguous():
             key = (prepared.N, x.dtype, x.get_device(), x_ptr & 15, variant)
-            if key not in _rows_calls:
-                _rows_calls[key] = RowsCall(prepared.rows, device_id, prepared.N)
+            if key not in rows_calls:
+                rows_calls[key] = RowsCall(prepared.rows, device_id, prepared.N)
     return result
 
 

@@ -40,7 +40,7 @@ LSE_DTYPE = torch.float64  # the rows' saved lse: max + log s, exactly (09's hea
 
 def _empty(n: int, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     out = torch.empty(n, dtype=dtype, device=like.device)
-    if arrays._poison:
+    if arrays.poisoning:
         out.fill_(math.nan)
     return out
 

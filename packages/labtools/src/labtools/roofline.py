@@ -145,7 +145,7 @@ def pick_shape(sweep: Sweep, preferred: Shape = PREFERRED_SHAPE) -> Shape:
     return max(set(shapes), key=lambda s: (shapes.count(s), math.prod(s)))
 
 
-def _device_name(sweep: Sweep) -> str:
+def device_name_of(sweep: Sweep) -> str:
     devices = sweep.environment.get("devices") or []
     if sweep.device == "cuda" and devices:
         return devices[0]["name"]
@@ -155,7 +155,7 @@ def _device_name(sweep: Sweep) -> str:
 # --- the lab text's figure -----------------------------------------------------------
 
 
-def _seed_records(sweep: Sweep, shape: Shape) -> dict[str, BenchRecord]:
+def seed_records(sweep: Sweep, shape: Shape) -> dict[str, BenchRecord]:
     """seed name -> record at `shape` in fp32, for the seed dots and torch.compile present."""
     by_impl = {r.impl: r for r in sweep.at(shape, SEED_DTYPE)}
     return {name: by_impl[impl] for name, impl in (*SEED_DOTS, COMPILE_DOT) if impl in by_impl}
@@ -166,7 +166,7 @@ def seed_shape(sweep: Sweep, preferred: Shape = PREFERRED_SHAPE) -> Shape | None
     fp32, else the largest such shape; failing that, the shape with the most seed dots
     (`preferred`, then the largest, wins ties); None when no seed kernel ran at all."""
     shapes = list(dict.fromkeys(tuple(r.shape) for r in sweep.records if r.dtype == SEED_DTYPE))
-    count = {sh: sum(n in _seed_records(sweep, sh) for n, _ in SEED_DOTS) for sh in shapes}
+    count = {sh: sum(n in seed_records(sweep, sh) for n, _ in SEED_DOTS) for sh in shapes}
     full = [sh for sh in shapes if count[sh] == len(SEED_DOTS)]
     if tuple(preferred) in full:
         return tuple(preferred)
@@ -176,7 +176,7 @@ def seed_shape(sweep: Sweep, preferred: Shape = PREFERRED_SHAPE) -> Shape | None
     return max(some, key=lambda sh: (count[sh], sh == tuple(preferred), math.prod(sh))) if some else None
 
 
-def _reference(sweep: Sweep, shape: Shape) -> BenchRecord | None:
+def reference_record(sweep: Sweep, shape: Shape) -> BenchRecord | None:
     return next((r for r in sweep.at(shape, SEED_DTYPE) if r.ref == r.impl), None)
 
 
@@ -186,9 +186,9 @@ def seed_summary(sweep: Sweep, shape: Shape | None = None, file: str = "roofline
     shape = tuple(shape) if shape else seed_shape(sweep)
     if shape is None:
         return None
-    roof_list = roofs(sweep.ceilings, _device_name(sweep))
-    recs = _seed_records(sweep, shape)
-    ref = _reference(sweep, shape)
+    roof_list = roofs(sweep.ceilings, device_name_of(sweep))
+    recs = seed_records(sweep, shape)
+    ref = reference_record(sweep, shape)
 
     def entry(r: BenchRecord) -> dict:
         (dot,) = dots([r], roof_list)
@@ -254,7 +254,7 @@ def write_plots(sweep: Sweep, out_dir: Path, shape: Shape | None = None) -> list
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     roof_name, frac_name = plot_names(sweep.op)
-    seeded = sweep.op == "softmax" and (shape and _seed_records(sweep, tuple(shape)) or seed_shape(sweep))
+    seeded = sweep.op == "softmax" and (shape and seed_records(sweep, tuple(shape)) or seed_shape(sweep))
     if seeded:
         jobs = [(plot_seed_roofline, roof_name, {"shape": shape})]
     else:

@@ -25,8 +25,8 @@ from labtools.ops import get_op
 from labtools.roofline import (
     MARKERS,
     REFERENCE_COLOR,
-    _device_name,
     attainable_tflops,
+    device_name_of,
     dots,
     pick_shape,
     primary,
@@ -133,7 +133,7 @@ def plot_roofline(
             raise ValueError(f"the sweep has no records at {shape_str(shape)}")
         where = f"shape {shape_str(shape)}"
     many = len({tuple(r.shape) for r in records}) > 1
-    device = _device_name(sweep)
+    device = device_name_of(sweep)
     roof_list = roofs(sweep.ceilings, device)
     points = dots(records, roof_list)
     record_of = {id(d): r for d, r in zip(points, records)}
@@ -354,7 +354,7 @@ def plot_frac_of_copy(sweep: Sweep, path: Path | None = None):
     )
     copy = f"measured copy {sweep.ceilings.copy_gbps:,.0f} GB/s = 1.0" if measured and sweep.ceilings else ""
     fig.suptitle(
-        f"{sweep.op}: fraction of copy bandwidth vs row length on {_device_name(sweep)}", fontsize=12
+        f"{sweep.op}: fraction of copy bandwidth vs row length on {device_name_of(sweep)}", fontsize=12
     )
     fig.text(0.07, 0.045, f"Cost model: {get_op(sweep.op).cost_note}. {copy}.", fontsize=7.5)
     fig.text(

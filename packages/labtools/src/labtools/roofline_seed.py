@@ -13,14 +13,14 @@ from labtools.roofline import (
     REFERENCE_COLOR,
     SEED_DOTS,
     SEED_DTYPE,
-    _device_name,
-    _reference,
-    _seed_records,
     attainable_tflops,
+    device_name_of,
     dots,
     primary,
+    reference_record,
     ridge_intensity,
     roofs,
+    seed_records,
     seed_shape,
 )
 from labtools.roofline_plot import colors_for, mark_flagged, new_figure, save, spread
@@ -36,9 +36,9 @@ def plot_seed_roofline(sweep: Sweep, shape: Shape | None = None, path: Path | No
     shape = tuple(shape) if shape else seed_shape(sweep)
     if shape is None:
         raise ValueError("no seed kernel (naive, smem, fused, Triton) in the sweep")
-    recs = _seed_records(sweep, shape)
-    ref = _reference(sweep, shape)
-    device = _device_name(sweep)
+    recs = seed_records(sweep, shape)
+    ref = reference_record(sweep, shape)
+    device = device_name_of(sweep)
     roof_list = roofs(sweep.ceilings, device)
     bw, peak = primary(roof_list, "bandwidth"), primary(roof_list, "compute")
     points = {name: d for name, d in zip(recs, dots(list(recs.values()), roof_list))}
