@@ -7,13 +7,13 @@ Run: scripts/test-in-place tests/kernels_cuda/test_cuda_cluster_launch_refused.p
 
 from __future__ import annotations
 
-import ctypes
 import warnings
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
+from cuda_host_launch import HostLaunch
 from cuda_refusal_helpers import REFUSAL, raising
 from cuda_xent_helpers import _close, _ours, _reference
 from kernels_cuda import _driver, arrays, codegen, device_props
@@ -28,53 +28,34 @@ from labtools.ops import log_softmax_ref, softmax_ref, tolerance
 # --- CPU: every op's launch site, the first cluster past 8 blocks refused --------------------------
 
 
-class _HostLaunch:
-    """Stands in for codegen.packed's PackedLaunch: the softmax or its backward computed over CPU
-    memory from the packed arguments (float64), except that a launch of a cluster past 8 blocks
-    raises as a refusing device's does. `tried`: the cluster size of every launch, in order."""
+class _RefusingLaunch(HostLaunch):
+    """HostLaunch, but a launch of a cluster past 8 blocks raises `error`, as a refusing device's does.
+    `tried`: the cluster size of every launch, in order."""
 
     tried: list[int] = []
     error: Exception = RuntimeError(REFUSAL)
 
-    def __init__(self, spec, device_id, grid, block, shared_mem, types, values):
-        self.spec, self.values = spec, list(values)
-
-    def _rows(self, address, stride, m, n):
-        size = np.dtype(self.spec.dtype).itemsize
-        flat = np.ctypeslib.as_array((ctypes.c_byte * (((m - 1) * stride + n) * size)).from_address(address))
-        return np.lib.stride_tricks.as_strided(flat.view(self.spec.dtype), (m, n), (stride * size, size))
-
     def __call__(self, stream, *pointers):
-        _HostLaunch.tried.append(self.spec.cluster)
+        _RefusingLaunch.tried.append(self.spec.cluster)
         if self.spec.cluster > 8:
-            raise _HostLaunch.error
-        if "backward" in self.spec.kernel:
-            m, n, ys, dys, dxs = (int(v) for v in self.values[3:8])
-            y, dy = (self._rows(p, s, m, n).astype(np.float64) for p, s in zip(pointers, (ys, dys)))
-            self._rows(pointers[2], dxs, m, n)[...] = y * (dy - (y * dy).sum(-1, keepdims=True))
-            return
-        m, n, xs, ys = (int(v) for v in self.values[2:6])
-        self._rows(pointers[1], ys, m, n)[...] = softmax_ref(self._rows(pointers[0], xs, m, n), axis=-1)
+            raise _RefusingLaunch.error
+        super().__call__(stream, *pointers)
 
     two = __call__
-
-    def rows(self, stream, grid, m_slot, M, *pointers):
-        self.values[m_slot] = M
-        self(stream, *pointers)
 
 
 @pytest.fixture
 def host(no_device_refused, monkeypatch):
     """CPU torch tensors as device 0's, an H100 (device_for, which follows REFUSED_CLUSTER16), the
-    launches `_HostLaunch`'s."""
-    monkeypatch.setattr(codegen, "packed", _HostLaunch)
+    launches `_RefusingLaunch`'s."""
+    monkeypatch.setattr(codegen, "packed", _RefusingLaunch)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
     monkeypatch.setattr(arrays.TorchOps, "stream", staticmethod(lambda x: 0))
     monkeypatch.setattr(variants, "current_stream", lambda device_index: 0)
     monkeypatch.setattr(device_props, "_device_props", lambda device_id: H100)
-    monkeypatch.setattr(_HostLaunch, "tried", [])
-    monkeypatch.setattr(_HostLaunch, "error", RuntimeError(REFUSAL))
-    return _HostLaunch.tried
+    monkeypatch.setattr(_RefusingLaunch, "tried", [])
+    monkeypatch.setattr(_RefusingLaunch, "error", RuntimeError(REFUSAL))
+    return _RefusingLaunch.tried
 
 
 def _once_refused(call):
@@ -118,7 +99,7 @@ def test_the_softmax_backward_plans_again_where_its_cluster_is_refused(host):
 
 
 def test_a_launch_error_that_is_no_refusal_is_raised_as_it_was(host):
-    error = _HostLaunch.error = RuntimeError("CUDA error: an illegal memory access was encountered")
+    error = _RefusingLaunch.error = RuntimeError("CUDA error: an illegal memory access was encountered")
     for call in (lambda: variants.softmax(torch.randn(2, 262144)),
                  lambda: softmax_backward(*(torch.randn(2, 262144),) * 2)):  # fmt: skip
         with pytest.raises(RuntimeError) as info:

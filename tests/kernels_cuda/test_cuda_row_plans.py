@@ -3,11 +3,10 @@ fake implementations, and the float64 kernel's offline compile."""
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 import torch
+from cuda_host_launch import HostLaunch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels_cuda import arrays, backward_plans, codegen, launch_types, softmax_op
@@ -127,47 +126,15 @@ def test_grid_follows_from_the_row_plan_by_integer_arithmetic():
             assert launch.grid * rows.rows_per_step >= min(M * rows.group, variants.MAX_GRID - rows.group)
 
 
-class _HostLaunch:
-    """Stands in for codegen.packed's PackedLaunch: computes the softmax (or its backward) the
-    packed arguments ask for over CPU memory, in float64, and counts packings."""
-
-    packed = 0
-
-    def __init__(self, spec, device_id, grid, block, shared_mem, types, values):
-        _HostLaunch.packed += 1
-        self.spec, self.values = spec, list(values)
-
-    def _rows(self, address, stride, m, n):
-        size = np.dtype(self.spec.dtype).itemsize
-        flat = np.ctypeslib.as_array((ctypes.c_byte * (((m - 1) * stride + n) * size)).from_address(address))
-        return np.lib.stride_tricks.as_strided(flat.view(self.spec.dtype), (m, n), (stride * size, size))
-
-    def __call__(self, stream, *pointers):
-        if "backward" in self.spec.kernel:
-            m, n, ys, dys, dxs = (int(v) for v in self.values[3:8])
-            y, dy = (self._rows(p, s, m, n).astype(np.float64) for p, s in zip(pointers, (ys, dys)))
-            self._rows(pointers[2], dxs, m, n)[...] = y * (dy - (y * dy).sum(-1, keepdims=True))
-            return
-        m, n, xs, ys = (int(v) for v in self.values[2:6])
-        x = self._rows(pointers[0], xs, m, n).astype(np.float64)
-        self._rows(pointers[1], ys, m, n)[...] = softmax_ref(x, axis=-1)
-
-    two = __call__
-
-    def rows(self, stream, grid, m_slot, M, *pointers):
-        self.values[m_slot] = M
-        self(stream, *pointers)
-
-
 @pytest.fixture
 def host(monkeypatch):
-    monkeypatch.setattr(codegen, "packed", _HostLaunch)
+    monkeypatch.setattr(codegen, "packed", HostLaunch)
     monkeypatch.setattr(arrays, "check_device", lambda ops, x, fn: 0)
     monkeypatch.setattr(arrays.TorchOps, "stream", staticmethod(lambda x: 0))
     monkeypatch.setattr(variants, "current_stream", lambda device_index: 0)
     monkeypatch.setattr(variants, "device_for", lambda device_id: variants.H100)
     variants.clear_caches()
-    _HostLaunch.packed = 0
+    HostLaunch.packed = 0
     yield
     variants.clear_caches()
 
@@ -175,13 +142,13 @@ def host(monkeypatch):
 def test_a_new_row_count_needs_no_planning_and_no_packing(host):
     first = torch.randn(5, 600)
     y = variants.softmax(first)
-    planned, packed = variants.cached_row_plan.cache_info().misses, _HostLaunch.packed
+    planned, packed = variants.cached_row_plan.cache_info().misses, HostLaunch.packed
     assert planned == 1
     for M in (1, 7, 300, 1001):
         x = torch.randn(M, 600)
         y = variants.softmax(x)
         np.testing.assert_allclose(y.numpy(), softmax_ref(x.double().numpy(), axis=-1), rtol=1e-6, atol=1e-7)
-    assert variants.cached_row_plan.cache_info().misses == planned and _HostLaunch.packed == packed
+    assert variants.cached_row_plan.cache_info().misses == planned and HostLaunch.packed == packed
     assert variants.cached_prepare.cache_info().misses == 1  # the new row counts never reached prepare
 
 
