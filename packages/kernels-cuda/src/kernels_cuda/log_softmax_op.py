@@ -34,6 +34,7 @@ from kernels_cuda import (
     device_props,
     fused_plans,
     picks,
+    softmax_caches,
     softmax_plans,
 )
 from kernels_cuda import row_kernels as rk
@@ -157,6 +158,9 @@ def forget_plans() -> None:
     AutoConfig or picks, which these plans follow)."""
     registers_plan.cache_clear()
     cluster_plan.cache_clear()
+
+
+softmax_caches.FORGET.append(forget_plans)
 
 
 # --- the op ---------------------------------------------------------------------------------

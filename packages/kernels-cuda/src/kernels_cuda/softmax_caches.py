@@ -4,7 +4,6 @@ after set_auto_config, a tune that wrote new picks, or a device that refused a c
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from functools import lru_cache
 
@@ -34,9 +33,9 @@ torch_calls: dict[tuple, object] = {}  # a torch call's layout key (softmax_vari
 rows_calls: dict[tuple, RowsCall] = {}
 
 
-# The modules of the torch-only ops (log_softmax, the cross-entropy) whose plans clear_caches drops
-# too, by their own `forget_plans`, where they are imported (importing them imports torch).
-FAMILY = ("kernels_cuda.log_softmax_op", "kernels_cuda.xent_launch")
+# The torch-only ops' own plan caches (log_softmax_op, xent_launch): each module adds its
+# `forget_plans` here when it is imported, and clear_caches calls them too.
+FORGET: list = []
 
 
 def clear_caches() -> None:
@@ -45,10 +44,8 @@ def clear_caches() -> None:
     too."""
     from kernels_cuda import backward_call, picks
 
-    for name in FAMILY:
-        module = sys.modules.get(name)
-        if module is not None:
-            module.forget_plans()
+    for forget_plans in FORGET:
+        forget_plans()
     picks.forget()
     backward_call.cached_row_plan.cache_clear()
     backward_call.row_runs.clear()

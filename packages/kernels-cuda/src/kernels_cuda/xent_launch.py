@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from kernels_cuda import arrays, device_props
+from kernels_cuda import arrays, device_props, softmax_caches
 from kernels_cuda import log_softmax_op as rows
 from kernels_cuda import row_kernels as rk
 
@@ -70,6 +70,9 @@ def forget_plans() -> None:
     """Drop the packed launches (softmax_caches.clear_caches: after a device refused a cluster,
     its forward's split is made again)."""
     _runs.clear()
+
+
+softmax_caches.FORGET.append(forget_plans)
 
 
 def _refused(exc: Exception, dtype: str, device_id: int, N: int, smoothing: float, entropy: bool) -> bool:
