@@ -48,10 +48,11 @@ def test_matches_float64(m, n, dtype, pad, seed):
 
 @pytest.mark.gpu
 @needs_sm90
-def test_error_no_worse_than_torch_on_many_rows():
+@pytest.mark.parametrize("n", [131072, 151936])  # one tile a block; two (cluster.tiles)
+def test_error_no_worse_than_torch_on_many_rows(n):
     """Error against float64 at most torch's own backward's on the same input (plus an ulp of
     the largest output: the order of summation differs), fp32, every chunk of a 16-block row."""
-    y, dy = inputs(64, 131072, torch.float32, 11)
+    y, dy = inputs(64, n, torch.float32, 11)
     expected = reference(y, dy)
     ours = backward_poisoned(y, dy).cpu().double().numpy()
     torch_dx = torch._softmax_backward_data(dy, y, -1, torch.float32).cpu().double().numpy()
@@ -82,14 +83,19 @@ def test_non_finite_values_come_out_as_in_torch(dtype, n):
 @pytest.mark.parametrize("n", [131073, 151936, 163839, 163840, 163841, 200000, 262144])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_past_131072_in_blocks_of_16384(dtype, n):
-    """Rows of 131073 to 262144 columns, both directions: the backward and, past 163840, the forward over
-    16 blocks of 16384 elements with capped registers (the 16-bit forward over 4 warps, the fp32 backward
-    over 16, the others over 8), the last blocks partly or wholly past the row's end; the forward up to
-    163840 over two tiles a block (cluster.tiles); rows off 16-byte boundaries (131073, 163839) included."""
+    """Rows of 131073 to 262144 columns, both directions: the 16-bit backward, the backward of rows off 16-byte
+    boundaries and, past 163840, the forward and the fp32 backward over 16 blocks of 16384 elements with
+    capped registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others over 8), the
+    last blocks partly or wholly past the row's end; up to 163840 the forward and the fp32 backward over two
+    tiles a block (cluster.tiles); rows off 16-byte boundaries (131073, 163839) included."""
     warps = 4 if dtype != torch.float32 else 8
     meta = cluster.kernel_for("fwd", n, dtype)[1]
     two = cluster.tiles(n, dtype)
     assert (meta["C"], meta["CHUNK"], meta["CHUNK2"]) == (two[:3] if two else (16, 16384, 0))
+    vec = cluster.packs([torch.empty((1, n), dtype=dtype, device="meta")])
+    meta = cluster.kernel_for("bwd", n, dtype, vec)[1]
+    two_bwd = two if two and dtype == torch.float32 and not vec else None
+    assert (meta["C"], meta["CHUNK"], meta["CHUNK2"]) == (two_bwd[:3] if two_bwd else (16, 16384, 0))
     assert (two is None) == (n > 163840) and cluster.block(n, "fwd", dtype)[:2] == (16384, warps)
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)
     x[0, 0], x[1, -1], x[2, ::9000] = 30, 30, 30

@@ -59,9 +59,10 @@ def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
     row's end computes as much as any), else 16 (the H200 launches no cluster of 9 to 15), and
     of the chunks of 8192 and 4096 the one that leaves fewer lanes past the row; the exchange
     reads SLOTS, C rounded up to a power of two."""
-    metas = [cluster.kernel_for("bwd", n, torch.float32, 0, op)[1] for op in ("softmax", "log_softmax")]
-    if cluster.tiles(n, torch.float32) is None:  # else the forwards' two tiles: the test below
-        metas += [cluster.kernel_for("fwd", n, torch.float32, 0, op)[1] for op in ("softmax", "log_softmax")]
+    metas = [cluster.kernel_for("bwd", n, torch.bfloat16, 0, op)[1] for op in ("softmax", "log_softmax")]
+    if cluster.tiles(n, torch.float32) is None:  # else fp32's two tiles: the test below
+        for op in ("softmax", "log_softmax"):
+            metas += [cluster.kernel_for(d, n, torch.float32, 0, op)[1] for d in ("fwd", "bwd")]
         metas.append(xent_cluster.kernel_for(n, torch.float32)[1])
     for meta in metas:
         assert (meta["CHUNK"], meta["C"]) == (chunk, c), meta
@@ -124,6 +125,22 @@ def test_the_forward_past_131072_takes_two_tiles_reaching_the_row(n, dtype, op):
     if second:
         assert second % pack_a_thread == 0
         assert (c, first, second, warps, cap) == cluster.tiles(n, dtype)
+
+
+@pytest.mark.parametrize("n", list(TWO_TILE_BLOCKS))
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_the_fp32_backward_of_whole_packs_takes_the_forwards_tiles(n, op):
+    """The fp32 backward of rows of whole 16-byte packs takes the forward's blocks (TWO_TILE_BLOCKS), its two
+    tiles in the forward's warps (its second tile is sized for them) under the backward's cap (cluster.block);
+    rows off 16-byte boundaries and 16-bit rows keep one tile."""
+    c, first, second = TWO_TILE_BLOCKS[n][0]
+    _, meta, warps, cap = cluster.kernel_for("bwd", n, torch.float32, 0, op)
+    assert (meta["C"], meta["CHUNK"], meta["CHUNK2"]) == (c, first, second)
+    if second:
+        assert (warps, cap) == (cluster.tiles(n, torch.float32)[3], cluster.block(n, "bwd", torch.float32)[2])
+        assert meta["THREADS"] == 32 * warps
+    for dtype, vec in ((torch.float32, 4), (torch.bfloat16, 0), (torch.float16, 8)):
+        assert cluster.kernel_for("bwd", n, dtype, vec, op)[1]["CHUNK2"] == 0
 
 
 def test_packs_splits_odd_rows_where_every_tensor_sits_at_the_same_offset():

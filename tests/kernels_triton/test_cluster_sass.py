@@ -17,6 +17,7 @@ OFFLINE_CASES = {  # name: (direction, N, dtype), compiled as a launch on contig
     "bwd 131072 bf16": ("bwd", 131072, "bfloat16"),
     "bwd 262144 fp16": ("bwd", 262144, "float16"),
     "bwd 262144 fp32": ("bwd", 262144, "float32"),
+    "bwd 151936 fp32, two tiles": ("bwd", 151936, "float32"),
     "fwd 50257 bf16, head and tail": ("fwd", 50257, "bfloat16"),
     "bwd 70001 fp32, head and tail": ("bwd", 70001, "float32"),
 }
@@ -32,7 +33,8 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     exponentials across the exchange (HOLD_EXPS): one MUFU.EX2 an element a thread, and a few for
     the merge. The 16-bit forward reduces its chunk once, (max, sum) pairs (dsmem.partial): 3
     block barriers, where a max and then a sum take 5 or 6 (two tiles: once a tile). Two-tile blocks
-    (cluster.tiles) keep TWO_TILES' register caps unspilled."""
+    (cluster.tiles) keep TWO_TILES' register caps unspilled; the fp32 backward's hold y and dy of both tiles
+    unspilled, two blocks an SM."""
     code = (
         "import json, torch\n"
         "from sass_tools import compile_cluster, memory_instructions, resources, sass\n"
@@ -54,6 +56,9 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     assert found["fwd 131072 bf16"]["registers"] <= 64, found["fwd 131072 bf16"]
     assert found["bwd 131072 bf16"]["registers"] <= 128, found["bwd 131072 bf16"]
     assert found["bwd 262144 fp32"]["registers"] <= 128 and found["bwd 262144 fp32"]["stack"] == 0
+    two_tiles = found["bwd 151936 fp32, two tiles"]  # y and dy unspilled, two blocks an SM
+    threads = cluster.kernel_for("bwd", 151936, torch.float32)[1]["THREADS"]
+    assert 2 * threads * two_tiles["registers"] <= 65536 and two_tiles["stack"] == 0, two_tiles
     for case in (
         "fwd 131072 fp32",
         "fwd 200000 fp32",
@@ -88,6 +93,7 @@ FAMILY_CASES = {  # name: (op, direction, N, dtype)
     "log_softmax fwd 50257 fp32, head and tail": ("log_softmax", "fwd", 50257, "float32"),
     "log_softmax bwd 70001 bf16, head and tail": ("log_softmax", "bwd", 70001, "bfloat16"),
     "log_softmax bwd 262144 fp32": ("log_softmax", "bwd", 262144, "float32"),
+    "log_softmax bwd 151936 fp32, two tiles": ("log_softmax", "bwd", 151936, "float32"),
 }
 
 

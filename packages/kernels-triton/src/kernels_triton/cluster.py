@@ -3,8 +3,9 @@ row of up to MAX_COLS columns over the C blocks (blocks()) of a thread-block clu
 row would read it twice and leave SMs idle at few rows. The blocks, scheduled together, each read and
 write their chunk once, push their partial (forward: the chunk's max m and sum of exp(x - m); backward:
 its sum of y * dy, or of dy for log_softmax) into every block's shared memory (dsmem.exchange) and merge
-the C partials: no scratch buffer, no polling. Which rows take it: applies(); the forward's blocks hold one
-tile, or two up to 163840 columns (tiles()). A device that refuses clusters of 16 blocks: launched().
+the C partials: no scratch buffer, no polling. Which rows take it: applies(); a block holds one tile, or
+two up to 163840 columns (tiles(): the forwards, and the fp32 backward of rows of whole packs). A device that
+refuses clusters of 16 blocks: launched().
 
 Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and launched with
 num_ctas = C in its launch metadata, M * C blocks, block b rank b % C of row b // C. A row's split (chunks;
@@ -100,10 +101,10 @@ def packs(tensors: list[torch.Tensor]) -> int:
 # (warps, register cap) by fp32 of log_softmax's forward past 8192 * MAX_CLUSTER columns: x unspilled
 # across the exchange, SMs shared so that one block's loads overlap another's exchange; each the H100's best.
 LONG_LOG_FWD = {True: (8, 128), False: (8, 80)}
-# The forwards' blocks from 131073 to 163840 columns (softmax, log_softmax, cross-entropy), by fp32: (C, first
-# tile, warps, register cap, widest second tile); one 16384-wide tile over 16 blocks leaves up to 7/16 of its
-# lanes past the row, their registers held. fp32: 16 blocks, three an SM unspilled; 16-bit: 8 blocks, 80
-# elements a thread held packed, four blocks an SM in 64 registers.
+# Blocks from 131073 to 163840 columns, by fp32: (C, first tile, warps, register cap, widest second tile); one
+# 16384-wide tile over 16 blocks leaves up to 7/16 of its lanes past the row, their registers held. The forwards:
+# fp32 16 blocks, three an SM unspilled; 16-bit 8 blocks, 80 elements a thread packed, four an SM in 64 registers.
+# The fp32 backward of whole packs, under its own cap (block()): y and dy of both tiles, two blocks an SM.
 TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
 
 
@@ -124,20 +125,18 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     chunk, warps, maxnreg = block(n_cols, direction, dtype)  # the same chunk both directions, every dtype
     if op == "log_softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
         warps, maxnreg = LONG_LOG_FWD[dtype == torch.float32]
-    c, chunk2, log = blocks(n_cols, chunk), 0, op == "log_softmax"
-    if direction == "fwd" and (two := tiles(n_cols, dtype)) is not None:
-        c, chunk, chunk2, warps, maxnreg = two
-    sizes = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk}
+    c, chunk2, log, fp32 = blocks(n_cols, chunk), 0, op == "log_softmax", dtype == torch.float32
+    if (two := tiles(n_cols, dtype)) is not None and (direction == "fwd" or fp32 and not vec):
+        c, chunk, chunk2, warps, maxnreg = two if direction == "fwd" else (*two[:4], maxnreg)
+    sizes = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk, "CHUNK2": chunk2}
     if direction == "bwd":
         return cluster_bwd_kernel, {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps}, warps, maxnreg
-    fp32 = dtype == torch.float32
-    # 16-bit log_softmax blocks of two tiles go masked even where the row fits them exactly: Triton 3.6
-    # spilled the unmasked form
+    # masked where the blocks pass the row, and 16-bit log_softmax's two tiles always (Triton 3.6 spilled unmasked)
     exact = n_cols == c * (chunk + chunk2) and not (log and chunk2 and not fp32)
-    constexprs = {**sizes, "NEEDS_MASK": not exact, "COMPENSATED": fp32, "VEC": vec}
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
         warps = 8  # the warps cover the loads' latency where few rows' clusters fill the card
-    constexprs |= {"HOLD_EXPS": fp32 and not log, "THREADS": 32 * warps, "LOG": log, "CHUNK2": chunk2}
+    constexprs = {**sizes, "NEEDS_MASK": not exact, "COMPENSATED": fp32, "VEC": vec, "HOLD_EXPS": fp32 and not log,
+                  "THREADS": 32 * warps, "LOG": log}  # fmt: skip
     return cluster_fwd_kernel, constexprs, warps, maxnreg
 
 
@@ -165,13 +164,13 @@ def exchange_metadata(compiled, warps: int, c: int) -> tuple[int, tuple]:
 def cluster_fwd_kernel(
     x_ptr, y_ptr, N, x_row_stride, y_row_stride, slot_base,
     C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr,
+    CHUNK2: tl.constexpr,  # > 0: a second tile of the block's columns, past its first CHUNK (tiles())
     NEEDS_MASK: tl.constexpr,  # the row is not exactly C spans
     COMPENSATED: tl.constexpr,  # fp32: the sums carry their rounding errors (row_sum)
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (split_row)
     HOLD_EXPS: tl.constexpr,  # hold exp(x - m) in fp32 across the exchange, not x
     THREADS: tl.constexpr,  # 32 * the launch's warps (partial)
     LOG: tl.constexpr,  # log_softmax: y = (x - M) - log S (x held, not its exponentials)
-    CHUNK2: tl.constexpr,  # > 0: a second tile of the block's columns, past its first CHUNK (tiles())
 ):  # fmt: skip
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)  # int64: row * stride may pass 2**31
@@ -181,12 +180,10 @@ def cluster_fwd_kernel(
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride
     if VEC > 0:  # the body in whole packs, the head and tail (x_edges) an element at a time
-        head, body, in_body, edge_cols, in_edges = D.split_row(
-            row, x_row_stride, 0, rank, N, C, SPAN, CHUNK, VEC
-        )
+        head, body, in_body, edges, in_edges = D.split_row(row, x_row_stride, 0, rank, N, C, SPAN, CHUNK, VEC)
         x_first = x_ptr + tl.multiple_of(row * x_row_stride + head + rank * SPAN, VEC)  # the block's body
         x = tl.load(x_first + tl.arange(0, CHUNK), mask=in_body, other=float("-inf"))
-        x_edges = tl.load(x_row + edge_cols, mask=in_edges, other=float("-inf")).to(tl.float32)
+        x_edges = tl.load(x_row + edges, mask=in_edges, other=float("-inf")).to(tl.float32)
     elif NEEDS_MASK:
         x = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
     else:
@@ -236,7 +233,7 @@ def cluster_fwd_kernel(
         if CHUNK2 > 0:
             tl.store(y_first + lanes2, y2.to(y_ptr.dtype.element_ty), mask=in_row2)
         y_edges = _normalize(x_edges, m, m_row, s_row, False, LOG)  # fp32, not held
-        tl.store(y_row + edge_cols, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
+        tl.store(y_row + edges, y_edges.to(y_ptr.dtype.element_ty), mask=in_edges)
     elif NEEDS_MASK:
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
     else:
@@ -257,18 +254,28 @@ def _normalize(v, m, m_row, s_row, HOLD_EXPS: tl.constexpr, LOG: tl.constexpr):
 
 
 @triton.jit
-def _packed_sum(v, THREADS: tl.constexpr):
-    """A chunk's fp32 sum in dsmem.partial's layout: a 16-byte pack, the thread's R packs, then across threads,
-    so no thread adds all its values in one sequence (the log backward's sum of dy would be no better than torch's)."""
-    pack: tl.constexpr = 128 // v.dtype.primitive_bitwidth
-    v3 = tl.reshape(v.to(tl.float32), [v.shape[0] // (THREADS * pack), THREADS, pack])
-    return tl.sum(tl.sum(tl.sum(v3, 2), 0), 0)
+def _grad_partial(y, dy, LOG: tl.constexpr, THREADS: tl.constexpr):
+    """A tile's share of the row's sum: of y * dy; log_softmax's, of dy in dsmem.partial's layout (a pack, the
+    thread's packs, then across threads): a thread's values in one sequence summed no better than torch."""
+    pack: tl.constexpr = 128 // dy.dtype.primitive_bitwidth
+    if LOG:
+        packs = tl.reshape(dy.to(tl.float32), [dy.shape[0] // (THREADS * pack), THREADS, pack])
+        return tl.sum(tl.sum(tl.sum(packs, 2), 0), 0)
+    else:
+        return tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
+
+
+@triton.jit
+def _grad(y, dy, total, LOG: tl.constexpr):
+    """A tile's dx from the row's sum: dy - exp(y) * total (log_softmax's), else y * (dy - total)."""
+    return D.widen(dy) - exp(D.widen(y)) * total if LOG else D.widen(y) * (D.widen(dy) - total)
 
 
 @triton.jit(do_not_specialize=["slot_base"])
 def cluster_bwd_kernel(
     y_ptr, dy_ptr, dx_ptr, N, y_row_stride, dy_row_stride, dx_row_stride, slot_base,
     C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr,
+    CHUNK2: tl.constexpr,  # > 0 (VEC = 0): a second tile of the block's columns, past its first CHUNK (tiles())
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (split_row)
     LOG: tl.constexpr,  # log_softmax's: dx = dy - exp(y) * sum(dy) (softmax's: y * (dy - sum(y * dy)))
     THREADS: tl.constexpr,  # 32 * the launch's warps (LOG's sum)
@@ -277,39 +284,32 @@ def cluster_bwd_kernel(
     row = (pid // C).to(tl.int64)
     rank = pid % C
     if VEC > 0:  # equal row strides (packs): one offset serves y, dy and dx
-        head, _, in_body, edge_cols, in_edges = D.split_row(
-            row, y_row_stride, 0, rank, N, C, CHUNK, CHUNK, VEC
-        )
+        head, _, in_body, edges, in_edges = D.split_row(row, y_row_stride, 0, rank, N, C, CHUNK, CHUNK, VEC)
         body = tl.multiple_of(row * y_row_stride + head + rank * CHUNK, VEC) + tl.arange(0, CHUNK)
         y = tl.load(y_ptr + body, mask=in_body, other=0.0)
         dy = tl.load(dy_ptr + body, mask=in_body, other=0.0)
-        edges = row * y_row_stride + edge_cols
+        edges += row * y_row_stride  # the head's and tail's columns, in the row
         y_edges = tl.load(y_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
         dy_edges = tl.load(dy_ptr + edges, mask=in_edges, other=0.0).to(tl.float32)
-        if LOG:
-            d = _packed_sum(dy, THREADS) + tl.sum(dy_edges, axis=0)
-        else:
-            d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0) + tl.sum(y_edges * dy_edges, axis=0)
+        d = _grad_partial(y, dy, LOG, THREADS) + tl.sum(dy_edges if LOG else y_edges * dy_edges, axis=0)
     else:
-        cols = rank * CHUNK + tl.arange(0, CHUNK)
-        in_row = cols < N
-        y = tl.load(y_ptr + row * y_row_stride + cols, mask=in_row, other=0.0)
-        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=in_row, other=0.0)
-        if LOG:
-            d = _packed_sum(dy, THREADS)
-        else:
-            d = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=0)
+        cols = rank * (CHUNK + CHUNK2) + tl.arange(0, CHUNK)
+        y = tl.load(y_ptr + row * y_row_stride + cols, mask=cols < N, other=0.0)
+        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=cols < N, other=0.0)
+        d = _grad_partial(y, dy, LOG, THREADS)
+        if CHUNK2 > 0:  # TWO_TILES' rows: y and dy of both tiles held, two blocks an SM
+            cols2 = rank * (CHUNK + CHUNK2) + CHUNK + tl.arange(0, CHUNK2)
+            y2 = tl.load(y_ptr + row * y_row_stride + cols2, mask=cols2 < N, other=0.0)
+            dy2 = tl.load(dy_ptr + row * dy_row_stride + cols2, mask=cols2 < N, other=0.0)
+            d += _grad_partial(y2, dy2, LOG, THREADS)
     _, d_all = D.exchange(0.0, d, slot_base, rank, C, SLOTS)  # the sums as s: unused slots add 0
-    if LOG:
-        dx = D.widen(dy) - exp(D.widen(y)) * tl.sum(d_all, axis=0)
-    else:
-        dx = D.widen(y) * (D.widen(dy) - tl.sum(d_all, axis=0))
+    total = tl.sum(d_all, axis=0)
+    dx = _grad(y, dy, total, LOG).to(dx_ptr.dtype.element_ty)
     if VEC > 0:
-        tl.store(dx_ptr + body, dx.to(dx_ptr.dtype.element_ty), mask=in_body)
-        if LOG:
-            dx_edges = dy_edges - exp(y_edges) * tl.sum(d_all, axis=0)
-        else:
-            dx_edges = y_edges * (dy_edges - tl.sum(d_all, axis=0))
-        tl.store(dx_ptr + edges, dx_edges.to(dx_ptr.dtype.element_ty), mask=in_edges)
+        tl.store(dx_ptr + body, dx, mask=in_body)
+        tl.store(dx_ptr + edges, _grad(y_edges, dy_edges, total, LOG).to(dx.dtype), mask=in_edges)
     else:
-        tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_row)
+        dx_row = dx_ptr + row * dx_row_stride
+        tl.store(dx_row + cols, dx, mask=cols < N)
+        if CHUNK2 > 0:
+            tl.store(dx_row + cols2, _grad(y2, dy2, total, LOG).to(dx.dtype), mask=cols2 < N)
