@@ -21,7 +21,16 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernels_triton import cluster, configs, launch, softmax, softmax_, softmax_backward
+from kernels_triton import (
+    cluster,
+    configs,
+    launch,
+    log_softmax,
+    log_softmax_backward,
+    softmax,
+    softmax_,
+    softmax_backward,
+)
 from kernels_triton.configs import SoftmaxConfig
 from triton_helpers import DEVICE
 
@@ -233,6 +242,29 @@ def test_gpu_odd_rows_keep_their_bits(dtype):
         assert launch.route("softmax_bwd", m, n, dtype, x.device) == "cluster"
         assert cluster.packs([x, x]) == 16 // x.element_size()
     check_rows(x, dy, list(range(0, m, aligned_rows(x))), batch_sizes=(1, 2, 5, 33))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [140000, 151936])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_two_tile_rows_keep_their_bits(n, dtype):
+    """Rows of 131073 to 163840 columns, whose cluster blocks hold two tiles on sm_90 (cluster.tiles: the
+    forwards, and the fp32 backward), softmax and log_softmax, forward and backward: every row against the
+    batches starting there."""
+    m = 9
+    g = torch.Generator(device="cuda").manual_seed(n)
+    x = (torch.randn((m, n), generator=g, device="cuda") * 4).to(dtype)
+    dy = torch.randn((m, n), generator=g, device="cuda").to(dtype)
+    if cluster.applies("bwd", m, n, dtype, x.device) and dtype == torch.float32:
+        assert cluster.kernel_for("bwd", n, dtype, cluster.packs([x, dy, x]))[1]["CHUNK2"] > 0
+    check_rows(x, dy, list(range(0, m, aligned_rows(x))), batch_sizes=(1, 2, 5))
+    y = log_softmax(x)
+    dx = log_softmax_backward(y, dy)
+    for i in range(0, m, aligned_rows(x)):
+        for part in (slice(i, i + 1), slice(i, min(i + 5, m))):
+            assert torch.equal(y[i], log_softmax(x[part])[0]) and torch.equal(
+                dx[i], log_softmax_backward(y[part], dy[part])[0]
+            ), (i, part)
 
 
 @pytest.mark.gpu
