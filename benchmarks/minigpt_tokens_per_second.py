@@ -359,13 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     report = {**environment(torch.device(args.device)), "settings": {
         k: v for k, v in vars(args).items() if k not in ("out",)}}  # fmt: skip
     report |= measure(args)
-    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
-    if args.out:
-        from labtools.atomic import atomic_write_text
+    from labtools.atomic import write_report
 
-        atomic_write_text(args.out, text)
-    else:
-        sys.stdout.write(text)
+    write_report(json.dumps(report, indent=2, allow_nan=False) + "\n", args.out)
     return 0
 
 

@@ -144,13 +144,9 @@ def main(argv: list[str] | None = None) -> int:
               "versions": {"python": platform.python_version(), "torch": torch.__version__,
                            "triton": triton.__version__, "cuda": torch.version.cuda},
               "kernels_triton": importlib.import_module("kernels_triton").__file__, "rows": measure(args)}  # fmt: skip
-    text = json.dumps(report, indent=1) + "\n"
-    if args.out:
-        from labtools.atomic import atomic_write_text
+    from labtools.atomic import write_report
 
-        atomic_write_text(args.out, text)
-    else:
-        sys.stdout.write(text)
+    write_report(json.dumps(report, indent=1) + "\n", args.out)
     return 0
 
 

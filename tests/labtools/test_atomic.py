@@ -1,7 +1,7 @@
 """labtools.atomic: the destination is either the old file or the new one, never a part."""
 
 import pytest
-from labtools.atomic import atomic_path, atomic_write_text
+from labtools.atomic import atomic_path, atomic_write_text, write_report
 
 
 def test_write_replaces_whole(tmp_path):
@@ -35,3 +35,11 @@ def test_new_files_get_the_mode_open_gives(tmp_path):
         os.umask(old)
     mode = (tmp_path / "report.md").stat().st_mode & 0o777
     assert mode == (tmp_path / "plain.md").stat().st_mode & 0o777 == 0o640
+
+
+def test_write_report_goes_to_the_path_or_to_stdout(tmp_path, capsys):
+    write_report("to the file\n", tmp_path / "out.json")
+    write_report("to stdout\n", None)
+    assert (tmp_path / "out.json").read_text() == "to the file\n"
+    assert capsys.readouterr().out == "to stdout\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,3 +34,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(text.encode(encoding))
+
+
+def write_report(text: str, path: str | os.PathLike[str] | None) -> None:
+    """A report to `path` atomically, or to stdout where there is none (the benchmarks' --out)."""
+    if path:
+        atomic_write_text(path, text)
+    else:
+        sys.stdout.write(text)
