@@ -3,11 +3,11 @@
 
 Issue 41's sweep comparison: an older commit's kernels_triton (say e655ccb's, the last with the split-row
 form) is timed from its source folder (--tree; `git worktree add` it), one process a tree, and --compare
-prints the two runs side by side. For each (shape, dtype, op, direction): device time (labtools' time_cuda:
-CUDA events, L2 flushed, median), call time (wall per call, 50 back to back, the median of 3 such runs),
-the torch op's device time in the same process (how much the machine drifted between two processes), and
-the largest error against float64 beside the torch op's. An op the tree lacks is skipped. Public API only:
-softmax, softmax_backward, log_softmax, log_softmax_backward.
+prints the two runs side by side. For each (shape, dtype, op, direction), timed as `lab bench` times: device
+time (labtools' time_cuda: CUDA events, L2 flushed, median) and call time (time_call: wall per call, back to
+back, median of blocks); the torch op's device time in the same process (how much the machine drifted
+between two processes); and the largest error against float64 beside the torch op's. An op the tree lacks
+is skipped. Public API only: softmax, softmax_backward, log_softmax, log_softmax_backward.
 
     python3 benchmarks/softmax_against_tree.py --tree /tmp/e655/packages/kernels-triton/src --out old.json
     python3 benchmarks/softmax_against_tree.py --out new.json                    # this tree's kernels_triton
@@ -23,7 +23,6 @@ import json
 import platform
 import statistics
 import sys
-import time
 
 SHAPES = "4096x600,65536x600,262144x600,32768x1024,16384x4096,8192x8192,4096x32768,1024x131072,256x262144"
 OPS = {  # op: (forward in torch, backward in torch (y, dy))
@@ -66,20 +65,13 @@ def torch_op(op: str, direction: str):
 
 def measure(args: argparse.Namespace) -> list[dict]:
     import torch
+    from labtools.bench.blocks import time_call
     from labtools.bench.cuda import time_cuda
 
     kt = importlib.import_module("kernels_triton")
 
     def call_us(fn, *a) -> float:
-        runs = []
-        for _ in range(3):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(50):
-                fn(*a)
-            torch.cuda.synchronize()
-            runs.append((time.perf_counter() - start) / 50 * 1e6)
-        return statistics.median(runs)
+        return statistics.median(time_call(fn, [a], "cuda", time_cap_s=0.25).samples_us)
 
     def device_us(fn, *a) -> float:
         return statistics.median(time_cuda(fn, [a], time_cap_s=0.25).samples_us)
