@@ -107,6 +107,11 @@ def cluster_xent_kernel(
     # the block that writes the loss, and x[t] (a scalar load: no reduction over the chunk)
     writer = tl.where(counted & (t_col >= 0), here, rank == 0)
     x_t = tl.load(x_row + t_col, mask=writer & counted & (t_col >= 0), other=0.0).to(tl.float32)
+    # the mean's count, loaded while the row's loads are in flight: where it waited until the
+    # gradient, the load's latency stood between every row's exchange and its stores
+    scale_all = 1.0
+    if WRITE_GRAD:
+        scale_all = grad_scale(count_ptr, MEAN, False)
     if COMPENSATED:  # fp32: the max, then the sum of exponentials, not held
         m = tl.max(x, axis=0)
         if CHUNK2 > 0:
@@ -135,7 +140,7 @@ def cluster_xent_kernel(
     tl.store(stats_ptr + row, m_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     tl.store(stats_ptr + M + row, s_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     if WRITE_GRAD:
-        scale = tl.where(counted, grad_scale(count_ptr, MEAN, False), 0.0)
+        scale = tl.where(counted, scale_all, 0.0)
         inv_total = 1.0 / s_row
         # xent_kernels.ce_grad_off_target at every column, its operations in order (the recompute's
         # bits; written out, the factor once for the body and the edges); the target's (p - 1) * scale

@@ -73,6 +73,9 @@ def cross_entropy_warp_rows(
     counted = t != ignore_index
     in_row = (t >= 0) & (t < N)
     x_t = tl.load(x_rows + t, mask=live & counted & in_row, other=float("nan")).to(tl.float32)
+    scale_all = 1.0  # the mean's count, loaded here so that its latency overlaps the row's
+    if WRITE_GRAD:
+        scale_all = grad_scale(COUNT, MEAN, False)
     m = xs[0]
     for p in tl.static_range(1, PACKS):
         m = tl.maximum(m, xs[p])
@@ -95,7 +98,7 @@ def cross_entropy_warp_rows(
     tl.store(STATS + rows, big.to(STATS.dtype.element_ty), mask=live)
     tl.store(STATS + M + rows, total.to(STATS.dtype.element_ty), mask=live)
     if WRITE_GRAD:
-        scale = tl.where(counted, grad_scale(COUNT, MEAN, False), 0.0)
+        scale = tl.where(counted, scale_all, 0.0)
         inv_total = 1.0 / total
         g_rows = row_start(G, rows, stride_g, ALIGN)
         for p in tl.static_range(PACKS):
