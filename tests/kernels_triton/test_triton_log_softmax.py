@@ -212,7 +212,12 @@ def test_launch_key_holds_what_triton_specialises_on():
     """xent_launch reuses a compiled kernel only for arguments Triton would compile the same way:
     an integer 1 (a constant to Triton), a multiple of 16, a width past int32, a tensor's dtype
     and 16-byte alignment each change the key."""
-    from kernels_triton.xent_launch import specialization as spec
+    from kernels_triton.xent_launch import specialization
+
+    def spec(arg):
+        flat, key = specialization((arg,))
+        assert flat == [arg.data_ptr() if isinstance(arg, torch.Tensor) else arg]  # what the C launch takes
+        return tuple(key)
 
     assert len({spec(1), spec(2), spec(16), spec(2**31), spec(2**63)}) == 5
     assert spec(3) == spec(5) and spec(32) == spec(48)

@@ -35,6 +35,8 @@ would cost the host a wait on the device.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from kernels_triton import cluster, xent_cluster
@@ -222,7 +224,7 @@ def _scale_unless_one(grad: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
         grid = 1
     else:
         grid = min(_cdiv(numel, _SCALE_BLOCK), 4 * device_caps(grad.device.index)[0])
-    aligned = align(numel, [grad.view(1, numel)]) if numel else 1
+    aligned = math.gcd(numel, 16 // grad.element_size()) if numel else 1  # align() of one flat row
     launch(K.scale_unless_one, max(1, grid), (grad, dloss, numel), 4, BLOCK=_SCALE_BLOCK, ALIGN=aligned,
            IS_FP64=grad.dtype == torch.float64)  # fmt: skip
     return grad

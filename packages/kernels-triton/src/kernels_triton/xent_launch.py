@@ -25,14 +25,20 @@ MAX_LAUNCHERS = 1024  # compiled specialisations kept; past that the table start
 _LAUNCHERS: dict[tuple, tuple] = {}
 
 
-def specialization(arg) -> object:
-    """What Triton's specialisation of a kernel reads from one argument (backends/compiler.py:
-    an integer's value 1 and divisibility by 16, its width; a tensor's dtype and alignment)."""
-    if isinstance(arg, torch.Tensor):
-        return arg.dtype, arg.data_ptr() % 16 == 0
-    if isinstance(arg, int) and not isinstance(arg, bool):
-        return arg == 1, arg % 16 == 0, -(2**31) <= arg < 2**31, arg < 2**63
-    return type(arg), arg if isinstance(arg, bool) else None
+def specialization(args: tuple) -> tuple[list, list]:
+    """(the arguments as the C launch takes them, what Triton's specialisation of a kernel reads
+    from them: backends/compiler.py, a tensor's dtype and 16-byte alignment, an integer's being 1,
+    its divisibility by 16 and its width), in one loop: on every call, so no call an argument."""
+    flat, spec = [], []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            p = a.data_ptr()
+            flat.append(p)
+            spec += (a.dtype, p % 16 == 0)
+        else:  # an int (M, N, strides, ignore_index; a bool is taken as the int it is)
+            flat.append(a)
+            spec += (a == 1, a % 16 == 0, -(2**31) <= a < 2**31, a < 2**63)
+    return flat, spec
 
 
 def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, maxnreg: int | None = None,
@@ -46,7 +52,9 @@ def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, max
         kernel[(grid,)](*args, num_warps=num_warps, **constexprs)
         return
     device = first.get_device()
-    key = (kernel, device, num_warps, cluster, maxnreg, *constexprs.items(), *map(specialization, args))
+    flat, spec = specialization(args)
+    # id(kernel): a JITFunction hashes in Python; the kernels live as long as their modules
+    key = (id(kernel), device, num_warps, cluster, maxnreg, *constexprs.items(), *spec)
     entry = _LAUNCHERS.get(key)
     if entry is None:
         options = {"num_stages": 1} if cluster else {}
@@ -65,7 +73,7 @@ def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, max
             _LAUNCHERS.clear()
         entry = _LAUNCHERS[key] = (*launcher(compiled, packed), values)
     c, function, coop, pdl, meta, annotations, signature, values = entry
-    flat = (*[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], *values)
+    flat = (*flat, *values)
     if torch._C._cuda_getDevice() != device:  # a function handle belongs to its device's context
         with torch.cuda.device(device):
             return launch(kernel, grid, args, num_warps, cluster, maxnreg, **constexprs)
