@@ -93,18 +93,21 @@ def test_one_step_equals_f_cross_entropy_on_cuda(counted):
 @pytest.mark.gpu
 def test_training_curves_match_and_report_speed_and_memory(capsys):
     """40 steps each way from the same initial weights and batches: the curves agree to
-    fp32 drift; tokens/s and peak memory are printed for both (pytest -s shows them)."""
+    fp32 drift; tokens/s and peak memory are printed for both (pytest -s shows them). Two runs
+    of each, in the order fused, torch, torch, fused: a 40-step run is under a second, and the
+    host's speed drifts between runs by more than the two losses differ, so one pair would
+    print the drift."""
     cfg = TrainConfig(steps=40, batch_size=64, block_size=32, n_train_sentences=5000, n_val_sentences=50,
                       eval_every=40, warmup_steps=5)  # fmt: skip
-    fused = train(cfg, device="cuda", progress=None)
-    torch_ = train(cfg, device="cuda", progress=None, loss="torch")
-    assert fused.loss_impl == "fused" and torch_.loss_impl == "torch"
+    runs = [train(cfg, device="cuda", progress=None, loss=loss) for loss in ("fused", "torch", "torch", "fused")]
+    assert [r.loss_impl for r in runs] == ["fused", "torch", "torch", "fused"]
+    fused, torch_ = runs[0], runs[1]
     drift = max(abs(a - b) for a, b in zip(fused.losses, torch_.losses, strict=True))
     assert drift <= 1e-3, drift
     assert fused.losses[-1] < fused.losses[0] - 0.5  # it learns
-    for r in (fused, torch_):
-        assert r.peak_memory_bytes and r.peak_memory_bytes > 0
-        print(
-            f"loss {r.loss_impl}: {r.tokens_per_s:,.0f} tokens/s, peak {r.peak_memory_bytes / 2**20:.1f} MiB"
-        )
-    assert fused.peak_memory_bytes <= torch_.peak_memory_bytes
+    for impl in ("fused", "torch"):
+        mine = [r for r in runs if r.loss_impl == impl]
+        assert all(r.peak_memory_bytes and r.peak_memory_bytes > 0 for r in mine)
+        speeds = ", ".join(f"{r.tokens_per_s:,.0f}" for r in mine)
+        print(f"loss {impl}: {speeds} tokens/s, peak {mine[0].peak_memory_bytes / 2**20:.1f} MiB")
+    assert max(r.peak_memory_bytes for r in runs[::3]) <= min(r.peak_memory_bytes for r in runs[1:3])

@@ -46,7 +46,7 @@ class TorchTrainResult:
     rank: int
     world_size: int
     loss_impl: str = "torch"  # what computed the loss: "fused" (kernels_triton) or "torch"
-    peak_memory_bytes: int | None = None  # torch.cuda.max_memory_allocated over training; None on the CPU
+    peak_memory_bytes: int | None = None  # peak allocated over training, beyond what was held before; None on the CPU
 
 
 def adamw(model: GrammarMiniGPT, cfg: TrainConfig) -> torch.optim.AdamW:
@@ -95,10 +95,11 @@ def train(
 
     corpus = make_corpus(cfg.n_train_sentences, cfg.n_val_sentences, cfg.seed)
     config = GPTConfig(vocab_size=len(corpus.tokenizer), block_size=cfg.block_size)
+    if dev.type == "cuda":  # the peak counts what training allocates, not what the process held before
+        torch.cuda.reset_peak_memory_stats(dev)
+        held_before = torch.cuda.memory_allocated(dev)
     model = from_numpy(MiniGPT.init(config, seed=cfg.seed, dtype=np.dtype(cfg.dtype))).to(dev).train()
     model.loss_impl = loss_in_use(loss, dev)
-    if dev.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(dev)
     step_model = DistributedDataParallel(model) if dist.is_initialized() else model
     opt = adamw(model, cfg)
     rng = np.random.default_rng(cfg.seed)
@@ -137,7 +138,7 @@ def train(
         bar.update(step, f"| loss {losses[-1]:.3f}{val} | lr {lr:.2e} | {tok_s / 1e3:.1f}k tok/s")
     seconds = time.perf_counter() - t0
     timed_steps, timed_s = (cfg.steps - 1, train_s) if cfg.steps > 1 else (cfg.steps, seconds)
-    peak = torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None
+    peak = torch.cuda.max_memory_allocated(dev) - held_before if dev.type == "cuda" else None
     return TorchTrainResult(model, corpus, losses, val_losses, seconds,
                             timed_steps * cfg.batch_size * cfg.block_size / timed_s, rank, world,
                             model.loss_impl, peak)  # fmt: skip
