@@ -17,7 +17,7 @@ from kernels_triton.configs import next_pow2
 from kernels_triton.dsmem import exchange, pair, partial, row_sum, shift, split_row, widen
 from kernels_triton.kernels import LOG2E
 from kernels_triton.xent_kernels import ce_grad
-from kernels_triton.xent_reduce import grad_scale, zero_ticket
+from kernels_triton.xent_reduce import grad_scale, let_next_launch, zero_ticket
 from kernels_triton.xent_rows import exp
 
 # (warps, register cap) of fp32 blocks of 8192 (32768 to 131072 columns): 8 warps of 32 values a thread
@@ -43,7 +43,8 @@ def kernel_for(n_cols: int, dtype: torch.dtype, vec: int = 0):
     elif fp32 and chunk == 8192:
         warps, cap = FP32_8192
     constexprs = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk, "NEEDS_MASK": n_cols != c * (chunk + chunk2),
-                  "COMPENSATED": fp32, "VEC": vec, "CHUNK2": chunk2, "THREADS": 32 * warps}  # fmt: skip
+                  "COMPENSATED": fp32, "VEC": vec, "CHUNK2": chunk2, "THREADS": 32 * warps,
+                  "EARLY_COUNT": cap is None}  # fmt: skip
     return cluster_xent_kernel, constexprs, warps, cap
 
 
@@ -54,10 +55,12 @@ def cluster_xent_kernel(
     C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr, NEEDS_MASK: tl.constexpr, COMPENSATED: tl.constexpr, VEC: tl.constexpr,
     CHUNK2: tl.constexpr,  # > 0: a second tile of the block's columns, past its first CHUNK (tiles)
     THREADS: tl.constexpr,
+    EARLY_COUNT: tl.constexpr,  # the mean's count loaded beside the row's loads: blocks under no register cap
     ALIGN: tl.constexpr, LIKE: tl.constexpr,  # xent_launch.splits(): the split follows x's rows
     WRITE_GRAD: tl.constexpr,  # also the gradient of the summed (MEAN: averaged) loss for dloss = 1
     MEAN: tl.constexpr,
     ZERO_TICKET: tl.constexpr,  # the sum: zero reduce_loss's ticket (xent_reduce.zero_ticket)
+    PDL: tl.constexpr,  # the sum's launch may start beside this one; this one beside the count (grad_scale)
 ):  # fmt: skip
     """xent_kernels.cross_entropy_fwd without label smoothing, a row over a cluster: the row is
     read once and the gradient written from registers. The block holding column t reads x[t]
@@ -68,6 +71,7 @@ def cluster_xent_kernel(
     a plain one, so that x alone is held across the exchange. A row off 16-byte boundaries (VEC
     > 0) splits by x's offset, OFF + row * stride, as the looped kernels' rows do (xent_rows),
     with the body's address hinted, so a row alone at its batch offset keeps its bits."""
+    let_next_launch(PDL)
     zero_ticket(count_ptr, ZERO_TICKET)
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)
@@ -107,11 +111,12 @@ def cluster_xent_kernel(
     # the block that writes the loss, and x[t] (a scalar load: no reduction over the chunk)
     writer = tl.where(counted & (t_col >= 0), here, rank == 0)
     x_t = tl.load(x_row + t_col, mask=writer & counted & (t_col >= 0), other=0.0).to(tl.float32)
-    # the mean's count, loaded while the row's loads are in flight: where it waited until the
-    # gradient, the load's latency stood between every row's exchange and its stores
+    # the mean's count, loaded while the row's loads are in flight, where it waited until the gradient
+    # between every row's exchange and its stores; under a register cap it stays there, as held
+    # beside the row it spills
     scale_all = 1.0
-    if WRITE_GRAD:
-        scale_all = grad_scale(count_ptr, MEAN, False)
+    if WRITE_GRAD and EARLY_COUNT:
+        scale_all = grad_scale(count_ptr, MEAN, False, PDL)
     if COMPENSATED:  # fp32: the max, then the sum of exponentials, not held
         m = tl.max(x, axis=0)
         if CHUNK2 > 0:
@@ -140,6 +145,8 @@ def cluster_xent_kernel(
     tl.store(stats_ptr + row, m_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     tl.store(stats_ptr + M + row, s_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     if WRITE_GRAD:
+        if not EARLY_COUNT:
+            scale_all = grad_scale(count_ptr, MEAN, False, PDL)
         scale = tl.where(counted, scale_all, 0.0)
         inv_total = 1.0 / s_row
         # xent_kernels.ce_grad_off_target at every column, its operations in order (the recompute's
