@@ -54,8 +54,7 @@ def compile_cluster(direction: str, N: int, dtype: torch.dtype, arch: int = 90):
 def compile_cluster_op(op: str, direction: str, N: int, dtype: torch.dtype, arch: int = 90):
     """The cluster kernel of op ("log_softmax": cluster.kernel_for; "cross_entropy", forward only:
     xent_cluster.kernel_for) as a launch on contiguous, 16-byte aligned rows of N columns would
-    compile it (cross-entropy: the gradient of the mean written, int64 targets, on sm_90 as the count's
-    dependent)."""
+    compile it (cross-entropy: the gradient of the mean written, int64 targets)."""
     vec = cluster.packs([torch.empty((1, N), dtype=dtype, device="meta")])
     pointers, extra = {}, {}
     if op == "cross_entropy":  # xent_launch.splits() of contiguous rows at a boundary
@@ -63,7 +62,7 @@ def compile_cluster_op(op: str, direction: str, N: int, dtype: torch.dtype, arch
         align = math.gcd(N, pack)
         vec, extra = (
             (0 if align == pack else pack),
-            {"ALIGN": align, "LIKE": True, "WRITE_GRAD": True, "MEAN": True, "ZERO_TICKET": False, "PDL": True},
+            {"ALIGN": align, "LIKE": True, "WRITE_GRAD": True, "MEAN": True, "ZERO_TICKET": False},
         )
         pointers = {"t_ptr": "*i64", "loss_ptr": "*fp32", "stats_ptr": "*fp32", "count_ptr": "*i32"}
     if op == "cross_entropy":

@@ -175,5 +175,5 @@ def test_the_family_takes_another_form_where_its_cluster_is_refused(monkeypatch,
         else:
             fn, args, kw = seen[0]
             assert "cluster" in kernels[0] and not caught, kernels
-            constexprs = {k: v for k, v in kw.items() if k not in ("cluster", "maxnreg", "pdl")}
+            constexprs = {k: v for k, v in kw.items() if k not in ("cluster", "maxnreg")}
             assert len(args) + 1 + len(constexprs) == len(fn.arg_names)  # + slot_base, which launch appends

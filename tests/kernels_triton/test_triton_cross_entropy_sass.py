@@ -24,7 +24,7 @@ block, one_pass, nrows, warps = ce_shape(n, itemsize)
 meta = dict(BLOCK=block, **split, IS_FP64=False, SMOOTH=0.0, MEAN=True)
 if kernel == "fwd":
     fn = K.cross_entropy_fwd
-    meta.update(ONE_PASS=one_pass, WRITE_GRAD=True, ROWS=nrows, ZERO_TICKET=False, PDL=True)
+    meta.update(ONE_PASS=one_pass, WRITE_GRAD=True, ROWS=nrows, ZERO_TICKET=False)
 else:  # the recompute, as cross_entropy._backward launches it
     fn = K.cross_entropy_bwd
     meta.update(BLOCK=min(block, L.ROW_SHAPES[itemsize][1]), PER_ROW=False)
@@ -37,19 +37,9 @@ for i, a in enumerate(fn.arg_names):  # as a launch specialises: integers divisi
         attrs[(i,)] = [["tt.divisibility", 16]]
 c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                    options={{"num_warps": warps}})
-ptx = c.asm["ptx"]
-gdc = [ptx.find(i) for i in ("griddepcontrol.launch_dependents", "griddepcontrol.wait", "st.global")]
-print(json.dumps({{"one_pass": one_pass, "rows": nrows, "VEC": split["VEC"], "gdc": gdc, **resources(c),
+print(json.dumps({{"one_pass": one_pass, "rows": nrows, "VEC": split["VEC"], **resources(c),
                   **memory_instructions(sass(c))}}))
 """
-
-
-def assert_lets_the_sum_start_and_waits_for_the_count(got):
-    """PDL, the mean's forward writing the gradient: it lets the next launch (the loss's sum) start
-    first thing, and it waits for the launch before it (the count) before its first store (the
-    wait sits in grad_scale, just before the count's one load)."""
-    release, wait, first_store = got["gdc"]
-    assert -1 < release < wait < first_store, got
 
 
 def test_compiled_for_a_gpu_the_rows_are_16_byte_vectors(without_interpreter):
@@ -57,7 +47,6 @@ def test_compiled_for_a_gpu_the_rows_are_16_byte_vectors(without_interpreter):
     of 128256 loads and stores 16-byte vectors and spills nothing (registers leave room for
     two programs an SM)."""
     got = without_interpreter(COMPILE.format(n=128256, ty="bf16", kernel="fwd"))
-    assert_lets_the_sum_start_and_waits_for_the_count(got)
     assert got["one_pass"] is False and got["VEC"] == 0 and got["stack"] == 0 and got["registers"] <= 64, got
     assert got.get("LDG.E.EL.128") and got.get("LDG.E.EF.128") and got.get("STG.E.EF.128"), got
     # 2-byte accesses: only the target's logit (LDG.E.U16), never a tile of the row
@@ -165,7 +154,7 @@ n, ty = {n}, "{ty}"
 width, packs, full, rows = W.shape(n, dict(bf16=2, fp32=4)[ty])
 fn = W.cross_entropy_warp_rows
 meta = dict(WIDTH=width, PACKS=packs, FULL=full, ROWS=rows, ALIGN=16 // dict(bf16=2, fp32=4)[ty], SMOOTH=0.0,
-            WRITE_GRAD=True, MEAN=True, ZERO_TICKET=False, PDL=True)
+            WRITE_GRAD=True, MEAN=True, ZERO_TICKET=False)
 ptrs = dict(X="*" + ty, T="*i64", LOSS="*fp32", STATS="*fp32", G="*" + ty, COUNT="*i32")
 ints = dict(M=4096, N=n, stride_x=n, stride_g=n, ignore_index=-100)
 sig = {{a: ptrs.get(a, "constexpr" if a in meta else "i32") for a in fn.arg_names}}
@@ -173,9 +162,7 @@ attrs = {{(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
           if a in ptrs or (a in ints and ints[a] % 16 == 0)}}
 c = triton.compile(ASTSource(fn, sig, constexprs=meta, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                    options={{"num_warps": rows}})
-ptx = c.asm["ptx"]
-gdc = [ptx.find(i) for i in ("griddepcontrol.launch_dependents", "griddepcontrol.wait", "st.global")]
-print(json.dumps({{"packs": packs, "gdc": gdc, **resources(c), **memory_instructions(sass(c))}}))
+print(json.dumps({{"packs": packs, **resources(c), **memory_instructions(sass(c))}}))
 """
 
 
@@ -185,7 +172,6 @@ def test_compiled_warp_rows_move_16_byte_vectors(without_interpreter, n, ty):
     too, is one 16-byte load and one store a lane (its mask is constant over runs of a pack:
     ALIGN), and nothing spills at 8 packs a lane."""
     got = without_interpreter(COMPILE_WARP_ROWS.format(n=n, ty=ty))
-    assert_lets_the_sum_start_and_waits_for_the_count(got)
     assert got["stack"] == 0, got
     # a 16-byte load and store a pack (the other accesses are scalars: targets, x[t], the row's stats)
     assert got.get("LDG.E.128") == got["packs"] and got.get("STG.E.128") == got["packs"], got
@@ -201,15 +187,14 @@ from sass_tools import resources
 got = {{}}
 for fn, sig in ((R.count_targets, dict(T="*i64", COUNT="*i32", M="i32", ignore_index="i32")),
                 (R.reduce_loss, dict(LOSS="*fp32", COUNT="*i32", PART="*fp32", OUT="*bf16", M="i32"))):
-    meta = {{a: v for a, v in dict(BLOCK=_REDUCE_BLOCK, MEAN=True, PDL=True).items() if a in fn.arg_names}}
+    meta = {{a: v for a, v in dict(BLOCK=_REDUCE_BLOCK, MEAN=True).items() if a in fn.arg_names}}
     attrs = {{(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names) if sig.get(a, "")[:1] == "*"}}
     c = triton.compile(ASTSource(fn, sig | dict.fromkeys(meta, "constexpr"), constexprs=meta, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options={{"num_warps": 8}})
     ptx = c.asm["ptx"]
     store, ticket = ptx.find("st.global"), ptx.find("atom.global.gpu.acq_rel.add")
     got[fn.__name__] = dict(**resources(c), ordered=-1 < store < ticket < ptx.find("ld.volatile.global"),
-                            barrier="bar.sync" in ptx[store:ticket], first_load=ptx.find("ld.global"),
-                            wait=ptx.find("griddepcontrol.wait"), release=ptx.find("griddepcontrol.launch_dependents"))
+                            barrier="bar.sync" in ptx[store:ticket])
 print(json.dumps(got))
 """
 
@@ -222,35 +207,3 @@ def test_compiled_reductions_order_the_partials_before_the_ticket(without_interp
     got = without_interpreter(COMPILE_REDUCE.format())
     assert all(k["stack"] == 0 for k in got.values()), got
     assert got["reduce_loss"]["ordered"] and got["reduce_loss"]["barrier"], got
-    # PDL: the count lets the forward start at once; the sum, started beside the forward, waits
-    # for it to finish before its first load
-    count, loss = got["count_targets"], got["reduce_loss"]
-    assert -1 < count["release"] < count["first_load"] and count["wait"] == -1, got
-    assert -1 < loss["wait"] < loss["first_load"] and loss["release"] == -1, got
-
-
-COMPILE_CLUSTER_GDC = """
-import json, torch
-from kernels_triton import xent_cluster
-from sass_tools import compile_cluster_op
-got = {{}}
-for n, ty in ((50257, "bfloat16"), (50257, "float32")):
-    dtype = getattr(torch, ty)
-    c = compile_cluster_op("cross_entropy", "fwd", n, dtype)
-    ptx = c.asm["ptx"]
-    early = xent_cluster.kernel_for(n, dtype)[1]["EARLY_COUNT"]
-    got[ty] = dict(early=early, release=ptx.find("griddepcontrol.launch_dependents"),
-                   wait=ptx.find("griddepcontrol.wait"), exchange=ptx.find("barrier.cluster.wait"))
-print(json.dumps(got))
-"""
-
-
-def test_compiled_cluster_forward_lets_the_sum_start_and_waits_for_the_count(without_interpreter):
-    """The cluster forward as the mean's, on sm_90: it lets the loss's sum start first thing and
-    waits for the count before reading it, beside the row's loads (before the cluster's exchange)
-    where no register cap holds the block, after the exchange under one (the fp32 blocks of 8192)."""
-    got = without_interpreter(COMPILE_CLUSTER_GDC.format())
-    for case in got.values():
-        assert -1 < case["release"] < case["wait"] and case["exchange"] > -1, got
-        assert (case["wait"] < case["exchange"]) == case["early"], got
-    assert got["bfloat16"]["early"] and not got["float32"]["early"], got

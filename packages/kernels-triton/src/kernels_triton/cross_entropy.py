@@ -47,7 +47,6 @@ from kernels_triton.configs import INTERPRET
 from kernels_triton.xent_launch import (
     align,
     choose,
-    dependent_launches,
     device_caps,
     launch,
     looped_from,
@@ -116,9 +115,8 @@ def stat_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _count(target: torch.Tensor, ignore_index: int, run: bool, pdl: bool = False) -> torch.Tensor:
-    """xent_reduce's COUNT: the targets not ignored, counted by chunk, and reduce_loss's ticket.
-    pdl: the forward after it is launched as its dependent."""
+def _count(target: torch.Tensor, ignore_index: int, run: bool) -> torch.Tensor:
+    """xent_reduce's COUNT: the targets not ignored, counted by chunk, and reduce_loss's ticket."""
     count = torch.empty(R.PARTS.value + 1, dtype=torch.int32, device=target.device)
     if run:
         launch(
@@ -127,7 +125,6 @@ def _count(target: torch.Tensor, ignore_index: int, run: bool, pdl: bool = False
             (target, count, target.shape[0], ignore_index),
             8,
             BLOCK=_REDUCE_BLOCK,
-            PDL=pdl,
         )
     return count
 
@@ -144,24 +141,18 @@ def _forward(
     out = rows if reduction == "none" else torch.empty((), dtype=x.dtype, device=x.device)
     if not run:
         return (out.to(x.dtype) if reduction == "none" else out), stats, _count(target, ignore_index, False)
-    # Where the device allows (sm_90), launches after the first are programmatic dependents: the
-    # mean's forward that writes the gradient starts beside its count (it waits before reading the
-    # count: grad_scale), the loss's sum beside the forward's last blocks (it waits first). The first
-    # launch waits as usual, for whatever wrote the logits.
-    pdl = x.is_cuda and dependent_launches(x.get_device())
     # the mean's divisor, and the ticket of an empty sum; a sum's forward zeroes the ticket itself
-    count = _count(target, ignore_index, reduction == "mean" or (reduction == "sum" and not m), pdl)
+    count = _count(target, ignore_index, reduction == "mean" or (reduction == "sum" and not m))
     # where no gradient is written, G is x with row stride 0 (the kernels never store through it)
     g, stride_g, tensors = (x, 0, [x]) if grad is None else (grad, grad.stride(0), [x, grad])
-    flags = dict(WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ZERO_TICKET=reduction == "sum", PDL=pdl)
-    after_count = pdl and reduction == "mean" and grad is not None
-    if not m or (smooth == 0.0 and _cluster_forward(x, target, rows, stats, g, count, ignore_index, flags, after_count)):
+    flags = dict(WRITE_GRAD=grad is not None, MEAN=reduction == "mean", ZERO_TICKET=reduction == "sum")
+    if not m or (smooth == 0.0 and _cluster_forward(x, target, rows, stats, g, count, ignore_index, flags)):
         pass  # no rows, or the cluster took them
     elif (warp_rows := W.shape(n, x.element_size())) is not None:
         width, packs, full, rows_per = warp_rows
         launch(
             W.cross_entropy_warp_rows, _cdiv(m, rows_per),
-            (x, target, rows, stats, g, count, m, n, x.stride(0), stride_g, ignore_index), rows_per, pdl=after_count,
+            (x, target, rows, stats, g, count, m, n, x.stride(0), stride_g, ignore_index), rows_per,
             WIDTH=width, PACKS=packs, FULL=full, ROWS=rows_per, ALIGN=align(n, tensors), SMOOTH=float(smooth),
             **flags,
         )  # fmt: skip
@@ -171,7 +162,7 @@ def _forward(
         off, split = splits(n, tensors)
         launch(
             K.cross_entropy_fwd, grid,
-            (x, target, rows, stats, g, count, m, n, x.stride(0), stride_g, off, ignore_index), warps, pdl=after_count,
+            (x, target, rows, stats, g, count, m, n, x.stride(0), stride_g, off, ignore_index), warps,
             BLOCK=block, **split, ONE_PASS=one_pass, IS_FP64=x.dtype == torch.float64, SMOOTH=float(smooth),
             ROWS=rows_per, **flags,
         )  # fmt: skip
@@ -183,17 +174,15 @@ def _forward(
         R.PARTS.value,
         (rows, count, parts, out, m),
         8,
-        pdl=pdl,
         BLOCK=_REDUCE_BLOCK,
         MEAN=reduction == "mean",
-        PDL=pdl,
     )
     return out, stats, count
 
 
-def _cluster_forward(x, target, rows, stats, g, count, ignore_index: int, flags: dict, pdl: bool) -> bool:
+def _cluster_forward(x, target, rows, stats, g, count, ignore_index: int, flags: dict) -> bool:
     """xent_cluster's launch, where the row takes it (cluster.applies) and the device does not refuse
-    its cluster size (then False: another form runs the launch); pdl: as the count's dependent."""
+    its cluster size (then False: another form runs the launch)."""
     m, n = x.shape
     if not cluster.applies("fwd", m, n, x.dtype, x.device, looped_from(x.element_size())):
         return False
@@ -201,7 +190,7 @@ def _cluster_forward(x, target, rows, stats, g, count, ignore_index: int, flags:
     kernel, meta, warps, maxnreg = xent_cluster.kernel_for(n, x.dtype, split["VEC"])
     args = (x, target, rows, stats, g, count, m, n, x.stride(0), g.stride(0), off, ignore_index)
     run = lambda: launch(
-        kernel, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, pdl=pdl, **{**meta, **split}, **flags
+        kernel, m, args, warps, cluster=meta["C"], maxnreg=maxnreg, **{**meta, **split}, **flags
     )
     return cluster.launched(run, x.get_device(), n)
 

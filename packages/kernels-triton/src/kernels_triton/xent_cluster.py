@@ -17,7 +17,7 @@ from kernels_triton.configs import next_pow2
 from kernels_triton.dsmem import exchange, pair, partial, row_sum, shift, split_row, widen
 from kernels_triton.kernels import LOG2E
 from kernels_triton.xent_kernels import ce_grad
-from kernels_triton.xent_reduce import grad_scale, let_next_launch, zero_ticket
+from kernels_triton.xent_reduce import grad_scale, zero_ticket
 from kernels_triton.xent_rows import exp
 
 # (warps, register cap) of fp32 blocks of 8192 (32768 to 131072 columns): 8 warps of 32 values a thread
@@ -60,7 +60,6 @@ def cluster_xent_kernel(
     WRITE_GRAD: tl.constexpr,  # also the gradient of the summed (MEAN: averaged) loss for dloss = 1
     MEAN: tl.constexpr,
     ZERO_TICKET: tl.constexpr,  # the sum: zero reduce_loss's ticket (xent_reduce.zero_ticket)
-    PDL: tl.constexpr,  # the sum's launch may start beside this one; this one beside the count (grad_scale)
 ):  # fmt: skip
     """xent_kernels.cross_entropy_fwd without label smoothing, a row over a cluster: the row is
     read once and the gradient written from registers. The block holding column t reads x[t]
@@ -71,7 +70,6 @@ def cluster_xent_kernel(
     a plain one, so that x alone is held across the exchange. A row off 16-byte boundaries (VEC
     > 0) splits by x's offset, OFF + row * stride, as the looped kernels' rows do (xent_rows),
     with the body's address hinted, so a row alone at its batch offset keeps its bits."""
-    let_next_launch(PDL)
     zero_ticket(count_ptr, ZERO_TICKET)
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)
@@ -116,7 +114,7 @@ def cluster_xent_kernel(
     # beside the row it spills
     scale_all = 1.0
     if WRITE_GRAD and EARLY_COUNT:
-        scale_all = grad_scale(count_ptr, MEAN, False, PDL)
+        scale_all = grad_scale(count_ptr, MEAN, False)
     if COMPENSATED:  # fp32: the max, then the sum of exponentials, not held
         m = tl.max(x, axis=0)
         if CHUNK2 > 0:
@@ -146,7 +144,7 @@ def cluster_xent_kernel(
     tl.store(stats_ptr + M + row, s_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     if WRITE_GRAD:
         if not EARLY_COUNT:
-            scale_all = grad_scale(count_ptr, MEAN, False, PDL)
+            scale_all = grad_scale(count_ptr, MEAN, False)
         scale = tl.where(counted, scale_all, 0.0)
         inv_total = 1.0 / s_row
         # xent_kernels.ce_grad_off_target at every column, its operations in order (the recompute's

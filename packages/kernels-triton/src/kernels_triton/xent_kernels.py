@@ -51,7 +51,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels_triton.xent_reduce import grad_scale, let_next_launch, zero_ticket
+from kernels_triton.xent_reduce import grad_scale, zero_ticket
 from kernels_triton.xent_rows import (
     acc_const,
     body_col,
@@ -183,7 +183,6 @@ def cross_entropy_fwd(
     BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr, LIKE: tl.constexpr, ONE_PASS: tl.constexpr,
     IS_FP64: tl.constexpr, SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr, ROWS: tl.constexpr,
     ZERO_TICKET: tl.constexpr,  # the sum: zero reduce_loss's ticket (xent_reduce.zero_ticket)
-    PDL: tl.constexpr,  # the sum's launch may start beside this one; this one beside the count (grad_scale)
 ):  # fmt: skip
     """Per row: loss = log S + (1 - eps)(max - x[t]) - eps * sum(x - max) / N, where
     S = sum exp(x - max); 0 where t == ignore_index, NaN where t is out of range. STATS
@@ -194,14 +193,13 @@ def cross_entropy_fwd(
     SMOOTH: the label smoothing eps, a constexpr so that fp64 rows get it unrounded.
     ONE_PASS: ROWS whole rows at a time, a [ROWS, BLOCK] tile (cross_entropy.ce_shape).
     Looped: the row split as X's rows sit (VEC, OFF; G's body hinted where LIKE)."""
-    let_next_launch(PDL)
     zero_ticket(COUNT, ZERO_TICKET)
     cols = tl.arange(0, BLOCK)
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     smooth = acc_const(SMOOTH, IS_FP64)
     scale_all = 1.0
     if WRITE_GRAD:
-        scale_all = grad_scale(COUNT, MEAN, IS_FP64, PDL)
+        scale_all = grad_scale(COUNT, MEAN, IS_FP64)
     if ONE_PASS:
         for blk in range(tl.program_id(0), tl.cdiv(M, ROWS), tl.num_programs(0)):
             rows = blk * ROWS + tl.arange(0, ROWS)
@@ -298,7 +296,7 @@ def cross_entropy_bwd(
     cols = tl.arange(0, BLOCK)
     PACK: tl.constexpr = VEC if VEC > 0 else ALIGN
     smooth = acc_const(SMOOTH, IS_FP64)
-    scale_all = grad_scale(COUNT, MEAN, IS_FP64, False)
+    scale_all = grad_scale(COUNT, MEAN, IS_FP64)
     d = tl.load(DLOSS)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = row_start(X, row, stride_x, ALIGN)

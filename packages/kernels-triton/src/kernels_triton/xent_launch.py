@@ -20,7 +20,6 @@ import torch
 from kernels_triton.cluster import exchange_metadata
 from kernels_triton.configs import INTERPRET, ROW_SHAPES
 from kernels_triton.launch import launcher
-from kernels_triton.xent_reduce import GDC
 
 MAX_LAUNCHERS = 1024  # compiled specialisations kept; past that the table starts again
 _LAUNCHERS: dict[tuple, tuple] = {}
@@ -43,13 +42,11 @@ def specialization(args: tuple) -> tuple[list, list]:
 
 
 def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, maxnreg: int | None = None,
-           pdl: bool = False, **constexprs) -> None:  # fmt: skip
+           **constexprs) -> None:  # fmt: skip
     """kernel[(grid,)](*args, num_warps=num_warps, **constexprs) on the device of args[0] (a
     tensor); every parameter after args is one of constexprs. cluster = C > 0: a cluster.py
     kernel, launched as `grid` clusters of C blocks (the launch metadata's num_ctas), whose last
-    argument, slot_base, is appended here. pdl: launched as a programmatic dependent of the
-    stream's previous launch (sm_90, xent_reduce.GDC): it may start before that one ends, so the
-    kernel must call xent_reduce.wait_for_previous before it reads what that one writes."""
+    argument, slot_base, is appended here."""
     first = args[0]
     if INTERPRET or not first.is_cuda:
         kernel[(grid,)](*args, num_warps=num_warps, **constexprs)
@@ -57,14 +54,12 @@ def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, max
     device = first.get_device()
     flat, spec = specialization(args)
     # id(kernel): a JITFunction hashes in Python; the kernels live as long as their modules
-    key = (id(kernel), device, num_warps, cluster, maxnreg, pdl, *constexprs.items(), *spec)
+    key = (id(kernel), device, num_warps, cluster, maxnreg, *constexprs.items(), *spec)
     entry = _LAUNCHERS.get(key)
     if entry is None:
         options = {"num_stages": 1} if cluster else {}
         if maxnreg is not None:
             options["maxnreg"] = maxnreg
-        if pdl:
-            options["launch_pdl"] = True
         with torch.cuda.device(device):  # Triton compiles for, and loads into, the current device
             compiled = kernel.warmup(*args, *((0,) if cluster else ()), grid=(grid,), num_warps=num_warps,
                                      **options, **constexprs)  # fmt: skip
@@ -81,7 +76,7 @@ def launch(kernel, grid: int, args: tuple, num_warps: int, cluster: int = 0, max
     flat = (*flat, *values)
     if torch._C._cuda_getDevice() != device:  # a function handle belongs to its device's context
         with torch.cuda.device(device):
-            return launch(kernel, grid, args, num_warps, cluster, maxnreg, pdl, **constexprs)
+            return launch(kernel, grid, args, num_warps, cluster, maxnreg, **constexprs)
     c(grid, 1, 1, torch._C._cuda_getCurrentRawStream(device), function, coop, pdl, meta,
       None, None, None, None, None, annotations, signature, flat)  # fmt: skip
 
@@ -145,13 +140,6 @@ MIN_PROGRAMS_PER_SM = 2
 def device_caps(index: int) -> tuple[int, int]:
     props = torch.cuda.get_device_properties(index)
     return props.multi_processor_count, props.L2_cache_size
-
-
-@functools.cache
-def dependent_launches(index: int) -> bool:
-    """Whether launches on this device may be programmatic dependents (sm_90 and later, and a
-    Triton with grid dependency control): xent_reduce's PDL."""
-    return GDC and torch.cuda.get_device_capability(index)[0] >= 9
 
 
 def programs(m: int, n: int, itemsize: int, one_pass: bool, device: torch.device) -> int:

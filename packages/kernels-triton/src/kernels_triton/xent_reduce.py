@@ -17,12 +17,6 @@ import triton.language as tl
 
 from kernels_triton.configs import INTERPRET
 
-try:  # grid dependency control: programmatic dependent launch, sm_90 (not under the interpreter)
-    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
-except ImportError:  # an older Triton: every launch waits for the one before it
-    gdc_launch_dependents = gdc_wait = None
-GDC = gdc_wait is not None and not INTERPRET
-
 # Programs of each reduction, a power of two (count_total loads the counts as one vector). The
 # interpreter runs programs one by one at a cost each: a few, still several chunks to a test.
 PARTS = tl.constexpr(4 if INTERPRET else 64)
@@ -37,39 +31,17 @@ def _chunk(M):
 
 
 @triton.jit
-def let_next_launch(PDL: tl.constexpr):
-    """PDL: the next launch of the stream, launched as a programmatic dependent (xent_launch.launch's
-    pdl), may start now, its blocks beside this kernel's; it waits (wait_for_previous) before it
-    reads anything this kernel writes. A no-op where the next launch is an ordinary one."""
-    if PDL:
-        gdc_launch_dependents()
-
-
-@triton.jit
-def wait_for_previous(PDL: tl.constexpr):
-    """PDL: wait until the kernel launched before this one has finished and its stores are visible.
-    Every kernel launched as a dependent must reach it, reading its predecessor's output or not: one
-    that never waited could finish first, and the launch after it, waiting on it alone, would read
-    what the predecessor had not yet written. A no-op after an ordinary launch."""
-    if PDL:
-        gdc_wait()
-
-
-@triton.jit
 def count_total(COUNT):
     """The number of targets counted, int64."""
     return tl.sum(tl.load(COUNT + tl.arange(0, PARTS)).to(tl.int64), 0)
 
 
 @triton.jit
-def grad_scale(COUNT, MEAN: tl.constexpr, IS_FP64: tl.constexpr, PDL: tl.constexpr):
+def grad_scale(COUNT, MEAN: tl.constexpr, IS_FP64: tl.constexpr):
     """The factor of the loss's gradient for an upstream gradient of 1, in the accumulator type:
-    1 for the sum, 1 / count_total for the mean. PDL: the forward launched as count_targets'
-    dependent (only the mean's forward that writes the gradient, which always comes here), so the
-    wait comes before its one read of the count."""
+    1 for the sum, 1 / count_total for the mean."""
     scale = 1.0
     if MEAN:
-        wait_for_previous(PDL)
         if IS_FP64:
             scale = 1.0 / count_total(COUNT).to(tl.float64)
         else:
@@ -87,10 +59,9 @@ def zero_ticket(COUNT, ZERO: tl.constexpr):
 
 
 @triton.jit
-def count_targets(T, COUNT, M, ignore_index, BLOCK: tl.constexpr, PDL: tl.constexpr):
+def count_targets(T, COUNT, M, ignore_index, BLOCK: tl.constexpr):
     """COUNT[p] = the targets != ignore_index of program p's chunk; COUNT[PARTS] = 0.
-    Launched on PARTS programs; PDL: the forward after it starts beside it."""
-    let_next_launch(PDL)
+    Launched on PARTS programs."""
     start, end = _chunk(M)
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], tl.int32)
@@ -103,11 +74,10 @@ def count_targets(T, COUNT, M, ignore_index, BLOCK: tl.constexpr, PDL: tl.conste
 
 
 @triton.jit
-def reduce_loss(LOSS, COUNT, PART, OUT, M, BLOCK: tl.constexpr, MEAN: tl.constexpr, PDL: tl.constexpr):
+def reduce_loss(LOSS, COUNT, PART, OUT, M, BLOCK: tl.constexpr, MEAN: tl.constexpr):
     """OUT[0] = sum(LOSS) (/ count_total for MEAN), on PARTS programs: each sums its chunk
     into PART[p]; the last to take a ticket sums PART in index order, so the bits do not
-    depend on which program finishes last. PDL: launched as the forward's dependent."""
-    wait_for_previous(PDL)
+    depend on which program finishes last."""
     start, end = _chunk(M)
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], LOSS.dtype.element_ty)  # fp32, fp64 for fp64 logits

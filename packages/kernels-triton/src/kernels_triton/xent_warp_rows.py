@@ -22,7 +22,7 @@ import triton.language as tl
 
 from kernels_triton.configs import warp_row_packs, warp_rows_fit
 from kernels_triton.xent_kernels import ce_grad, ce_grad_off_target
-from kernels_triton.xent_reduce import grad_scale, let_next_launch, zero_ticket
+from kernels_triton.xent_reduce import grad_scale, zero_ticket
 from kernels_triton.xent_rows import acc_const, exp, exp_ref, lanes_in_row, row_start
 
 ROWS = 2  # rows (warps) a program
@@ -54,11 +54,9 @@ def cross_entropy_warp_rows(
     X, T, LOSS, STATS, G, COUNT, M, N, stride_x, stride_g, ignore_index,
     WIDTH: tl.constexpr, PACKS: tl.constexpr, FULL: tl.constexpr, ROWS: tl.constexpr, ALIGN: tl.constexpr,
     SMOOTH: tl.constexpr, WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr, ZERO_TICKET: tl.constexpr,
-    PDL: tl.constexpr,  # the sum's launch may start beside this one; this one beside the count (grad_scale)
 ):  # fmt: skip
     """xent_kernels.cross_entropy_fwd's one pass (its arguments but OFF; fp32 accumulators),
     a warp a row."""
-    let_next_launch(PDL)
     zero_ticket(COUNT, ZERO_TICKET)
     smooth = acc_const(SMOOTH, False)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
@@ -77,7 +75,7 @@ def cross_entropy_warp_rows(
     x_t = tl.load(x_rows + t, mask=live & counted & in_row, other=float("nan")).to(tl.float32)
     scale_all = 1.0  # the mean's count, loaded here so that its latency overlaps the row's
     if WRITE_GRAD:
-        scale_all = grad_scale(COUNT, MEAN, False, PDL)
+        scale_all = grad_scale(COUNT, MEAN, False)
     m = xs[0]
     for p in tl.static_range(1, PACKS):
         m = tl.maximum(m, xs[p])
