@@ -235,16 +235,14 @@ def xent_cluster(
     smoothing: float = 0.0,
     entropy: bool = False,
     device_id: int | None = None,
-    max_cluster: int = 16,
 ) -> XentCluster | None:
-    """11's split for the forward of rows of N, or None where 09 takes them: the splits of at most
-    max_cluster blocks, and on device_id at most `device_props.max_cluster(device_id)` (8 once it
-    refused more), so that a row past 8 blocks of 11 packs a thread takes 09 there. device_id None:
-    any device with clusters (the offline listing)."""
+    """11's split for the forward of rows of N, or None where 09 takes them: on device_id the splits
+    of at most `device_props.max_cluster(device_id)` blocks (8 once it refused more), so that a row
+    past 8 blocks of 11 packs a thread takes 09 there. device_id None: any device with clusters, up
+    to 16 blocks (the offline listing)."""
     if dtype == "float64" or smoothing or entropy or not xent_config(N, dtype).steps:
         return None
-    if device_id is not None:
-        max_cluster = min(max_cluster, device_props.max_cluster(device_id))
+    max_cluster = 16 if device_id is None else device_props.max_cluster(device_id)
     vec = PACK_BYTES // ITEMSIZE[dtype]
     packs = N // vec  # the body's packs at most (fewer where the row has a head)
     for c, most in XENT_CLUSTER_SPLITS:
