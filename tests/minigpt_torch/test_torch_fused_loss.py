@@ -103,7 +103,9 @@ def test_training_curves_match_and_report_speed_and_memory(capsys):
                       eval_every=40, warmup_steps=5)  # fmt: skip
     for loss in ("fused", "torch"):
         train(dataclasses.replace(cfg, steps=2, eval_every=2), device="cuda", progress=None, loss=loss)
-    runs = [train(cfg, device="cuda", progress=None, loss=loss) for loss in ("fused", "torch", "torch", "fused")]
+    runs = [
+        train(cfg, device="cuda", progress=None, loss=loss) for loss in ("fused", "torch", "torch", "fused")
+    ]
     assert [r.loss_impl for r in runs] == ["fused", "torch", "torch", "fused"]
     fused, torch_ = runs[0], runs[1]
     drift = max(abs(a - b) for a, b in zip(fused.losses, torch_.losses, strict=True))

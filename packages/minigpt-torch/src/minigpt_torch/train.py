@@ -46,7 +46,7 @@ class TorchTrainResult:
     rank: int
     world_size: int
     loss_impl: str = "torch"  # what computed the loss: "fused" (kernels_triton) or "torch"
-    peak_memory_bytes: int | None = None  # peak allocated over training, beyond what was held before; None on the CPU
+    peak_memory_bytes: int | None = None  # peak allocated in training beyond what was held before; CPU: None
 
 
 def adamw(model: GrammarMiniGPT, cfg: TrainConfig) -> torch.optim.AdamW:
