@@ -3,7 +3,7 @@ fewer than 16 free SMs): every op's launch that meets the refusal goes through d
 the device joins REFUSED_CLUSTER16 (one warning), every cached plan is dropped and the call is
 planned again, now with clusters of at most 8 blocks (or the op's form without clusters).
 
-Here, on CPU: `refused` / `launched` themselves (True, False, or the error raised as it was), and each
+Here, on CPU: `refused` itself (True; False for the launch site to raise the error as it was), and each
 op's plan (softmax forward and backward, log_softmax forward and backward, the cross-entropy's
 forward, 11) on a device of max_cluster 8 at rows that take 16-block clusters on an H100, and on an
 H200 whose picks name 16. Each op's launch site: test_cuda_cluster_launch_refused.py.
@@ -15,7 +15,7 @@ import warnings
 from dataclasses import replace
 
 import pytest
-from cuda_refusal_helpers import H200, REFUSAL, raising
+from cuda_refusal_helpers import H200, REFUSAL
 from kernels_cuda import _driver, backward_plans, codegen, device_props
 from kernels_cuda import log_softmax_op as ls
 from kernels_cuda import row_kernels as rk
@@ -39,12 +39,6 @@ def _driver_error(monkeypatch, what: str, code: int) -> _driver.CudaError:
 # --- CPU: the helper ---------------------------------------------------------------------------
 
 
-def test_launched_is_true_for_a_launch_that_ran(no_device_refused):
-    seen = []
-    assert device_props.launched(lambda *a: seen.append(a), 0, 16, "stream", 3)
-    assert seen == [("stream", 3)] and device_props.REFUSED_CLUSTER16 == set()
-
-
 def test_a_refused_cluster_past_8_blocks_is_recorded_once_and_drops_every_cached_plan(
     no_device_refused, monkeypatch
 ):
@@ -59,7 +53,7 @@ def test_a_refused_cluster_past_8_blocks_is_recorded_once_and_drops_every_cached
     with pytest.warns(
         RuntimeWarning, match=r"device 3 refused a 16-block cluster \(.*misconfig.*at most 8 blocks"
     ):
-        assert not device_props.launched(raising(RuntimeError(REFUSAL)), 3, 16)
+        assert device_props.refused(RuntimeError(REFUSAL), 3, 16)
     assert device_props.REFUSED_CLUSTER16 == {3}
     for cache in (variants.cached_row_plan, variants.cached_plan, ls.cluster_plan, ls.registers_plan):
         assert cache.cache_info().currsize == 0, cache
@@ -68,7 +62,7 @@ def test_a_refused_cluster_past_8_blocks_is_recorded_once_and_drops_every_cached
     # a second refusal on the device (a plan made before it was recorded): planned again, no warning
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert not device_props.launched(raising(RuntimeError(REFUSAL)), 3, 16)
+        assert device_props.refused(RuntimeError(REFUSAL), 3, 16)
     assert caught == [] and device_props.REFUSED_CLUSTER16 == {3}
 
 
@@ -87,10 +81,7 @@ def test_any_other_error_and_a_refusal_of_8_blocks_or_fewer_are_raised_as_they_w
     ]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for error, cluster in cases:
-            with pytest.raises(type(error)) as info:
-                device_props.launched(raising(error), 0, cluster)
-            assert info.value is error
+        for error, cluster in cases:  # False: the launch site raises the error as it was
             assert not device_props.refused(error, 0, cluster)
     assert caught == [] and device_props.REFUSED_CLUSTER16 == set()
     with pytest.warns(RuntimeWarning, match="refused"):

@@ -165,8 +165,11 @@ def run_softmax_backward(y, dy, dim, variant, batch_invariant=True):
         if len(row_runs) >= MAX_CACHED_CALLS:
             row_runs.clear()
         run = row_runs[key] = _RowsRun(rows, device_id, N, strides)
-    if not device_props.launched(run, device_id, run.cluster, ops.stream(y), M, *pointers):
-        # the device refused the cluster: planned again, clusters of at most 8 blocks
+    try:
+        run(ops.stream(y), M, *pointers)
+    except Exception as exc:  # a cluster the device refused: planned again with at most 8 blocks
+        if not device_props.refused(exc, device_id, run.cluster):
+            raise
         return run_softmax_backward(y, dy, dim, variant, batch_invariant)
     if ops is arrays.TorchOps and d == last and strides == (N,) * 3 and dim.__class__ is int:
         if batch_invariant is True and y.is_contiguous() and dy.is_contiguous():

@@ -76,19 +76,6 @@ def refused(exc: BaseException, device_id: int, cluster: int) -> bool:
     return True
 
 
-def launched(run, device_id: int, cluster: int, *args) -> bool:
-    """run(*args), a launch of clusters of `cluster` blocks on device_id: True if it ran; False
-    if the device refused the cluster (`refused`: plan again and launch); any other error
-    raised as it is."""
-    try:
-        run(*args)
-    except Exception as exc:
-        if not refused(exc, device_id, cluster):
-            raise
-        return False
-    return True
-
-
 def _error_text(exc: BaseException) -> str:
     """What of exc's message names the error: a driver error's name alone (its message names the
     kernel too, and every cluster kernel's name says "cluster"), else the whole message."""
