@@ -169,6 +169,9 @@ def _forward(
     if reduction == "none":
         return rows.to(x.dtype), stats, count
     parts = torch.empty(R.PARTS.value, dtype=rows.dtype, device=x.device)
+    # An ordinary launch, after the forward has ended. As a programmatic dependent (sm_90) it would
+    # start during the forward's last blocks and wait there, on SMs that the forward's blocks and
+    # clusters still need: the H200 results page has the trial, slower at most shapes.
     launch(
         R.reduce_loss,
         R.PARTS.value,
