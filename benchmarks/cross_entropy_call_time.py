@@ -19,7 +19,6 @@ import argparse
 import datetime
 import importlib
 import json
-import platform
 import statistics
 import sys
 
@@ -124,14 +123,19 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("cross_entropy_call_time.py times CUDA launches: no CUDA device here", file=sys.stderr)
         return 2
+    from labtools.atomic import write_report
+    from labtools.env import collect
+
     impls, skipped = implementations()
-    versions = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda}
-    if "kernels_triton" in impls:
-        versions["triton"] = importlib.import_module("triton").__version__
+    env = collect()  # `lab env`'s versions, those installed, and torch's CUDA
+    versions = {
+        "python": env.python,
+        **{k: v for k, v in env.versions.items() if v},
+        "cuda": torch.version.cuda,
+    }
     report = {"gpu": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
               "command": " ".join(sys.argv), "versions": versions, "reduction": args.reduction,
               "skipped": skipped, "rows": measure(args, impls)}  # fmt: skip
-    from labtools.atomic import write_report
 
     write_report(json.dumps(report, indent=1) + "\n", args.out)
     return 0

@@ -20,7 +20,6 @@ import argparse
 import datetime
 import importlib
 import json
-import platform
 import statistics
 import sys
 
@@ -126,15 +125,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.tree:
         sys.path.insert(0, args.tree)
     import torch
-    import triton
 
     if not torch.cuda.is_available():
         print("softmax_against_tree.py times CUDA kernels: no CUDA device here", file=sys.stderr)
         return 2
+    from labtools.env import collect
+
+    env = collect()  # `lab env`'s versions, those installed, and torch's CUDA
+    versions = {
+        "python": env.python,
+        **{k: v for k, v in env.versions.items() if v},
+        "cuda": torch.version.cuda,
+    }
     report = {"tree": args.tree or "installed", "gpu": torch.cuda.get_device_name(),
-              "date": datetime.date.today().isoformat(), "command": " ".join(sys.argv),
-              "versions": {"python": platform.python_version(), "torch": torch.__version__,
-                           "triton": triton.__version__, "cuda": torch.version.cuda},
+              "date": datetime.date.today().isoformat(), "command": " ".join(sys.argv), "versions": versions,
               "kernels_triton": importlib.import_module("kernels_triton").__file__, "rows": measure(args)}  # fmt: skip
     from labtools.atomic import write_report
 

@@ -1,18 +1,14 @@
 """benchmarks/cross_entropy_call_time.py on a CPU: its usage errors (exit 2, one line, no traceback), no timing
 without a CUDA device, and --table's markdown of a run (the figures come from GPUs)."""
 
+import functools
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from benchmark_cli import assert_usage_error
+from benchmark_cli import run as run_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "cross_entropy_call_time.py"
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300)
+run = functools.partial(run_benchmark, "cross_entropy_call_time.py")
 
 
 @pytest.mark.parametrize(
@@ -21,10 +17,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
      (["--calls", "0"], "--calls"), (["--rounds", "-1"], "--rounds")],
 )  # fmt: skip
 def test_bad_arguments_exit_2_naming_the_argument(args, named):
-    result = run(*args)
-    assert result.returncode == 2 and named in result.stderr and "Traceback" not in result.stderr, (
-        result.stderr
-    )
+    assert_usage_error(run(*args), named)
 
 
 def test_without_a_cuda_device_it_times_nothing_and_says_why():

@@ -1,18 +1,14 @@
 """benchmarks/softmax_against_tree.py on a CPU: its usage errors (exit 2, one line, no traceback), no timing
 without a CUDA device, and --compare's table of two runs (the figures come from GPUs)."""
 
+import functools
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from benchmark_cli import assert_usage_error
+from benchmark_cli import run as run_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "softmax_against_tree.py"
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300)
+run = functools.partial(run_benchmark, "softmax_against_tree.py")
 
 
 @pytest.mark.parametrize(
@@ -21,10 +17,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
      (["--dtypes", "float64"], "--dtypes")],
 )  # fmt: skip
 def test_bad_arguments_exit_2_naming_the_argument(args, named):
-    result = run(*args)
-    assert result.returncode == 2 and named in result.stderr and "Traceback" not in result.stderr, (
-        result.stderr
-    )
+    assert_usage_error(run(*args), named)
 
 
 def test_compare_prints_the_points_both_runs_timed(tmp_path):
