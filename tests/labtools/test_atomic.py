@@ -43,3 +43,25 @@ def test_write_report_goes_to_the_path_or_to_stdout(tmp_path, capsys):
     assert (tmp_path / "out.json").read_text() == "to the file\n"
     assert capsys.readouterr().out == "to stdout\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+@pytest.mark.parametrize("module", ["labtools.atomic", "kernels_cuda._atomic", "minigpt_np._atomic"])
+def test_an_interrupt_the_moment_the_temporary_exists_leaves_none(tmp_path, monkeypatch, module):
+    """A signal's exception (SIGINT, or a CLI's SIGTERM handler) raised just after the temporary
+    is made, before the write starts, still removes it: each distribution's copy of the helper."""
+    import importlib
+    import os
+
+    atomic = importlib.import_module(module)
+    target = tmp_path / "model.npz"
+    atomic.atomic_write_text(target, "old")
+    real_close = os.close
+
+    def interrupted_close(fd):
+        real_close(fd)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic.os, "close", interrupted_close)
+    with pytest.raises(KeyboardInterrupt), atomic.atomic_path(target):
+        pass
+    assert [p.name for p in tmp_path.iterdir()] == ["model.npz"] and target.read_text() == "old"

@@ -20,14 +20,15 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     umask); on success it replaces ``path``, on an exception it is removed."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-    try:
+    try:  # made inside the try: a signal's exception the moment the file exists still removes it
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         yield tmp
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:
+        if not (isinstance(exc, FileExistsError) and exc.filename == str(tmp)):  # else another's file
+            tmp.unlink(missing_ok=True)
         raise
 
 
