@@ -84,17 +84,19 @@ def test_non_finite_values_come_out_as_in_torch(dtype, n):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_past_131072_in_blocks_of_16384(dtype, n):
     """Rows of 131073 to 262144 columns, both directions: the 16-bit backward, the backward of rows off 16-byte
-    boundaries and, past 163840, the forward and the fp32 backward over 16 blocks of 16384 elements with
-    capped registers (the 16-bit forward over 4 warps, the fp32 backward over 16, the others over 8), the
-    last blocks partly or wholly past the row's end; up to 163840 the forward and the fp32 backward over two
-    tiles a block (cluster.tiles); rows off 16-byte boundaries (131073, 163839) included."""
+    boundaries and, past 163840, the forward over 16 blocks of 16384 elements with capped registers (the
+    16-bit forward over 4 warps, the others over 8), the last blocks partly or wholly past the row's end; up
+    to 163840 the forward, and to 262144 the fp32 backward of whole packs, over two tiles a block
+    (cluster.tiles; past 163840 dy read again after the exchange); rows off 16-byte boundaries (131073,
+    163839) included."""
     warps = 4 if dtype != torch.float32 else 8
     meta = cluster.kernel_for("fwd", n, dtype)[1]
     two = cluster.tiles(n, dtype)
     assert (meta["C"], meta["CHUNK"], meta["CHUNK2"]) == (two[:3] if two else (16, 16384, 0))
     vec = cluster.packs([torch.empty((1, n), dtype=dtype, device="meta")])
     meta = cluster.kernel_for("bwd", n, dtype, vec)[1]
-    two_bwd = two if two and dtype == torch.float32 and not vec else None
+    two_bwd = cluster.tiles(n, dtype, True) if dtype == torch.float32 and not vec else None
+    assert meta["RELOAD"] == (two_bwd is not None and two_bwd[2] > cluster.TWO_TILES[True][4])
     assert (meta["C"], meta["CHUNK"], meta["CHUNK2"]) == (two_bwd[:3] if two_bwd else (16, 16384, 0))
     assert (two is None) == (n > 163840) and cluster.block(n, "fwd", dtype)[:2] == (16384, warps)
     x = (torch.randn((3, n), device="cuda") * 4).to(dtype)

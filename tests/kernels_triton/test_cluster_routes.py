@@ -60,9 +60,12 @@ def test_a_row_takes_the_chunks_with_the_fewest_lanes_past_its_end(n, chunk, c):
     of the chunks of 8192 and 4096 the one that leaves fewer lanes past the row; the exchange
     reads SLOTS, C rounded up to a power of two."""
     metas = [cluster.kernel_for("bwd", n, torch.bfloat16, 0, op)[1] for op in ("softmax", "log_softmax")]
-    if cluster.tiles(n, torch.float32) is None:  # else fp32's two tiles: the test below
-        for op in ("softmax", "log_softmax"):
-            metas += [cluster.kernel_for(d, n, torch.float32, 0, op)[1] for d in ("fwd", "bwd")]
+    for d, op in (("fwd", "softmax"), ("fwd", "log_softmax"), ("bwd", "softmax"), ("bwd", "log_softmax")):
+        if (
+            cluster.tiles(n, torch.float32, d == "bwd" and op == "softmax") is None
+        ):  # else fp32's two tiles below
+            metas.append(cluster.kernel_for(d, n, torch.float32, 0, op)[1])
+    if cluster.tiles(n, torch.float32) is None:
         metas.append(xent_cluster.kernel_for(n, torch.float32)[1])
     for meta in metas:
         assert (meta["CHUNK"], meta["C"]) == (chunk, c), meta
@@ -127,17 +130,27 @@ def test_the_forward_past_131072_takes_two_tiles_reaching_the_row(n, dtype, op):
         assert (c, first, second, warps, cap) == cluster.tiles(n, dtype)
 
 
+# (C, first tile, second tile) of the fp32 backward of whole packs past TWO_TILE_BLOCKS' second tiles
+BACKWARD_PAST_THE_FORWARDS = {163841: (16, 8192, 4096), 196609: (16, 8192, 8192), 262144: (16, 8192, 8192)}
+
+
 @pytest.mark.parametrize("n", list(TWO_TILE_BLOCKS))
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
-def test_the_fp32_backward_of_whole_packs_takes_the_forwards_tiles(n, op):
-    """The fp32 backward of rows of whole 16-byte packs takes the forward's blocks (TWO_TILE_BLOCKS), its two
-    tiles in the forward's warps (its second tile is sized for them) under the backward's cap (cluster.block);
-    rows off 16-byte boundaries and 16-bit rows keep one tile."""
-    c, first, second = TWO_TILE_BLOCKS[n][0]
+def test_the_fp32_backward_of_whole_packs_takes_two_tiles(n, op):
+    """The fp32 backward of rows of whole 16-byte packs takes the forward's blocks (TWO_TILE_BLOCKS) up to
+    163840 columns, and the softmax's past them a second tile of up to 8192 with dy read again after the
+    exchange (RELOAD: y and dy of both tiles would not fit two blocks an SM; log_softmax's keeps one tile,
+    loading y during the exchange); two tiles in the forward's warps (its second tile is sized for them)
+    under the backward's cap (cluster.block); rows off 16-byte boundaries and 16-bit rows keep one tile."""
+    past = n in BACKWARD_PAST_THE_FORWARDS
+    c, first, second = BACKWARD_PAST_THE_FORWARDS[n] if past and op == "softmax" else TWO_TILE_BLOCKS[n][0]
     _, meta, warps, cap = cluster.kernel_for("bwd", n, torch.float32, 0, op)
     assert (meta["C"], meta["CHUNK"], meta["CHUNK2"]) == (c, first, second)
+    assert meta["RELOAD"] == (past and op == "softmax")
+    assert c * (first + second) >= n
     if second:
-        assert (warps, cap) == (cluster.tiles(n, torch.float32)[3], cluster.block(n, "bwd", torch.float32)[2])
+        tiles = cluster.tiles(n, torch.float32, op == "softmax")
+        assert (warps, cap) == (tiles[3], cluster.block(n, "bwd", torch.float32)[2])
         assert meta["THREADS"] == 32 * warps
     for dtype, vec in ((torch.float32, 4), (torch.bfloat16, 0), (torch.float16, 8)):
         assert cluster.kernel_for("bwd", n, dtype, vec, op)[1]["CHUNK2"] == 0

@@ -34,7 +34,7 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
     the merge. The 16-bit forward reduces its chunk once, (max, sum) pairs (dsmem.partial): 3
     block barriers, where a max and then a sum take 5 or 6 (two tiles: once a tile). Two-tile blocks
     (cluster.tiles) keep TWO_TILES' register caps unspilled; the fp32 backward's hold y and dy of both tiles
-    unspilled, two blocks an SM."""
+    unspilled, two blocks an SM (past 163840 columns y held, dy read again after the exchange)."""
     code = (
         "import json, torch\n"
         "from sass_tools import compile_cluster, memory_instructions, resources, sass\n"
@@ -55,10 +55,12 @@ def test_the_kernels_compile_for_sm90_without_a_gpu_and_16_bit_chunks_stay_packe
         assert found[case]["registers"] <= 96 and found[case]["stack"] <= 32, (case, found[case])
     assert found["fwd 131072 bf16"]["registers"] <= 64, found["fwd 131072 bf16"]
     assert found["bwd 131072 bf16"]["registers"] <= 128, found["bwd 131072 bf16"]
-    assert found["bwd 262144 fp32"]["registers"] <= 128 and found["bwd 262144 fp32"]["stack"] == 0
-    two_tiles = found["bwd 151936 fp32, two tiles"]  # y and dy unspilled, two blocks an SM
-    threads = cluster.kernel_for("bwd", 151936, torch.float32)[1]["THREADS"]
-    assert 2 * threads * two_tiles["registers"] <= 65536 and two_tiles["stack"] == 0, two_tiles
+    for case in ("bwd 151936 fp32, two tiles", "bwd 262144 fp32"):  # unspilled, two blocks an SM
+        meta = cluster.kernel_for("bwd", OFFLINE_CASES[case][1], torch.float32)[1]
+        counts = found[case]
+        assert 2 * meta["THREADS"] * counts["registers"] <= 65536 and counts["stack"] == 0, (case, counts)
+        packs = (meta["CHUNK"] + meta["CHUNK2"]) // (4 * meta["THREADS"])  # a thread's, of y (dy, dx)
+        assert counts["LDG.E.128"] == (3 if meta["RELOAD"] else 2) * packs, (case, counts)  # RELOAD: dy twice
     for case in (
         "fwd 131072 fp32",
         "fwd 200000 fp32",
@@ -106,7 +108,9 @@ def test_the_family_kernels_hold_their_chunk_without_spilling(without_interprete
     the exchange: the row's bytes moved at half the copy's rate). The 16-bit cross-entropy's
     two-tile blocks (8 of 16384 and a second tile; log_softmax's the same) fit four an SM in 64 registers
     with one 8-byte word spilled, which is faster than three an SM unspilled (the results page); the fp32
-    cross-entropy's blocks of 8192 hold their 32 values a thread in 64 registers unspilled."""
+    cross-entropy's blocks of 8192 hold their 32 values a thread in 64 registers. The cross-entropy's
+    blocks may spill one 8-byte word under their caps: the mean's count, held from beside the row's
+    loads (still faster than reading it after the exchange, where every row waits for it)."""
     code = (
         "import json, torch\n"
         "from sass_tools import compile_cluster_op, memory_instructions, resources, sass\n"
@@ -119,12 +123,14 @@ def test_the_family_kernels_hold_their_chunk_without_spilling(without_interprete
     assert found.keys() == FAMILY_CASES.keys()
     for case, counts in found.items():
         assert counts.get("LDG.E.128", 0) > 0 and counts.get("STG.E.128", 0) > 0, (case, counts)
-        if case.endswith("151936 bf16"):  # four blocks an SM: 64 registers, one 8-byte word spilled
-            assert counts["registers"] <= 64 and counts["stack"] <= 8 and counts.get("STL", 0) <= 1, counts
+        one_word = case.startswith("cross_entropy") or case.endswith("151936 bf16")
+        assert counts["stack"] <= (8 if one_word else 0), (case, counts)
+        if case.endswith("151936 bf16"):  # four blocks an SM
+            assert counts["registers"] <= 64, (case, counts)
         elif case.startswith(("cross_entropy 50257 fp32", "cross_entropy 131072 fp32")):  # XENT_FP32_8192
-            assert counts["registers"] <= 64 and counts["stack"] == 0, (case, counts)
+            assert counts["registers"] <= 64, (case, counts)
         else:
-            assert counts["registers"] <= 160 and counts["stack"] == 0, (case, counts)
+            assert counts["registers"] <= 160, (case, counts)
     for case, (op, direction, n, dtype) in FAMILY_CASES.items():
         if n > 131072 and direction == "fwd":
             threads = cluster.kernel_for(direction, n, getattr(torch, dtype), 0, op)[1]["THREADS"]

@@ -25,8 +25,7 @@ CONFIGS = ALL_CONFIGS[:1] if INTERPRET else ALL_CONFIGS
 @triton.jit
 def softmax_autotuned_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, N, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * x_row_stride
-    y_row = y_ptr + row * y_row_stride
+    x_row, y_row = x_ptr + row * x_row_stride, y_ptr + row * y_row_stride
     cols = tl.arange(0, BLOCK)
     m = tl.full([BLOCK], float("-inf"), tl.float32)  # each lane's running max
     s = tl.zeros([BLOCK], tl.float32)  # and sum of exp(x - m)

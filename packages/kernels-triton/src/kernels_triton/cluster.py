@@ -1,10 +1,9 @@
-"""The cluster form (sm_90) of kernels.py's forward and backward, and of the softmax family's long rows: a
-row of up to MAX_COLS columns over the C blocks (blocks()) of a thread-block cluster, where one program a
-row would read it twice and leave SMs idle at few rows. The blocks, scheduled together, each read and
-write their chunk once, push their partial (forward: the chunk's max m and sum of exp(x - m); backward:
-its sum of y * dy, or of dy for log_softmax) into every block's shared memory (dsmem.exchange) and merge
-the C partials: no scratch buffer, no polling. Which rows take it: applies(); a block holds one tile, or
-two up to 163840 columns (tiles(): the forwards, and the fp32 backward of rows of whole packs). A device that
+"""The cluster form (sm_90) of kernels.py's forward and backward, and of the softmax family's long rows: a row of
+up to MAX_COLS columns over the C blocks (blocks()) of a thread-block cluster, where one program a row would
+read it twice and leave SMs idle at few rows. The blocks, scheduled together, each read and write their chunk
+once, push their partial (forward: the chunk's max m and sum of exp(x - m); backward: its sum of y * dy, or of
+dy for log_softmax) into every block's shared memory (dsmem.exchange) and merge the C partials: no scratch
+buffer, no polling. Which rows take it: applies(); a block holds one tile or two (tiles()). A device that
 refuses clusters of 16 blocks: launched().
 
 Triton compiles no row reduction with num_ctas > 1: the kernel is compiled for one block and launched with
@@ -56,10 +55,9 @@ def _capable(device_index: int) -> bool:
 
 @functools.cache  # on the family's call path: kernel_for runs every launch
 def block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
-    """(chunk, warps, register cap) of a block. Lanes past the row compute too: of the chunks of 8192 and 4096
-    elements whose C = ceil(N / chunk) blocks fit a cluster, the one with the fewest lanes past the row's end
-    (8192 on a tie). Past 8192 * MAX_CLUSTER columns, registers capped so that blocks share an SM unspilled
-    (the SASS test holds it): fp32 forward 3 blocks an SM, backward 64 values (y, dy) a thread; 16-bit 5."""
+    """(chunk, warps, register cap) of a block: of the chunks of 8192 and 4096 whose C = ceil(N / chunk) blocks fit
+    a cluster, the one with the fewest lanes past the row (they compute too; 8192 on a tie). Past 8192 * MAX_CLUSTER
+    columns, caps that let blocks share an SM unspilled: fp32 forward 3 an SM, backward y, dy of 64; 16-bit 5."""
     if n_cols <= 8192 * MAX_CLUSTER:
         fits = [chunk for chunk in (8192, 4096) if -(-n_cols // chunk) <= MAX_CLUSTER]
         return min(fits, key=lambda chunk: blocks(n_cols, chunk) * chunk), 4, None
@@ -101,19 +99,20 @@ def packs(tensors: list[torch.Tensor]) -> int:
 # (warps, register cap) by fp32 of log_softmax's forward past 8192 * MAX_CLUSTER columns: x unspilled
 # across the exchange, SMs shared so that one block's loads overlap another's exchange; each the H100's best.
 LONG_LOG_FWD = {True: (8, 128), False: (8, 80)}
-# Blocks from 131073 to 163840 columns, by fp32: (C, first tile, warps, register cap, widest second tile); one
-# 16384-wide tile over 16 blocks leaves up to 7/16 of its lanes past the row, their registers held. The forwards:
-# fp32 16 blocks, three an SM unspilled; 16-bit 8 blocks, 80 elements a thread packed, four an SM in 64 registers.
-# The fp32 backward of whole packs, under its own cap (block()): y and dy of both tiles, two blocks an SM.
+# Blocks past 131072 columns, by fp32: (C, first tile, warps, register cap, widest second tile); one 16384-wide
+# tile over 16 blocks leaves up to 7/16 of its lanes past the row, their registers held. The forwards (to 163840;
+# 8192 + 4096 was no faster than one tile): fp32 16 blocks, three an SM unspilled; 16-bit 8 blocks, 80 elements a
+# thread packed, four an SM in 64 registers. The fp32 backward of whole packs, two blocks an SM under its own cap
+# (block()): y and dy of both tiles held, or (the softmax's, reload: to 262144 columns) y alone (RELOAD).
 TWO_TILES = {True: (16, 8192, 8, 80, 2048), False: (8, 16384, 8, 64, 4096)}
 
 
 @functools.cache  # on the call path, as block
-def tiles(n_cols: int, dtype: torch.dtype) -> tuple[int, int, int, int, int] | None:
+def tiles(n_cols: int, dtype: torch.dtype, reload: bool = False) -> tuple[int, int, int, int, int] | None:
     """(C, CHUNK, CHUNK2, warps, register cap) of TWO_TILES' blocks past 8192 * MAX_CLUSTER columns: CHUNK2 the
-    narrowest power-of-two tile, from a 16-byte pack a thread, that brings C blocks to the row's end; else None
-    (one tile of 16384 over 16 blocks past the widest: 8192 + 4096 was no faster)."""
+    narrowest power-of-two tile, at least a 16-byte pack a thread, bringing C blocks to the row's end; else None."""
     c, first, warps, cap, widest = TWO_TILES[dtype == torch.float32]
+    widest = first if reload and dtype == torch.float32 else widest
     extra = next_pow2(max(32 * warps * (16 // dtype.itemsize), -(-n_cols // c) - first))
     return (c, first, extra, warps, cap) if n_cols > 8192 * MAX_CLUSTER and extra <= widest else None
 
@@ -126,11 +125,13 @@ def kernel_for(direction: str, n_cols: int, dtype: torch.dtype, vec: int = 0, op
     if op == "log_softmax" and direction == "fwd" and maxnreg is not None:  # x held as it is read, not exp(x)
         warps, maxnreg = LONG_LOG_FWD[dtype == torch.float32]
     c, chunk2, log, fp32 = blocks(n_cols, chunk), 0, op == "log_softmax", dtype == torch.float32
-    if (two := tiles(n_cols, dtype)) is not None and (direction == "fwd" or fp32 and not vec):
+    two = tiles(n_cols, dtype, direction == "bwd" and not log)  # log_softmax's loads y during the exchange
+    if two is not None and (direction == "fwd" or fp32 and not vec):
         c, chunk, chunk2, warps, maxnreg = two if direction == "fwd" else (*two[:4], maxnreg)
     sizes = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk, "CHUNK2": chunk2}
     if direction == "bwd":
-        return cluster_bwd_kernel, {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps}, warps, maxnreg
+        meta = {**sizes, "VEC": vec, "LOG": log, "THREADS": 32 * warps, "RELOAD": chunk2 > TWO_TILES[True][4]}
+        return cluster_bwd_kernel, meta, warps, maxnreg
     # masked where the blocks pass the row, and 16-bit log_softmax's two tiles always (Triton 3.6 spilled unmasked)
     exact = n_cols == c * (chunk + chunk2) and not (log and chunk2 and not fp32)
     if fp32 and not log and maxnreg is None and c == MAX_CLUSTER:  # 16 blocks of held exponentials: twice
@@ -177,8 +178,7 @@ def cluster_fwd_kernel(
     rank = pid % C  # = %cluster_ctarank: a cluster is C consecutive blocks
     SPAN: tl.constexpr = CHUNK + CHUNK2  # the block's columns
     cols = rank * SPAN + tl.arange(0, CHUNK)
-    x_row = x_ptr + row * x_row_stride
-    y_row = y_ptr + row * y_row_stride
+    x_row, y_row = x_ptr + row * x_row_stride, y_ptr + row * y_row_stride
     if VEC > 0:  # the body in whole packs, the head and tail (x_edges) an element at a time
         head, body, in_body, edges, in_edges = D.split_row(row, x_row_stride, 0, rank, N, C, SPAN, CHUNK, VEC)
         x_first = x_ptr + tl.multiple_of(row * x_row_stride + head + rank * SPAN, VEC)  # the block's body
@@ -279,6 +279,7 @@ def cluster_bwd_kernel(
     VEC: tl.constexpr,  # > 0: rows off 16-byte boundaries, split into head, body and tail (split_row)
     LOG: tl.constexpr,  # log_softmax's: dx = dy - exp(y) * sum(dy) (softmax's: y * (dy - sum(y * dy)))
     THREADS: tl.constexpr,  # 32 * the launch's warps (LOG's sum)
+    RELOAD: tl.constexpr,  # (CHUNK2 > 0) y held across the exchange, dy read again after it (from L2)
 ):  # fmt: skip
     pid = tl.program_id(0)
     row = (pid // C).to(tl.int64)
@@ -298,12 +299,16 @@ def cluster_bwd_kernel(
         dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=cols < N, other=0.0)
         d = _grad_partial(y, dy, LOG, THREADS)
         if CHUNK2 > 0:  # TWO_TILES' rows: y and dy of both tiles held, two blocks an SM
+            if RELOAD:  # the first dy summed, its registers free, before the second tile's loads
+                tl.debug_barrier()
             cols2 = rank * (CHUNK + CHUNK2) + CHUNK + tl.arange(0, CHUNK2)
             y2 = tl.load(y_ptr + row * y_row_stride + cols2, mask=cols2 < N, other=0.0)
             dy2 = tl.load(dy_ptr + row * dy_row_stride + cols2, mask=cols2 < N, other=0.0)
             d += _grad_partial(y2, dy2, LOG, THREADS)
     _, d_all = D.exchange(0.0, d, slot_base, rank, C, SLOTS)  # the sums as s: unused slots add 0
     total = tl.sum(d_all, axis=0)
+    if RELOAD:
+        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=cols < N, other=0.0)
     dx = _grad(y, dy, total, LOG).to(dx_ptr.dtype.element_ty)
     if VEC > 0:
         tl.store(dx_ptr + body, dx, mask=in_body)
@@ -312,4 +317,6 @@ def cluster_bwd_kernel(
         dx_row = dx_ptr + row * dx_row_stride
         tl.store(dx_row + cols, dx, mask=cols < N)
         if CHUNK2 > 0:
+            if RELOAD:
+                dy2 = tl.load(dy_ptr + row * dy_row_stride + cols2, mask=cols2 < N, other=0.0)
             tl.store(dx_row + cols2, _grad(y2, dy2, total, LOG).to(dx.dtype), mask=cols2 < N)

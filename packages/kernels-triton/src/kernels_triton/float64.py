@@ -11,8 +11,7 @@ import triton.language as tl
 @triton.jit(do_not_specialize=["M"])
 def softmax_fwd_f64_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * x_row_stride
-    y_row = y_ptr + row * y_row_stride
+    x_row, y_row = x_ptr + row * x_row_stride, y_ptr + row * y_row_stride
     cols = tl.arange(0, BLOCK)
     m = tl.full([BLOCK], float("-inf"), tl.float64)
     for start in range(0, N, BLOCK):
@@ -35,8 +34,7 @@ def softmax_bwd_f64_kernel(
     y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, M, N, BLOCK: tl.constexpr
 ):
     row = tl.program_id(0).to(tl.int64)
-    y_row = y_ptr + row * y_row_stride
-    dy_row = dy_ptr + row * dy_row_stride
+    y_row, dy_row = y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride
     dx_row = dx_ptr + row * dx_row_stride
     cols = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], tl.float64)

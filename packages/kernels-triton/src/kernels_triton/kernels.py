@@ -107,9 +107,8 @@ def _warp_rows_fwd(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
     es = (tl.exp2((xs[0] - m_row) * LOG2E),)
     total = es[0]
     for p in tl.static_range(1, PACKS):
-        e = tl.exp2((xs[p] - m_row) * LOG2E)
-        total += e
-        es = es + (e,)
+        es = es + (tl.exp2((xs[p] - m_row) * LOG2E),)
+        total += es[p]
     inv_sum = tl.math.div_rn(1.0, tl.sum(total, axis=1))[:, None]
     y_rows = _row_start(y_ptr, rows.to(tl.int64), y_row_stride, ALIGN)[:, None]
     for p in tl.static_range(PACKS):
@@ -125,8 +124,7 @@ def _warp_rows_bwd(y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_st
     r = rows.to(tl.int64)
     y_rows = _row_start(y_ptr, r, y_row_stride, ALIGN)[:, None]
     dy_rows = _row_start(dy_ptr, r, dy_row_stride, ALIGN)[:, None]
-    ys = ()
-    dys = ()
+    ys, dys = (), ()
     for p in tl.static_range(PACKS):
         ys = ys + (_pack_load(y_rows, p, N, live, 0.0, WIDTH, FULL, ROW_MASK, ALIGN),)
         dys = dys + (_pack_load(dy_rows, p, N, live, 0.0, WIDTH, FULL, ROW_MASK, ALIGN),)
@@ -171,8 +169,7 @@ def softmax_fwd_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, M, N,
             y_row = _row_start(y_ptr, row, y_row_stride, ALIGN)
             # pass 1: each lane's running max and sum of exponentials
             m = tl.full([BLOCK], float("-inf"), tl.float32)
-            d = tl.zeros([BLOCK], tl.float32)
-            c = tl.zeros([BLOCK], tl.float32)  # d's compensation (see _online_max_sum)
+            d, c = tl.zeros([BLOCK], tl.float32), tl.zeros([BLOCK], tl.float32)  # c: d's compensation (Kahan)
             for t in range(n_full):
                 x = _load_f32(x_row + t * BLOCK + cols, None, None, False, KEEP)
                 m, d, c = _online_max_sum(m, d, c, x)
