@@ -43,8 +43,7 @@ def kernel_for(n_cols: int, dtype: torch.dtype, vec: int = 0):
     elif fp32 and chunk == 8192:
         warps, cap = FP32_8192
     constexprs = {"C": c, "SLOTS": next_pow2(c), "CHUNK": chunk, "NEEDS_MASK": n_cols != c * (chunk + chunk2),
-                  "COMPENSATED": fp32, "VEC": vec, "CHUNK2": chunk2, "THREADS": 32 * warps,
-                  "EARLY_COUNT": cap is None}  # fmt: skip
+                  "COMPENSATED": fp32, "VEC": vec, "CHUNK2": chunk2, "THREADS": 32 * warps}  # fmt: skip
     return cluster_xent_kernel, constexprs, warps, cap
 
 
@@ -55,7 +54,6 @@ def cluster_xent_kernel(
     C: tl.constexpr, SLOTS: tl.constexpr, CHUNK: tl.constexpr, NEEDS_MASK: tl.constexpr, COMPENSATED: tl.constexpr, VEC: tl.constexpr,
     CHUNK2: tl.constexpr,  # > 0: a second tile of the block's columns, past its first CHUNK (tiles)
     THREADS: tl.constexpr,
-    EARLY_COUNT: tl.constexpr,  # the mean's count loaded beside the row's loads: blocks under no register cap
     ALIGN: tl.constexpr, LIKE: tl.constexpr,  # xent_launch.splits(): the split follows x's rows
     WRITE_GRAD: tl.constexpr,  # also the gradient of the summed (MEAN: averaged) loss for dloss = 1
     MEAN: tl.constexpr,
@@ -109,11 +107,10 @@ def cluster_xent_kernel(
     # the block that writes the loss, and x[t] (a scalar load: no reduction over the chunk)
     writer = tl.where(counted & (t_col >= 0), here, rank == 0)
     x_t = tl.load(x_row + t_col, mask=writer & counted & (t_col >= 0), other=0.0).to(tl.float32)
-    # the mean's count, loaded while the row's loads are in flight, where it waited until the gradient
-    # between every row's exchange and its stores; under a register cap it stays there, as held
-    # beside the row it spills
+    # the mean's count, loaded while the row's loads are in flight, not after the exchange where every
+    # row would wait for it; under a register cap it is one 8-byte word spilled, still the faster
     scale_all = 1.0
-    if WRITE_GRAD and EARLY_COUNT:
+    if WRITE_GRAD:
         scale_all = grad_scale(count_ptr, MEAN, False)
     if COMPENSATED:  # fp32: the max, then the sum of exponentials, not held
         m = tl.max(x, axis=0)
@@ -143,8 +140,6 @@ def cluster_xent_kernel(
     tl.store(stats_ptr + row, m_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     tl.store(stats_ptr + M + row, s_row.to(stats_ptr.dtype.element_ty), mask=rank == 0)
     if WRITE_GRAD:
-        if not EARLY_COUNT:
-            scale_all = grad_scale(count_ptr, MEAN, False)
         scale = tl.where(counted, scale_all, 0.0)
         inv_total = 1.0 / s_row
         # xent_kernels.ce_grad_off_target at every column, its operations in order (the recompute's
