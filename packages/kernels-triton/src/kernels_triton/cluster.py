@@ -57,7 +57,7 @@ def _capable(device_index: int) -> bool:
 def block(n_cols: int, direction: str, dtype: torch.dtype) -> tuple[int, int, int | None]:
     """(chunk, warps, register cap) of a block: of the chunks of 8192 and 4096 whose C = ceil(N / chunk) blocks fit
     a cluster, the one with the fewest lanes past the row (they compute too; 8192 on a tie). Past 8192 * MAX_CLUSTER
-    columns, caps that let blocks share an SM unspilled: fp32 forward 3 an SM, backward y, dy of 64; 16-bit 5."""
+    columns, caps that let blocks share an SM unspilled: fp32 forward 3 an SM, backward 64 values (y, dy); 16-bit 5."""
     if n_cols <= 8192 * MAX_CLUSTER:
         fits = [chunk for chunk in (8192, 4096) if -(-n_cols // chunk) <= MAX_CLUSTER]
         return min(fits, key=lambda chunk: blocks(n_cols, chunk) * chunk), 4, None
@@ -298,7 +298,7 @@ def cluster_bwd_kernel(
         y = tl.load(y_ptr + row * y_row_stride + cols, mask=cols < N, other=0.0)
         dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=cols < N, other=0.0)
         d = _grad_partial(y, dy, LOG, THREADS)
-        if CHUNK2 > 0:  # TWO_TILES' rows: y and dy of both tiles held, two blocks an SM
+        if CHUNK2 > 0:  # TWO_TILES' rows, two blocks an SM: y and dy of both tiles held, or y alone (RELOAD)
             if RELOAD:  # the first dy summed, its registers free, before the second tile's loads
                 tl.debug_barrier()
             cols2 = rank * (CHUNK + CHUNK2) + CHUNK + tl.arange(0, CHUNK2)
