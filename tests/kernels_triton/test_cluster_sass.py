@@ -126,7 +126,7 @@ def test_the_family_kernels_hold_their_chunk_without_spilling(without_interprete
         one_word = case.startswith("cross_entropy") or case.endswith("151936 bf16")
         assert counts["stack"] <= (8 if one_word else 0), (case, counts)
         if case.endswith("151936 bf16"):  # four blocks an SM
-            assert counts["registers"] <= 64, (case, counts)
+            assert counts["registers"] <= 64 and counts.get("STL", 0) <= 1, (case, counts)
         elif case.startswith(("cross_entropy 50257 fp32", "cross_entropy 131072 fp32")):  # XENT_FP32_8192
             assert counts["registers"] <= 64, (case, counts)
         else:
