@@ -11,6 +11,11 @@ is not importable is skipped, with the reason. Public API only.
 
     python3 benchmarks/cross_entropy_call_time.py --shapes 2048x600 --out call_time.json
     python3 benchmarks/cross_entropy_call_time.py --table call_time.json          # a markdown table
+    python3 benchmarks/cross_entropy_call_time.py --shapes 2048x600 --profile 200  # where a step's host time goes
+
+--profile N times nothing: it runs each step N times under cProfile and prints, a step, the functions that
+take the most host time of their own (the launches, the allocations, the autograd engine, the wrapper's
+Python). The profiler slows every Python call alike, so the ranking is what to read, not the sum.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=6, help="rounds (default 6)")
     p.add_argument("--out", help="write the JSON here (atomically) instead of stdout")
     p.add_argument("--table", metavar="JSON", help="print a run's markdown table")
+    p.add_argument(
+        "--profile", type=int, metavar="N", help="print each step's host-time profile over N calls; no timing"
+    )
     args = p.parse_args(argv)
     try:
         args.shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
@@ -47,8 +55,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.dtypes = args.dtypes.split(",")
     if not set(args.dtypes) <= {"float32", "bfloat16"}:
         p.error(f"--dtypes: comma-separated, of float32, bfloat16; got {','.join(args.dtypes)!r}")
-    for name in ("calls", "rounds"):
-        if getattr(args, name) < 1:
+    for name in ("calls", "rounds", "profile"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name}: at least 1, got {getattr(args, name)}")
     return args
 
@@ -100,6 +108,47 @@ def measure(args: argparse.Namespace, impls: dict) -> list[dict]:
     return rows
 
 
+def profile(fns: dict, calls: int, synchronize=lambda: None, top: int = 12) -> str:
+    """Each function's `calls` calls under cProfile (after one call outside it, which compiles and caches):
+    the `top` functions by their own time, µs and calls a call of the function profiled."""
+    import cProfile
+    import pstats
+
+    def calls_of(fn):
+        for _ in range(calls):
+            fn()
+        synchronize()
+
+    lines = []
+    for name, fn in fns.items():
+        fn()
+        synchronize()
+        prof = cProfile.Profile()
+        prof.runcall(calls_of, fn)
+        entries = sorted(pstats.Stats(prof).stats.items(), key=lambda e: -e[1][2])[:top]
+        lines += [f"{name}: µs of its own, µs with callees, calls; a call of {name}"]
+        for (path, line, func), (_, ncalls, own, total, _) in entries:
+            where = func if path == "~" else f"{path.rsplit('/', 1)[-1]}:{line}({func})"
+            lines.append(
+                f"  {own / calls * 1e6:8.1f} {total / calls * 1e6:8.1f} {ncalls / calls:6.1f}  {where}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def print_profiles(args: argparse.Namespace, impls: dict) -> None:
+    """--profile: each shape's and dtype's steps, profiled."""
+    import torch
+
+    gen = torch.Generator("cuda").manual_seed(0)
+    for m, v in args.shapes:
+        for dtype in args.dtypes:
+            x0 = torch.randn(m, v, device="cuda", dtype=getattr(torch, dtype), generator=gen)
+            t = torch.randint(0, v, (m,), device="cuda", generator=gen)
+            steps = {k: f for k, f in functions(x0, t, args.reduction, impls).items() if k.endswith(" step")}
+            print(f"## {m}x{v} {dtype}, the {args.reduction} loss")
+            print(profile(steps, args.profile, torch.cuda.synchronize))
+
+
 def table(report: dict) -> str:
     """A markdown table of a run: the step's and the forward's µs a call, each implementation's."""
     lines = [f"{report['gpu']}, {report['date']}, the {report['reduction']} loss, µs a call "
@@ -127,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     from labtools.env import collect
 
     impls, skipped = implementations()
+    if args.profile:
+        print_profiles(args, impls)
+        return 0
     env = collect()  # `lab env`'s versions, those installed, and torch's CUDA
     versions = {
         "python": env.python,

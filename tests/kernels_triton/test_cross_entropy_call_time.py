@@ -54,3 +54,30 @@ def test_table_prints_a_run(tmp_path):
         "| 2048x600 | float32 | kernels_triton | 347.5 | 85.0 | 8.8 |",
     ]
     assert "G, D, the mean loss" in result.stdout and "kernels_cuda: skipped, not importable" in result.stdout
+
+
+def test_profile_ranks_a_steps_own_host_time():
+    """--profile's table, from CPU functions: the costly callee first, per call of the function profiled."""
+    import importlib.util
+
+    from benchmark_cli import BENCHMARKS
+
+    spec = importlib.util.spec_from_file_location("call_time", BENCHMARKS / "cross_entropy_call_time.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def costly():
+        return sorted(range(200000), reverse=True)
+
+    def cheap():
+        return len("x")
+
+    out = bench.profile({"step": lambda: (costly(), cheap())}, calls=5, top=3)
+    lines = out.splitlines()
+    assert lines[0].startswith("step: ") and len(lines) == 4, out
+    own, total, ncalls = (float(v) for v in lines[1].split()[:3])
+    assert "sorted" in lines[1] and ncalls == 1.0 and 0 < own <= total, out
+
+
+def test_profile_needs_a_positive_count():
+    assert_usage_error(run("--profile", "0"), "--profile")
