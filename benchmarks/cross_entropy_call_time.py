@@ -90,21 +90,29 @@ def functions(x0, t, reduction: str, impls: dict) -> dict:
     return fns
 
 
-def measure(args: argparse.Namespace, impls: dict) -> list[dict]:
+def cases(args: argparse.Namespace, impls: dict):
+    """(shape, dtype, functions()) for each shape and dtype asked for: logits and targets on the device, seeded."""
     import torch
-    from labtools.bench.turns import time_calls_taking_turns
 
-    rows, gen = [], torch.Generator("cuda").manual_seed(0)
+    gen = torch.Generator("cuda").manual_seed(0)
     for m, v in args.shapes:
         for dtype in args.dtypes:
             x0 = torch.randn(m, v, device="cuda", dtype=getattr(torch, dtype), generator=gen)
             t = torch.randint(0, v, (m,), device="cuda", generator=gen)
-            fns = functions(x0, t, args.reduction, impls)
-            times = time_calls_taking_turns(fns, args.calls, args.rounds, synchronize=torch.cuda.synchronize)
-            us = {name: statistics.median(rounds) for name, rounds in times.items()}
-            for name in impls:
-                rows.append({"shape": f"{m}x{v}", "dtype": dtype, "impl": name, "step_us": round(us[f"{name} step"], 1),
-                             "forward_us": round(us[f"{name} forward"], 1), "clone_us": round(us["clone"], 1)})  # fmt: skip
+            yield f"{m}x{v}", dtype, functions(x0, t, args.reduction, impls)
+
+
+def measure(args: argparse.Namespace, impls: dict) -> list[dict]:
+    import torch
+    from labtools.bench.turns import time_calls_taking_turns
+
+    rows = []
+    for shape, dtype, fns in cases(args, impls):
+        times = time_calls_taking_turns(fns, args.calls, args.rounds, synchronize=torch.cuda.synchronize)
+        us = {name: statistics.median(rounds) for name, rounds in times.items()}
+        for name in impls:
+            rows.append({"shape": shape, "dtype": dtype, "impl": name, "step_us": round(us[f"{name} step"], 1),
+                         "forward_us": round(us[f"{name} forward"], 1), "clone_us": round(us["clone"], 1)})  # fmt: skip
     return rows
 
 
@@ -139,14 +147,10 @@ def print_profiles(args: argparse.Namespace, impls: dict) -> None:
     """--profile: each shape's and dtype's steps, profiled."""
     import torch
 
-    gen = torch.Generator("cuda").manual_seed(0)
-    for m, v in args.shapes:
-        for dtype in args.dtypes:
-            x0 = torch.randn(m, v, device="cuda", dtype=getattr(torch, dtype), generator=gen)
-            t = torch.randint(0, v, (m,), device="cuda", generator=gen)
-            steps = {k: f for k, f in functions(x0, t, args.reduction, impls).items() if k.endswith(" step")}
-            print(f"## {m}x{v} {dtype}, the {args.reduction} loss")
-            print(profile(steps, args.profile, torch.cuda.synchronize))
+    for shape, dtype, fns in cases(args, impls):
+        print(f"## {shape} {dtype}, the {args.reduction} loss")
+        steps = {name: fn for name, fn in fns.items() if name.endswith(" step")}
+        print(profile(steps, args.profile, torch.cuda.synchronize))
 
 
 def table(report: dict) -> str:
